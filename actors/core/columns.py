@@ -1,0 +1,157 @@
+"""Node columns: one numpy row per node, in node-tree order, for the vector predicates/priorities.
+
+The reference truth is the list of :class:`NodeInfo`; the columns are a derived view kept in
+step with it row by row (``update_row`` costs a few microseconds). Vector forms of predicates
+and priorities read only these arrays, so a pod costs a handful of numpy operations over all
+nodes instead of a Python loop per node.
+
+Columns (all of length ``n``, row ``i`` is ``node_infos[i]``):
+
+==========================  ================================================================
+``alloc_milli_cpu`` ...     allocatable cpu (millicores), memory, ephemeral storage, pods
+``req_milli_cpu`` ...       requested cpu, memory, ephemeral storage by the node's pods
+``pod_count``               number of pods on the node
+``nz_milli_cpu``/``nz_memory``  the non-zero requests the resource priorities use
+``unschedulable``           ``spec.unschedulable``
+``not_ready`` ...           the node conditions CheckNodeCondition and the pressure
+                            predicates read (see ``_CONDITION_COLUMNS``)
+``has_node``                False for a row whose Node object is unknown
+``taint_set``               an id into ``taint_sets`` (distinct taint lists)
+==========================  ================================================================
+
+Scalar (extended) resources and label values are built on demand per name/key and cached
+until a row changes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from podium.actors.core.nodeinfo import NodeInfo
+from podium.protocol.objects import Taint
+
+__all__ = ["NodeColumns"]
+
+I64 = np.int64
+
+# column name -> (condition type, the status that makes the flag True, or "!" + the status that
+# keeps it False: the flag is set when the condition is present with any other status).
+_CONDITION_COLUMNS: dict[str, tuple[str, str]] = {
+    "not_ready": ("Ready", "!True"),
+    "out_of_disk": ("OutOfDisk", "!False"),
+    "network_unavailable": ("NetworkUnavailable", "!False"),
+    "memory_pressure": ("MemoryPressure", "True"),
+    "disk_pressure": ("DiskPressure", "True"),
+    "pid_pressure": ("PIDPressure", "True"),
+}
+
+
+def _condition_flags(info: NodeInfo) -> dict[str, bool]:
+    flags = dict.fromkeys(_CONDITION_COLUMNS, False)
+    if info.node is None:
+        return flags
+    for cond in info.node.status.conditions:
+        for col, (ctype, want) in _CONDITION_COLUMNS.items():
+            if cond.type != ctype:
+                continue
+            if want.startswith("!"):
+                flags[col] = flags[col] or cond.status != want[1:]
+            else:
+                flags[col] = flags[col] or cond.status == want
+    return flags
+
+
+class NodeColumns:
+    """Numpy columns over a list of NodeInfo (see the module docstring)."""
+
+    def __init__(self, infos: Sequence[NodeInfo]) -> None:
+        self.infos = list(infos)
+        n = len(self.infos)
+        self.n = n
+        self.names = [i.name for i in self.infos]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        z = lambda: np.zeros(n, dtype=I64)  # noqa: E731 - a local factory reads best here
+        self.alloc_milli_cpu, self.alloc_memory, self.alloc_ephemeral, self.alloc_pods = z(), z(), z(), z()
+        self.req_milli_cpu, self.req_memory, self.req_ephemeral, self.pod_count = z(), z(), z(), z()
+        self.nz_milli_cpu, self.nz_memory = z(), z()
+        self.unschedulable = np.zeros(n, dtype=bool)
+        self.has_node = np.zeros(n, dtype=bool)
+        self.not_ready = np.zeros(n, dtype=bool)
+        self.out_of_disk = np.zeros(n, dtype=bool)
+        self.network_unavailable = np.zeros(n, dtype=bool)
+        self.memory_pressure = np.zeros(n, dtype=bool)
+        self.disk_pressure = np.zeros(n, dtype=bool)
+        self.pid_pressure = np.zeros(n, dtype=bool)
+        self.taint_set = np.zeros(n, dtype=np.int32)
+        self.taint_sets: list[tuple[Taint, ...]] = [()]
+        self._taint_ids: dict[tuple[Taint, ...], int] = {(): 0}
+        self._scalar: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
+        self._labels: dict[str, tuple[npt.NDArray[np.int32], dict[str, int]]] = {}
+        for i, info in enumerate(self.infos):
+            self._fill(i, info)
+
+    # ------------------------------------------------------------------ rows
+
+    def _fill(self, i: int, info: NodeInfo) -> None:
+        a, r = info.allocatable, info.requested
+        self.alloc_milli_cpu[i] = a.milli_cpu
+        self.alloc_memory[i] = a.memory
+        self.alloc_ephemeral[i] = a.ephemeral_storage
+        self.alloc_pods[i] = a.allowed_pod_number
+        self.req_milli_cpu[i] = r.milli_cpu
+        self.req_memory[i] = r.memory
+        self.req_ephemeral[i] = r.ephemeral_storage
+        self.pod_count[i] = len(info.pods)
+        self.nz_milli_cpu[i] = info.non_zero_milli_cpu
+        self.nz_memory[i] = info.non_zero_memory
+        node = info.node
+        self.has_node[i] = node is not None
+        self.unschedulable[i] = node is not None and node.spec.unschedulable
+        for col, flag in _condition_flags(info).items():
+            getattr(self, col)[i] = flag
+        taints = tuple(node.spec.taints) if node is not None else ()
+        tid = self._taint_ids.get(taints)
+        if tid is None:
+            tid = self._taint_ids[taints] = len(self.taint_sets)
+            self.taint_sets.append(taints)
+        self.taint_set[i] = tid
+
+    def update_row(self, i: int, info: NodeInfo, *, labels_changed: bool = True) -> None:
+        """Refresh row ``i`` from ``info`` (after a pod was added/removed or the node changed)."""
+        self.infos[i] = info
+        self._fill(i, info)
+        for name, (alloc, req) in self._scalar.items():
+            alloc[i] = info.allocatable.scalar.get(name, 0)
+            req[i] = info.requested.scalar.get(name, 0)
+        if labels_changed and self._labels:
+            self._labels.clear()
+
+    # ------------------------------------------------------------------ on-demand columns
+
+    def scalar(self, name: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(allocatable, requested) of an extended/scalar resource, 0 where absent."""
+        cols = self._scalar.get(name)
+        if cols is None:
+            alloc = np.fromiter((i.allocatable.scalar.get(name, 0) for i in self.infos), I64, self.n)
+            req = np.fromiter((i.requested.scalar.get(name, 0) for i in self.infos), I64, self.n)
+            cols = self._scalar[name] = (alloc, req)
+        return cols
+
+    def label(self, key: str) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
+        """The values of label ``key`` as integer codes (-1 where absent) and the code table."""
+        cached = self._labels.get(key)
+        if cached is None:
+            vocab: dict[str, int] = {}
+            codes = np.full(self.n, -1, dtype=np.int32)
+            for i, info in enumerate(self.infos):
+                v = info.labels.get(key)
+                if v is not None:
+                    code = vocab.get(v)
+                    if code is None:
+                        code = vocab[v] = len(vocab)
+                    codes[i] = code
+            cached = self._labels[key] = (codes, vocab)
+        return cached

@@ -1,0 +1,329 @@
+"""One scheduling decision: filter, score, select a host (the v1.14 generic scheduler).
+
+Kubernetes counterpart: pkg/scheduler/core/generic_scheduler.go@v1.14 (``Schedule``,
+``findNodesThatFit``, ``podFitsOnNode``, ``PrioritizeNodes``, ``numFeasibleNodesToFind``), with
+the later random tie-break (docs/differences.md). This module is a sans-IO core: the filter
+pool and scoring actors drive it, ``podium simulate`` drives it through them.
+
+Filtering walks the snapshot's nodes (zone-interleaved node-tree order) from the carried start
+index and stops once ``num_feasible_nodes_to_find`` nodes fit; the next pod starts where this
+one stopped. A node is rejected at its first failing predicate (every failing predicate with
+``always_check_all_predicates``). When every predicate that matters for the pod has a vector
+form, the whole walk is a few numpy operations over the node columns: "first failing
+predicate" is the mask of rows still alive when that predicate fails them, and the early stop
+is a cumulative count over the rotated feasibility mask. Otherwise the walk falls back to the
+per-node loop, still using the vector masks it has. Both paths give identical answers.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.actors.core.snapshot import Snapshot
+from podium.actors.framework import (
+    SKIP,
+    Code,
+    FilterPlugin,
+    PredicateError,
+    ScorePlugin,
+    VectorFilterPlugin,
+    VectorScorePlugin,
+)
+
+__all__ = [
+    "NO_NODES_AVAILABLE",
+    "Algorithm",
+    "ScheduleResult",
+    "fit_error_message",
+    "num_feasible_nodes_to_find",
+]
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
+    """How many feasible nodes to look for before stopping (v1.14 numFeasibleNodesToFind).
+
+    Below 100 nodes, or at 100 %, every node. Otherwise ``percentage`` of the nodes, or when it
+    is 0 the adaptive ``50 - nodes/125`` with a floor of 5 %; never fewer than 100.
+    """
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return num_all_nodes
+    adaptive = percentage
+    if adaptive <= 0:
+        adaptive = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE - num_all_nodes // 125
+        adaptive = max(adaptive, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * adaptive // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def fit_error_message(num_all_nodes: int, reasons: Counter[str]) -> str:
+    """Kubernetes' FitError text: ``0/5 nodes are available: 2 Insufficient cpu, ...``.
+
+    Each reason is counted over the nodes, formatted ``"<count> <reason>"``, and the entries
+    are sorted as strings (core/generic_scheduler.go@v1.14 FitError.Error).
+    """
+    if num_all_nodes == 0:
+        return NO_NODES_AVAILABLE
+    entries = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    return f"0/{num_all_nodes} nodes are available: {', '.join(entries)}."
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    """The outcome of one attempt.
+
+    Attributes:
+        node: the chosen node, or ``None``.
+        message: the FitError text when nothing fits; the error text when ``error``.
+        error: True when a predicate or priority could not be evaluated (result=error).
+        evaluated: nodes examined by the filter; feasible: how many of them fit.
+        reasons: reason -> number of examined nodes that gave it.
+        failed: node -> its reasons (only with ``explain``).
+        feasible_nodes: the feasible nodes in examination order (only with ``explain``).
+        scores: node -> priority name -> normalised score (only with ``explain``).
+        totals: node -> weighted total (only with ``explain``).
+    """
+
+    node: str | None = None
+    message: str | None = None
+    error: bool = False
+    evaluated: int = 0
+    feasible: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    failed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    feasible_nodes: list[str] = field(default_factory=list)
+    scores: dict[str, dict[str, int]] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)
+
+
+class Algorithm:
+    """Predicates in order, weighted priorities, and the carried start index.
+
+    Args:
+        filters: predicates in the order they run.
+        scorers: (priority, weight) pairs.
+        percentage_of_nodes_to_score: 0 (adaptive) to 100.
+        always_check_all_predicates: record every failing predicate, not only the first.
+        rng: the tie-break's random source (seeded for repeatable runs).
+    """
+
+    def __init__(
+        self,
+        filters: Sequence[FilterPlugin],
+        scorers: Sequence[tuple[ScorePlugin, int]],
+        *,
+        percentage_of_nodes_to_score: int = 0,
+        always_check_all_predicates: bool = False,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.filters = list(filters)
+        self.scorers = list(scorers)
+        self.percentage = percentage_of_nodes_to_score
+        self.check_all = always_check_all_predicates
+        self.rng = rng if rng is not None else random.Random()
+        self.next_start_index = 0
+
+    # ------------------------------------------------------------------ schedule
+
+    def schedule(self, pod: PodInfo, snapshot: Snapshot, *, explain: bool = False) -> ScheduleResult:
+        """Decide where ``pod`` goes on ``snapshot``; never mutates the snapshot."""
+        n = len(snapshot)
+        if n == 0:
+            return ScheduleResult(message=NO_NODES_AVAILABLE)
+        try:
+            result, feasible = self._find_nodes_that_fit(pod, snapshot, explain=explain)
+        except PredicateError as exc:
+            return ScheduleResult(message=str(exc), error=True)
+        if not feasible:
+            result.message = fit_error_message(n, result.reasons)
+            return result
+        infos = [snapshot.node_infos[i] for i in feasible]
+        if explain:
+            result.feasible_nodes = [i.name for i in infos]
+        if len(infos) == 1 and not explain:
+            # v1.14: "When only one node after predicate, just use it."
+            result.node = infos[0].name
+            return result
+        try:
+            totals = self._prioritize(pod, snapshot, infos, feasible, result if explain else None)
+        except PredicateError as exc:
+            return ScheduleResult(message=str(exc), error=True)
+        best = np.flatnonzero(totals == totals.max())
+        pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])
+        result.node = infos[pick].name
+        return result
+
+    # ------------------------------------------------------------------ filter
+
+    def _active_filters(self, pod: PodInfo, snapshot: Snapshot) -> list[tuple[FilterPlugin, object]]:
+        active = []
+        for plugin in self.filters:
+            meta = plugin.pre_filter(pod, snapshot)
+            if meta is not SKIP:
+                active.append((plugin, meta))
+        return active
+
+    def _find_nodes_that_fit(
+        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool
+    ) -> tuple[ScheduleResult, list[int]]:
+        n = len(snapshot)
+        start = self.next_start_index % n
+        if not self.filters:
+            # v1.14 findNodesThatFit: with no predicates every node is feasible.
+            order = [(start + i) % n for i in range(n)]
+            return ScheduleResult(evaluated=n, feasible=n), order
+        want = num_feasible_nodes_to_find(n, self.percentage)
+        active = self._active_filters(pod, snapshot)
+        if all(isinstance(p, VectorFilterPlugin) for p, _ in active):
+            result, feasible = self._fit_vector(pod, snapshot, active, start, want, explain=explain)
+        else:
+            result, feasible = self._fit_loop(pod, snapshot, active, start, want, explain=explain)
+        self.next_start_index = (start + result.evaluated) % n
+        return result, feasible
+
+    def _fit_vector(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        active: list[tuple[FilterPlugin, object]],
+        start: int,
+        want: int,
+        *,
+        explain: bool,
+    ) -> tuple[ScheduleResult, list[int]]:
+        cols = snapshot.columns
+        n = cols.n
+        alive = np.ones(n, dtype=bool)
+        # Per predicate: the rows that report its reasons, and its (reason, mask) pairs.
+        blamed: list[tuple[npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_]]]]] = []
+        for plugin, meta in active:
+            assert isinstance(plugin, VectorFilterPlugin)
+            masks = plugin.filter_columns(pod, meta, cols)
+            if not masks:
+                continue
+            fails = np.logical_or.reduce([m for _, m in masks])
+            blamed.append((fails if self.check_all else fails & alive, masks))
+            alive &= ~fails
+        order = np.roll(np.arange(n), -start)
+        fit_in_order = alive[order]
+        counts = np.cumsum(fit_in_order)
+        total = int(counts[-1])
+        evaluated = n if total < want else int(np.searchsorted(counts, want)) + 1
+        examined = order[:evaluated]
+        feasible = examined[fit_in_order[:evaluated]].tolist()
+        in_walk = np.zeros(n, dtype=bool)
+        in_walk[examined] = True
+        result = ScheduleResult(evaluated=evaluated, feasible=len(feasible))
+        for rows, masks in blamed:
+            rows = rows & in_walk
+            for reason, mask in masks:
+                count = int(np.count_nonzero(mask & rows))
+                if count:
+                    result.reasons[reason] += count
+        if explain:
+            for i in examined[~fit_in_order[:evaluated]].tolist():
+                reasons: list[str] = []
+                for rows, masks in blamed:
+                    if rows[i]:
+                        reasons.extend(reason for reason, mask in masks if mask[i])
+                result.failed[cols.names[i]] = tuple(reasons)
+        return result, feasible
+
+    def _fit_loop(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        active: list[tuple[FilterPlugin, object]],
+        start: int,
+        want: int,
+        *,
+        explain: bool,
+    ) -> tuple[ScheduleResult, list[int]]:
+        n = len(snapshot)
+        infos = snapshot.node_infos
+        # Vector predicates answer for every row up front; the others run per node.
+        checks: list[tuple[FilterPlugin, object, list[tuple[str, npt.NDArray[np.bool_]]] | None]] = []
+        for plugin, meta in active:
+            if isinstance(plugin, VectorFilterPlugin):
+                checks.append((plugin, meta, plugin.filter_columns(pod, meta, snapshot.columns)))
+            else:
+                checks.append((plugin, meta, None))
+        result = ScheduleResult()
+        feasible: list[int] = []
+        evaluated = 0
+        for step in range(n):
+            i = (start + step) % n
+            evaluated += 1
+            reasons: list[str] = []
+            for plugin, meta, masks in checks:
+                if masks is not None:
+                    got = [reason for reason, mask in masks if mask[i]]
+                else:
+                    status = plugin.filter(pod, meta, infos[i])
+                    if status.code is Code.ERROR:
+                        raise PredicateError("; ".join(status.reasons))
+                    got = list(status.reasons) if not status.is_success else []
+                if got:
+                    reasons.extend(got)
+                    if not self.check_all:
+                        break
+            if reasons:
+                result.reasons.update(reasons)
+                if explain:
+                    result.failed[infos[i].name] = tuple(reasons)
+            else:
+                feasible.append(i)
+                if len(feasible) >= want:
+                    break
+        result.evaluated = evaluated
+        result.feasible = len(feasible)
+        return result, feasible
+
+    # ------------------------------------------------------------------ score
+
+    def _prioritize(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        infos: list[NodeInfo],
+        rows: list[int],
+        explain: ScheduleResult | None,
+    ) -> npt.NDArray[np.int64]:
+        totals = np.zeros(len(infos), dtype=np.int64)
+        if not self.scorers:
+            # v1.14 PrioritizeNodes: no priorities means EqualPriority for every node.
+            totals += 1
+            if explain is not None:
+                for info in infos:
+                    explain.scores[info.name] = {}
+                    explain.totals[info.name] = 1
+            return totals
+        per_plugin: list[tuple[str, list[int]]] = []
+        row_array = np.asarray(rows, dtype=np.intp)
+        for plugin, weight in self.scorers:
+            meta = plugin.pre_score(pod, snapshot, infos)
+            if meta is SKIP:
+                raw = [0] * len(infos)
+            elif isinstance(plugin, VectorScorePlugin):
+                raw = plugin.score_columns(pod, meta, snapshot.columns, row_array).tolist()
+            else:
+                raw = [plugin.score(pod, meta, info) for info in infos]
+            scores = plugin.normalize(pod, meta, infos, raw)
+            totals += np.asarray(scores, dtype=np.int64) * weight
+            if explain is not None:
+                per_plugin.append((plugin.name, scores))
+        if explain is not None:
+            for j, info in enumerate(infos):
+                explain.scores[info.name] = {name: int(s[j]) for name, s in per_plugin}
+                explain.totals[info.name] = int(totals[j])
+        return totals

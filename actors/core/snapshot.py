@@ -1,0 +1,121 @@
+"""A consistent view of the cluster for one scheduling attempt.
+
+Kubernetes counterpart: pkg/scheduler/internal/cache Snapshot (nodeInfoMap + the node tree
+order), plus the listers v1.14 predicates and priorities were built with (services,
+controllers, PVs, PVCs, storage classes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from podium.actors.core.columns import NodeColumns
+from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.protocol.objects import (
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
+    StorageClass,
+)
+
+__all__ = ["ClusterObjects", "ImageState", "Snapshot"]
+
+
+@dataclass(slots=True)
+class ClusterObjects:
+    """The non-node, non-pod objects predicates and priorities read.
+
+    Namespaced kinds are keyed ``namespace/name``; cluster-scoped kinds by name.
+    """
+
+    services: dict[str, Service] = field(default_factory=dict)
+    replication_controllers: dict[str, ReplicationController] = field(default_factory=dict)
+    replica_sets: dict[str, ReplicaSet] = field(default_factory=dict)
+    stateful_sets: dict[str, StatefulSet] = field(default_factory=dict)
+    persistent_volumes: dict[str, PersistentVolume] = field(default_factory=dict)
+    persistent_volume_claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)
+    storage_classes: dict[str, StorageClass] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+
+    def in_namespace(self, table: dict[str, object], namespace: str) -> Iterator[object]:
+        prefix = namespace + "/"
+        return (v for k, v in table.items() if k.startswith(prefix))
+
+
+@dataclass(frozen=True, slots=True)
+class ImageState:
+    """An image's size and on how many nodes it is present (schedulernodeinfo.ImageStateSummary)."""
+
+    size: int
+    num_nodes: int
+
+
+class Snapshot:
+    """Nodes in node-tree order with their pods, the columns over them, and the other objects.
+
+    Attributes:
+        node_infos: one NodeInfo per node, in zone-interleaved node-tree order.
+        objects: services, controllers, volumes and classes.
+        generation: the cache generation this snapshot reflects.
+    """
+
+    def __init__(
+        self, node_infos: Sequence[NodeInfo], objects: ClusterObjects | None = None, generation: int = 0
+    ) -> None:
+        self.node_infos = list(node_infos)
+        self.by_name = {n.name: n for n in self.node_infos}
+        self.objects = objects if objects is not None else ClusterObjects()
+        self.generation = generation
+        self._columns: NodeColumns | None = None
+        self._images: dict[str, ImageState] | None = None
+
+    @property
+    def columns(self) -> NodeColumns:
+        if self._columns is None:
+            self._columns = NodeColumns(self.node_infos)
+        return self._columns
+
+    def __len__(self) -> int:
+        return len(self.node_infos)
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self.by_name.get(name)
+
+    def all_pods(self) -> Iterator[PodInfo]:
+        for info in self.node_infos:
+            yield from info.pods
+
+    def pods_with_affinity(self) -> Iterator[PodInfo]:
+        for info in self.node_infos:
+            yield from info.pods_with_affinity
+
+    def image_states(self) -> dict[str, ImageState]:
+        """Image name -> (size, number of nodes having it), over every node."""
+        if self._images is None:
+            sizes: dict[str, int] = {}
+            counts: dict[str, int] = {}
+            for info in self.node_infos:
+                if info.node is None:
+                    continue
+                for image in info.node.status.images:
+                    for name in image.names:
+                        sizes[name] = image.size_bytes
+                        counts[name] = counts.get(name, 0) + 1
+            self._images = {k: ImageState(sizes[k], counts[k]) for k in sizes}
+        return self._images
+
+    def replace_node_info(self, info: NodeInfo) -> None:
+        """Swap in a changed NodeInfo (same name), keeping the columns in step."""
+        old = self.by_name[info.name]
+        i = self.node_infos.index(old) if self._columns is None else self._columns.index[info.name]
+        self.node_infos[i] = info
+        self.by_name[info.name] = info
+        if self._columns is not None:
+            self._columns.update_row(i, info, labels_changed=old.node is not info.node)
+        if old.node is not info.node:
+            self._images = None

@@ -1,0 +1,510 @@
+"""Kubernetes-shaped objects: the v1 field names and JSON/YAML forms Podium reads.
+
+Only the fields a predicate, priority or the store reads are declared; every other field
+(``status.podIP``, ``spec.containers[].env``, ...) is ignored on input, as the brief asks.
+Wrong JSON types and bad quantities are rejected with the path of the field.
+
+Objects are frozen: the scheduler shares them between its views without copying.
+Quantities are parsed once, at decode time, into :class:`~podium.protocol.quantity.Quantity`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias
+
+import msgspec
+
+from podium.protocol.quantity import Quantity, QuantityError
+
+__all__ = [
+    "KINDS",
+    "NAMESPACED_KINDS",
+    "AWSElasticBlockStoreVolumeSource",
+    "Affinity",
+    "AzureDiskVolumeSource",
+    "CSIPersistentVolumeSource",
+    "CinderVolumeSource",
+    "Container",
+    "ContainerImage",
+    "ContainerPort",
+    "GCEPersistentDiskVolumeSource",
+    "ISCSIVolumeSource",
+    "KubeObject",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "Node",
+    "NodeAffinity",
+    "NodeCondition",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "ObjectMeta",
+    "OwnerReference",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "Pod",
+    "PodAffinity",
+    "PodAffinityTerm",
+    "PodAntiAffinity",
+    "PreferredSchedulingTerm",
+    "PriorityClass",
+    "RBDVolumeSource",
+    "ReplicaSet",
+    "ReplicationController",
+    "ResourceRequirements",
+    "Service",
+    "StatefulSet",
+    "StorageClass",
+    "Taint",
+    "Toleration",
+    "TopologySpreadConstraint",
+    "Volume",
+    "WeightedPodAffinityTerm",
+    "dec_hook",
+    "enc_hook",
+]
+
+ResourceList: TypeAlias = dict[str, Quantity]
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+
+
+def dec_hook(type_: type, obj: Any) -> Any:
+    """msgspec decode hook: quantities from strings or JSON numbers."""
+    if type_ is Quantity:
+        if isinstance(obj, bool) or not isinstance(obj, (str, int, float)):
+            raise TypeError(f"Expected a quantity (string or number), got `{type(obj).__name__}`")
+        text = obj if isinstance(obj, str) else repr(obj) if isinstance(obj, float) else str(obj)
+        try:
+            return Quantity(text)
+        except QuantityError as exc:
+            raise ValueError(str(exc)) from None
+    raise NotImplementedError(f"cannot decode {type_!r}")
+
+
+def enc_hook(obj: Any) -> Any:
+    """msgspec encode hook: quantities back to the text they were written as."""
+    if isinstance(obj, Quantity):
+        return obj.text
+    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+
+
+class _K8s(msgspec.Struct, rename="camel", frozen=True, kw_only=True, omit_defaults=True):
+    """Base of every Kubernetes-shaped struct: camelCase wire names, unknown fields ignored."""
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+class OwnerReference(_K8s, kw_only=True):
+    kind: str
+    name: str
+    api_version: str = ""
+    uid: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(_K8s, kw_only=True):
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_references: list[OwnerReference] = []
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+class LabelSelectorRequirement(_K8s, kw_only=True):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = []
+
+
+class LabelSelector(_K8s, kw_only=True):
+    """A set-based label selector. ``None`` (absent) and ``{}`` differ: see protocol.labels."""
+
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class NodeSelectorRequirement(_K8s, kw_only=True):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = []
+
+
+class NodeSelectorTerm(_K8s, kw_only=True):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(_K8s, kw_only=True):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class PreferredSchedulingTerm(_K8s, kw_only=True):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(_K8s, kw_only=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
+
+
+class PodAffinityTerm(_K8s, kw_only=True):
+    topology_key: str = ""
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = []
+
+
+class WeightedPodAffinityTerm(_K8s, kw_only=True):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(_K8s, kw_only=True):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
+class PodAntiAffinity(_K8s, kw_only=True):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
+class Affinity(_K8s, kw_only=True):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAntiAffinity | None = None
+
+
+class Taint(_K8s, kw_only=True):
+    key: str
+    value: str = ""
+    effect: str
+    time_added: str | None = None
+
+
+class Toleration(_K8s, kw_only=True):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class TopologySpreadConstraint(_K8s, kw_only=True):
+    max_skew: Annotated[int, msgspec.Meta(ge=1)]
+    topology_key: str
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: LabelSelector | None = None
+
+
+# --------------------------------------------------------------------------- volumes
+
+
+class GCEPersistentDiskVolumeSource(_K8s, kw_only=True):
+    pd_name: str
+    fs_type: str = ""
+    partition: int = 0
+    read_only: bool = False
+
+
+class AWSElasticBlockStoreVolumeSource(_K8s, kw_only=True):
+    volume_id: str = msgspec.field(name="volumeID")
+    fs_type: str = ""
+    partition: int = 0
+    read_only: bool = False
+
+
+class RBDVolumeSource(_K8s, kw_only=True):
+    monitors: list[str] = []
+    image: str = ""
+    pool: str = "rbd"
+    read_only: bool = False
+
+
+class ISCSIVolumeSource(_K8s, kw_only=True):
+    target_portal: str = ""
+    iqn: str = ""
+    lun: int = 0
+    read_only: bool = False
+
+
+class AzureDiskVolumeSource(_K8s, kw_only=True):
+    disk_name: str = ""
+    disk_uri: str = msgspec.field(default="", name="diskURI")
+
+
+class CinderVolumeSource(_K8s, kw_only=True):
+    volume_id: str = msgspec.field(name="volumeID")
+
+
+class CSIPersistentVolumeSource(_K8s, kw_only=True):
+    driver: str
+    volume_handle: str = ""
+
+
+class PersistentVolumeClaimVolumeSource(_K8s, kw_only=True):
+    claim_name: str
+    read_only: bool = False
+
+
+class Volume(_K8s, kw_only=True):
+    name: str = ""
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    azure_disk: AzureDiskVolumeSource | None = None
+    cinder: CinderVolumeSource | None = None
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+
+
+# --------------------------------------------------------------------------- pods
+
+
+class ContainerPort(_K8s, kw_only=True):
+    container_port: int = 0
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = msgspec.field(default="", name="hostIP")
+
+
+class ResourceRequirements(_K8s, kw_only=True):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+
+
+class Container(_K8s, kw_only=True):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = ResourceRequirements()
+    ports: list[ContainerPort] = []
+
+
+class PodSpec(_K8s, kw_only=True):
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    overhead: ResourceList = {}
+    node_name: str = ""
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
+    volumes: list[Volume] = []
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    scheduler_name: str = "default-scheduler"
+    host_network: bool = False
+    topology_spread_constraints: list[TopologySpreadConstraint] = []
+
+
+class PodStatus(_K8s, kw_only=True):
+    phase: str = ""
+    nominated_node_name: str = ""
+    start_time: str | None = None
+
+
+class Pod(_K8s, tag="Pod", tag_field="kind", kw_only=True):
+    api_version: str = "v1"
+    metadata: ObjectMeta
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+class NodeCondition(_K8s, kw_only=True):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerImage(_K8s, kw_only=True):
+    names: list[str] = []
+    size_bytes: NonNegativeInt = 0
+
+
+class NodeSpec(_K8s, kw_only=True):
+    unschedulable: bool = False
+    taints: list[Taint] = []
+
+
+class NodeStatus(_K8s, kw_only=True):
+    capacity: ResourceList = {}
+    allocatable: ResourceList = {}
+    conditions: list[NodeCondition] = []
+    images: list[ContainerImage] = []
+
+
+class Node(_K8s, tag="Node", tag_field="kind", kw_only=True):
+    api_version: str = "v1"
+    metadata: ObjectMeta
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+
+# --------------------------------------------------------------------------- storage
+
+
+class ObjectReference(_K8s, kw_only=True):
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class VolumeNodeAffinity(_K8s, kw_only=True):
+    required: NodeSelector | None = None
+
+
+class PersistentVolumeSpec(_K8s, kw_only=True):
+    capacity: ResourceList = {}
+    access_modes: list[str] = []
+    storage_class_name: str = ""
+    claim_ref: ObjectReference | None = None
+    node_affinity: VolumeNodeAffinity | None = None
+    volume_mode: str = ""
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    azure_disk: AzureDiskVolumeSource | None = None
+    cinder: CinderVolumeSource | None = None
+    csi: CSIPersistentVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+
+
+class PersistentVolumeStatus(_K8s, kw_only=True):
+    phase: str = ""
+
+
+class PersistentVolume(_K8s, tag="PersistentVolume", tag_field="kind", kw_only=True):
+    api_version: str = "v1"
+    metadata: ObjectMeta
+    spec: PersistentVolumeSpec = PersistentVolumeSpec()
+    status: PersistentVolumeStatus = PersistentVolumeStatus()
+
+
+class PersistentVolumeClaimSpec(_K8s, kw_only=True):
+    volume_name: str = ""
+    storage_class_name: str | None = None
+    access_modes: list[str] = []
+    resources: ResourceRequirements = ResourceRequirements()
+    selector: LabelSelector | None = None
+    volume_mode: str = ""
+
+
+class PersistentVolumeClaimStatus(_K8s, kw_only=True):
+    phase: str = ""
+
+
+class PersistentVolumeClaim(_K8s, tag="PersistentVolumeClaim", tag_field="kind", kw_only=True):
+    api_version: str = "v1"
+    metadata: ObjectMeta
+    spec: PersistentVolumeClaimSpec = PersistentVolumeClaimSpec()
+    status: PersistentVolumeClaimStatus = PersistentVolumeClaimStatus()
+
+
+class TopologySelectorLabelRequirement(_K8s, kw_only=True):
+    key: str
+    values: list[str] = []
+
+
+class TopologySelectorTerm(_K8s, kw_only=True):
+    match_label_expressions: list[TopologySelectorLabelRequirement] = []
+
+
+class StorageClass(_K8s, tag="StorageClass", tag_field="kind", kw_only=True):
+    api_version: str = "storage.k8s.io/v1"
+    metadata: ObjectMeta
+    provisioner: str = ""
+    volume_binding_mode: Literal["Immediate", "WaitForFirstConsumer"] = "Immediate"
+    allowed_topologies: list[TopologySelectorTerm] = []
+
+
+# --------------------------------------------------------------------------- selector owners
+
+
+class ServiceSpec(_K8s, kw_only=True):
+    selector: dict[str, str] = {}
+
+
+class Service(_K8s, tag="Service", tag_field="kind", kw_only=True):
+    api_version: str = "v1"
+    metadata: ObjectMeta
+    spec: ServiceSpec = ServiceSpec()
+
+
+class ReplicationControllerSpec(_K8s, kw_only=True):
+    selector: dict[str, str] = {}
+
+
+class ReplicationController(_K8s, tag="ReplicationController", tag_field="kind", kw_only=True):
+    api_version: str = "v1"
+    metadata: ObjectMeta
+    spec: ReplicationControllerSpec = ReplicationControllerSpec()
+
+
+class SelectorSpec(_K8s, kw_only=True):
+    selector: LabelSelector | None = None
+
+
+class ReplicaSet(_K8s, tag="ReplicaSet", tag_field="kind", kw_only=True):
+    api_version: str = "apps/v1"
+    metadata: ObjectMeta
+    spec: SelectorSpec = SelectorSpec()
+
+
+class StatefulSet(_K8s, tag="StatefulSet", tag_field="kind", kw_only=True):
+    api_version: str = "apps/v1"
+    metadata: ObjectMeta
+    spec: SelectorSpec = SelectorSpec()
+
+
+class PriorityClass(_K8s, tag="PriorityClass", tag_field="kind", kw_only=True):
+    api_version: str = "scheduling.k8s.io/v1"
+    metadata: ObjectMeta
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str = "PreemptLowerPriority"
+
+
+KubeObject: TypeAlias = (
+    Node
+    | Pod
+    | PersistentVolume
+    | PersistentVolumeClaim
+    | StorageClass
+    | Service
+    | ReplicationController
+    | ReplicaSet
+    | StatefulSet
+    | PriorityClass
+)
+
+KINDS: dict[str, type[KubeObject]] = {
+    cls.__name__: cls
+    for cls in (
+        Node,
+        Pod,
+        PersistentVolume,
+        PersistentVolumeClaim,
+        StorageClass,
+        Service,
+        ReplicationController,
+        ReplicaSet,
+        StatefulSet,
+        PriorityClass,
+    )
+}
+NAMESPACED_KINDS = frozenset(
+    {"Pod", "PersistentVolumeClaim", "Service", "ReplicationController", "ReplicaSet", "StatefulSet"}
+)

@@ -1,0 +1,119 @@
+"""The Kubernetes resource quantity grammar, exactly.
+
+Grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go)::
+
+    <quantity>        ::= <signedNumber><suffix>
+    <signedNumber>    ::= <number> | <sign><number>
+    <sign>            ::= "+" | "-"
+    <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
+    <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI>
+    <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei
+    <decimalSI>       ::= m | "" | k | M | G | T | P | E
+    <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
+
+Values are kept as exact fractions. ``Value()`` and ``MilliValue()`` round up, as
+Kubernetes does, and saturate at the int64 range.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+__all__ = ["INT64_MAX", "Quantity", "QuantityError", "parse_quantity"]
+
+INT64_MAX = (1 << 63) - 1
+
+_BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
+_DECIMAL = {
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_QUANTITY = re.compile(
+    rf"^(?P<num>{_NUMBER})(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?[0-9]+)|(?P<dec>[mkMGTPE]?))$"
+)
+# An exponent beyond this cannot describe a real resource and would make fractions huge.
+_MAX_EXPONENT = 64
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity (or a negative one, which Podium refuses)."""
+
+
+class Quantity:
+    """An exact resource quantity, keeping the text it was written as.
+
+    Args:
+        text: the quantity as written, e.g. ``"100m"``, ``"1.5Gi"``, ``"2e3"``.
+
+    Raises:
+        QuantityError: the text does not follow the grammar, or is negative.
+    """
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.value = parse_quantity(text)
+
+    @classmethod
+    def from_milli(cls, milli: int) -> Quantity:
+        """The quantity ``milli``/1000, written in the shortest canonical form."""
+        return cls(f"{milli // 1000}" if milli % 1000 == 0 else f"{milli}m")
+
+    def milli_value(self) -> int:
+        """The value in thousandths, rounded up (Kubernetes ``MilliValue``)."""
+        return min(math.ceil(self.value * 1000), INT64_MAX)
+
+    def int_value(self) -> int:
+        """The value rounded up to an integer (Kubernetes ``Value``)."""
+        return min(math.ceil(self.value), INT64_MAX)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Quantity) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"Quantity({self.text!r})"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_quantity(text: str) -> Fraction:
+    """Parse a quantity string into an exact non-negative fraction.
+
+    Raises:
+        QuantityError: naming the text and what is wrong with it.
+    """
+    m = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
+    if m is None or text != text.strip() or not text:
+        raise QuantityError(
+            f"quantity {text!r} does not match the Kubernetes quantity grammar "
+            "(e.g. '100m', '1.5', '1Gi', '2e3', '500M')"
+        )
+    number = Fraction(m["num"].rstrip(".") or "0") if m["num"].rstrip(".") not in ("", "+", "-") else None
+    if number is None:
+        raise QuantityError(f"quantity {text!r} has no digits")
+    if m["bin"]:
+        value = number * _BINARY[m["bin"]]
+    elif m["exp"] is not None:
+        exponent = int(m["exp"])
+        if abs(exponent) > _MAX_EXPONENT:
+            raise QuantityError(f"quantity {text!r} has an exponent beyond ±{_MAX_EXPONENT}")
+        value = number * Fraction(10) ** exponent
+    else:
+        value = number * _DECIMAL[m["dec"] or ""]
+    if value < 0:
+        raise QuantityError(f"quantity {text!r} is negative")
+    return value

@@ -1,0 +1,200 @@
+"""Fluent builders for test objects, after Kubernetes' ``st.MakePod()`` / ``st.MakeNode()``.
+
+    pod = make_pod("p").ns("default").req(cpu="100m", memory="1Gi").obj()
+    node = make_node("n1").capacity(cpu="4", memory="32Gi", pods=110).label("zone", "a").obj()
+
+Objects are built as plain dicts and decoded the way files are, so quantities parse exactly as
+they would from YAML.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import msgspec
+
+from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.protocol import objects as o
+
+
+def decode(kind: type[Any], data: dict[str, Any]) -> Any:
+    return msgspec.convert(data, kind, dec_hook=o.dec_hook)
+
+
+class PodBuilder:
+    def __init__(self, name: str) -> None:
+        self.d: dict[str, Any] = {"kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": {"containers": []}}
+
+    def _spec(self) -> dict[str, Any]:
+        return self.d["spec"]
+
+    def ns(self, namespace: str) -> PodBuilder:
+        self.d["metadata"]["namespace"] = namespace
+        return self
+
+    def uid(self, uid: str) -> PodBuilder:
+        self.d["metadata"]["uid"] = uid
+        return self
+
+    def label(self, key: str, value: str) -> PodBuilder:
+        self.d["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def labels(self, labels: dict[str, str]) -> PodBuilder:
+        self.d["metadata"].setdefault("labels", {}).update(labels)
+        return self
+
+    def annotation(self, key: str, value: str) -> PodBuilder:
+        self.d["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
+    def owner(self, kind: str, name: str, controller: bool = True) -> PodBuilder:
+        self.d["metadata"].setdefault("ownerReferences", []).append(
+            {"kind": kind, "name": name, "controller": controller, "apiVersion": "v1"}
+        )
+        return self
+
+    def container(self, image: str = "", requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None, ports: list[dict[str, Any]] | None = None) -> PodBuilder:
+        c: dict[str, Any] = {"name": f"c{len(self._spec()['containers'])}", "image": image}
+        res: dict[str, Any] = {}
+        if requests:
+            res["requests"] = requests
+        if limits:
+            res["limits"] = limits
+        if res:
+            c["resources"] = res
+        if ports:
+            c["ports"] = ports
+        self._spec()["containers"].append(c)
+        return self
+
+    def req(self, **requests: Any) -> PodBuilder:
+        """One container requesting ``requests`` (use ``ephemeral_storage`` for ephemeral-storage)."""
+        return self.container(requests={k.replace("_", "-"): v for k, v in requests.items()})
+
+    def req_map(self, requests: dict[str, Any]) -> PodBuilder:
+        return self.container(requests=requests)
+
+    def init_req(self, requests: dict[str, Any]) -> PodBuilder:
+        self._spec().setdefault("initContainers", []).append(
+            {"name": f"i{len(self._spec().get('initContainers', []))}", "resources": {"requests": requests}}
+        )
+        return self
+
+    def overhead(self, overhead: dict[str, Any]) -> PodBuilder:
+        self._spec()["overhead"] = overhead
+        return self
+
+    def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "") -> PodBuilder:
+        p: dict[str, Any] = {"containerPort": port, "hostPort": port, "protocol": protocol}
+        if host_ip:
+            p["hostIP"] = host_ip
+        return self.container(ports=[p])
+
+    def node(self, name: str) -> PodBuilder:
+        self._spec()["nodeName"] = name
+        return self
+
+    def node_selector(self, selector: dict[str, str]) -> PodBuilder:
+        self._spec()["nodeSelector"] = selector
+        return self
+
+    def affinity(self, affinity: dict[str, Any]) -> PodBuilder:
+        self._spec()["affinity"] = affinity
+        return self
+
+    def toleration(self, key: str = "", operator: str = "", value: str = "", effect: str = "") -> PodBuilder:
+        t = {k: v for k, v in {"key": key, "operator": operator, "value": value, "effect": effect}.items() if v}
+        self._spec().setdefault("tolerations", []).append(t)
+        return self
+
+    def volume(self, volume: dict[str, Any]) -> PodBuilder:
+        self._spec().setdefault("volumes", []).append(volume)
+        return self
+
+    def pvc(self, claim: str) -> PodBuilder:
+        return self.volume({"name": claim, "persistentVolumeClaim": {"claimName": claim}})
+
+    def priority(self, value: int) -> PodBuilder:
+        self._spec()["priority"] = value
+        return self
+
+    def spec(self, **fields: Any) -> PodBuilder:
+        self._spec().update(fields)
+        return self
+
+    def phase(self, phase: str) -> PodBuilder:
+        self.d.setdefault("status", {})["phase"] = phase
+        return self
+
+    def dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self.d)
+
+    def obj(self) -> o.Pod:
+        return decode(o.Pod, self.d)
+
+    def info(self) -> PodInfo:
+        return PodInfo(self.obj())
+
+
+class NodeBuilder:
+    def __init__(self, name: str) -> None:
+        self.d: dict[str, Any] = {"kind": "Node", "metadata": {"name": name}, "spec": {}, "status": {}}
+
+    def label(self, key: str, value: str) -> NodeBuilder:
+        self.d["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def labels(self, labels: dict[str, str]) -> NodeBuilder:
+        self.d["metadata"].setdefault("labels", {}).update(labels)
+        return self
+
+    def annotation(self, key: str, value: str) -> NodeBuilder:
+        self.d["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
+    def capacity(self, **resources: Any) -> NodeBuilder:
+        self.d["status"]["capacity"] = {k.replace("_", "-"): v for k, v in resources.items()}
+        return self
+
+    def capacity_map(self, resources: dict[str, Any]) -> NodeBuilder:
+        self.d["status"]["capacity"] = dict(resources)
+        return self
+
+    def allocatable(self, resources: dict[str, Any]) -> NodeBuilder:
+        self.d["status"]["allocatable"] = dict(resources)
+        return self
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
+        self.d["spec"].setdefault("taints", []).append({"key": key, "value": value, "effect": effect})
+        return self
+
+    def unschedulable(self, value: bool = True) -> NodeBuilder:
+        self.d["spec"]["unschedulable"] = value
+        return self
+
+    def condition(self, type_: str, status: str) -> NodeBuilder:
+        self.d["status"].setdefault("conditions", []).append({"type": type_, "status": status})
+        return self
+
+    def image(self, names: list[str], size: int) -> NodeBuilder:
+        self.d["status"].setdefault("images", []).append({"names": names, "sizeBytes": size})
+        return self
+
+    def dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self.d)
+
+    def obj(self) -> o.Node:
+        return decode(o.Node, self.d)
+
+    def info(self, *pods: o.Pod | PodInfo) -> NodeInfo:
+        return NodeInfo(self.obj(), [p if isinstance(p, PodInfo) else PodInfo(p) for p in pods])
+
+
+def make_pod(name: str = "pod") -> PodBuilder:
+    return PodBuilder(name)
+
+
+def make_node(name: str = "node") -> NodeBuilder:
+    return NodeBuilder(name)
