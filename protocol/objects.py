@@ -95,7 +95,7 @@ class _K8s(msgspec.Struct, rename="camel", frozen=True, kw_only=True, omit_defau
 # --------------------------------------------------------------------------- metadata
 
 
-class OwnerReference(_K8s, kw_only=True):
+class OwnerReference(_K8s, frozen=True, kw_only=True):
     kind: str
     name: str
     api_version: str = ""
@@ -103,7 +103,7 @@ class OwnerReference(_K8s, kw_only=True):
     controller: bool | None = None
 
 
-class ObjectMeta(_K8s, kw_only=True):
+class ObjectMeta(_K8s, frozen=True, kw_only=True):
     name: Annotated[str, msgspec.Meta(min_length=1)]
     namespace: str = ""
     uid: str = ""
@@ -118,79 +118,79 @@ class ObjectMeta(_K8s, kw_only=True):
 # --------------------------------------------------------------------------- selectors
 
 
-class LabelSelectorRequirement(_K8s, kw_only=True):
+class LabelSelectorRequirement(_K8s, frozen=True, kw_only=True):
     key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[str] = []
 
 
-class LabelSelector(_K8s, kw_only=True):
+class LabelSelector(_K8s, frozen=True, kw_only=True):
     """A set-based label selector. ``None`` (absent) and ``{}`` differ: see protocol.labels."""
 
     match_labels: dict[str, str] = {}
     match_expressions: list[LabelSelectorRequirement] = []
 
 
-class NodeSelectorRequirement(_K8s, kw_only=True):
+class NodeSelectorRequirement(_K8s, frozen=True, kw_only=True):
     key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: list[str] = []
 
 
-class NodeSelectorTerm(_K8s, kw_only=True):
+class NodeSelectorTerm(_K8s, frozen=True, kw_only=True):
     match_expressions: list[NodeSelectorRequirement] = []
     match_fields: list[NodeSelectorRequirement] = []
 
 
-class NodeSelector(_K8s, kw_only=True):
+class NodeSelector(_K8s, frozen=True, kw_only=True):
     node_selector_terms: list[NodeSelectorTerm] = []
 
 
-class PreferredSchedulingTerm(_K8s, kw_only=True):
+class PreferredSchedulingTerm(_K8s, frozen=True, kw_only=True):
     weight: int
     preference: NodeSelectorTerm
 
 
-class NodeAffinity(_K8s, kw_only=True):
+class NodeAffinity(_K8s, frozen=True, kw_only=True):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
 
 
-class PodAffinityTerm(_K8s, kw_only=True):
+class PodAffinityTerm(_K8s, frozen=True, kw_only=True):
     topology_key: str = ""
     label_selector: LabelSelector | None = None
     namespaces: list[str] = []
 
 
-class WeightedPodAffinityTerm(_K8s, kw_only=True):
+class WeightedPodAffinityTerm(_K8s, frozen=True, kw_only=True):
     weight: int
     pod_affinity_term: PodAffinityTerm
 
 
-class PodAffinity(_K8s, kw_only=True):
+class PodAffinity(_K8s, frozen=True, kw_only=True):
     required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
     preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
 
 
-class PodAntiAffinity(_K8s, kw_only=True):
+class PodAntiAffinity(_K8s, frozen=True, kw_only=True):
     required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
     preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
 
 
-class Affinity(_K8s, kw_only=True):
+class Affinity(_K8s, frozen=True, kw_only=True):
     node_affinity: NodeAffinity | None = None
     pod_affinity: PodAffinity | None = None
     pod_anti_affinity: PodAntiAffinity | None = None
 
 
-class Taint(_K8s, kw_only=True):
+class Taint(_K8s, frozen=True, kw_only=True):
     key: str
     value: str = ""
     effect: str
     time_added: str | None = None
 
 
-class Toleration(_K8s, kw_only=True):
+class Toleration(_K8s, frozen=True, kw_only=True):
     key: str = ""
     operator: str = ""
     value: str = ""
@@ -198,7 +198,7 @@ class Toleration(_K8s, kw_only=True):
     toleration_seconds: int | None = None
 
 
-class TopologySpreadConstraint(_K8s, kw_only=True):
+class TopologySpreadConstraint(_K8s, frozen=True, kw_only=True):
     max_skew: Annotated[int, msgspec.Meta(ge=1)]
     topology_key: str
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
@@ -208,54 +208,54 @@ class TopologySpreadConstraint(_K8s, kw_only=True):
 # --------------------------------------------------------------------------- volumes
 
 
-class GCEPersistentDiskVolumeSource(_K8s, kw_only=True):
+class GCEPersistentDiskVolumeSource(_K8s, frozen=True, kw_only=True):
     pd_name: str
     fs_type: str = ""
     partition: int = 0
     read_only: bool = False
 
 
-class AWSElasticBlockStoreVolumeSource(_K8s, kw_only=True):
+class AWSElasticBlockStoreVolumeSource(_K8s, frozen=True, kw_only=True):
     volume_id: str = msgspec.field(name="volumeID")
     fs_type: str = ""
     partition: int = 0
     read_only: bool = False
 
 
-class RBDVolumeSource(_K8s, kw_only=True):
+class RBDVolumeSource(_K8s, frozen=True, kw_only=True):
     monitors: list[str] = []
     image: str = ""
     pool: str = "rbd"
     read_only: bool = False
 
 
-class ISCSIVolumeSource(_K8s, kw_only=True):
+class ISCSIVolumeSource(_K8s, frozen=True, kw_only=True):
     target_portal: str = ""
     iqn: str = ""
     lun: int = 0
     read_only: bool = False
 
 
-class AzureDiskVolumeSource(_K8s, kw_only=True):
+class AzureDiskVolumeSource(_K8s, frozen=True, kw_only=True):
     disk_name: str = ""
     disk_uri: str = msgspec.field(default="", name="diskURI")
 
 
-class CinderVolumeSource(_K8s, kw_only=True):
+class CinderVolumeSource(_K8s, frozen=True, kw_only=True):
     volume_id: str = msgspec.field(name="volumeID")
 
 
-class CSIPersistentVolumeSource(_K8s, kw_only=True):
+class CSIPersistentVolumeSource(_K8s, frozen=True, kw_only=True):
     driver: str
     volume_handle: str = ""
 
 
-class PersistentVolumeClaimVolumeSource(_K8s, kw_only=True):
+class PersistentVolumeClaimVolumeSource(_K8s, frozen=True, kw_only=True):
     claim_name: str
     read_only: bool = False
 
 
-class Volume(_K8s, kw_only=True):
+class Volume(_K8s, frozen=True, kw_only=True):
     name: str = ""
     gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
     aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
@@ -269,26 +269,26 @@ class Volume(_K8s, kw_only=True):
 # --------------------------------------------------------------------------- pods
 
 
-class ContainerPort(_K8s, kw_only=True):
+class ContainerPort(_K8s, frozen=True, kw_only=True):
     container_port: int = 0
     host_port: int = 0
     protocol: str = "TCP"
     host_ip: str = msgspec.field(default="", name="hostIP")
 
 
-class ResourceRequirements(_K8s, kw_only=True):
+class ResourceRequirements(_K8s, frozen=True, kw_only=True):
     requests: ResourceList = {}
     limits: ResourceList = {}
 
 
-class Container(_K8s, kw_only=True):
+class Container(_K8s, frozen=True, kw_only=True):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = ResourceRequirements()
     ports: list[ContainerPort] = []
 
 
-class PodSpec(_K8s, kw_only=True):
+class PodSpec(_K8s, frozen=True, kw_only=True):
     containers: list[Container] = []
     init_containers: list[Container] = []
     overhead: ResourceList = {}
@@ -305,13 +305,13 @@ class PodSpec(_K8s, kw_only=True):
     topology_spread_constraints: list[TopologySpreadConstraint] = []
 
 
-class PodStatus(_K8s, kw_only=True):
+class PodStatus(_K8s, frozen=True, kw_only=True):
     phase: str = ""
     nominated_node_name: str = ""
     start_time: str | None = None
 
 
-class Pod(_K8s, tag="Pod", tag_field="kind", kw_only=True):
+class Pod(_K8s, tag="Pod", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "v1"
     metadata: ObjectMeta
     spec: PodSpec = PodSpec()
@@ -321,31 +321,31 @@ class Pod(_K8s, tag="Pod", tag_field="kind", kw_only=True):
 # --------------------------------------------------------------------------- nodes
 
 
-class NodeCondition(_K8s, kw_only=True):
+class NodeCondition(_K8s, frozen=True, kw_only=True):
     type: str
     status: str
     reason: str = ""
     message: str = ""
 
 
-class ContainerImage(_K8s, kw_only=True):
+class ContainerImage(_K8s, frozen=True, kw_only=True):
     names: list[str] = []
     size_bytes: NonNegativeInt = 0
 
 
-class NodeSpec(_K8s, kw_only=True):
+class NodeSpec(_K8s, frozen=True, kw_only=True):
     unschedulable: bool = False
     taints: list[Taint] = []
 
 
-class NodeStatus(_K8s, kw_only=True):
+class NodeStatus(_K8s, frozen=True, kw_only=True):
     capacity: ResourceList = {}
     allocatable: ResourceList = {}
     conditions: list[NodeCondition] = []
     images: list[ContainerImage] = []
 
 
-class Node(_K8s, tag="Node", tag_field="kind", kw_only=True):
+class Node(_K8s, tag="Node", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "v1"
     metadata: ObjectMeta
     spec: NodeSpec = NodeSpec()
@@ -355,18 +355,18 @@ class Node(_K8s, tag="Node", tag_field="kind", kw_only=True):
 # --------------------------------------------------------------------------- storage
 
 
-class ObjectReference(_K8s, kw_only=True):
+class ObjectReference(_K8s, frozen=True, kw_only=True):
     kind: str = ""
     namespace: str = ""
     name: str = ""
     uid: str = ""
 
 
-class VolumeNodeAffinity(_K8s, kw_only=True):
+class VolumeNodeAffinity(_K8s, frozen=True, kw_only=True):
     required: NodeSelector | None = None
 
 
-class PersistentVolumeSpec(_K8s, kw_only=True):
+class PersistentVolumeSpec(_K8s, frozen=True, kw_only=True):
     capacity: ResourceList = {}
     access_modes: list[str] = []
     storage_class_name: str = ""
@@ -382,18 +382,18 @@ class PersistentVolumeSpec(_K8s, kw_only=True):
     iscsi: ISCSIVolumeSource | None = None
 
 
-class PersistentVolumeStatus(_K8s, kw_only=True):
+class PersistentVolumeStatus(_K8s, frozen=True, kw_only=True):
     phase: str = ""
 
 
-class PersistentVolume(_K8s, tag="PersistentVolume", tag_field="kind", kw_only=True):
+class PersistentVolume(_K8s, tag="PersistentVolume", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "v1"
     metadata: ObjectMeta
     spec: PersistentVolumeSpec = PersistentVolumeSpec()
     status: PersistentVolumeStatus = PersistentVolumeStatus()
 
 
-class PersistentVolumeClaimSpec(_K8s, kw_only=True):
+class PersistentVolumeClaimSpec(_K8s, frozen=True, kw_only=True):
     volume_name: str = ""
     storage_class_name: str | None = None
     access_modes: list[str] = []
@@ -402,27 +402,27 @@ class PersistentVolumeClaimSpec(_K8s, kw_only=True):
     volume_mode: str = ""
 
 
-class PersistentVolumeClaimStatus(_K8s, kw_only=True):
+class PersistentVolumeClaimStatus(_K8s, frozen=True, kw_only=True):
     phase: str = ""
 
 
-class PersistentVolumeClaim(_K8s, tag="PersistentVolumeClaim", tag_field="kind", kw_only=True):
+class PersistentVolumeClaim(_K8s, tag="PersistentVolumeClaim", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "v1"
     metadata: ObjectMeta
     spec: PersistentVolumeClaimSpec = PersistentVolumeClaimSpec()
     status: PersistentVolumeClaimStatus = PersistentVolumeClaimStatus()
 
 
-class TopologySelectorLabelRequirement(_K8s, kw_only=True):
+class TopologySelectorLabelRequirement(_K8s, frozen=True, kw_only=True):
     key: str
     values: list[str] = []
 
 
-class TopologySelectorTerm(_K8s, kw_only=True):
+class TopologySelectorTerm(_K8s, frozen=True, kw_only=True):
     match_label_expressions: list[TopologySelectorLabelRequirement] = []
 
 
-class StorageClass(_K8s, tag="StorageClass", tag_field="kind", kw_only=True):
+class StorageClass(_K8s, tag="StorageClass", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "storage.k8s.io/v1"
     metadata: ObjectMeta
     provisioner: str = ""
@@ -433,43 +433,43 @@ class StorageClass(_K8s, tag="StorageClass", tag_field="kind", kw_only=True):
 # --------------------------------------------------------------------------- selector owners
 
 
-class ServiceSpec(_K8s, kw_only=True):
+class ServiceSpec(_K8s, frozen=True, kw_only=True):
     selector: dict[str, str] = {}
 
 
-class Service(_K8s, tag="Service", tag_field="kind", kw_only=True):
+class Service(_K8s, tag="Service", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "v1"
     metadata: ObjectMeta
     spec: ServiceSpec = ServiceSpec()
 
 
-class ReplicationControllerSpec(_K8s, kw_only=True):
+class ReplicationControllerSpec(_K8s, frozen=True, kw_only=True):
     selector: dict[str, str] = {}
 
 
-class ReplicationController(_K8s, tag="ReplicationController", tag_field="kind", kw_only=True):
+class ReplicationController(_K8s, tag="ReplicationController", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "v1"
     metadata: ObjectMeta
     spec: ReplicationControllerSpec = ReplicationControllerSpec()
 
 
-class SelectorSpec(_K8s, kw_only=True):
+class SelectorSpec(_K8s, frozen=True, kw_only=True):
     selector: LabelSelector | None = None
 
 
-class ReplicaSet(_K8s, tag="ReplicaSet", tag_field="kind", kw_only=True):
+class ReplicaSet(_K8s, tag="ReplicaSet", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "apps/v1"
     metadata: ObjectMeta
     spec: SelectorSpec = SelectorSpec()
 
 
-class StatefulSet(_K8s, tag="StatefulSet", tag_field="kind", kw_only=True):
+class StatefulSet(_K8s, tag="StatefulSet", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "apps/v1"
     metadata: ObjectMeta
     spec: SelectorSpec = SelectorSpec()
 
 
-class PriorityClass(_K8s, tag="PriorityClass", tag_field="kind", kw_only=True):
+class PriorityClass(_K8s, tag="PriorityClass", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "scheduling.k8s.io/v1"
     metadata: ObjectMeta
     value: int = 0

@@ -16,11 +16,19 @@ Columns (all of length ``n``, row ``i`` is ``node_infos[i]``):
 ``not_ready`` ...           the node conditions CheckNodeCondition and the pressure
                             predicates read (see ``_CONDITION_COLUMNS``)
 ``has_node``                False for a row whose Node object is unknown
+``duplicate_conditions``    True where the node lists a condition type of
+                            ``_CONDITION_COLUMNS`` more than once: the boolean condition
+                            columns cannot reproduce Kubernetes' per-condition walk there,
+                            so vector forms re-check those rows with their scalar form
+``network_before_ready``    True where NetworkUnavailable is listed before Ready (the order
+                            in which CheckNodeCondition reports the two)
+``has_used_ports``          True where the node's pods hold host ports (PodFitsHostPorts)
 ``taint_set``               an id into ``taint_sets`` (distinct taint lists)
 ==========================  ================================================================
 
 Scalar (extended) resources and label values are built on demand per name/key and cached
-until a row changes them.
+until a row changes them; so are annotation values (``annotation(key)``) and per-image sizes
+(``image_sizes(name)``), dropped with the label cache when a row's Node object changes.
 """
 
 from __future__ import annotations
@@ -49,6 +57,21 @@ _CONDITION_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 
+def _condition_quirks(info: NodeInfo) -> tuple[bool, bool]:
+    """(a tracked condition type is listed twice, NetworkUnavailable is listed before Ready)."""
+    if info.node is None:
+        return False, False
+    tracked = {ctype for ctype, _ in _CONDITION_COLUMNS.values()}
+    seen: dict[str, int] = {}
+    duplicate = False
+    for index, cond in enumerate(info.node.status.conditions):
+        if cond.type in tracked:
+            duplicate = duplicate or cond.type in seen
+            seen.setdefault(cond.type, index)
+    network, ready = seen.get("NetworkUnavailable"), seen.get("Ready")
+    return duplicate, network is not None and ready is not None and network < ready
+
+
 def _condition_flags(info: NodeInfo) -> dict[str, bool]:
     flags = dict.fromkeys(_CONDITION_COLUMNS, False)
     if info.node is None:
@@ -73,23 +96,31 @@ class NodeColumns:
         self.n = n
         self.names = [i.name for i in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
-        z = lambda: np.zeros(n, dtype=I64)  # noqa: E731 - a local factory reads best here
+
+        def z() -> npt.NDArray[np.int64]:
+            return np.zeros(n, dtype=I64)
+
         self.alloc_milli_cpu, self.alloc_memory, self.alloc_ephemeral, self.alloc_pods = z(), z(), z(), z()
         self.req_milli_cpu, self.req_memory, self.req_ephemeral, self.pod_count = z(), z(), z(), z()
         self.nz_milli_cpu, self.nz_memory = z(), z()
         self.unschedulable = np.zeros(n, dtype=bool)
         self.has_node = np.zeros(n, dtype=bool)
+        self.has_used_ports = np.zeros(n, dtype=bool)
         self.not_ready = np.zeros(n, dtype=bool)
         self.out_of_disk = np.zeros(n, dtype=bool)
         self.network_unavailable = np.zeros(n, dtype=bool)
         self.memory_pressure = np.zeros(n, dtype=bool)
         self.disk_pressure = np.zeros(n, dtype=bool)
         self.pid_pressure = np.zeros(n, dtype=bool)
+        self.duplicate_conditions = np.zeros(n, dtype=bool)
+        self.network_before_ready = np.zeros(n, dtype=bool)
         self.taint_set = np.zeros(n, dtype=np.int32)
         self.taint_sets: list[tuple[Taint, ...]] = [()]
         self._taint_ids: dict[tuple[Taint, ...], int] = {(): 0}
         self._scalar: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
         self._labels: dict[str, tuple[npt.NDArray[np.int32], dict[str, int]]] = {}
+        self._annotations: dict[str, tuple[npt.NDArray[np.int32], dict[str, int]]] = {}
+        self._image_sizes: dict[str, npt.NDArray[np.int64]] = {}
         for i, info in enumerate(self.infos):
             self._fill(i, info)
 
@@ -109,9 +140,11 @@ class NodeColumns:
         self.nz_memory[i] = info.non_zero_memory
         node = info.node
         self.has_node[i] = node is not None
+        self.has_used_ports[i] = bool(info.used_ports)
         self.unschedulable[i] = node is not None and node.spec.unschedulable
         for col, flag in _condition_flags(info).items():
             getattr(self, col)[i] = flag
+        self.duplicate_conditions[i], self.network_before_ready[i] = _condition_quirks(info)
         taints = tuple(node.spec.taints) if node is not None else ()
         tid = self._taint_ids.get(taints)
         if tid is None:
@@ -128,6 +161,9 @@ class NodeColumns:
             req[i] = info.requested.scalar.get(name, 0)
         if labels_changed and self._labels:
             self._labels.clear()
+        if labels_changed:
+            self._annotations.clear()
+            self._image_sizes.clear()
 
     # ------------------------------------------------------------------ on-demand columns
 
@@ -154,4 +190,35 @@ class NodeColumns:
                         code = vocab[v] = len(vocab)
                     codes[i] = code
             cached = self._labels[key] = (codes, vocab)
+        return cached
+
+    def annotation(self, key: str) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
+        """The values of node annotation ``key`` as integer codes (-1 where absent) and the table."""
+        cached = self._annotations.get(key)
+        if cached is None:
+            vocab: dict[str, int] = {}
+            codes = np.full(self.n, -1, dtype=np.int32)
+            for i, info in enumerate(self.infos):
+                v = info.node.metadata.annotations.get(key) if info.node is not None else None
+                if v is not None:
+                    code = vocab.get(v)
+                    if code is None:
+                        code = vocab[v] = len(vocab)
+                    codes[i] = code
+            cached = self._annotations[key] = (codes, vocab)
+        return cached
+
+    def image_sizes(self, name: str) -> npt.NDArray[np.int64]:
+        """Per row, the size in bytes of the node's first image listed under ``name`` (-1 if none)."""
+        cached = self._image_sizes.get(name)
+        if cached is None:
+            cached = np.full(self.n, -1, dtype=I64)
+            for i, info in enumerate(self.infos):
+                if info.node is None:
+                    continue
+                for image in info.node.status.images:
+                    if name in image.names:
+                        cached[i] = image.size_bytes
+                        break
+            self._image_sizes[name] = cached
         return cached

@@ -1,0 +1,276 @@
+"""The ``podium`` command line.
+
+Exit codes: 0 ok, 1 rejected input or failure, 2 usage. Human tables on stdout by default,
+``-o json`` for machines; warnings and progress go to stderr (progress only on a terminal and
+never with ``-o json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, TextIO
+
+from podium.actors.core.generic_scheduler import Algorithm
+from podium.actors.core.nodeinfo import NodeInfo
+from podium.actors.core.simulation import (
+    PodOutcome,
+    SimulationError,
+    build_cluster,
+    final_node_infos,
+    run,
+)
+from podium.actors.policy import build_plugins, default_policy, load_resolved_policy
+from podium.protocol.config import load_config
+from podium.protocol.errors import PodiumError
+from podium.protocol.loader import load_files, load_text
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+# Node labels that name a node pool on the common platforms, most specific first.
+POOL_LABELS = (
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+    "nodepool",
+    "pool",
+    "node.kubernetes.io/instance-type",
+)
+
+
+def _version() -> str:
+    try:
+        return version("podium")
+    except PackageNotFoundError:  # running from a source tree without an install
+        return "0+unknown"
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """A one-line progress bar on stderr, shown only on a terminal (and never for -o json)."""
+
+    def __init__(self, label: str, total: int, *, enabled: bool, stream: TextIO = sys.stderr) -> None:
+        self.label, self.total, self.stream = label, total, stream
+        self.enabled = enabled and stream.isatty() and total > 0
+        self._last = 0.0
+
+    def update(self, done: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self._last < 0.1 and done < self.total):
+            return
+        self._last = now
+        width = 30
+        filled = width * done // self.total
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r" + " " * (len(self.label) + 50) + "\r")
+            self.stream.flush()
+
+
+# --------------------------------------------------------------------------- simulate
+
+
+def _outcome_json(o: PodOutcome, *, explain: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "namespace": o.pod.namespace,
+        "name": o.pod.name,
+        "node": o.node,
+        "message": o.message,
+        "attempts": o.attempts,
+    }
+    if explain:
+        r = o.result
+        nodes: dict[str, Any] = {}
+        for name, reasons in r.failed.items():
+            nodes[name] = {"fits": False, "reasons": list(reasons), "scores": {}, "total": None}
+        for name in r.feasible_nodes:
+            nodes[name] = {
+                "fits": True,
+                "reasons": [],
+                "scores": r.scores.get(name, {}),
+                "total": r.totals.get(name),
+            }
+        entry["nodes"] = nodes
+    return entry
+
+
+def _pool(info: NodeInfo, pool_label: str | None) -> str:
+    labels = info.labels
+    if pool_label:
+        return labels.get(pool_label, "-")
+    for key in POOL_LABELS:
+        if key in labels:
+            return labels[key]
+    return "-"
+
+
+def _percent(used: int, total: int) -> str:
+    return f"{100 * used / total:.0f}%" if total else "-"
+
+
+def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+
+
+def _print_simulation(
+    outcomes: Sequence[PodOutcome],
+    before: dict[str, NodeInfo],
+    after: dict[str, NodeInfo],
+    pool_label: str | None,
+    out: TextIO,
+) -> None:
+    rows = [["NAMESPACE", "NAME", "NODE", "ATTEMPTS", "REASON"]]
+    for o in outcomes:
+        rows.append([o.pod.namespace, o.pod.name, o.node or "<none>", str(o.attempts), o.message or ""])
+    _table(rows, out)
+    placed = sum(1 for o in outcomes if o.node is not None)
+    out.write(
+        f"\n{placed} placed, {len(outcomes) - placed} unschedulable, of {len(outcomes)} pending pods\n\n"
+    )
+    pools: dict[str, list[str]] = {}
+    for name, info in before.items():
+        pools.setdefault(_pool(info, pool_label), []).append(name)
+    rows = [["POOL", "NODES", "CPU BEFORE", "CPU AFTER", "MEMORY BEFORE", "MEMORY AFTER", "PODS AFTER"]]
+    for pool in sorted(pools):
+        names = pools[pool]
+
+        def total(infos: dict[str, NodeInfo], attr: str, names: list[str] = names) -> tuple[int, int]:
+            used = sum(getattr(infos[n].requested, attr) for n in names)
+            cap = sum(getattr(infos[n].allocatable, attr) for n in names)
+            return used, cap
+
+        cpu_b, cpu_a = total(before, "milli_cpu"), total(after, "milli_cpu")
+        mem_b, mem_a = total(before, "memory"), total(after, "memory")
+        pods = sum(len(after[n].pods) for n in names)
+        rows.append(
+            [
+                pool,
+                str(len(names)),
+                _percent(*cpu_b),
+                _percent(*cpu_a),
+                _percent(*mem_b),
+                _percent(*mem_a),
+                str(pods),
+            ]
+        )
+    _table(rows, out)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    as_json = args.output == "json"
+    config = load_config(args.config)
+    for w in config.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    policy_path = args.policy or config.policy_file
+    weight = config.hard_pod_affinity_symmetric_weight or 10
+    resolved = (
+        load_resolved_policy(policy_path, hard_pod_affinity_symmetric_weight=weight)
+        if policy_path
+        else default_policy(hard_pod_affinity_symmetric_weight=weight)
+    )
+    for w in resolved.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    files = [f for f in args.file if f != "-"]
+    objects = load_files(files)
+    if "-" in args.file:
+        objects += load_text(sys.stdin.buffer.read(), source="-")
+    scheduler_name = args.scheduler_name or config.scheduler_name
+    cluster = build_cluster(objects, scheduler_name=scheduler_name)
+    for w in cluster.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    filters, scorers = build_plugins(resolved)
+    seed = args.seed if args.seed is not None else config.podium.random_seed
+    algorithm = Algorithm(
+        filters,
+        scorers,
+        percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+        always_check_all_predicates=resolved.always_check_all_predicates,
+        rng=random.Random(seed),
+    )
+    progress = Progress("scheduling", len(cluster.pending), enabled=not as_json)
+    outcomes = run(cluster, algorithm, explain=args.explain, progress=progress.update)
+    progress.close()
+    if as_json:
+        doc = {"pods": [_outcome_json(o, explain=args.explain) for o in outcomes]}
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _print_simulation(outcomes, cluster.infos, final_node_infos(cluster, outcomes), args.pool_label, sys.stdout)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="podium",
+        description="Podium: a pod scheduler service with the Kubernetes scheduler's decisions.",
+    )
+    parser.add_argument("--version", action="version", version=f"podium {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sim = sub.add_parser(
+        "simulate",
+        help="schedule a cluster dump offline and show where each pending pod goes",
+        description=(
+            "Schedule the pending pods of a cluster dump offline, with the Kubernetes scheduler's "
+            "predicates and priorities, and print where each goes or why it cannot go anywhere. "
+            "Nodes, bound pods (spec.nodeName set) and the other objects (PVs, PVCs, "
+            "StorageClasses, Services, ReplicaSets, ...) form the cluster. Nothing is bound."
+        ),
+        epilog=(
+            "examples:\n"
+            "  kubectl get nodes,pods,pv,pvc,svc,rs,sts,storageclass,priorityclass -A -o json > dump.json\n"
+            "  podium simulate -f dump.json\n"
+            "  podium simulate -f examples/cluster.yaml --seed 1 --explain -o json\n"
+            "  podium simulate -f examples/cluster.yaml --policy examples/policy-seed-004.json"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sim.add_argument(
+        "-f", "--file", action="append", required=True, metavar="FILE",
+        help="a JSON or YAML file (one object, a kind: List, or multi-document YAML); '-' for stdin; repeatable",
+    )
+    sim.add_argument("--policy", metavar="FILE", help="a scheduler Policy file (JSON or YAML); default: the v1.14 default provider")
+    sim.add_argument("--config", metavar="FILE", help="a KubeSchedulerConfiguration YAML (percentageOfNodesToScore, policy, ...)")
+    sim.add_argument("--seed", type=int, metavar="N", help="seed the random tie-break between equally good nodes, for repeatable runs")
+    sim.add_argument("--explain", action="store_true", help="with -o json: every examined node's reasons and scores per pod")
+    sim.add_argument("--scheduler-name", metavar="NAME", help="schedule the pods whose spec.schedulerName is NAME (default: default-scheduler)")
+    sim.add_argument("--pool-label", metavar="KEY", help="the node label that names a node pool in the summary (default: a well-known one)")
+    sim.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
+    sim.set_defaults(func=cmd_simulate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except (PodiumError, SimulationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except BrokenPipeError:  # `podium simulate ... | head`
+        return EXIT_OK
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""CheckNodeLabelPresence: the node must have (or must lack) each of the listed label keys.
+
+Kubernetes source: ``NodeLabelChecker.CheckNodeLabelPresence`` in
+pkg/scheduler/algorithm/predicates/predicates.go@v1.14.0; reason from error.go there. The
+predicate exists only through a Policy entry with the ``labelsPresence`` argument
+(``labels``, ``presence``), so it reports under that entry's name.
+
+With ``presence: true`` every listed key must be on the node; with ``presence: false`` none
+may be. Values do not matter. A row without a Node object is an error ("node not found"), as
+in v1.14. The reason is unresolvable (v1.14 ``nodesWherePreemptionMightHelp``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from podium.actors.framework import (
+    SUCCESS,
+    Code,
+    PluginArgs,
+    PredicateError,
+    ReasonMasks,
+    Status,
+    VectorFilterPlugin,
+    unschedulable,
+)
+from podium.actors.plugins import names
+
+if TYPE_CHECKING:
+    from podium.actors.core.columns import NodeColumns
+    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.core.snapshot import Snapshot
+
+__all__ = [
+    "ERR_NODE_NOT_FOUND",
+    "ERR_REASON_LABEL_PRESENCE",
+    "FACTORIES",
+    "NAME",
+    "NodeLabelPresence",
+]
+
+NAME = names.CHECK_NODE_LABEL_PRESENCE
+
+ERR_REASON_LABEL_PRESENCE = "node(s) didn't have the requested labels"
+ERR_NODE_NOT_FOUND = "node not found"
+"""The error v1.14 returns for a NodeInfo without a Node (the attempt fails with it)."""
+
+
+class NodeLabelPresence(VectorFilterPlugin):
+    """v1.14 CheckNodeLabelPresence, configured by ``labelsPresence`` (see the module docstring)."""
+
+    def __init__(self, args: PluginArgs) -> None:
+        self.name = args.name
+        self.labels = args.labels
+        self.presence = args.presence
+
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+        return None
+
+    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+        if node.node is None:
+            return Status(Code.ERROR, (ERR_NODE_NOT_FOUND,))
+        node_labels = node.node.metadata.labels
+        if any((key in node_labels) != self.presence for key in self.labels):
+            return unschedulable(ERR_REASON_LABEL_PRESENCE, resolvable=False)
+        return SUCCESS
+
+    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+        if not cols.has_node.all():
+            raise PredicateError(ERR_NODE_NOT_FOUND)
+        violated = np.zeros(cols.n, dtype=bool)
+        for key in self.labels:
+            codes, _ = cols.label(key)
+            violated |= (codes >= 0) != self.presence
+        return [(ERR_REASON_LABEL_PRESENCE, violated)]
+
+
+FACTORIES: dict[str, Callable[[PluginArgs], NodeLabelPresence]] = {NAME: NodeLabelPresence}

@@ -1,0 +1,96 @@
+"""CheckNodeUnschedulable: a cordoned node takes only pods that tolerate being cordoned.
+
+Kubernetes source: ``CheckNodeUnschedulablePredicate`` in
+pkg/scheduler/algorithm/predicates/predicates.go@v1.14.0, reasons from error.go there.
+
+A node with ``spec.unschedulable`` rejects the pod unless one of the pod's tolerations
+tolerates the taint ``node.kubernetes.io/unschedulable:NoSchedule`` (empty value), whether or
+not the node actually carries that taint. A row without a Node object gets "node(s) had
+unknown conditions". Both reasons are unresolvable (v1.14 ``nodesWherePreemptionMightHelp``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from podium.actors.framework import (
+    SUCCESS,
+    PluginArgs,
+    ReasonMasks,
+    Status,
+    VectorFilterPlugin,
+    unschedulable,
+)
+from podium.actors.plugins import names
+from podium.protocol.labels import toleration_tolerates_taint
+from podium.protocol.objects import Taint
+
+if TYPE_CHECKING:
+    from podium.actors.core.columns import NodeColumns
+    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.core.snapshot import Snapshot
+
+__all__ = [
+    "ERR_REASON_UNKNOWN_CONDITION",
+    "ERR_REASON_UNSCHEDULABLE",
+    "FACTORIES",
+    "NAME",
+    "TAINT_NODE_UNSCHEDULABLE",
+    "NodeUnschedulable",
+    "tolerates_unschedulable",
+]
+
+NAME = names.CHECK_NODE_UNSCHEDULABLE
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
+
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+"""``schedulerapi.TaintNodeUnschedulable`` (v1.14)."""
+
+_UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect="NoSchedule")
+
+
+def tolerates_unschedulable(pod: PodInfo) -> bool:
+    """Whether the pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule``."""
+    return any(
+        toleration_tolerates_taint(t, _UNSCHEDULABLE_TAINT) for t in pod.pod.spec.tolerations
+    )
+
+
+class NodeUnschedulable(VectorFilterPlugin):
+    """v1.14 CheckNodeUnschedulablePredicate (see the module docstring).
+
+    ``pre_filter`` answers the pod's half once: whether it tolerates being on a cordoned node.
+    """
+
+    def __init__(self, args: PluginArgs) -> None:
+        self.name = args.name
+
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+        return tolerates_unschedulable(pod)
+
+    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+        if node.node is None:
+            return unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
+        if node.node.spec.unschedulable and not _tolerates(pod, meta):
+            return unschedulable(ERR_REASON_UNSCHEDULABLE, resolvable=False)
+        return SUCCESS
+
+    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+        cordoned = cols.unschedulable if not _tolerates(pod, meta) else np.zeros(cols.n, dtype=bool)
+        return [
+            (ERR_REASON_UNKNOWN_CONDITION, ~cols.has_node),
+            (ERR_REASON_UNSCHEDULABLE, cordoned),
+        ]
+
+
+def _tolerates(pod: PodInfo, meta: object) -> bool:
+    # ``meta`` is pre_filter's answer; recompute when called without it.
+    return meta if isinstance(meta, bool) else tolerates_unschedulable(pod)
+
+
+FACTORIES: dict[str, Callable[[PluginArgs], NodeUnschedulable]] = {NAME: NodeUnschedulable}

@@ -1,0 +1,106 @@
+"""PodToleratesNodeTaints: the pod must tolerate every NoSchedule and NoExecute taint.
+
+Kubernetes source: ``PodToleratesNodeTaints`` and ``podToleratesNodeTaints`` in
+pkg/scheduler/algorithm/predicates/predicates.go@v1.14.0, ``TolerationsTolerateTaintsWithFilter``
+in pkg/apis/core/v1/helper/helpers.go@v1.14.0; reasons from predicates/error.go there.
+
+``PreferNoSchedule`` taints are ignored here (TaintTolerationPriority scores them). A row
+without a Node object gets "node(s) had unknown conditions". Both reasons are unresolvable
+(v1.14 ``nodesWherePreemptionMightHelp``).
+
+The vector form decides once per distinct taint list of the cluster (``NodeColumns.taint_sets``,
+each taint judged once per key/value/effect) and gathers the answer by ``taint_set`` id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from podium.actors.framework import (
+    SUCCESS,
+    PluginArgs,
+    ReasonMasks,
+    Status,
+    VectorFilterPlugin,
+    unschedulable,
+)
+from podium.actors.plugins import names
+from podium.protocol.labels import toleration_tolerates_taint, tolerations_tolerate_taints
+
+if TYPE_CHECKING:
+    from podium.actors.core.columns import NodeColumns
+    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.core.snapshot import Snapshot
+    from podium.protocol.objects import Taint, Toleration
+
+__all__ = [
+    "ERR_REASON_TAINTS_NOT_TOLERATED",
+    "ERR_REASON_UNKNOWN_CONDITION",
+    "FACTORIES",
+    "NAME",
+    "TaintToleration",
+    "taint_sets_tolerated",
+]
+
+NAME = names.POD_TOLERATES_NODE_TAINTS
+
+ERR_REASON_TAINTS_NOT_TOLERATED = "node(s) had taints that the pod didn't tolerate"
+ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
+
+_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+def taint_sets_tolerated(
+    tolerations: Sequence[Toleration],
+    taint_sets: Sequence[Sequence[Taint]],
+    effects: frozenset[str],
+) -> npt.NDArray[np.bool_]:
+    """For each taint list: are all its taints whose effect is in ``effects`` tolerated?"""
+    verdicts: dict[tuple[str, str, str], bool] = {}
+
+    def tolerated(taint: Taint) -> bool:
+        # timeAdded does not take part in matching, so judge each key/value/effect once.
+        key = (taint.key, taint.value, taint.effect)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = verdicts[key] = taint.effect not in effects or any(
+                toleration_tolerates_taint(t, taint) for t in tolerations
+            )
+        return verdict
+
+    return np.fromiter(
+        (all(tolerated(t) for t in taints) for taints in taint_sets),
+        dtype=bool,
+        count=len(taint_sets),
+    )
+
+
+class TaintToleration(VectorFilterPlugin):
+    """v1.14 PodToleratesNodeTaints (see the module docstring)."""
+
+    def __init__(self, args: PluginArgs) -> None:
+        self.name = args.name
+
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+        return None
+
+    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+        if node.node is None:
+            return unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
+        if tolerations_tolerate_taints(pod.pod.spec.tolerations, node.node.spec.taints, _EFFECTS):
+            return SUCCESS
+        return unschedulable(ERR_REASON_TAINTS_NOT_TOLERATED, resolvable=False)
+
+    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+        tolerated = taint_sets_tolerated(pod.pod.spec.tolerations, cols.taint_sets, _EFFECTS)
+        return [
+            (ERR_REASON_UNKNOWN_CONDITION, ~cols.has_node),
+            (ERR_REASON_TAINTS_NOT_TOLERATED, ~tolerated[cols.taint_set] & cols.has_node),
+        ]
+
+
+FACTORIES: dict[str, Callable[[PluginArgs], TaintToleration]] = {NAME: TaintToleration}
