@@ -6,14 +6,16 @@ ToleratesTaint). Rules worth remembering:
 
 - A ``None`` label selector matches nothing; an empty one (``{}``) matches everything.
 - ``NotIn`` and ``DoesNotExist`` match a missing key.
-- A requirement that is invalid (``In`` without values, ``Gt`` with a non-integer) makes its
-  node selector term match nothing, instead of being an error.
+- A requirement that is invalid (``In`` without values, ``Gt`` with a non-integer, a key that
+  is not a qualified name, a value that is not a valid label value) makes its node selector
+  term match nothing, instead of being an error. Integers parse as Go's ``strconv.ParseInt``.
 - A node selector term with neither matchExpressions nor matchFields matches nothing; terms are
   ORed, the requirements within a term ANDed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from podium.protocol.objects import (
@@ -27,24 +29,58 @@ from podium.protocol.objects import (
 )
 
 __all__ = [
+    "is_qualified_name",
+    "is_valid_label_value",
     "label_selector_matches",
     "node_selector_requirement_matches",
     "node_selector_terms_match",
+    "parse_int64",
     "selector_from_set_matches",
     "toleration_tolerates_taint",
     "tolerations_tolerate_taints",
 ]
 
 
-def _parse_int(value: str) -> int | None:
-    try:
-        return int(value, 10)
-    except ValueError:
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def parse_int64(value: str) -> int | None:
+    """Go's ``strconv.ParseInt(value, 10, 64)``: sign and digits only, int64 range."""
+    if not _DECIMAL.fullmatch(value):
         return None
+    n = int(value)
+    return n if _INT64_MIN <= n <= _INT64_MAX else None
 
 
-def _requirement_matches(key: str, operator: str, values: Sequence[str], labels: Mapping[str, str]) -> bool | None:
+def is_qualified_name(key: str) -> bool:
+    """apimachinery ``validation.IsQualifiedName``: ``[prefix/]name`` (a valid label key)."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return False
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return False
+    name = parts[-1]
+    return 0 < len(name) <= 63 and _QUALIFIED_NAME.fullmatch(name) is not None
+
+
+def is_valid_label_value(value: str) -> bool:
+    """apimachinery ``validation.IsValidLabelValue``: empty, or <= 63 qualified-name characters."""
+    return value == "" or (len(value) <= 63 and _QUALIFIED_NAME.fullmatch(value) is not None)
+
+
+def _requirement_matches(
+    key: str, operator: str, values: Sequence[str], labels: Mapping[str, str]
+) -> bool | None:
     """Whether one requirement matches; ``None`` when the requirement itself is invalid."""
+    # labels.NewRequirement rejects an invalid key or value: the selector is then an error,
+    # which every scheduler caller treats as "matches nothing".
+    if not is_qualified_name(key) or not all(is_valid_label_value(v) for v in values):
+        return None
     present = key in labels
     if operator == "In":
         if not values:
@@ -61,12 +97,12 @@ def _requirement_matches(key: str, operator: str, values: Sequence[str], labels:
     if operator in ("Gt", "Lt"):
         if len(values) != 1:
             return None
-        bound = _parse_int(values[0])
+        bound = parse_int64(values[0])
         if bound is None:
             return None
         if not present:
             return False
-        have = _parse_int(labels[key])
+        have = parse_int64(labels[key])
         if have is None:
             return False
         return have > bound if operator == "Gt" else have < bound
@@ -103,7 +139,9 @@ def _valid(req: LabelSelectorRequirement) -> bool:
     return _requirement_matches(req.key, req.operator, req.values, {}) is not None
 
 
-def node_selector_requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool | None:
+def node_selector_requirement_matches(
+    req: NodeSelectorRequirement, labels: Mapping[str, str]
+) -> bool | None:
     """One node selector requirement against a label map; ``None`` when it is invalid."""
     return _requirement_matches(req.key, req.operator, req.values, labels)
 
@@ -123,7 +161,9 @@ def node_fields(node: Node) -> dict[str, str]:
     return {"metadata.name": node.metadata.name}
 
 
-def node_selector_term_matches(term: NodeSelectorTerm, labels: Mapping[str, str], fields: Mapping[str, str]) -> bool:
+def node_selector_term_matches(
+    term: NodeSelectorTerm, labels: Mapping[str, str], fields: Mapping[str, str]
+) -> bool:
     """One term: all its requirements hold. An empty term matches nothing."""
     if not term.match_expressions and not term.match_fields:
         return False
@@ -152,7 +192,9 @@ def toleration_tolerates_taint(toleration: Toleration, taint: Taint) -> bool:
 
 
 def tolerations_tolerate_taints(
-    tolerations: Sequence[Toleration], taints: Sequence[Taint], effects: frozenset[str] | None = None
+    tolerations: Sequence[Toleration],
+    taints: Sequence[Taint],
+    effects: frozenset[str] | None = None,
 ) -> bool:
     """Every taint (whose effect is in ``effects``, when given) is tolerated by some toleration."""
     for taint in taints:

@@ -40,8 +40,9 @@ CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "po
 
 
 def is_scalar_resource_name(name: str) -> bool:
-    """``v1helper.IsScalarResourceName``: extended, hugepages-* or attachable-volumes-*."""
-    if name.startswith(("hugepages-", "attachable-volumes-")):
+    """``v1helper.IsScalarResourceName``: extended, hugepages-*, attachable-volumes-* or a
+    prefixed native resource (any name containing ``kubernetes.io/``, IsPrefixedNativeResource)."""
+    if name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name:
         return True
     # IsExtendedResourceName: not native (a "/" outside the kubernetes.io/ domain) and not
     # a quota "requests." name.

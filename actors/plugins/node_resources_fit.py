@@ -1,0 +1,143 @@
+"""PodFitsResources: the node has room for one more pod and for the pod's requests.
+
+Kubernetes: pkg/scheduler/algorithm/predicates/predicates.go@v1.14.0 (``PodFitsResources``,
+``GetResourceRequest``) and pkg/scheduler/algorithm/predicates/error.go@v1.14.0
+(``InsufficientResourceError.GetReason``: ``"Insufficient <resource name>"``).
+
+Rules:
+
+- The pod count is always checked: ``len(pods) + 1 > allocatable pods`` gives
+  ``Insufficient pods``, even for a pod that requests nothing.
+- A pod requesting nothing (no cpu, memory or ephemeral storage, no scalar resource named) is
+  checked for the pod count only.
+- Otherwise ``allocatable < request + requested`` per resource, in the order cpu, memory,
+  ephemeral-storage, then the scalar resources (extended, hugepages-*, attachable-volumes-*,
+  ``*kubernetes.io/*``). v1.14 walks the scalars in Go map order, which is random; Podium
+  sorts them by name so that reasons are deterministic. A scalar the node does not have counts
+  as 0 allocatable.
+- The pod request is :attr:`PodInfo.request` (containers summed, init containers maxed, plus
+  overhead). v1.14's ``ignoredExtendedResources`` (resources managed by an extender) does not
+  exist in Podium.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from podium.actors.core.columns import NodeColumns
+from podium.actors.core.nodeinfo import NodeInfo, PodInfo, Resource
+from podium.actors.core.snapshot import Snapshot
+from podium.actors.framework import (
+    SUCCESS,
+    Code,
+    PluginArgs,
+    PredicateError,
+    ReasonMasks,
+    Status,
+    VectorFilterPlugin,
+    unschedulable,
+)
+from podium.actors.plugins import names
+
+__all__ = [
+    "ERR_NODE_NOT_FOUND",
+    "ERR_REASON_INSUFFICIENT_CPU",
+    "ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE",
+    "ERR_REASON_INSUFFICIENT_MEMORY",
+    "ERR_REASON_INSUFFICIENT_PODS",
+    "FACTORIES",
+    "NAME",
+    "PodFitsResources",
+    "insufficient",
+    "insufficient_resources",
+]
+
+NAME = names.POD_FITS_RESOURCES
+
+ERR_NODE_NOT_FOUND = "node not found"
+"""The error (not a misfit) v1.14 returns for a NodeInfo without a Node."""
+
+
+def insufficient(resource_name: str) -> str:
+    """``InsufficientResourceError.GetReason``: ``"Insufficient <resource name>"``."""
+    return f"Insufficient {resource_name}"
+
+
+ERR_REASON_INSUFFICIENT_PODS = insufficient("pods")
+ERR_REASON_INSUFFICIENT_CPU = insufficient("cpu")
+ERR_REASON_INSUFFICIENT_MEMORY = insufficient("memory")
+ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE = insufficient("ephemeral-storage")
+
+
+def insufficient_resources(request: Resource, node: NodeInfo) -> list[str]:
+    """The reasons ``node`` cannot hold a pod requesting ``request``, in v1.14's order.
+
+    Args:
+        request: the pod's request (``PodInfo.request``).
+        node: the node, with the pods already on it.
+
+    Returns:
+        The ``Insufficient ...`` reasons; empty when the pod fits.
+    """
+    alloc, used = node.allocatable, node.requested
+    reasons: list[str] = []
+    if len(node.pods) + 1 > alloc.allowed_pod_number:
+        reasons.append(ERR_REASON_INSUFFICIENT_PODS)
+    if request.is_zero():
+        return reasons
+    if alloc.milli_cpu < request.milli_cpu + used.milli_cpu:
+        reasons.append(ERR_REASON_INSUFFICIENT_CPU)
+    if alloc.memory < request.memory + used.memory:
+        reasons.append(ERR_REASON_INSUFFICIENT_MEMORY)
+    if alloc.ephemeral_storage < request.ephemeral_storage + used.ephemeral_storage:
+        reasons.append(ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE)
+    for name in sorted(request.scalar):
+        if alloc.scalar.get(name, 0) < request.scalar[name] + used.scalar.get(name, 0):
+            reasons.append(insufficient(name))
+    return reasons
+
+
+class PodFitsResources(VectorFilterPlugin):
+    """v1.14 ``PodFitsResources`` (see the module docstring)."""
+
+    def __init__(self, args: PluginArgs) -> None:
+        self.name = args.name
+
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+        # Never SKIP: the pod count is checked even for a pod that requests nothing.
+        return None
+
+    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+        if node.node is None:
+            return Status(Code.ERROR, (ERR_NODE_NOT_FOUND,))
+        reasons = insufficient_resources(pod.request, node)
+        return unschedulable(*reasons) if reasons else SUCCESS
+
+    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+        if not cols.has_node.all():
+            raise PredicateError(ERR_NODE_NOT_FOUND)
+        masks: ReasonMasks = [(ERR_REASON_INSUFFICIENT_PODS, cols.pod_count + 1 > cols.alloc_pods)]
+        r = pod.request
+        if r.is_zero():
+            return masks
+        masks.append(
+            (ERR_REASON_INSUFFICIENT_CPU, cols.alloc_milli_cpu < r.milli_cpu + cols.req_milli_cpu)
+        )
+        masks.append(
+            (ERR_REASON_INSUFFICIENT_MEMORY, cols.alloc_memory < r.memory + cols.req_memory)
+        )
+        masks.append(
+            (
+                ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
+                cols.alloc_ephemeral < r.ephemeral_storage + cols.req_ephemeral,
+            )
+        )
+        for name in sorted(r.scalar):
+            alloc, used = cols.scalar(name)
+            masks.append((insufficient(name), np.less(alloc, r.scalar[name] + used)))
+        return masks
+
+
+FACTORIES: dict[str, Callable[[PluginArgs], PodFitsResources]] = {NAME: PodFitsResources}

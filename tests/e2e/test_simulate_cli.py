@@ -1,0 +1,146 @@
+"""``podium simulate`` as a user runs it: a real subprocess over the example cluster.
+
+The golden files pin Podium's decisions on examples/: a change to a predicate, a priority, the
+node order or the tie-break shows up here as a diff to review. Regenerate them deliberately
+with ``PODIUM_UPDATE_GOLDEN=1 pytest tests/e2e/test_simulate_cli.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+GOLDEN = ROOT / "tests" / "fixtures" / "golden"
+
+
+def podium(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "podium.actors.cli", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _golden(name: str, got: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("PODIUM_UPDATE_GOLDEN") == "1":
+        path.write_text(got)
+    assert path.exists(), f"missing golden file {path}; run with PODIUM_UPDATE_GOLDEN=1"
+    assert json.loads(got) == json.loads(path.read_text())
+
+
+@pytest.mark.parametrize(
+    ("golden", "extra"),
+    [("simulate-examples.json", []), ("simulate-examples-explain.json", ["--explain"])],
+)
+def test_simulate_examples_matches_golden(golden: str, extra: list[str]) -> None:
+    proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "-o", "json", "--seed", "1", *extra)
+    assert proc.returncode == 0, proc.stderr
+    _golden(golden, proc.stdout)
+
+
+def _check_shape(doc: Any, *, explain: bool) -> None:
+    assert set(doc) == {"pods"}
+    for pod in doc["pods"]:
+        keys = {"namespace", "name", "node", "message", "attempts"} | ({"nodes"} if explain else set())
+        assert set(pod) == keys
+        assert isinstance(pod["namespace"], str) and isinstance(pod["name"], str)
+        assert (pod["node"] is None) != (pod["message"] is None)
+        assert isinstance(pod["attempts"], int) and pod["attempts"] >= 1
+        if not explain:
+            continue
+        for entry in pod["nodes"].values():
+            assert set(entry) == {"fits", "reasons", "scores", "total"}
+            if entry["fits"]:
+                assert entry["reasons"] == [] and isinstance(entry["total"], int)
+                assert all(0 <= s <= 10 for s in entry["scores"].values())
+            else:
+                assert entry["reasons"] and entry["scores"] == {} and entry["total"] is None
+        if pod["node"] is not None:
+            best = max(e["total"] for e in pod["nodes"].values() if e["fits"])
+            assert pod["nodes"][pod["node"]]["total"] == best
+
+
+@pytest.mark.parametrize("explain", [False, True])
+def test_json_shape_is_exactly_the_documented_one(explain: bool) -> None:
+    extra = ["--explain"] if explain else []
+    proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "-o", "json", *extra)
+    assert proc.returncode == 0, proc.stderr
+    _check_shape(json.loads(proc.stdout), explain=explain)
+
+
+def test_both_seed_policies_give_identical_placements() -> None:
+    runs = [
+        podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "-o", "json", "--seed", "3", "--policy", str(EXAMPLES / p))
+        for p in ("policy-seed-000.json", "policy-seed-004.json")
+    ]
+    for proc in runs:
+        assert proc.returncode == 0, proc.stderr
+    first, second = (json.loads(p.stdout) for p in runs)
+    assert first == second
+    assert any(pod["node"] is None for pod in first["pods"])
+
+
+def test_table_output_lists_every_pod_and_a_summary() -> None:
+    proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["NAMESPACE", "NAME", "NODE", "ATTEMPTS", "REASON"]
+    assert "0/10 nodes are available:" in proc.stdout
+    assert any(line.endswith("of 18 pending pods") for line in lines)
+    assert any(line.startswith("POOL") for line in lines)
+
+
+def test_stdin_and_a_kind_list_load_as_kubectl_prints_them() -> None:
+    dump = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "1", "pods": "10"}}},
+            {"kind": "Pod", "metadata": {"name": "small"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}},
+            {"kind": "Pod", "metadata": {"name": "big"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}},
+        ],
+        "metadata": {"resourceVersion": ""},
+    }
+    proc = podium("simulate", "-f", "-", "-o", "json", stdin=json.dumps(dump))
+    assert proc.returncode == 0, proc.stderr
+    pods = {p["name"]: p for p in json.loads(proc.stdout)["pods"]}
+    assert pods["small"]["node"] == "n1"
+    assert pods["big"]["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_bad_input_fails_naming_file_object_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: lots}}\n"
+    )
+    proc = podium("simulate", "-f", str(bad))
+    assert proc.returncode == 1
+    assert str(bad) in proc.stderr
+    assert "Pod" in proc.stderr and "default/p" in proc.stderr
+    assert "$.spec.containers[0].resources.requests" in proc.stderr
+
+
+def test_unknown_policy_name_is_an_error_naming_the_entry(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"kind": "Policy", "predicates": [{"name": "PodFitsResources"}, {"name": "NoSuchThing"}]}))
+    proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "--policy", str(policy))
+    assert proc.returncode == 1
+    assert "predicates[1].name" in proc.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    assert podium("simulate").returncode == 2
+    assert podium("no-such-command").returncode == 2
