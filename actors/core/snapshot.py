@@ -95,17 +95,24 @@ class Snapshot:
             yield from info.pods_with_affinity
 
     def image_states(self) -> dict[str, ImageState]:
-        """Image name -> (size, number of nodes having it), over every node."""
+        """Image name -> (size, number of nodes having it), over every node.
+
+        As the v1.14 cache keeps them (``imageStates``): a node counts once per name however
+        often it lists it, and the size is the one first seen.
+        """
         if self._images is None:
             sizes: dict[str, int] = {}
             counts: dict[str, int] = {}
             for info in self.node_infos:
                 if info.node is None:
                     continue
+                names_on_node: set[str] = set()
                 for image in info.node.status.images:
                     for name in image.names:
-                        sizes[name] = image.size_bytes
-                        counts[name] = counts.get(name, 0) + 1
+                        sizes.setdefault(name, image.size_bytes)
+                        names_on_node.add(name)
+                for name in names_on_node:
+                    counts[name] = counts.get(name, 0) + 1
             self._images = {k: ImageState(sizes[k], counts[k]) for k in sizes}
         return self._images
 

@@ -1,0 +1,60 @@
+"""NodeLabelPriority: prefer nodes that have (or lack) a label, from a policy ``labelPreference``.
+
+Kubernetes counterpart: pkg/scheduler/algorithm/priorities/node_label.go@v1.14.0
+(``NewNodeLabelPriority``, ``CalculateNodeLabelPriorityMap``). With ``presence: true`` a node
+carrying the label (any value) scores 10 and the others 0; with ``presence: false`` the
+reverse. The priority exists only as a policy entry with an ``argument``
+(``{"labelPreference": {"label": ..., "presence": ...}}``), reported under the entry's name.
+No reduce step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from podium.actors.framework import MAX_PRIORITY, PluginArgs, VectorScorePlugin
+from podium.actors.plugins import names
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from podium.actors.core.columns import NodeColumns
+    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.core.snapshot import Snapshot
+
+__all__ = ["FACTORIES", "NAME", "NodeLabel"]
+
+NAME = names.NODE_LABEL
+
+
+class NodeLabel(VectorScorePlugin):
+    """NodeLabelPriority (map only), configured by ``PluginArgs.label`` and ``.presence``."""
+
+    def __init__(self, args: PluginArgs) -> None:
+        self.name = args.name
+        self.label = args.label
+        self.presence = args.presence
+
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+        return None
+
+    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+        return MAX_PRIORITY if (self.label in node.labels) == self.presence else 0
+
+    def normalize(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+    ) -> list[int]:
+        return list(scores)
+
+    def score_columns(
+        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
+        codes, _ = cols.label(self.label)
+        has_label = codes[rows] >= 0
+        return np.where(has_label == self.presence, MAX_PRIORITY, 0).astype(np.int64)
+
+
+FACTORIES: dict[str, Callable[[PluginArgs], NodeLabel]] = {NAME: NodeLabel}
