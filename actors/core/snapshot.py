@@ -7,7 +7,7 @@ controllers, PVs, PVCs, storage classes).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from podium.actors.core.columns import NodeColumns
@@ -73,6 +73,8 @@ class Snapshot:
         self.generation = generation
         self._columns: NodeColumns | None = None
         self._images: dict[str, ImageState] | None = None
+        # Nodes holding pods with pod (anti-)affinity, by name; kept in step by replace_node_info.
+        self._with_affinity: dict[str, NodeInfo] | None = None
 
     @property
     def columns(self) -> NodeColumns:
@@ -93,6 +95,16 @@ class Snapshot:
     def pods_with_affinity(self) -> Iterator[PodInfo]:
         for info in self.node_infos:
             yield from info.pods_with_affinity
+
+    def node_infos_with_affinity(self) -> Collection[NodeInfo]:
+        """The nodes holding at least one pod with pod affinity or anti-affinity (any order).
+
+        Built once, then kept in step by :meth:`replace_node_info` at O(1) a change, so the
+        inter-pod affinity plugins need not visit every node for every pod.
+        """
+        if self._with_affinity is None:
+            self._with_affinity = {n.name: n for n in self.node_infos if n.pods_with_affinity}
+        return self._with_affinity.values()
 
     def image_states(self) -> dict[str, ImageState]:
         """Image name -> (size, number of nodes having it), over every node.
@@ -126,3 +138,8 @@ class Snapshot:
             self._columns.update_row(i, info, labels_changed=old.node is not info.node)
         if old.node is not info.node:
             self._images = None
+        if self._with_affinity is not None:
+            if info.pods_with_affinity:
+                self._with_affinity[info.name] = info
+            else:
+                self._with_affinity.pop(info.name, None)

@@ -1,0 +1,470 @@
+"""MatchInterPodAffinity: required pod affinity and anti-affinity, the pod's and the cluster's.
+
+Kubernetes sources (v1.14):
+
+- pkg/scheduler/algorithm/predicates/predicates.go@v1.14.0: ``PodAffinityChecker``,
+  ``InterPodAffinityMatches``, ``satisfiesExistingPodsAntiAffinity``,
+  ``satisfiesPodsAffinityAntiAffinity``, ``nodeMatchesAllTopologyTerms``,
+  ``nodeMatchesAnyTopologyTerm``, ``targetPodMatchesAffinityOfPod``;
+- pkg/scheduler/algorithm/predicates/metadata.go@v1.14.0: ``topologyPairsMaps``,
+  ``getTPMapMatchingExistingAntiAffinity``, ``getTPMapMatchingIncomingAffinityAntiAffinity``;
+- pkg/scheduler/algorithm/priorities/util/topologies.go@v1.14.0:
+  ``GetNamespacesFromPodAffinityTerm``, ``PodMatchesTermsNamespaceAndSelector``;
+- reasons from pkg/scheduler/algorithm/predicates/error.go@v1.14.0.
+
+A node passes when, in this order (the first failure decides the reasons):
+
+1. no existing pod has a required anti-affinity term that matches the incoming pod and whose
+   topology pair (key, value of the existing pod's node) the node shares; else
+   ``[ERR_REASON_AFFINITY_NOT_MATCH, ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH]``;
+2. for *every* required affinity term of the pod, the node carries the term's topology key and
+   the pair (key, value) is one where an existing pod matching *all* the pod's affinity terms
+   runs; else ``[..._NOT_MATCH, ERR_REASON_AFFINITY_RULES_NOT_MATCH]``. Exception ("first pod
+   of a group"): when no existing pod anywhere matches all the terms and the pod matches its
+   own terms, every node passes this step;
+3. for *no* required anti-affinity term of the pod does the node share the pair of an existing
+   pod matching that term; else ``[..._NOT_MATCH, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH]``.
+
+A term's namespaces default to the namespace of the pod that defines it; an empty topology key
+never matches a node. ``pre_filter`` computes the three topology-pair counts once per pod from
+the snapshot (v1.14's ``topologyPairsAntiAffinityPodsMap``, ``topologyPairsPotentialAffinityPods``
+and ``topologyPairsPotentialAntiAffinityPods``), so ``filter`` costs a few dict lookups per node
+and ``filter_columns`` a few numpy gathers over ``NodeColumns.label`` codes. Existing pods'
+terms are compiled once and kept in a :class:`TermCache` between pods.
+
+Differences from v1.14, all at the edges: a row without a Node object is judged as a node
+without labels (v1.14 returns an error); a label selector that is not well formed (``In``
+without values, ...) raises :class:`PredicateError` from ``pre_filter``, as v1.14's metadata and
+predicate return an error; ``filter`` trusts ``meta`` to be ``pre_filter``'s answer (v1.14
+recomputes without metadata from its pod lister, with the same outcome).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from podium.actors.framework import (
+    SKIP,
+    SUCCESS,
+    PluginArgs,
+    PredicateError,
+    ReasonMasks,
+    Status,
+    VectorFilterPlugin,
+    unschedulable,
+)
+from podium.actors.plugins import names
+from podium.protocol.labels import label_selector_is_valid
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from podium.actors.core.columns import NodeColumns
+    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.core.snapshot import Snapshot
+    from podium.protocol.objects import LabelSelector, PodAffinityTerm, WeightedPodAffinityTerm
+
+__all__ = [
+    "ERR_REASON_AFFINITY_NOT_MATCH",
+    "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "FACTORIES",
+    "NAME",
+    "AffinityTerm",
+    "InterPodAffinity",
+    "InterPodAffinityMeta",
+    "PodTerms",
+    "TermCache",
+    "compile_term",
+]
+
+NAME = names.MATCH_INTER_POD_AFFINITY
+
+ERR_REASON_AFFINITY_NOT_MATCH = "node(s) didn't match pod affinity/anti-affinity"
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = (
+    "node(s) didn't satisfy existing pods anti-affinity rules"
+)
+
+TopologyPair = tuple[str, str]
+
+
+# --------------------------------------------------------------------------- terms
+
+
+class _Selector:
+    """A valid LabelSelector compiled for fast matching (``LabelSelectorAsSelector``).
+
+    ``None`` matches nothing, ``{}`` everything; requirements are ANDed.
+    """
+
+    __slots__ = ("_exprs", "_labels", "_nothing")
+
+    def __init__(self, selector: LabelSelector | None) -> None:
+        self._nothing = selector is None
+        self._labels: tuple[tuple[str, str], ...] = ()
+        self._exprs: tuple[tuple[str, str, frozenset[str]], ...] = ()
+        if selector is not None:
+            self._labels = tuple(selector.match_labels.items())
+            self._exprs = tuple(
+                (r.key, r.operator, frozenset(r.values)) for r in selector.match_expressions
+            )
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self._nothing:
+            return False
+        for key, value in self._labels:
+            if labels.get(key) != value:
+                return False
+        for key, op, values in self._exprs:
+            if op == "In":
+                if labels.get(key) not in values:
+                    return False
+            elif op == "NotIn":
+                have = labels.get(key)
+                if have is not None and have in values:
+                    return False
+            elif op == "Exists":
+                if key not in labels:
+                    return False
+            elif key in labels:  # DoesNotExist
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A PodAffinityTerm resolved against the pod that defines it.
+
+    Attributes:
+        namespaces: the term's namespaces, or the defining pod's namespace when it lists none
+            (``GetNamespacesFromPodAffinityTerm``).
+        topology_key: the term's topology key.
+        selector: its label selector, compiled.
+        weight: the weight of a preferred term (1 for a required one).
+    """
+
+    namespaces: frozenset[str]
+    topology_key: str
+    selector: _Selector
+    weight: int = 1
+
+    def matches(self, pod: PodInfo) -> bool:
+        """``PodMatchesTermsNamespaceAndSelector``: ``pod`` is in the namespaces and selected."""
+        return pod.namespace in self.namespaces and self.selector.matches(pod.labels)
+
+
+def compile_term(defining: PodInfo, term: PodAffinityTerm, weight: int = 1) -> AffinityTerm:
+    """Resolve and compile a term of ``defining``'s.
+
+    Raises:
+        PredicateError: the term's label selector is not well formed (v1.14's
+            ``LabelSelectorAsSelector`` error fails the attempt).
+    """
+    selector = term.label_selector
+    if selector is not None and not label_selector_is_valid(selector):
+        raise PredicateError(
+            f"pod {defining.key} has an invalid label selector in a pod affinity term "
+            f"(topologyKey {term.topology_key!r})"
+        )
+    namespaces = frozenset(term.namespaces) if term.namespaces else frozenset((defining.namespace,))
+    return AffinityTerm(namespaces, term.topology_key, _Selector(selector), weight)
+
+
+def _compile_weighted(
+    defining: PodInfo, terms: Sequence[WeightedPodAffinityTerm], sign: int
+) -> tuple[AffinityTerm, ...]:
+    return tuple(compile_term(defining, t.pod_affinity_term, sign * t.weight) for t in terms)
+
+
+class PodTerms:
+    """One pod's affinity terms, each kind compiled on first use.
+
+    A kind whose selector is invalid raises :class:`PredicateError` when asked for, so a bad
+    preferred term does not fail the predicate (which never reads it), as in v1.14.
+    """
+
+    __slots__ = ("_cache", "pod")
+
+    def __init__(self, pod: PodInfo) -> None:
+        self.pod = pod
+        self._cache: dict[str, tuple[AffinityTerm, ...]] = {}
+
+    def _get(
+        self, kind: str, build: Callable[[], tuple[AffinityTerm, ...]]
+    ) -> tuple[AffinityTerm, ...]:
+        terms = self._cache.get(kind)
+        if terms is None:
+            terms = self._cache[kind] = build()
+        return terms
+
+    def required_affinity(self) -> tuple[AffinityTerm, ...]:
+        """``GetPodAffinityTerms``: the requiredDuringSchedulingIgnoredDuringExecution terms."""
+
+        def build() -> tuple[AffinityTerm, ...]:
+            a = self.pod.pod.spec.affinity
+            if a is None or a.pod_affinity is None:
+                return ()
+            terms = a.pod_affinity.required_during_scheduling_ignored_during_execution
+            return tuple(compile_term(self.pod, t) for t in terms)
+
+        return self._get("ra", build)
+
+    def required_anti_affinity(self) -> tuple[AffinityTerm, ...]:
+        """``GetPodAntiAffinityTerms``: the required anti-affinity terms."""
+
+        def build() -> tuple[AffinityTerm, ...]:
+            a = self.pod.pod.spec.affinity
+            if a is None or a.pod_anti_affinity is None:
+                return ()
+            terms = a.pod_anti_affinity.required_during_scheduling_ignored_during_execution
+            return tuple(compile_term(self.pod, t) for t in terms)
+
+        return self._get("rn", build)
+
+    def preferred_affinity(self) -> tuple[AffinityTerm, ...]:
+        """The preferred affinity terms, weights positive."""
+
+        def build() -> tuple[AffinityTerm, ...]:
+            a = self.pod.pod.spec.affinity
+            if a is None or a.pod_affinity is None:
+                return ()
+            terms = a.pod_affinity.preferred_during_scheduling_ignored_during_execution
+            return _compile_weighted(self.pod, terms, 1)
+
+        return self._get("pa", build)
+
+    def preferred_anti_affinity(self) -> tuple[AffinityTerm, ...]:
+        """The preferred anti-affinity terms, weights negated."""
+
+        def build() -> tuple[AffinityTerm, ...]:
+            a = self.pod.pod.spec.affinity
+            if a is None or a.pod_anti_affinity is None:
+                return ()
+            terms = a.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution
+            return _compile_weighted(self.pod, terms, -1)
+
+        return self._get("pn", build)
+
+
+class TermCache:
+    """Compiled terms of existing pods, kept from one pod's pass to the next.
+
+    Keyed by the PodInfo object (a pod changed in the cache is a new PodInfo, so it is compiled
+    afresh). Two generations: call :meth:`begin` before each pass; entries not used during a
+    pass are dropped at the next one, so the cache never outgrows the cluster.
+    """
+
+    __slots__ = ("_current", "_previous")
+
+    def __init__(self) -> None:
+        self._current: dict[int, PodTerms] = {}
+        self._previous: dict[int, PodTerms] = {}
+
+    def begin(self) -> None:
+        """Start a pass: what the last pass did not touch is forgotten after this one."""
+        self._previous = self._current
+        self._current = {}
+
+    def get(self, pod: PodInfo) -> PodTerms:
+        key = id(pod)
+        terms = self._current.get(key)
+        if terms is not None and terms.pod is pod:
+            return terms
+        terms = self._previous.get(key)
+        if terms is None or terms.pod is not pod:
+            terms = PodTerms(pod)
+        self._current[key] = terms
+        return terms
+
+
+def _add_pair(pairs: dict[TopologyPair, int], key: str, labels: Mapping[str, str]) -> None:
+    value = labels.get(key)
+    if value is not None:
+        pair = (key, value)
+        pairs[pair] = pairs.get(pair, 0) + 1
+
+
+def _values_by_key(pairs: Iterable[TopologyPair]) -> dict[str, frozenset[str]]:
+    grouped: dict[str, set[str]] = {}
+    for key, value in pairs:
+        grouped.setdefault(key, set()).add(value)
+    return {key: frozenset(values) for key, values in grouped.items()}
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+@dataclass(slots=True)
+class InterPodAffinityMeta:
+    """What ``pre_filter`` learns about one pod (v1.14 predicate metadata).
+
+    Each ``*_pairs`` maps a topology pair (key, value) to the number of (existing pod, term)
+    matches found there; only which pairs are present decides (v1.14 keeps the pods instead).
+
+    Attributes:
+        existing_anti_pairs: pairs where existing pods' required anti-affinity terms match the
+            incoming pod (``topologyPairsAntiAffinityPodsMap``).
+        affinity_pairs: pairs where existing pods matching all the pod's affinity terms run
+            (``topologyPairsPotentialAffinityPods``).
+        anti_affinity_pairs: pairs where existing pods matching one of the pod's anti-affinity
+            terms run (``topologyPairsPotentialAntiAffinityPods``).
+        affinity_keys: the topology keys of the pod's required affinity terms, in order.
+        anti_affinity_keys: the topology keys of its required anti-affinity terms.
+        first_of_group: no existing pod matches the affinity terms and the pod matches its own
+            (``targetPodMatchesAffinityOfPod(pod, pod)``), so the affinity terms pass everywhere.
+    """
+
+    existing_anti_pairs: dict[TopologyPair, int] = field(default_factory=dict)
+    affinity_pairs: dict[TopologyPair, int] = field(default_factory=dict)
+    anti_affinity_pairs: dict[TopologyPair, int] = field(default_factory=dict)
+    affinity_keys: tuple[str, ...] = ()
+    anti_affinity_keys: tuple[str, ...] = ()
+    first_of_group: bool = False
+
+    @property
+    def checks_affinity(self) -> bool:
+        """Whether step 2 (the pod's affinity terms) can reject a node."""
+        return bool(self.affinity_keys) and not self.first_of_group
+
+
+def _existing_anti_pairs(
+    pod: PodInfo, snapshot: Snapshot, cache: TermCache
+) -> dict[TopologyPair, int]:
+    """``getTPMapMatchingExistingAntiAffinity``: pairs where existing pods repel ``pod``."""
+    pairs: dict[TopologyPair, int] = {}
+    for info in snapshot.node_infos_with_affinity():
+        if info.node is None:
+            continue
+        labels = info.labels
+        for existing in info.pods_with_affinity:
+            for term in cache.get(existing).required_anti_affinity():
+                if term.matches(pod):
+                    _add_pair(pairs, term.topology_key, labels)
+    return pairs
+
+
+def _incoming_pairs(
+    snapshot: Snapshot, affinity: Sequence[AffinityTerm], anti: Sequence[AffinityTerm]
+) -> tuple[dict[TopologyPair, int], dict[TopologyPair, int]]:
+    """``getTPMapMatchingIncomingAffinityAntiAffinity`` over every pod on every node."""
+    affinity_pairs: dict[TopologyPair, int] = {}
+    anti_pairs: dict[TopologyPair, int] = {}
+    keys = {t.topology_key for t in affinity} | {t.topology_key for t in anti}
+    for info in snapshot.node_infos:
+        if info.node is None or not info.pods:
+            continue
+        labels = info.labels
+        if not any(k in labels for k in keys):
+            continue  # no pair could be added from this node
+        for existing in info.pods:
+            # An existing pod counts for the affinity only when it matches every term.
+            if affinity and all(t.matches(existing) for t in affinity):
+                for t in affinity:
+                    _add_pair(affinity_pairs, t.topology_key, labels)
+            for t in anti:
+                if t.matches(existing):
+                    _add_pair(anti_pairs, t.topology_key, labels)
+    return affinity_pairs, anti_pairs
+
+
+# --------------------------------------------------------------------------- plugin
+
+
+def _hits(table: Mapping[str, int], values: Iterable[str]) -> npt.NDArray[np.bool_]:
+    """A boolean table over label codes, with a last False slot for code -1 (label absent)."""
+    hit = np.zeros(len(table) + 1, dtype=bool)
+    for value in values:
+        code = table.get(value)
+        if code is not None:
+            hit[code] = True
+    return hit
+
+
+class InterPodAffinity(VectorFilterPlugin):
+    """v1.14 MatchInterPodAffinity (see the module docstring)."""
+
+    def __init__(self, args: PluginArgs) -> None:
+        self.name = args.name
+        self._terms = TermCache()
+
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+        own = PodTerms(pod)
+        affinity, anti = own.required_affinity(), own.required_anti_affinity()
+        self._terms.begin()
+        existing = _existing_anti_pairs(pod, snapshot, self._terms)
+        if not affinity and not anti and not existing:
+            return SKIP
+        affinity_pairs, anti_pairs = _incoming_pairs(snapshot, affinity, anti)
+        return InterPodAffinityMeta(
+            existing_anti_pairs=existing,
+            affinity_pairs=affinity_pairs,
+            anti_affinity_pairs=anti_pairs,
+            affinity_keys=tuple(t.topology_key for t in affinity),
+            anti_affinity_keys=tuple(t.topology_key for t in anti),
+            first_of_group=bool(affinity)
+            and not affinity_pairs
+            and all(t.matches(pod) for t in affinity),
+        )
+
+    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+        if not isinstance(meta, InterPodAffinityMeta):
+            return SUCCESS
+        labels = node.labels
+        for pair in labels.items():
+            if pair in meta.existing_anti_pairs:
+                return unschedulable(
+                    ERR_REASON_AFFINITY_NOT_MATCH, ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH
+                )
+        if meta.checks_affinity:
+            for key in meta.affinity_keys:
+                have = labels.get(key)
+                if have is None or (key, have) not in meta.affinity_pairs:
+                    return unschedulable(
+                        ERR_REASON_AFFINITY_NOT_MATCH, ERR_REASON_AFFINITY_RULES_NOT_MATCH
+                    )
+        for key in meta.anti_affinity_keys:
+            have = labels.get(key)
+            if have is not None and (key, have) in meta.anti_affinity_pairs:
+                return unschedulable(
+                    ERR_REASON_AFFINITY_NOT_MATCH, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH
+                )
+        return SUCCESS
+
+    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+        if not isinstance(meta, InterPodAffinityMeta):
+            return []
+        n = cols.n
+        existing = np.zeros(n, dtype=bool)
+        for key, values in _values_by_key(meta.existing_anti_pairs).items():
+            codes, table = cols.label(key)
+            existing |= _hits(table, values)[codes]
+        affinity = np.zeros(n, dtype=bool)
+        if meta.checks_affinity:
+            grouped = _values_by_key(meta.affinity_pairs)
+            for key in meta.affinity_keys:
+                codes, table = cols.label(key)
+                affinity |= ~_hits(table, grouped.get(key, ()))[codes]
+        anti = np.zeros(n, dtype=bool)
+        grouped = _values_by_key(meta.anti_affinity_pairs)
+        for key in meta.anti_affinity_keys:
+            codes, table = cols.label(key)
+            anti |= _hits(table, grouped.get(key, ()))[codes]
+        # The scalar form stops at the first failing step: later steps only where earlier passed.
+        affinity &= ~existing
+        anti &= ~(existing | affinity)
+        return [
+            (ERR_REASON_AFFINITY_NOT_MATCH, existing | affinity | anti),
+            (ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, existing),
+            (ERR_REASON_AFFINITY_RULES_NOT_MATCH, affinity),
+            (ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, anti),
+        ]
+
+
+FACTORIES: dict[str, Callable[[PluginArgs], InterPodAffinity]] = {NAME: InterPodAffinity}

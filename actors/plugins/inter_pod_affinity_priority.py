@@ -1,0 +1,173 @@
+"""InterPodAffinityPriority: prefer nodes near the pods a pod likes, away from those it avoids.
+
+Kubernetes source: ``CalculateInterPodAffinityPriority`` and ``podAffinityPriorityMap`` in
+pkg/scheduler/algorithm/priorities/interpod_affinity.go@v1.14.0, with ``NodesHaveSameTopologyKey``
+from pkg/scheduler/algorithm/priorities/util/topologies.go@v1.14.0.
+
+For every existing pod ``e`` on a node ``N`` (on every node; only pods with affinity when the
+incoming pod ``p`` has none), and every term below that matches, each scored node sharing ``N``'s
+value of the term's topology key gains the term's weight:
+
+=====================================================  ==========================  =========
+term                                                   must match                  weight
+=====================================================  ==========================  =========
+``p``'s preferred pod affinity                         ``e``                       +weight
+``p``'s preferred pod anti-affinity                    ``e``                       -weight
+``e``'s *required* pod affinity (symmetry)             ``p``                       +hardPodAffinitySymmetricWeight
+``e``'s preferred pod affinity                         ``p``                       +weight
+``e``'s preferred pod anti-affinity                    ``p``                       -weight
+=====================================================  ==========================  =========
+
+A term's namespaces default to those of the pod defining it; an empty topology key, or a node
+without the key, gains nothing. The symmetric weight is the policy's
+``hardPodAffinitySymmetricWeight`` (:attr:`PluginArgs.hard_pod_affinity_symmetric_weight`); 0
+turns the symmetry off, as in v1.14.
+
+v1.14 is a "function" priority: it computes every node's count at once and normalises them.
+Podium splits it: ``pre_score`` sums the weights per topology pair (key, value) once per pod,
+``score`` (the map step) adds up the node's pairs, ``normalize`` (the reduce step) maps counts
+over the scored nodes to ``int(10 * ((count - min) / (max - min)))`` in float64, where ``min``
+is at most 0 and ``max`` at least 0; all 0 when ``max == min``.
+
+Differences from v1.14: an existing pod on a row without a Node object is skipped, as v1.14
+skips such node infos; a label selector that is not well formed raises :class:`PredicateError`
+(v1.14's priority returns the selector's error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from podium.actors.framework import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.plugins import names
+from podium.actors.plugins.inter_pod_affinity import AffinityTerm, PodTerms, TermCache
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from podium.actors.core.columns import NodeColumns
+    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.core.snapshot import Snapshot
+
+__all__ = ["FACTORIES", "NAME", "InterPodAffinityPriority", "PairWeights", "normalize_counts"]
+
+NAME = names.INTER_POD_AFFINITY
+
+PairWeights = dict[str, dict[str, int]]
+"""topology key -> label value -> summed weight: what ``pre_score`` hands ``score``."""
+
+
+def _add(weights: PairWeights, term: AffinityTerm, labels: Mapping[str, str], weight: int) -> None:
+    # NodesHaveSameTopologyKey: an empty key, or a node without it, shares nothing.
+    key = term.topology_key
+    if not key:
+        return
+    value = labels.get(key)
+    if value is None:
+        return
+    per_value = weights.setdefault(key, {})
+    per_value[value] = per_value.get(value, 0) + weight
+
+
+def normalize_counts(counts: Sequence[int]) -> list[int]:
+    """The v1.14 reduce: ``int(10 * ((c - min) / (max - min)))``, min <= 0 <= max, in float64."""
+    if not counts:
+        return []
+    arr = np.asarray(counts, dtype=np.int64)
+    high = max(int(arr.max()), 0)
+    low = min(int(arr.min()), 0)
+    if high - low <= 0:
+        return [0] * len(counts)
+    # Same operation order as Go: float64(MaxPriority) * (float64(c-min) / float64(max-min)).
+    scores = float(MAX_PRIORITY) * ((arr - low).astype(np.float64) / float(high - low))
+    return [int(s) for s in scores.astype(np.int64)]
+
+
+class InterPodAffinityPriority(VectorScorePlugin):
+    """v1.14 InterPodAffinityPriority (see the module docstring)."""
+
+    def __init__(self, args: PluginArgs) -> None:
+        self.name = args.name
+        self.hard_pod_affinity_weight = args.hard_pod_affinity_symmetric_weight
+        self._terms = TermCache()
+
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+        own = PodTerms(pod)
+        affinity = pod.pod.spec.affinity
+        has_affinity = affinity is not None and affinity.pod_affinity is not None
+        has_anti = affinity is not None and affinity.pod_anti_affinity is not None
+        preferred = (
+            own.preferred_affinity() + own.preferred_anti_affinity()
+            if has_affinity or has_anti
+            else ()
+        )
+        hard = self.hard_pod_affinity_weight
+        weights: PairWeights = {}
+        self._terms.begin()
+        # Without preferred terms of its own, only existing pods' terms can score the pod: the
+        # nodes and pods without affinity need no visit.
+        scan_all = bool(preferred)
+        for info in snapshot.node_infos if scan_all else snapshot.node_infos_with_affinity():
+            if info.node is None:
+                continue
+            labels = info.labels
+            for existing in info.pods if scan_all else info.pods_with_affinity:
+                for term in preferred:
+                    if term.matches(existing):
+                        _add(weights, term, labels, term.weight)
+                if not existing.has_affinity:
+                    continue
+                terms = self._terms.get(existing)
+                if hard > 0:
+                    for term in terms.required_affinity():
+                        if term.matches(pod):
+                            _add(weights, term, labels, hard)
+                for term in terms.preferred_affinity() + terms.preferred_anti_affinity():
+                    if term.matches(pod):
+                        _add(weights, term, labels, term.weight)
+        if not any(any(v for v in per_value.values()) for per_value in weights.values()):
+            return SKIP
+        return weights
+
+    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+        if not isinstance(meta, dict):
+            return 0
+        weights: PairWeights = meta
+        labels = node.labels
+        total = 0
+        for key, per_value in weights.items():
+            value = labels.get(key)
+            if value is not None:
+                total += per_value.get(value, 0)
+        return total
+
+    def score_columns(
+        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
+        total = np.zeros(len(rows), dtype=np.int64)
+        if not isinstance(meta, dict):
+            return total
+        weights: PairWeights = meta
+        for key, per_value in weights.items():
+            codes, table = cols.label(key)
+            # One slot per label value plus a last 0 for code -1 (label absent).
+            by_code = np.zeros(len(table) + 1, dtype=np.int64)
+            for value, weight in per_value.items():
+                code = table.get(value)
+                if code is not None:
+                    by_code[code] = weight
+            total += by_code[codes[rows]]
+        return total
+
+    def normalize(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+    ) -> list[int]:
+        return normalize_counts(scores)
+
+
+FACTORIES: dict[str, Callable[[PluginArgs], InterPodAffinityPriority]] = {
+    NAME: InterPodAffinityPriority
+}
