@@ -1,0 +1,449 @@
+"""Podium's configuration file: a KubeSchedulerConfiguration plus Podium's own ``podium:`` keys.
+
+Kubernetes counterpart: ``KubeSchedulerConfiguration`` (``kubescheduler.config.k8s.io/v1alpha1``,
+staging/src/k8s.io/kube-scheduler/config/v1alpha1/types.go) and its validation
+(pkg/scheduler/apis/config/validation). Example::
+
+    apiVersion: kubescheduler.config.k8s.io/v1alpha1
+    kind: KubeSchedulerConfiguration
+    schedulerName: default-scheduler
+    percentageOfNodesToScore: 0          # 0-100; 0 = adaptive (50 - nodes/125, floor 5)
+    podInitialBackoffSeconds: 1
+    podMaxBackoffSeconds: 10
+    algorithmSource:
+      policy:
+        file:
+          path: policy.json              # relative to this file
+    podium:
+      listen: 127.0.0.1:7070
+      database: ./podium.db
+      tracing: {endpoint: http://localhost:4317, sampleRatio: 0.1}
+
+Keys, top level:
+
+- honoured: ``schedulerName``, ``percentageOfNodesToScore``, ``podInitialBackoffSeconds``,
+  ``podMaxBackoffSeconds``, ``algorithmSource`` (``policy.file.path`` or
+  ``provider: DefaultProvider``), ``hardPodAffinitySymmetricWeight``, ``disablePreemption``,
+  ``bindTimeoutSeconds``;
+- accepted with a warning (Kubernetes keys Podium has no use for): see :data:`IGNORED_KEYS`;
+- anything else: a :class:`~podium.protocol.errors.ConfigError` naming the key path.
+
+``podium:`` holds Podium's own keys (:class:`PodiumSettings`); unknown keys there are errors too.
+Every key has a default, so ``load_config(None)`` is a working configuration. Precedence is
+flag > file > default: the CLI applies its flags with :func:`dataclasses.replace` /
+:func:`msgspec.structs.replace` on what this module returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from podium.protocol.errors import ConfigError, LoadErrors, Problem, split_validation_message
+from podium.protocol.loader import Format, read_document
+
+__all__ = [
+    "API_VERSIONS",
+    "HONOURED_KEYS",
+    "IGNORED_KEYS",
+    "KIND",
+    "AlgorithmSource",
+    "PodiumSettings",
+    "PolicyFileSource",
+    "PolicySource",
+    "SchedulerConfig",
+    "TracingSettings",
+    "decode_config",
+    "load_config",
+]
+
+KIND = "KubeSchedulerConfiguration"
+API_VERSIONS = ("kubescheduler.config.k8s.io/v1alpha1", "componentconfig/v1alpha1")
+"""The KubeSchedulerConfiguration versions whose shape this module reads (1.14 and before)."""
+DEFAULT_PROVIDER = "DefaultProvider"
+
+HONOURED_KEYS = (
+    "schedulerName",
+    "algorithmSource",
+    "hardPodAffinitySymmetricWeight",
+    "disablePreemption",
+    "percentageOfNodesToScore",
+    "bindTimeoutSeconds",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+)
+IGNORED_KEYS: dict[str, str] = {
+    "leaderElection": "Podium runs one replica; leader election is later work",
+    "clientConnection": "Podium talks to no API server",
+    "healthzBindAddress": "Podium serves /healthz on podium.metrics",
+    "metricsBindAddress": "Podium serves /metrics on podium.metrics",
+    "enableProfiling": "Podium has no profiling endpoint",
+    "enableContentionProfiling": "Podium has no profiling endpoint",
+    "failureDomains": "Podium reads zones from node labels",
+    "plugins": "Podium's plugins are chosen by the policy",
+    "pluginConfig": "Podium's plugin arguments come from the policy",
+    "topologySpreadConstraints": "cluster-level spreading defaults are not supported",
+}
+"""Kubernetes keys Podium accepts and ignores, with the reason given in the warning."""
+
+
+class _ConfigStruct(
+    msgspec.Struct, rename="camel", frozen=True, kw_only=True, forbid_unknown_fields=True
+):
+    """Base of the config structs: camelCase keys, unknown keys rejected."""
+
+
+# --------------------------------------------------------------------------- podium:
+
+
+Address = Annotated[str, msgspec.Meta(min_length=1)]
+Seconds = Annotated[float, msgspec.Meta(ge=0)]
+
+
+class TracingSettings(_ConfigStruct, frozen=True, kw_only=True):
+    """``podium.tracing``: OpenTelemetry.
+
+    Attributes:
+        endpoint: the OTLP (gRPC) endpoint; ``None`` (default) exports nothing.
+        sample_ratio: the fraction of scheduling attempts traced (0-1, default 0.1: a sampled
+            span costs 25-60 us, STYLE.md).
+        console: also print finished spans to stderr (debugging).
+    """
+
+    endpoint: str | None = None
+    sample_ratio: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.1
+    console: bool = False
+
+
+class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
+    """``podium:``: Podium's own keys.
+
+    Attributes:
+        listen: TCP ``host:port`` of the protocol (``None`` disables TCP; port 0 picks one).
+        unix: a Unix socket path for the protocol, or ``None``.
+        metrics: ``host:port`` of the HTTP server (``/metrics``, ``/healthz``, ``/readyz``,
+            ``/livez``), or ``None`` to serve none.
+        database: the SQLite file (relative to the working directory).
+        synchronous: SQLite ``synchronous``: ``normal`` survives ``kill -9``, ``full`` also
+            survives power loss.
+        random_seed: seeds tie-breaks so runs repeat; ``None`` for a random seed.
+        assumed_pod_ttl_seconds: how long an assumed pod waits for its binding to confirm
+            (0 = forever).
+        shutdown_grace_period_seconds: how long SIGTERM waits for work to drain.
+        log_format: ``text`` or ``json``.
+        log_level: ``debug``, ``info``, ``warning`` or ``error``.
+        event_retention_revisions: how many revisions the event log keeps.
+        max_frame_bytes: the largest protocol frame accepted.
+        tracing: OpenTelemetry settings.
+    """
+
+    listen: Address | None = "127.0.0.1:7070"
+    unix: Address | None = None
+    metrics: Address | None = "127.0.0.1:7071"
+    database: Annotated[str, msgspec.Meta(min_length=1)] = "./podium.db"
+    synchronous: Literal["normal", "full"] = "normal"
+    random_seed: int | None = None
+    assumed_pod_ttl_seconds: Seconds = msgspec.field(default=30.0, name="assumedPodTTLSeconds")
+    shutdown_grace_period_seconds: Seconds = 10.0
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    event_retention_revisions: Annotated[int, msgspec.Meta(ge=1)] = 1_000_000
+    max_frame_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 16 * 1024 * 1024
+    tracing: TracingSettings = TracingSettings()
+
+
+# --------------------------------------------------------------------------- kube keys
+
+
+class PolicyFileSource(_ConfigStruct, frozen=True, kw_only=True):
+    path: str = ""
+
+
+class PolicyConfigMapSource(_ConfigStruct, frozen=True, kw_only=True):
+    namespace: str = ""
+    name: str = ""
+
+
+class PolicySource(_ConfigStruct, frozen=True, kw_only=True):
+    file: PolicyFileSource | None = None
+    config_map: PolicyConfigMapSource | None = None
+
+
+class AlgorithmSource(_ConfigStruct, frozen=True, kw_only=True):
+    policy: PolicySource | None = None
+    provider: str | None = None
+
+
+class _KubeSchedulerConfiguration(_ConfigStruct, frozen=True, kw_only=True):
+    api_version: str = API_VERSIONS[0]
+    kind: str = KIND
+    scheduler_name: str = "default-scheduler"
+    algorithm_source: AlgorithmSource = AlgorithmSource()
+    hard_pod_affinity_symmetric_weight: int = 10
+    disable_preemption: bool = False
+    percentage_of_nodes_to_score: int = 0
+    bind_timeout_seconds: int = 600
+    pod_initial_backoff_seconds: int = 1
+    pod_max_backoff_seconds: int = 10
+    podium: PodiumSettings = PodiumSettings()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """The configuration Podium runs with.
+
+    Attributes:
+        scheduler_name: pods whose ``spec.schedulerName`` matches are scheduled.
+        percentage_of_nodes_to_score: 0-100; 0 = adaptive (``50 - nodes/125``, floor 5).
+        pod_initial_backoff_seconds: the first backoff of a failed pod.
+        pod_max_backoff_seconds: the longest backoff.
+        policy_file: the policy file (made absolute against the config file's folder), or
+            ``None`` for the default policy.
+        hard_pod_affinity_symmetric_weight: 0-100; a policy's non-zero value overrides it.
+        disable_preemption: preemption is later work; kept for when it lands.
+        bind_timeout_seconds: how long a bind may take before it counts as failed.
+        podium: Podium's own keys.
+        source: the config file, or ``None`` for the defaults.
+        warnings: the ignored Kubernetes keys, one message each.
+    """
+
+    scheduler_name: str = "default-scheduler"
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff_seconds: int = 1
+    pod_max_backoff_seconds: int = 10
+    policy_file: Path | None = None
+    hard_pod_affinity_symmetric_weight: int = 10
+    disable_preemption: bool = False
+    bind_timeout_seconds: int = 600
+    podium: PodiumSettings = dataclasses.field(default_factory=PodiumSettings)
+    source: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    text: str | bytes | None = None,
+    fmt: Format | None = None,
+) -> SchedulerConfig:
+    """Read the configuration file at ``path`` (or ``text``); ``None`` gives the defaults.
+
+    Args:
+        path: the config file (YAML or JSON); also names it in errors and anchors a relative
+            policy path.
+        text: the content, when already read (``path`` then only names it).
+        fmt: ``"json"``, ``"yaml"`` or ``None`` to guess.
+
+    Raises:
+        ConfigError: the file cannot be read or parsed, or breaks a rule (every problem found
+            is listed; the first names its key path, e.g. ``podium.tracing.sampleRatio``).
+    """
+    if path is None and text is None:
+        return SchedulerConfig()
+    source = os.fspath(path) if path is not None else "<config>"
+    if text is None:
+        try:
+            text = Path(source).read_bytes()
+        except OSError as exc:
+            raise ConfigError(
+                [("", f"cannot read: {exc.strerror or exc}")], source=source
+            ) from None
+    try:
+        raw = read_document(text, source=source, fmt=fmt)
+    except LoadErrors as exc:
+        raise ConfigError([("", exc.errors[0].reason)], source=source) from None
+    return decode_config(raw, source=source if path is not None else None)
+
+
+def decode_config(raw: Any, *, source: str | None = None) -> SchedulerConfig:
+    """Check a parsed configuration document and build the :class:`SchedulerConfig`.
+
+    Args:
+        raw: the parsed document (a mapping); ``None`` (an empty file) gives the defaults.
+        source: the config file: names it in errors, anchors a relative policy path.
+
+    Raises:
+        ConfigError: as :func:`load_config`.
+    """
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ConfigError([("", f"expected a mapping, got {type(raw).__name__}")], source=source)
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    kept: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in IGNORED_KEYS:
+            warnings.append(
+                f"{key}: a Kubernetes setting Podium does not use ({IGNORED_KEYS[key]}); ignored"
+            )
+        elif key in HONOURED_KEYS or key in ("apiVersion", "kind", "podium"):
+            kept[key] = value
+        else:
+            problems.append(
+                (str(key), _unknown_key(key, [*HONOURED_KEYS, *IGNORED_KEYS, "podium"]))
+            )
+    problems.extend(_unknown_keys(kept, _KubeSchedulerConfiguration, "", top=True))
+    if problems:
+        raise ConfigError(problems, source=source)
+    try:
+        config = msgspec.convert(kept, type=_KubeSchedulerConfiguration)
+    except msgspec.ValidationError as exc:
+        reason, at = split_validation_message(str(exc))
+        path = (at or "$").removeprefix("$").removeprefix(".")
+        raise ConfigError([(path, reason)], source=source) from None
+    problems = _check(config)
+    if problems:
+        raise ConfigError(problems, source=source)
+    return SchedulerConfig(
+        scheduler_name=config.scheduler_name,
+        percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+        pod_initial_backoff_seconds=config.pod_initial_backoff_seconds,
+        pod_max_backoff_seconds=config.pod_max_backoff_seconds,
+        policy_file=_policy_file(config.algorithm_source, source),
+        hard_pod_affinity_symmetric_weight=config.hard_pod_affinity_symmetric_weight,
+        disable_preemption=config.disable_preemption,
+        bind_timeout_seconds=config.bind_timeout_seconds,
+        podium=config.podium,
+        source=source,
+        warnings=tuple(warnings),
+    )
+
+
+def _policy_file(algorithm: AlgorithmSource, source: str | None) -> Path | None:
+    if algorithm.policy is None or algorithm.policy.file is None:
+        return None
+    candidate = Path(algorithm.policy.file.path).expanduser()
+    if candidate.is_absolute() or source is None:
+        return candidate
+    return (Path(source).parent / candidate).absolute()
+
+
+def _check(config: _KubeSchedulerConfiguration) -> list[Problem]:
+    problems: list[Problem] = []
+    if config.api_version not in API_VERSIONS:
+        problems.append(
+            (
+                "apiVersion",
+                f"apiVersion must be one of {', '.join(API_VERSIONS)}, got {config.api_version!r}",
+            )
+        )
+    if config.kind != KIND:
+        problems.append(("kind", f"kind must be {KIND}, got {config.kind!r}"))
+    if not config.scheduler_name:
+        problems.append(("schedulerName", "schedulerName must not be empty"))
+    for key, value in (
+        ("percentageOfNodesToScore", config.percentage_of_nodes_to_score),
+        ("hardPodAffinitySymmetricWeight", config.hard_pod_affinity_symmetric_weight),
+    ):
+        if not 0 <= value <= 100:
+            problems.append((key, f"{key} must be in 0-100, got {value}"))
+    if config.bind_timeout_seconds < 0:
+        problems.append(
+            (
+                "bindTimeoutSeconds",
+                f"bindTimeoutSeconds must be >= 0, got {config.bind_timeout_seconds}",
+            )
+        )
+    if config.pod_initial_backoff_seconds < 1:
+        problems.append(
+            (
+                "podInitialBackoffSeconds",
+                f"podInitialBackoffSeconds must be >= 1, got {config.pod_initial_backoff_seconds}",
+            )
+        )
+    if config.pod_max_backoff_seconds < config.pod_initial_backoff_seconds:
+        problems.append(
+            (
+                "podMaxBackoffSeconds",
+                f"podMaxBackoffSeconds ({config.pod_max_backoff_seconds}) must be >= "
+                f"podInitialBackoffSeconds ({config.pod_initial_backoff_seconds})",
+            )
+        )
+    algorithm = config.algorithm_source
+    if algorithm.policy is not None and algorithm.provider is not None:
+        problems.append(
+            ("algorithmSource", "give algorithmSource.policy or algorithmSource.provider, not both")
+        )
+    if algorithm.provider is not None and algorithm.provider != DEFAULT_PROVIDER:
+        problems.append(
+            (
+                "algorithmSource.provider",
+                f"provider {algorithm.provider!r} is not supported; Podium has {DEFAULT_PROVIDER}",
+            )
+        )
+    if (policy := algorithm.policy) is not None:
+        if policy.config_map is not None:
+            problems.append(
+                (
+                    "algorithmSource.policy.configMap",
+                    "a policy from a ConfigMap is not supported (Podium talks to no API server); "
+                    "use algorithmSource.policy.file.path",
+                )
+            )
+        elif policy.file is None:
+            problems.append(("algorithmSource.policy", "give algorithmSource.policy.file.path"))
+        elif not policy.file.path:
+            problems.append(
+                ("algorithmSource.policy.file.path", "the policy file path must not be empty")
+            )
+    for key, address in (
+        ("podium.listen", config.podium.listen),
+        ("podium.metrics", config.podium.metrics),
+    ):
+        if address is not None and (message := _address_problem(address)):
+            problems.append((key, message))
+    return problems
+
+
+def _address_problem(address: str) -> str | None:
+    """Why ``address`` is not ``host:port`` (IPv6 hosts in brackets), or ``None``."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host:
+        return f"expected host:port, got {address!r}"
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        return f"an IPv6 host goes in brackets ([::1]:7070), got {address!r}"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        return f"the port must be 0-65535, got {port!r}"
+    return None
+
+
+def _unknown_key(key: object, known: list[str]) -> str:
+    message = "unknown key"
+    if isinstance(key, str) and (close := difflib.get_close_matches(key, known, n=1)):
+        message += f"; did you mean {close[0]}?"
+    return message
+
+
+def _unknown_keys(raw: Any, cls: Any, prefix: str, *, top: bool = False) -> list[Problem]:
+    """Every key of ``raw`` the struct ``cls`` (and its nested structs) does not declare."""
+    if not isinstance(raw, dict):
+        return []  # msgspec reports the wrong type
+    fields = {field.encode_name: field.type for field in msgspec.structs.fields(cls)}
+    problems: list[Problem] = []
+    for key, value in raw.items():
+        path = f"{prefix}{key}"
+        if key not in fields:
+            if not top:  # top-level keys were sorted out by the caller
+                problems.append((path, _unknown_key(key, list(fields))))
+            continue
+        nested = _struct_of(fields[key])
+        if nested is not None:
+            problems.extend(_unknown_keys(value, nested, f"{path}."))
+    return problems
+
+
+def _struct_of(tp: Any) -> Any:
+    """The Struct type in ``tp`` (``X``, ``X | None``), or ``None``."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        members = [
+            m for m in typing.get_args(tp) if isinstance(m, type) and issubclass(m, msgspec.Struct)
+        ]
+        return members[0] if members else None
+    return tp if isinstance(tp, type) and issubclass(tp, msgspec.Struct) else None

@@ -1,0 +1,335 @@
+"""Podium's exception tree and the error codes an ``ErrorReply`` carries.
+
+Every error Podium raises on purpose is a :class:`PodiumError`; foreign exceptions
+(``msgspec.ValidationError``, ``sqlite3.Error``, ``yaml.YAMLError``) are mapped to one of these
+at the boundary where they arise, so callers catch one tree::
+
+    PodiumError                      code
+    ├── ProtocolError                invalid      a frame or message the daemon cannot accept
+    │   ├── MalformedFrame           invalid      undecodable bytes; the connection is closed
+    │   └── FrameTooLarge            too_large    over the frame size limit; connection closed
+    ├── InvalidObject(path)          invalid      a Kubernetes object with a wrong field
+    ├── CacheStateError              internal     a wrong assume/forget transition
+    │   ├── AlreadyAssumed           internal     assume of a pod that is already assumed
+    │   └── NotAssumed               internal     forget/finish of a pod that is not assumed
+    ├── StoreError                   unavailable  SQLite failed (mapped from sqlite3.Error)
+    ├── PolicyError(path)            invalid      a scheduler Policy file breaks a rule
+    ├── ConfigError(path)            invalid      a KubeSchedulerConfiguration breaks a rule
+    └── LoadError(file, index,       invalid      one object of a file (or the file itself)
+                  kind, ns/name, path)            cannot be loaded
+        LoadErrors                   invalid      every LoadError of one load, together
+
+Messages name the object and the rule that was broken, e.g. ``pod default/web-1 is already
+assumed on node-3; cannot assume twice``. Paths follow msgspec: ``$.spec.containers[0].image``
+for objects; policy and config paths are written without the ``$.``
+(``priorities[2].weight``), as the brief shows them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+__all__ = [
+    "ERROR_CODES",
+    "AlreadyAssumed",
+    "CacheStateError",
+    "ConfigError",
+    "ErrorCode",
+    "FrameTooLarge",
+    "InvalidObject",
+    "LoadError",
+    "LoadErrors",
+    "MalformedFrame",
+    "NotAssumed",
+    "PodiumError",
+    "PolicyError",
+    "Problem",
+    "ProtocolError",
+    "StoreError",
+    "split_validation_message",
+]
+
+ErrorCode = Literal[
+    "invalid",
+    "not_found",
+    "conflict",
+    "gone",
+    "too_large",
+    "unauthorized",
+    "forbidden",
+    "overloaded",
+    "unavailable",
+    "internal",
+]
+"""The ``code`` of an ``ErrorReply`` (BRIEF.md, "Wire")."""
+
+ERROR_CODES: tuple[ErrorCode, ...] = (
+    "invalid",
+    "not_found",
+    "conflict",
+    "gone",
+    "too_large",
+    "unauthorized",
+    "forbidden",
+    "overloaded",
+    "unavailable",
+    "internal",
+)
+
+
+class PodiumError(Exception):
+    """The root of every error Podium raises on purpose.
+
+    Attributes:
+        code: the ``ErrorReply`` code a client sees for this error.
+    """
+
+    code: ErrorCode = "internal"
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+class ProtocolError(PodiumError):
+    """A frame or message the daemon cannot accept."""
+
+    code: ErrorCode = "invalid"
+
+
+class MalformedFrame(ProtocolError):
+    """A frame whose payload cannot be decoded; the connection is closed after the reply."""
+
+
+class FrameTooLarge(ProtocolError):
+    """A frame longer than the limit; the connection is closed after the reply.
+
+    Args:
+        size: the length the frame header announced, in bytes.
+        limit: the largest frame accepted, in bytes.
+    """
+
+    code: ErrorCode = "too_large"
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds the limit of {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+# --------------------------------------------------------------------------- objects
+
+
+class InvalidObject(PodiumError):
+    """A Kubernetes-shaped object with a field of the wrong type or an impossible value.
+
+    Args:
+        message: what is wrong, naming the object and the rule.
+        path: the field, msgspec style (``$.spec.containers[0].resources.requests['cpu']``),
+            or ``None`` when the object as a whole is wrong.
+    """
+
+    code: ErrorCode = "invalid"
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+# --------------------------------------------------------------------------- cache
+
+
+class CacheStateError(PodiumError):
+    """A pod state transition the node cache does not allow (see actors/core/cache_core.py)."""
+
+
+class AlreadyAssumed(CacheStateError):
+    """Assume of a pod that is already assumed (or bound)."""
+
+
+class NotAssumed(CacheStateError):
+    """Forget or finish-binding of a pod that is not assumed."""
+
+
+# --------------------------------------------------------------------------- store
+
+
+class StoreError(PodiumError):
+    """The store could not read or write SQLite (mapped from ``sqlite3.Error``)."""
+
+    code: ErrorCode = "unavailable"
+
+
+# --------------------------------------------------------------------------- files
+
+
+Problem = tuple[str, str]
+"""A ``(path, message)`` pair; ``path`` is ``""`` for the document as a whole."""
+
+
+class _FileProblems(PodiumError):
+    """Shared shape of PolicyError and ConfigError: one or more (path, message) problems."""
+
+    code: ErrorCode = "invalid"
+    _what = "file"
+
+    def __init__(
+        self, problems: list[Problem] | tuple[Problem, ...], *, source: str | None = None
+    ) -> None:
+        if not problems:
+            raise ValueError(f"a {type(self).__name__} needs at least one problem")
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.source = source
+        self.path: str = self.problems[0][0]
+        self.message: str = self.problems[0][1]
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        prefix = f"{self.source}: " if self.source else ""
+        lines = [f"{path}: {message}" if path else message for path, message in self.problems]
+        if len(lines) == 1:
+            return prefix + lines[0]
+        return f"{prefix}{len(lines)} problems in this {self._what}:\n  " + "\n  ".join(lines)
+
+
+class PolicyError(_FileProblems):
+    """A scheduler Policy that breaks a rule (BRIEF.md, "Precise rules").
+
+    Every problem found is reported, as Kubernetes' ``ValidatePolicy`` does.
+
+    Args:
+        problems: ``(path, message)`` pairs, e.g. ``("predicates[3].name", 'unknown predicate "Foo"')``.
+        source: the policy file, when there is one.
+
+    Attributes:
+        path: the first problem's path (``priorities[2].weight``).
+        message: the first problem's message.
+        problems: every problem, in document order.
+    """
+
+    _what = "policy"
+
+
+class ConfigError(_FileProblems):
+    """A KubeSchedulerConfiguration file (or Podium's ``podium:`` section) that breaks a rule.
+
+    Args:
+        problems: ``(path, message)`` pairs, e.g. ``("podium.listne", "unknown key")``.
+        source: the config file, when there is one.
+
+    Attributes:
+        path: the first problem's key path (``podium.tracing.sampleRatio``).
+        message: the first problem's message.
+        problems: every problem, in document order.
+    """
+
+    _what = "config"
+
+
+class LoadError(PodiumError):
+    """One object of an objects file that cannot be loaded, or the file itself.
+
+    Args:
+        reason: what is wrong (msgspec's text, or Podium's).
+        file: the file name (``-`` for stdin, ``<text>`` for a string).
+        index: the object's position in the file (0-based, counting every object of every
+            document and every ``List`` item), or ``None`` for a file-level problem.
+        kind: the object's ``kind`` when known.
+        namespace: the object's ``metadata.namespace`` when known.
+        name: the object's ``metadata.name`` when known.
+        path: the field, msgspec style (``$.spec.containers[0].resources.requests['cpu']``).
+    """
+
+    code: ErrorCode = "invalid"
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        file: str,
+        index: int | None = None,
+        kind: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.reason = reason
+        self.file = file
+        self.index = index
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.path = path
+        super().__init__(self._render())
+
+    @property
+    def object_ref(self) -> str | None:
+        """``namespace/name`` (or ``name``) when the name is known."""
+        if not self.name:
+            return None
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def _render(self) -> str:
+        where = self.file
+        if self.index is not None:
+            what = " ".join(part for part in (self.kind, self.object_ref) if part)
+            where += f": object {self.index}" + (f" ({what})" if what else "")
+        if self.path:
+            where += f" at {self.path}"
+        return f"{where}: {self.reason}"
+
+
+class LoadErrors(PodiumError):
+    """Every :class:`LoadError` of one load: a file is checked whole, not up to its first error.
+
+    Args:
+        errors: the errors, in file order.
+    """
+
+    code: ErrorCode = "invalid"
+
+    def __init__(self, errors: list[LoadError] | tuple[LoadError, ...]) -> None:
+        if not errors:
+            raise ValueError("LoadErrors needs at least one LoadError")
+        self.errors: tuple[LoadError, ...] = tuple(errors)
+        if len(self.errors) == 1:
+            text = str(self.errors[0])
+        else:
+            text = f"{len(self.errors)} objects could not be loaded:\n  " + "\n  ".join(
+                str(e) for e in self.errors
+            )
+        super().__init__(text)
+
+
+# --------------------------------------------------------------------------- msgspec
+
+_AT_KEY = re.compile(r"^(?P<reason>.*) - at `key` in `(?P<path>\$[^`]*)`$", re.DOTALL)
+_AT = re.compile(r"^(?P<reason>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
+_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<field>[^`]+)`$")
+
+
+def split_validation_message(text: str) -> tuple[str, str | None]:
+    """Split a ``msgspec.ValidationError`` message into ``(reason, path)``.
+
+    ``"Expected `int`, got `str` - at `$.spec.priority`"`` gives
+    ``("Expected `int`, got `str`", "$.spec.priority")``. A missing field is reported at the
+    field itself: ``"Object missing required field `name` - at `$.metadata`"`` gives
+    ``("missing required field", "$.metadata.name")``; likewise an unknown field (structs with
+    ``forbid_unknown_fields``) gives ``("unknown field", "$.podium.listne")``. A bad mapping
+    key gives the mapping's path and a reason ending in ``(a key)``.
+
+    Returns:
+        The reason, and the path (``None`` when msgspec gave none).
+    """
+    if match := _AT_KEY.match(text):
+        return f"{match['reason']} (a key)", match["path"]
+    reason, path = text, None
+    if match := _AT.match(text):
+        reason, path = match["reason"], match["path"]
+    if missing := _MISSING.match(reason):
+        return "missing required field", f"{path or '$'}.{missing['field']}"
+    if unknown := _UNKNOWN.match(reason):
+        return "unknown field", f"{path or '$'}.{unknown['field']}"
+    return reason, path

@@ -1,0 +1,466 @@
+"""Load Kubernetes objects from files or text, exactly as ``kubectl get ... -o json|yaml`` prints them.
+
+Accepted shapes, in JSON or YAML:
+
+- one object (``{"kind": "Pod", ...}``);
+- a list: ``kind: List`` with ``items`` (what ``kubectl get nodes,pods -A -o json`` prints), or a
+  typed list such as ``PodList`` from the API (its items may omit ``kind``);
+- a multi-document YAML stream (``---`` separated), each document one of the above.
+
+Each object is decoded into its :data:`~podium.protocol.objects.KINDS` class. Unknown fields are
+ignored; unknown kinds, wrong types, unparsable or negative quantities and a missing
+``metadata.name`` are rejected. A namespaced kind without ``metadata.namespace`` is put in
+``default`` (as ``kubectl apply`` does); a cluster-scoped kind's namespace is cleared (as the
+API server does).
+
+Error handling:
+    A file is checked whole: :class:`~podium.protocol.errors.LoadErrors` carries one
+    :class:`~podium.protocol.errors.LoadError` per bad object, each naming the file, the object
+    (its 0-based index in the file, kind, namespace/name when known) and the field path
+    (``$.spec.containers[0].resources.requests['cpu']``: msgspec's path, with the offending
+    mapping key filled in where msgspec writes ``[...]``). A file that is not JSON/YAML at all
+    gives a single LoadError with the line and column.
+
+YAML is read with PyYAML's safe loader (the C one when available), with timestamps kept as the
+strings kubectl printed (``creationTimestamp: 2024-05-01T10:00:00Z`` stays a ``str``).
+Reading stdin (``-``) is the caller's business: read it and call :func:`load_text` with
+``source="-"``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import yaml
+
+from podium.protocol import objects
+from podium.protocol.errors import InvalidObject, LoadError, LoadErrors, split_validation_message
+from podium.protocol.objects import KINDS, NAMESPACED_KINDS, KubeObject
+
+__all__ = [
+    "Format",
+    "decode_object",
+    "load_file",
+    "load_files",
+    "load_text",
+    "parse_documents",
+    "read_document",
+    "yaml_error_text",
+    "yaml_load_all",
+]
+
+Format = Literal["json", "yaml"]
+
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_BaseSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseSafeLoader):  # type: ignore[valid-type,misc]  # mypy: base chosen at runtime (C or Python loader)
+    """PyYAML's safe loader with timestamps kept as strings (Kubernetes keeps them as text)."""
+
+
+_Loader.add_constructor(_TIMESTAMP_TAG, yaml.SafeLoader.construct_yaml_str)
+
+
+def yaml_load_all(text: str) -> list[Any]:
+    """Every document of a YAML stream, safely loaded, timestamps kept as strings.
+
+    Empty documents (``---`` with nothing after it) are kept as ``None``.
+
+    Raises:
+        yaml.YAMLError: the text is not YAML (callers map it to their own error).
+    """
+    return list(yaml.load_all(text, Loader=_Loader))  # _Loader is a SafeLoader subclass
+
+
+def yaml_error_text(exc: yaml.YAMLError) -> str:
+    """A one-line description of a YAML syntax error with its (1-based) line and column."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    text = f"{context}, {problem}" if context else str(problem)
+    if mark is not None:
+        text += f" (line {mark.line + 1}, column {mark.column + 1})"
+    return f"not valid YAML: {text}"
+
+
+_JSON_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def _json_error_text(exc: msgspec.DecodeError, data: bytes) -> str:
+    message = str(exc)
+    if match := _JSON_BYTE.search(message):
+        offset = int(match[1])
+        line = data.count(b"\n", 0, offset) + 1
+        column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+        message = _JSON_BYTE.sub(f"(line {line}, column {column})", message)
+    return f"not valid JSON: {message}"
+
+
+def _sniff(data: bytes, source: str) -> Format:
+    suffix = Path(source).suffix.lower()
+    if suffix == ".json":
+        return "json"
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    head = data.lstrip()[:1]
+    return "json" if head in (b"{", b"[") else "yaml"
+
+
+def _as_bytes(text: str | bytes) -> bytes:
+    data = text.encode() if isinstance(text, str) else text
+    return data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark, as some editors write
+
+
+def read_document(text: str | bytes, *, source: str = "<text>", fmt: Format | None = None) -> Any:
+    """The single JSON/YAML document of a policy or config file (``None`` when it is empty).
+
+    Raises:
+        LoadErrors: the text is not JSON/YAML, or holds more than one document.
+    """
+    data = _as_bytes(text)
+    if (fmt or _sniff(data, source)) == "json":
+        if not data.strip():
+            return None
+        try:
+            return msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            raise LoadErrors([LoadError(_json_error_text(exc, data), file=source)]) from None
+    try:
+        documents = [
+            d for d in yaml_load_all(data.decode("utf-8", errors="replace")) if d is not None
+        ]
+    except yaml.YAMLError as exc:
+        raise LoadErrors([LoadError(yaml_error_text(exc), file=source)]) from None
+    if len(documents) > 1:
+        raise LoadErrors([LoadError(f"expected one document, found {len(documents)}", file=source)])
+    return documents[0] if documents else None
+
+
+def parse_documents(
+    text: str | bytes, *, source: str = "<text>", fmt: Format | None = None
+) -> list[Any]:
+    """The raw objects of a file: documents parsed, lists flattened, empty documents dropped.
+
+    Args:
+        text: the file's content.
+        source: the file name used in errors (and to guess the format from its suffix).
+        fmt: ``"json"`` or ``"yaml"``; guessed when ``None`` (``.json``/``.yaml`` suffix, else
+            JSON when the text starts with ``{`` or ``[``).
+
+    Returns:
+        The raw objects (usually dicts) in file order; a typed list's items (``PodList``)
+        get the item kind when they lack one.
+
+    Raises:
+        LoadErrors: the text is not JSON/YAML, or a list's ``items`` is not a list.
+    """
+    data = _as_bytes(text)
+    fmt = fmt or _sniff(data, source)
+    if fmt == "json":
+        try:
+            documents: list[Any] = [msgspec.json.decode(data)] if data.strip() else []
+        except msgspec.DecodeError as exc:
+            raise LoadErrors([LoadError(_json_error_text(exc, data), file=source)]) from None
+    else:
+        try:
+            documents = yaml_load_all(data.decode("utf-8", errors="replace"))
+        except yaml.YAMLError as exc:
+            raise LoadErrors([LoadError(yaml_error_text(exc), file=source)]) from None
+    flat: list[Any] = []
+    errors: list[LoadError] = []
+    for document in documents:
+        if document is None:
+            continue
+        if not _is_list(document):
+            flat.append(document)
+            continue
+        items = document.get("items")
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            errors.append(
+                LoadError(
+                    f"Expected `array`, got `{_json_type(items)}`",
+                    file=source,
+                    kind=document["kind"],
+                    path="$.items",
+                )
+            )
+            continue
+        item_kind = document["kind"].removesuffix("List")
+        for item in items:
+            # A typed list from the API (PodList) omits each item's kind.
+            typed = item_kind in KINDS and isinstance(item, dict) and "kind" not in item
+            flat.append({"kind": item_kind, **item} if typed else item)
+    if errors:
+        raise LoadErrors(errors)
+    return flat
+
+
+def _is_list(document: Any) -> bool:
+    if not isinstance(document, dict):
+        return False
+    kind = document.get("kind")
+    return (
+        isinstance(kind, str)
+        and kind.endswith("List")
+        and kind not in KINDS
+        and "items" in document
+    )
+
+
+def _json_type(value: Any) -> str:
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "bool"
+        case int():
+            return "int"
+        case float():
+            return "float"
+        case str():
+            return "str"
+        case list():
+            return "array"
+        case dict():
+            return "object"
+        case _:
+            return type(value).__name__
+
+
+def load_text(
+    text: str | bytes, *, source: str = "<text>", fmt: Format | None = None
+) -> list[KubeObject]:
+    """Decode every object of a file's content.
+
+    Args:
+        text: the content (JSON or YAML; see the module docstring for the shapes).
+        source: the file name errors carry (``-`` for stdin).
+        fmt: ``"json"``, ``"yaml"`` or ``None`` to guess.
+
+    Returns:
+        The objects, in file order.
+
+    Raises:
+        LoadErrors: one LoadError per object that cannot be decoded (all of them, not only
+            the first), or one for a file that is not JSON/YAML.
+    """
+    raws = parse_documents(text, source=source, fmt=fmt)
+    loaded: list[KubeObject] = []
+    errors: list[LoadError] = []
+    for index, raw in enumerate(raws):
+        result = _decode(raw)
+        if isinstance(result, _Failure):
+            kind, namespace, name = _identity(raw)
+            errors.append(
+                LoadError(
+                    result.reason,
+                    file=source,
+                    index=index,
+                    kind=kind,
+                    namespace=namespace,
+                    name=name,
+                    path=result.path,
+                )
+            )
+        else:
+            loaded.append(result)
+    if errors:
+        raise LoadErrors(errors)
+    return loaded
+
+
+def load_file(path: str | os.PathLike[str], *, fmt: Format | None = None) -> list[KubeObject]:
+    """Decode every object of the file at ``path`` (see :func:`load_text`).
+
+    Raises:
+        LoadErrors: as :func:`load_text`; also when the file cannot be read.
+    """
+    source = os.fspath(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise LoadErrors([LoadError(f"cannot read: {exc.strerror or exc}", file=source)]) from None
+    return load_text(data, source=source, fmt=fmt)
+
+
+def load_files(paths: typing.Iterable[str | os.PathLike[str]]) -> list[KubeObject]:
+    """Decode every object of every file, collecting the errors of all files.
+
+    Raises:
+        LoadErrors: every LoadError of every file.
+    """
+    loaded: list[KubeObject] = []
+    errors: list[LoadError] = []
+    for path in paths:
+        try:
+            loaded.extend(load_file(path))
+        except LoadErrors as exc:
+            errors.extend(exc.errors)
+    if errors:
+        raise LoadErrors(errors)
+    return loaded
+
+
+def decode_object(raw: Any) -> KubeObject:
+    """Decode one raw object (a dict as JSON/YAML gives it) into its Kubernetes-shaped struct.
+
+    Raises:
+        InvalidObject: the message names the object (``Pod default/web-1``) and the rule; its
+            ``path`` is the field (``$.spec.containers[0].resources.requests['cpu']``).
+    """
+    result = _decode(raw)
+    if isinstance(result, _Failure):
+        kind, namespace, name = _identity(raw)
+        what = " ".join(
+            p for p in (kind, f"{namespace}/{name}" if namespace and name else name) if p
+        )
+        at = f" at {result.path}" if result.path else ""
+        raise InvalidObject(f"{what or 'object'}{at}: {result.reason}", path=result.path)
+    return result
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+class _Failure(typing.NamedTuple):
+    reason: str
+    path: str | None
+
+
+def _identity(raw: Any) -> tuple[str | None, str | None, str | None]:
+    """(kind, namespace, name) of a raw object, where they are strings."""
+    if not isinstance(raw, dict):
+        return None, None, None
+    kind = raw.get("kind") if isinstance(raw.get("kind"), str) else None
+    metadata = raw.get("metadata")
+    namespace = name = None
+    if isinstance(metadata, dict):
+        namespace = (
+            metadata.get("namespace") if isinstance(metadata.get("namespace"), str) else None
+        )
+        name = metadata.get("name") if isinstance(metadata.get("name"), str) else None
+    if kind in NAMESPACED_KINDS and not namespace:
+        namespace = "default"
+    return kind, namespace or None, name or None
+
+
+def _decode(raw: Any) -> KubeObject | _Failure:
+    if not isinstance(raw, dict):
+        return _Failure(f"expected a Kubernetes object (a mapping), got `{_json_type(raw)}`", "$")
+    kind = raw.get("kind")
+    if kind is None:
+        return _Failure("missing kind", "$.kind")
+    if not isinstance(kind, str):
+        return _Failure(f"Expected `str`, got `{_json_type(kind)}`", "$.kind")
+    cls = KINDS.get(kind)
+    if cls is None:
+        known = ", ".join(sorted(KINDS))
+        return _Failure(f"unknown kind {kind!r}; Podium knows {known}", "$.kind")
+    try:
+        obj: KubeObject = msgspec.convert(raw, type=cls, dec_hook=objects.dec_hook)
+    except msgspec.ValidationError as exc:
+        reason, path = split_validation_message(str(exc))
+        key_error = reason.endswith("(a key)")
+        if path is not None and ("[...]" in path or key_error):
+            path = _resolve_keys(raw, cls, path, key_error=key_error)
+        return _Failure(reason, path)
+    namespace = obj.metadata.namespace
+    wanted = (namespace or "default") if kind in NAMESPACED_KINDS else ""
+    if wanted != namespace:
+        obj = msgspec.structs.replace(
+            obj, metadata=msgspec.structs.replace(obj.metadata, namespace=wanted)
+        )
+    return obj
+
+
+# --------------------------------------------------------------------------- path repair
+
+_TOKEN = re.compile(r"\.(?P<field>[^.\[]+)|\[(?P<index>\d+)\]|\[(?P<any>\.\.\.)\]")
+
+
+def _resolve_keys(raw: Any, cls: type, path: str, *, key_error: bool) -> str:
+    """Replace msgspec's ``[...]`` (an unnamed mapping key) in ``path`` with the key itself.
+
+    msgspec reports an error inside a mapping as ``requests[...]``; walking the raw object
+    alongside the struct's field types finds the first entry that fails on its own. When
+    anything does not line up, the path is returned unchanged.
+    """
+    if key_error:
+        path += "[...]"
+    out = "$"
+    value: Any = raw
+    tp: Any = cls
+    position = 1
+    while position < len(path):
+        match = _TOKEN.match(path, position)
+        if match is None:
+            return path
+        position = match.end()
+        tp = _unwrap(tp, value)
+        if (field := match["field"]) is not None:
+            encoded = (
+                {f.encode_name: f.type for f in msgspec.structs.fields(tp)}
+                if _is_struct(tp)
+                else {}
+            )
+            if field not in encoded or not isinstance(value, dict):
+                return path
+            tp, value = encoded[field], value.get(field)
+            out += f".{field}"
+        elif (index := match["index"]) is not None:
+            args = typing.get_args(tp)
+            if not isinstance(value, list) or int(index) >= len(value) or not args:
+                return path
+            tp, value = args[0], value[int(index)]
+            out += f"[{index}]"
+        else:
+            args = typing.get_args(tp)
+            if not isinstance(value, dict) or len(args) != 2:
+                return path
+            bad = _first_bad_entry(value, args[0], args[1])
+            if bad is None:
+                return path
+            tp, value = args[1], value[bad]
+            out += f"[{bad!r}]"
+    return out
+
+
+def _first_bad_entry(mapping: dict[Any, Any], key_type: Any, value_type: Any) -> Any:
+    for key, item in mapping.items():
+        for candidate, tp in ((key, key_type), (item, value_type)):
+            try:
+                msgspec.convert(candidate, type=tp, dec_hook=objects.dec_hook)
+            except msgspec.ValidationError:
+                return key
+    return None
+
+
+def _is_struct(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, msgspec.Struct)
+
+
+def _unwrap(tp: Any, value: Any) -> Any:
+    """Strip ``Annotated`` and pick the member of an optional/union type that ``value`` takes."""
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        members = [m for m in typing.get_args(tp) if m is not type(None)]
+        if isinstance(value, dict):
+            members = [
+                m for m in members if _is_struct(m) or typing.get_origin(m) is dict
+            ] or members
+        elif isinstance(value, list):
+            members = [m for m in members if typing.get_origin(m) is list] or members
+        tp = members[0] if members else tp
+        while typing.get_origin(tp) is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+    return tp
