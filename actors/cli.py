@@ -60,7 +60,9 @@ def _version() -> str:
 class Progress:
     """A one-line progress bar on stderr, shown only on a terminal (and never for -o json)."""
 
-    def __init__(self, label: str, total: int, *, enabled: bool, stream: TextIO = sys.stderr) -> None:
+    def __init__(
+        self, label: str, total: int, *, enabled: bool, stream: TextIO = sys.stderr
+    ) -> None:
         self.label, self.total, self.stream = label, total, stream
         self.enabled = enabled and stream.isatty() and total > 0
         self._last = 0.0
@@ -72,7 +74,9 @@ class Progress:
         self._last = now
         width = 30
         filled = width * done // self.total
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}")
+        self.stream.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}"
+        )
         self.stream.flush()
 
     def close(self) -> None:
@@ -137,7 +141,9 @@ def _print_simulation(
 ) -> None:
     rows = [["NAMESPACE", "NAME", "NODE", "ATTEMPTS", "REASON"]]
     for o in outcomes:
-        rows.append([o.pod.namespace, o.pod.name, o.node or "<none>", str(o.attempts), o.message or ""])
+        rows.append(
+            [o.pod.namespace, o.pod.name, o.node or "<none>", str(o.attempts), o.message or ""]
+        )
     _table(rows, out)
     placed = sum(1 for o in outcomes if o.node is not None)
     out.write(
@@ -146,11 +152,15 @@ def _print_simulation(
     pools: dict[str, list[str]] = {}
     for name, info in before.items():
         pools.setdefault(_pool(info, pool_label), []).append(name)
-    rows = [["POOL", "NODES", "CPU BEFORE", "CPU AFTER", "MEMORY BEFORE", "MEMORY AFTER", "PODS AFTER"]]
+    rows = [
+        ["POOL", "NODES", "CPU BEFORE", "CPU AFTER", "MEMORY BEFORE", "MEMORY AFTER", "PODS AFTER"]
+    ]
     for pool in sorted(pools):
         names = pools[pool]
 
-        def total(infos: dict[str, NodeInfo], attr: str, names: list[str] = names) -> tuple[int, int]:
+        def total(
+            infos: dict[str, NodeInfo], attr: str, names: list[str] = names
+        ) -> tuple[int, int]:
             used = sum(getattr(infos[n].requested, attr) for n in names)
             cap = sum(getattr(infos[n].allocatable, attr) for n in names)
             return used, cap
@@ -211,7 +221,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        _print_simulation(outcomes, cluster.infos, final_node_infos(cluster, outcomes), args.pool_label, sys.stdout)
+        _print_simulation(
+            outcomes,
+            cluster.infos,
+            final_node_infos(cluster, outcomes),
+            args.pool_label,
+            sys.stdout,
+        )
     return EXIT_OK
 
 
@@ -245,16 +261,51 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sim.add_argument(
-        "-f", "--file", action="append", required=True, metavar="FILE",
+        "-f",
+        "--file",
+        action="append",
+        required=True,
+        metavar="FILE",
         help="a JSON or YAML file (one object, a kind: List, or multi-document YAML); '-' for stdin; repeatable",
     )
-    sim.add_argument("--policy", metavar="FILE", help="a scheduler Policy file (JSON or YAML); default: the v1.14 default provider")
-    sim.add_argument("--config", metavar="FILE", help="a KubeSchedulerConfiguration YAML (percentageOfNodesToScore, policy, ...)")
-    sim.add_argument("--seed", type=int, metavar="N", help="seed the random tie-break between equally good nodes, for repeatable runs")
-    sim.add_argument("--explain", action="store_true", help="with -o json: every examined node's reasons and scores per pod")
-    sim.add_argument("--scheduler-name", metavar="NAME", help="schedule the pods whose spec.schedulerName is NAME (default: default-scheduler)")
-    sim.add_argument("--pool-label", metavar="KEY", help="the node label that names a node pool in the summary (default: a well-known one)")
-    sim.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format (default: table)")
+    sim.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="a scheduler Policy file (JSON or YAML); default: the v1.14 default provider",
+    )
+    sim.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration YAML (percentageOfNodesToScore, policy, ...)",
+    )
+    sim.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed the random tie-break between equally good nodes, for repeatable runs",
+    )
+    sim.add_argument(
+        "--explain",
+        action="store_true",
+        help="with -o json: every examined node's reasons and scores per pod",
+    )
+    sim.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="schedule the pods whose spec.schedulerName is NAME (default: default-scheduler)",
+    )
+    sim.add_argument(
+        "--pool-label",
+        metavar="KEY",
+        help="the node label that names a node pool in the summary (default: a well-known one)",
+    )
+    sim.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "json"),
+        default="table",
+        help="output format (default: table)",
+    )
     sim.set_defaults(func=cmd_simulate)
     return parser
 

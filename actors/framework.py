@@ -32,13 +32,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_PRIORITY",
-    "PluginArgs",
-    "PredicateError",
     "SKIP",
     "SUCCESS",
     "Code",
     "CycleState",
     "FilterPlugin",
+    "PluginArgs",
+    "PredicateError",
     "ReasonMasks",
     "ScorePlugin",
     "Status",
@@ -158,7 +158,9 @@ class ScorePlugin(Protocol):
         """The map step: this node's raw score."""
         ...
 
-    def normalize(self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]) -> list[int]:
+    def normalize(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+    ) -> list[int]:
         """The reduce step: raw scores (one per node, in ``nodes`` order) to [0, 10]."""
         ...
 

@@ -406,7 +406,9 @@ class PersistentVolumeClaimStatus(_K8s, frozen=True, kw_only=True):
     phase: str = ""
 
 
-class PersistentVolumeClaim(_K8s, tag="PersistentVolumeClaim", tag_field="kind", frozen=True, kw_only=True):
+class PersistentVolumeClaim(
+    _K8s, tag="PersistentVolumeClaim", tag_field="kind", frozen=True, kw_only=True
+):
     api_version: str = "v1"
     metadata: ObjectMeta
     spec: PersistentVolumeClaimSpec = PersistentVolumeClaimSpec()
@@ -447,7 +449,9 @@ class ReplicationControllerSpec(_K8s, frozen=True, kw_only=True):
     selector: dict[str, str] = {}
 
 
-class ReplicationController(_K8s, tag="ReplicationController", tag_field="kind", frozen=True, kw_only=True):
+class ReplicationController(
+    _K8s, tag="ReplicationController", tag_field="kind", frozen=True, kw_only=True
+):
     api_version: str = "v1"
     metadata: ObjectMeta
     spec: ReplicationControllerSpec = ReplicationControllerSpec()
@@ -506,5 +510,12 @@ KINDS: dict[str, type[KubeObject]] = {
     )
 }
 NAMESPACED_KINDS = frozenset(
-    {"Pod", "PersistentVolumeClaim", "Service", "ReplicationController", "ReplicaSet", "StatefulSet"}
+    {
+        "Pod",
+        "PersistentVolumeClaim",
+        "Service",
+        "ReplicationController",
+        "ReplicaSet",
+        "StatefulSet",
+    }
 )

@@ -102,7 +102,11 @@ def parse_quantity(text: str) -> Fraction:
             f"quantity {text!r} does not match the Kubernetes quantity grammar "
             "(e.g. '100m', '1.5', '1Gi', '2e3', '500M')"
         )
-    number = Fraction(m["num"].rstrip(".") or "0") if m["num"].rstrip(".") not in ("", "+", "-") else None
+    number = (
+        Fraction(m["num"].rstrip(".") or "0")
+        if m["num"].rstrip(".") not in ("", "+", "-")
+        else None
+    )
     if number is None:
         raise QuantityError(f"quantity {text!r} has no digits")
     if m["bin"]:

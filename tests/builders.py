@@ -24,7 +24,11 @@ def decode(kind: type[Any], data: dict[str, Any]) -> Any:
 
 class PodBuilder:
     def __init__(self, name: str) -> None:
-        self.d: dict[str, Any] = {"kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": {"containers": []}}
+        self.d: dict[str, Any] = {
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": []},
+        }
 
     def _spec(self) -> dict[str, Any]:
         return self.d["spec"]
@@ -55,7 +59,13 @@ class PodBuilder:
         )
         return self
 
-    def container(self, image: str = "", requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None, ports: list[dict[str, Any]] | None = None) -> PodBuilder:
+    def container(
+        self,
+        image: str = "",
+        requests: dict[str, Any] | None = None,
+        limits: dict[str, Any] | None = None,
+        ports: list[dict[str, Any]] | None = None,
+    ) -> PodBuilder:
         c: dict[str, Any] = {"name": f"c{len(self._spec()['containers'])}", "image": image}
         res: dict[str, Any] = {}
         if requests:
@@ -78,7 +88,10 @@ class PodBuilder:
 
     def init_req(self, requests: dict[str, Any]) -> PodBuilder:
         self._spec().setdefault("initContainers", []).append(
-            {"name": f"i{len(self._spec().get('initContainers', []))}", "resources": {"requests": requests}}
+            {
+                "name": f"i{len(self._spec().get('initContainers', []))}",
+                "resources": {"requests": requests},
+            }
         )
         return self
 
@@ -104,8 +117,14 @@ class PodBuilder:
         self._spec()["affinity"] = affinity
         return self
 
-    def toleration(self, key: str = "", operator: str = "", value: str = "", effect: str = "") -> PodBuilder:
-        t = {k: v for k, v in {"key": key, "operator": operator, "value": value, "effect": effect}.items() if v}
+    def toleration(
+        self, key: str = "", operator: str = "", value: str = "", effect: str = ""
+    ) -> PodBuilder:
+        t = {
+            k: v
+            for k, v in {"key": key, "operator": operator, "value": value, "effect": effect}.items()
+            if v
+        }
         self._spec().setdefault("tolerations", []).append(t)
         return self
 
@@ -140,7 +159,12 @@ class PodBuilder:
 
 class NodeBuilder:
     def __init__(self, name: str) -> None:
-        self.d: dict[str, Any] = {"kind": "Node", "metadata": {"name": name}, "spec": {}, "status": {}}
+        self.d: dict[str, Any] = {
+            "kind": "Node",
+            "metadata": {"name": name},
+            "spec": {},
+            "status": {},
+        }
 
     def label(self, key: str, value: str) -> NodeBuilder:
         self.d["metadata"].setdefault("labels", {})[key] = value
@@ -167,7 +191,9 @@ class NodeBuilder:
         return self
 
     def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
-        self.d["spec"].setdefault("taints", []).append({"key": key, "value": value, "effect": effect})
+        self.d["spec"].setdefault("taints", []).append(
+            {"key": key, "value": value, "effect": effect}
+        )
         return self
 
     def unschedulable(self, value: bool = True) -> NodeBuilder:

@@ -23,13 +23,19 @@ def _tool(name: str) -> str:
 
 
 def test_ruff_check() -> None:
-    proc = subprocess.run([_tool("ruff"), "check", "."], cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [_tool("ruff"), "check", "."], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_ruff_format() -> None:
     proc = subprocess.run(
-        [_tool("ruff"), "format", "--check", "."], cwd=ROOT, capture_output=True, text=True, check=False
+        [_tool("ruff"), "format", "--check", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

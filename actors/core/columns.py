@@ -100,7 +100,12 @@ class NodeColumns:
         def z() -> npt.NDArray[np.int64]:
             return np.zeros(n, dtype=I64)
 
-        self.alloc_milli_cpu, self.alloc_memory, self.alloc_ephemeral, self.alloc_pods = z(), z(), z(), z()
+        self.alloc_milli_cpu, self.alloc_memory, self.alloc_ephemeral, self.alloc_pods = (
+            z(),
+            z(),
+            z(),
+            z(),
+        )
         self.req_milli_cpu, self.req_memory, self.req_ephemeral, self.pod_count = z(), z(), z(), z()
         self.nz_milli_cpu, self.nz_memory = z(), z()
         self.unschedulable = np.zeros(n, dtype=bool)
@@ -171,7 +176,9 @@ class NodeColumns:
         """(allocatable, requested) of an extended/scalar resource, 0 where absent."""
         cols = self._scalar.get(name)
         if cols is None:
-            alloc = np.fromiter((i.allocatable.scalar.get(name, 0) for i in self.infos), I64, self.n)
+            alloc = np.fromiter(
+                (i.allocatable.scalar.get(name, 0) for i in self.infos), I64, self.n
+            )
             req = np.fromiter((i.requested.scalar.get(name, 0) for i in self.infos), I64, self.n)
             cols = self._scalar[name] = (alloc, req)
         return cols

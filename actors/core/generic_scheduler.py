@@ -36,6 +36,7 @@ from podium.actors.framework import (
     VectorFilterPlugin,
     VectorScorePlugin,
 )
+from podium.actors.plugins.volume_binding import pod_passes_basic_checks
 
 __all__ = [
     "NO_NODES_AVAILABLE",
@@ -64,6 +65,14 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
         adaptive = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE - num_all_nodes // 125
         adaptive = max(adaptive, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     return max(num_all_nodes * adaptive // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def _aggregate(errors: Counter[str]) -> str:
+    """Per-node predicate errors as v1.14 reports them (``CreateAggregateFromMessageCountMap``):
+    ``"<message> (repeated N times)"`` when N > 1, several joined as ``[a, b]`` (sorted here,
+    where Go's map order was random)."""
+    parts = sorted(f"{m} (repeated {n} times)" if n > 1 else m for m, n in errors.items())
+    return parts[0] if len(parts) == 1 else f"[{', '.join(parts)}]"
 
 
 def fit_error_message(num_all_nodes: int, reasons: Counter[str]) -> str:
@@ -135,8 +144,14 @@ class Algorithm:
 
     # ------------------------------------------------------------------ schedule
 
-    def schedule(self, pod: PodInfo, snapshot: Snapshot, *, explain: bool = False) -> ScheduleResult:
+    def schedule(
+        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool = False
+    ) -> ScheduleResult:
         """Decide where ``pod`` goes on ``snapshot``; never mutates the snapshot."""
+        basic = pod_passes_basic_checks(pod.pod, snapshot.objects)
+        if basic is not None:
+            # v1.14 Schedule: a missing or terminating claim fails the attempt before any predicate.
+            return ScheduleResult(message=basic, error=True)
         n = len(snapshot)
         if n == 0:
             return ScheduleResult(message=NO_NODES_AVAILABLE)
@@ -165,7 +180,9 @@ class Algorithm:
 
     # ------------------------------------------------------------------ filter
 
-    def _active_filters(self, pod: PodInfo, snapshot: Snapshot) -> list[tuple[FilterPlugin, object]]:
+    def _active_filters(
+        self, pod: PodInfo, snapshot: Snapshot
+    ) -> list[tuple[FilterPlugin, object]]:
         active = []
         for plugin in self.filters:
             meta = plugin.pre_filter(pod, snapshot)
@@ -252,7 +269,9 @@ class Algorithm:
         n = len(snapshot)
         infos = snapshot.node_infos
         # Vector predicates answer for every row up front; the others run per node.
-        checks: list[tuple[FilterPlugin, object, list[tuple[str, npt.NDArray[np.bool_]]] | None]] = []
+        checks: list[
+            tuple[FilterPlugin, object, list[tuple[str, npt.NDArray[np.bool_]]] | None]
+        ] = []
         for plugin, meta in active:
             if isinstance(plugin, VectorFilterPlugin):
                 checks.append((plugin, meta, plugin.filter_columns(pod, meta, snapshot.columns)))
@@ -260,31 +279,40 @@ class Algorithm:
                 checks.append((plugin, meta, None))
         result = ScheduleResult()
         feasible: list[int] = []
+        errors: Counter[str] = Counter()
         evaluated = 0
         for step in range(n):
             i = (start + step) % n
             evaluated += 1
             reasons: list[str] = []
+            erred = False
             for plugin, meta, masks in checks:
                 if masks is not None:
                     got = [reason for reason, mask in masks if mask[i]]
                 else:
                     status = plugin.filter(pod, meta, infos[i])
                     if status.code is Code.ERROR:
-                        raise PredicateError("; ".join(status.reasons))
-                    got = list(status.reasons) if not status.is_success else []
+                        # v1.14 counts each node's error and fails the attempt at the end.
+                        errors["; ".join(status.reasons)] += 1
+                        erred = True
+                        break
+                    got = list(status.reasons)
                 if got:
                     reasons.extend(got)
                     if not self.check_all:
                         break
+            if erred:
+                continue
             if reasons:
                 result.reasons.update(reasons)
                 if explain:
                     result.failed[infos[i].name] = tuple(reasons)
-            else:
-                feasible.append(i)
-                if len(feasible) >= want:
-                    break
+                continue
+            feasible.append(i)
+            if len(feasible) >= want:
+                break
+        if errors:
+            raise PredicateError(_aggregate(errors))
         result.evaluated = evaluated
         result.feasible = len(feasible)
         return result, feasible

@@ -106,7 +106,11 @@ class Resource:
 
     def copy(self) -> Resource:
         return Resource(
-            self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar)
+            self.milli_cpu,
+            self.memory,
+            self.ephemeral_storage,
+            self.allowed_pod_number,
+            dict(self.scalar),
         )
 
 
@@ -244,7 +248,9 @@ class NodeInfo:
         "used_ports",
     )
 
-    def __init__(self, node: Node | None = None, pods: Iterable[PodInfo] = (), *, name: str = "") -> None:
+    def __init__(
+        self, node: Node | None = None, pods: Iterable[PodInfo] = (), *, name: str = ""
+    ) -> None:
         self.node = node
         self.name = node.metadata.name if node is not None else name
         self.pods: list[PodInfo] = []
@@ -288,12 +294,10 @@ class NodeInfo:
 
     def remove_pod(self, pod: PodInfo) -> None:
         """Remove the pod with ``pod.key``; raises KeyError when it is not on this node."""
-        for i, p in enumerate(self.pods):
-            if p.key == pod.key:
-                break
-        else:
+        i = next((j for j, q in enumerate(self.pods) if q.key == pod.key), None)
+        if i is None:
             raise KeyError(f"pod {pod.key} is not on node {self.name}")
-        del self.pods[i]
+        p = self.pods.pop(i)
         if p.has_affinity:
             self.pods_with_affinity = [q for q in self.pods_with_affinity if q.key != p.key]
         self.requested.sub(p.request)

@@ -76,10 +76,14 @@ def _key(obj: KubeObject) -> str:
 
 
 def _holds_resources(pod: Pod) -> bool:
-    return pod.status.phase not in ("Succeeded", "Failed") and pod.metadata.deletion_timestamp is None
+    return (
+        pod.status.phase not in ("Succeeded", "Failed") and pod.metadata.deletion_timestamp is None
+    )
 
 
-def _resolve_priority(pod: Pod, classes: dict[str, PriorityClass], default: PriorityClass | None) -> Pod:
+def _resolve_priority(
+    pod: Pod, classes: dict[str, PriorityClass], default: PriorityClass | None
+) -> Pod:
     if pod.spec.priority is not None:
         return pod
     name = pod.spec.priority_class_name
@@ -97,7 +101,9 @@ def _resolve_priority(pod: Pod, classes: dict[str, PriorityClass], default: Prio
     return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, priority=value))
 
 
-def build_cluster(objects: Iterable[KubeObject], *, scheduler_name: str = "default-scheduler") -> Cluster:
+def build_cluster(
+    objects: Iterable[KubeObject], *, scheduler_name: str = "default-scheduler"
+) -> Cluster:
     """Sort objects into nodes, bound pods, pending pods and the rest.
 
     A later object with the same kind/namespace/name replaces an earlier one (a put).
@@ -147,7 +153,9 @@ def build_cluster(objects: Iterable[KubeObject], *, scheduler_name: str = "defau
         if pod.spec.node_name:
             node_info = infos.get(pod.spec.node_name)
             if node_info is None:
-                warnings.append(f"pod {key} is bound to unknown node {pod.spec.node_name}; it is kept but holds nothing")
+                warnings.append(
+                    f"pod {key} is bound to unknown node {pod.spec.node_name}; it is kept but holds nothing"
+                )
                 continue
             node_info.add_pod(info)
         elif pod.spec.scheduler_name == scheduler_name:
@@ -162,7 +170,9 @@ def _matches_affinity_term(waiting: PodInfo, placed: PodInfo) -> bool:
         return False
     for term in affinity.pod_affinity.required_during_scheduling_ignored_during_execution:
         namespaces = term.namespaces or [waiting.namespace]
-        if placed.namespace in namespaces and label_selector_matches(term.label_selector, placed.labels):
+        if placed.namespace in namespaces and label_selector_matches(
+            term.label_selector, placed.labels
+        ):
             return True
     return False
 
@@ -204,7 +214,9 @@ def run(
             waiting.append(pod)
             continue
         bound = PodInfo(
-            msgspec.structs.replace(pod.pod, spec=msgspec.structs.replace(pod.pod.spec, node_name=result.node))
+            msgspec.structs.replace(
+                pod.pod, spec=msgspec.structs.replace(pod.pod.spec, node_name=result.node)
+            )
         )
         info = snapshot.get(result.node)
         assert info is not None

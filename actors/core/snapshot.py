@@ -65,7 +65,10 @@ class Snapshot:
     """
 
     def __init__(
-        self, node_infos: Sequence[NodeInfo], objects: ClusterObjects | None = None, generation: int = 0
+        self,
+        node_infos: Sequence[NodeInfo],
+        objects: ClusterObjects | None = None,
+        generation: int = 0,
     ) -> None:
         self.node_infos = list(node_infos)
         self.by_name = {n.name: n for n in self.node_infos}

@@ -132,7 +132,10 @@ DEFAULT_PREDICATES: tuple[str, ...] = (
 """v1.14 DefaultProvider predicates, with the node-condition predicates kept (BRIEF.md)."""
 
 # Predicates that exist only with a policy argument (their entry may bear any name).
-ARGUMENT_PREDICATES = {"labelsPresence": CHECK_NODE_LABEL_PRESENCE, "serviceAffinity": CHECK_SERVICE_AFFINITY}
+ARGUMENT_PREDICATES = {
+    "labelsPresence": CHECK_NODE_LABEL_PRESENCE,
+    "serviceAffinity": CHECK_SERVICE_AFFINITY,
+}
 
 # --------------------------------------------------------------------------- priorities
 EQUAL_PRIORITY = "EqualPriority"

@@ -46,7 +46,9 @@ def _golden(name: str, got: str) -> None:
     [("simulate-examples.json", []), ("simulate-examples-explain.json", ["--explain"])],
 )
 def test_simulate_examples_matches_golden(golden: str, extra: list[str]) -> None:
-    proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "-o", "json", "--seed", "1", *extra)
+    proc = podium(
+        "simulate", "-f", str(EXAMPLES / "cluster.yaml"), "-o", "json", "--seed", "1", *extra
+    )
     assert proc.returncode == 0, proc.stderr
     _golden(golden, proc.stdout)
 
@@ -54,7 +56,9 @@ def test_simulate_examples_matches_golden(golden: str, extra: list[str]) -> None
 def _check_shape(doc: Any, *, explain: bool) -> None:
     assert set(doc) == {"pods"}
     for pod in doc["pods"]:
-        keys = {"namespace", "name", "node", "message", "attempts"} | ({"nodes"} if explain else set())
+        keys = {"namespace", "name", "node", "message", "attempts"} | (
+            {"nodes"} if explain else set()
+        )
         assert set(pod) == keys
         assert isinstance(pod["namespace"], str) and isinstance(pod["name"], str)
         assert (pod["node"] is None) != (pod["message"] is None)
@@ -83,7 +87,17 @@ def test_json_shape_is_exactly_the_documented_one(explain: bool) -> None:
 
 def test_both_seed_policies_give_identical_placements() -> None:
     runs = [
-        podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "-o", "json", "--seed", "3", "--policy", str(EXAMPLES / p))
+        podium(
+            "simulate",
+            "-f",
+            str(EXAMPLES / "cluster.yaml"),
+            "-o",
+            "json",
+            "--seed",
+            "3",
+            "--policy",
+            str(EXAMPLES / p),
+        )
         for p in ("policy-seed-000.json", "policy-seed-004.json")
     ]
     for proc in runs:
@@ -108,9 +122,21 @@ def test_stdin_and_a_kind_list_load_as_kubectl_prints_them() -> None:
         "apiVersion": "v1",
         "kind": "List",
         "items": [
-            {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "1", "pods": "10"}}},
-            {"kind": "Pod", "metadata": {"name": "small"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}},
-            {"kind": "Pod", "metadata": {"name": "big"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}},
+            {
+                "kind": "Node",
+                "metadata": {"name": "n1"},
+                "status": {"allocatable": {"cpu": "1", "pods": "10"}},
+            },
+            {
+                "kind": "Pod",
+                "metadata": {"name": "small"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]},
+            },
+            {
+                "kind": "Pod",
+                "metadata": {"name": "big"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]},
+            },
         ],
         "metadata": {"resourceVersion": ""},
     }
@@ -135,7 +161,14 @@ def test_bad_input_fails_naming_file_object_and_field(tmp_path: Path) -> None:
 
 def test_unknown_policy_name_is_an_error_naming_the_entry(tmp_path: Path) -> None:
     policy = tmp_path / "policy.json"
-    policy.write_text(json.dumps({"kind": "Policy", "predicates": [{"name": "PodFitsResources"}, {"name": "NoSuchThing"}]}))
+    policy.write_text(
+        json.dumps(
+            {
+                "kind": "Policy",
+                "predicates": [{"name": "PodFitsResources"}, {"name": "NoSuchThing"}],
+            }
+        )
+    )
     proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "--policy", str(policy))
     assert proc.returncode == 1
     assert "predicates[1].name" in proc.stderr

@@ -36,7 +36,9 @@ FEASIBLE_CASES = [
     FeasibleCase("set percentageOfNodesToScore and nodes number not more than 50", 10, 40, 10),
     FeasibleCase("not set percentageOfNodesToScore and nodes number more than 50", 1000, 0, 420),
     FeasibleCase("set percentageOfNodesToScore and nodes number more than 50", 1000, 40, 400),
-    FeasibleCase("not set percentageOfNodesToScore and nodes number more than 50*125", 6000, 0, 300),
+    FeasibleCase(
+        "not set percentageOfNodesToScore and nodes number more than 50*125", 6000, 0, 300
+    ),
     FeasibleCase("set percentageOfNodesToScore and nodes number more than 50*125", 6000, 40, 2400),
     FeasibleCase("below 100 nodes every node", 99, 10, 99),
     FeasibleCase("never fewer than 100", 150, 10, 100),
@@ -57,7 +59,9 @@ def test_fit_error_message_counts_and_sorts_as_strings() -> None:
         "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had taints that the pod didn't tolerate."
     )
     # Sorted as strings, so "10 ..." sorts before "2 ...", as Kubernetes prints it.
-    assert fit_error_message(12, Counter({"b": 2, "a": 10})) == "0/12 nodes are available: 10 a, 2 b."
+    assert (
+        fit_error_message(12, Counter({"b": 2, "a": 10})) == "0/12 nodes are available: 10 a, 2 b."
+    )
 
 
 def test_no_nodes_message() -> None:
@@ -98,7 +102,9 @@ class _Skipper:
 
 
 def _snapshot(n: int) -> Snapshot:
-    return Snapshot([make_node(f"n{i}").capacity(cpu="4", memory="32Gi", pods=110).info() for i in range(n)])
+    return Snapshot(
+        [make_node(f"n{i}").capacity(cpu="4", memory="32Gi", pods=110).info() for i in range(n)]
+    )
 
 
 @pytest.mark.parametrize("plugin", [_Parity(), _ScalarParity()], ids=["vector", "loop"])
@@ -168,5 +174,8 @@ def test_highest_total_wins_and_ties_break_at_random_repeatably() -> None:
         assert result.totals["n5"] == 6
         picks.add(result.node)
     assert picks == {"n4", "n5"}
-    again = [Algorithm([], [(_ByName(), 1)], rng=random.Random(7)).schedule(make_pod().info(), snap).node for _ in range(3)]
+    again = [
+        Algorithm([], [(_ByName(), 1)], rng=random.Random(7)).schedule(make_pod().info(), snap).node
+        for _ in range(3)
+    ]
     assert len(set(again)) == 1
