@@ -99,15 +99,21 @@ def _outcome_json(o: PodOutcome, *, explain: bool) -> dict[str, Any]:
     if explain:
         r = o.result
         nodes: dict[str, Any] = {}
-        for name, reasons in r.failed.items():
-            nodes[name] = {"fits": False, "reasons": list(reasons), "scores": {}, "total": None}
-        for name in r.feasible_nodes:
-            nodes[name] = {
-                "fits": True,
-                "reasons": [],
-                "scores": r.scores.get(name, {}),
-                "total": r.totals.get(name),
-            }
+        for name in r.examined:
+            if name in r.failed:
+                nodes[name] = {
+                    "fits": False,
+                    "reasons": list(r.failed[name]),
+                    "scores": {},
+                    "total": None,
+                }
+            else:
+                nodes[name] = {
+                    "fits": True,
+                    "reasons": [],
+                    "scores": r.scores.get(name, {}),
+                    "total": r.totals.get(name),
+                }
         entry["nodes"] = nodes
     return entry
 

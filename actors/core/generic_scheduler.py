@@ -97,6 +97,7 @@ class ScheduleResult:
         error: True when a predicate or priority could not be evaluated (result=error).
         evaluated: nodes examined by the filter; feasible: how many of them fit.
         reasons: reason -> number of examined nodes that gave it.
+        examined: the examined nodes in walk order (only with ``explain``).
         failed: node -> its reasons (only with ``explain``).
         feasible_nodes: the feasible nodes in examination order (only with ``explain``).
         scores: node -> priority name -> normalised score (only with ``explain``).
@@ -109,6 +110,7 @@ class ScheduleResult:
     evaluated: int = 0
     feasible: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
+    examined: list[str] = field(default_factory=list)
     failed: dict[str, tuple[str, ...]] = field(default_factory=dict)
     feasible_nodes: list[str] = field(default_factory=list)
     scores: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -198,7 +200,8 @@ class Algorithm:
         if not self.filters:
             # v1.14 findNodesThatFit: with no predicates every node is feasible.
             order = [(start + i) % n for i in range(n)]
-            return ScheduleResult(evaluated=n, feasible=n), order
+            examined = [snapshot.node_infos[i].name for i in order] if explain else []
+            return ScheduleResult(evaluated=n, feasible=n, examined=examined), order
         want = num_feasible_nodes_to_find(n, self.percentage)
         active = self._active_filters(pod, snapshot)
         if all(isinstance(p, VectorFilterPlugin) for p, _ in active):
@@ -248,6 +251,7 @@ class Algorithm:
                 if count:
                     result.reasons[reason] += count
         if explain:
+            result.examined = [cols.names[i] for i in examined.tolist()]
             for i in examined[~fit_in_order[:evaluated]].tolist():
                 reasons: list[str] = []
                 for rows, masks in blamed:
@@ -284,6 +288,8 @@ class Algorithm:
         for step in range(n):
             i = (start + step) % n
             evaluated += 1
+            if explain:
+                result.examined.append(infos[i].name)
             reasons: list[str] = []
             erred = False
             for plugin, meta, masks in checks:
