@@ -32,7 +32,7 @@ nothing, and none of them selects a pod without labels.
 ServiceSpreadingPriority counts Services only, as v1.14 registers it (BRIEF.md). In v1.14 the
 priority metadata, computed with every lister, overrides those selectors in the real scheduler,
 so v1.14's ServiceSpreadingPriority in fact also counted controllers; Podium keeps the
-registered, documented meaning (docs/parity-rows/selector_spread.md).
+registered, documented meaning (docs/parity.md, selector_spread).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ found`` / ``... is being deleted``. A bound claim whose volume is missing fails 
 
 Both reasons are unresolvable (v1.14 preemption skips such nodes).
 
-Deliberate differences (docs/parity-rows/volume_binding.md): a claim whose ``status.phase`` is
+Deliberate differences (docs/parity.md, volume_binding): a claim whose ``status.phase`` is
 ``Bound`` counts as fully bound even without the bind-completed annotation (Podium has no
 PersistentVolume controller to add it; real clusters set both); candidate volumes are visited
 in name order, so ties between equally small volumes are broken by name (v1.14 by informer

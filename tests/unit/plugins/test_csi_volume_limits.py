@@ -2,7 +2,7 @@
 
 Rows 1-8 come from pkg/scheduler/algorithm/predicates/csi_volume_predicate_test.go,
 TestCSIVolumeCountPredicate (8 of 8 rows), in the version that counts unbound claims through
-their StorageClass (the v1.14 behaviour; see docs/parity-rows/csi_volume_limits.md). The other
+their StorageClass (the v1.14 behaviour; see docs/parity.md, csi_volume_limits). The other
 rows are Podium's.
 """
 
