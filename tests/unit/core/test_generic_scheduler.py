@@ -133,7 +133,14 @@ def test_vector_and_loop_walks_agree() -> None:
         a.next_start_index = b.next_start_index = start
         ra = a.schedule(make_pod().info(), snap, explain=True)
         rb = b.schedule(make_pod().info(), snap, explain=True)
-        assert (ra.evaluated, ra.feasible, ra.reasons, ra.failed, ra.feasible_nodes, ra.examined) == (
+        assert (
+            ra.evaluated,
+            ra.feasible,
+            ra.reasons,
+            ra.failed,
+            ra.feasible_nodes,
+            ra.examined,
+        ) == (
             rb.evaluated,
             rb.feasible,
             rb.reasons,
