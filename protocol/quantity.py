@@ -38,7 +38,7 @@ _DECIMAL = {
 }
 _NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 _QUANTITY = re.compile(
-    rf"^(?P<num>{_NUMBER})(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?[0-9]+)|(?P<dec>[mkMGTPE]?))$"
+    rf"(?P<num>{_NUMBER})(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?[0-9]+)|(?P<dec>[mkMGTPE]?))"
 )
 # An exponent beyond this cannot describe a real resource and would make fractions huge.
 _MAX_EXPONENT = 64
@@ -96,8 +96,8 @@ def parse_quantity(text: str) -> Fraction:
     Raises:
         QuantityError: naming the text and what is wrong with it.
     """
-    m = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
-    if m is None or text != text.strip() or not text:
+    m = _QUANTITY.fullmatch(text)
+    if m is None:
         raise QuantityError(
             f"quantity {text!r} does not match the Kubernetes quantity grammar "
             "(e.g. '100m', '1.5', '1Gi', '2e3', '500M')"

@@ -1,0 +1,118 @@
+"""PodInfo/NodeInfo aggregates: how Kubernetes counts a pod's requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import attrgetter
+
+import pytest
+from builders import make_node, make_pod
+
+from podium.actors.core.nodeinfo import DEFAULT_MEMORY_REQUEST, PodInfo
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    pod: PodInfo
+    milli_cpu: int
+    memory: int
+    nz_cpu: int
+    nz_mem: int
+    scalar: dict[str, int]
+
+
+MI = 1024 * 1024
+CASES = [
+    Case("no containers requests nothing", make_pod().info(), 0, 0, 0, 0, {}),
+    Case(
+        "container without requests gets non-zero defaults",
+        make_pod().container().info(),
+        0,
+        0,
+        100,
+        DEFAULT_MEMORY_REQUEST,
+        {},
+    ),
+    Case(
+        "containers add up",
+        make_pod().req(cpu="100m", memory="1Mi").req(cpu="1", memory="2Mi").info(),
+        1100,
+        3 * MI,
+        1100,
+        3 * MI,
+        {},
+    ),
+    Case(
+        "an init container larger than the sum wins per resource",
+        make_pod().req(cpu="1", memory="1Mi").init_req({"cpu": "2", "memory": "512Ki"}).info(),
+        2000,
+        MI,
+        2000,
+        MI,
+        {},
+    ),
+    Case(
+        "overhead is added on top",
+        make_pod().req(cpu="1", memory="1Mi").overhead({"cpu": "250m", "memory": "1Mi"}).info(),
+        1250,
+        2 * MI,
+        1250,
+        2 * MI,
+        {},
+    ),
+    Case(
+        "requests default to limits",
+        make_pod().container(limits={"cpu": "500m", "memory": "1Mi"}).info(),
+        500,
+        MI,
+        500,
+        MI,
+        {},
+    ),
+    Case(
+        "an explicit request beats the limit",
+        make_pod().container(requests={"cpu": "200m"}, limits={"cpu": "500m"}).info(),
+        200,
+        0,
+        200,
+        DEFAULT_MEMORY_REQUEST,
+        {},
+    ),
+    Case(
+        "extended resources count, unknown unprefixed names do not",
+        make_pod().req_map({"nvidia.com/gpu": "2", "foo": "3", "hugepages-2Mi": "4Mi"}).info(),
+        0,
+        0,
+        100,
+        DEFAULT_MEMORY_REQUEST,
+        {"nvidia.com/gpu": 2, "hugepages-2Mi": 4 * MI},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=attrgetter("name"))
+def test_pod_requests(case: Case) -> None:
+    r = case.pod.request
+    assert (r.milli_cpu, r.memory, r.scalar) == (case.milli_cpu, case.memory, case.scalar)
+    assert (case.pod.non_zero_milli_cpu, case.pod.non_zero_memory) == (case.nz_cpu, case.nz_mem)
+
+
+def test_node_aggregates_follow_add_and_remove() -> None:
+    p1 = make_pod("a").req(cpu="1", memory="1Mi").host_port(80).info()
+    p2 = make_pod("b").req(cpu="500m").info()
+    node = make_node("n").capacity(cpu="4", memory="8Gi", pods=110).info(p1, p2)
+    assert node.allocatable.milli_cpu == 4000 and node.allocatable.allowed_pod_number == 110
+    assert node.requested.milli_cpu == 1500
+    assert len(node.used_ports) == 1
+    node.remove_pod(p1)
+    assert node.requested.milli_cpu == 500 and not node.used_ports
+    assert [p.key for p in node.pods] == ["default/b"]
+    with pytest.raises(KeyError, match="pod default/a is not on node n"):
+        node.remove_pod(p1)
+
+
+def test_allocatable_defaults_to_capacity_and_prefers_allocatable() -> None:
+    assert make_node().capacity(cpu="2").info().allocatable.milli_cpu == 2000
+    both = make_node().capacity(cpu="2").allocatable({"cpu": "1500m"}).info()
+    assert both.allocatable.milli_cpu == 1500
