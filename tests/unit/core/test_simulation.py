@@ -1,0 +1,138 @@
+"""The offline simulation: queue order, retries after helpful placements, what is scheduled."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from builders import decode, make_node, make_pod
+
+from podium.actors.core.generic_scheduler import Algorithm
+from podium.actors.core.simulation import SimulationError, build_cluster, run
+from podium.actors.policy import build_plugins, default_policy
+from podium.protocol import objects as o
+
+
+def _algorithm() -> Algorithm:
+    filters, scorers = build_plugins(default_policy())
+    return Algorithm(filters, scorers, rng=random.Random(1))
+
+
+def _node(name: str, zone: str, cpu: str = "4") -> o.Node:
+    return (
+        make_node(name)
+        .capacity(cpu=cpu, memory="8Gi", pods=110)
+        .label("topology.kubernetes.io/zone", zone)
+        .label("kubernetes.io/hostname", name)
+        .condition("Ready", "True")
+        .obj()
+    )
+
+
+AFFINITY_TO_DB: dict[str, Any] = {
+    "podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "topologyKey": "topology.kubernetes.io/zone",
+                "labelSelector": {"matchLabels": {"app": "db"}},
+            }
+        ]
+    }
+}
+
+
+def test_higher_priority_first_then_file_order() -> None:
+    objs = [
+        _node("n1", "a"),
+        make_pod("low").req(cpu="1").obj(),
+        make_pod("high").req(cpu="1").priority(10).obj(),
+        make_pod("mid").req(cpu="1").priority(5).obj(),
+    ]
+    outcomes = run(build_cluster(objs), _algorithm())
+    assert [x.pod.name for x in outcomes] == ["high", "mid", "low"]
+
+
+def test_pod_waiting_for_affinity_is_retried_once_its_peer_is_placed() -> None:
+    objs = [
+        _node("n1", "a"),
+        _node("n2", "b"),
+        make_pod("web").label("app", "web").affinity(AFFINITY_TO_DB).priority(100).obj(),
+        make_pod("db").label("app", "db").node_selector({"topology.kubernetes.io/zone": "b"}).obj(),
+    ]
+    outcomes = run(build_cluster(objs), _algorithm())
+    by_name = {x.pod.name: x for x in outcomes}
+    assert [x.pod.name for x in outcomes] == ["db", "web"]  # order of the final attempts
+    assert by_name["web"].attempts == 2
+    assert by_name["web"].node == "n2"
+
+
+def test_unplaceable_pod_is_tried_once_and_keeps_its_message() -> None:
+    objs = [_node("n1", "a", cpu="1"), make_pod("big").req(cpu="2").obj()]
+    (outcome,) = run(build_cluster(objs), _algorithm())
+    assert outcome.node is None
+    assert outcome.attempts == 1
+    assert outcome.message == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_capacity_used_by_earlier_placements_is_seen_by_later_pods() -> None:
+    objs = [_node("n1", "a", cpu="2"), *(make_pod(f"p{i}").req(cpu="1").obj() for i in range(3))]
+    outcomes = run(build_cluster(objs), _algorithm())
+    assert [x.node for x in outcomes] == ["n1", "n1", None]
+
+
+def test_finished_terminating_foreign_and_bound_pods_are_not_scheduled() -> None:
+    terminating = make_pod("gone").req(cpu="1").dict()
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    objs = [
+        _node("n1", "a", cpu="2"),
+        make_pod("done").req(cpu="2").phase("Succeeded").obj(),
+        decode(o.Pod, terminating),
+        make_pod("other").req(cpu="1").spec(schedulerName="volcano").obj(),
+        make_pod("bound").req(cpu="1").node("n1").obj(),
+        make_pod("new").req(cpu="1").obj(),
+    ]
+    cluster = build_cluster(objs)
+    assert [p.name for p in cluster.pending] == ["new"]
+    assert cluster.infos["n1"].requested.milli_cpu == 1000  # only "bound" holds resources
+    assert [x.node for x in run(cluster, _algorithm())] == ["n1"]
+
+
+def test_scheduler_name_selects_the_pods() -> None:
+    objs = [
+        _node("n1", "a"),
+        make_pod("mine").spec(schedulerName="volcano").obj(),
+        make_pod("theirs").obj(),
+    ]
+    assert [p.name for p in build_cluster(objs, scheduler_name="volcano").pending] == ["mine"]
+
+
+def test_bound_pod_on_unknown_node_is_kept_with_a_warning() -> None:
+    cluster = build_cluster([_node("n1", "a"), make_pod("lost").node("ghost").obj()])
+    assert cluster.warnings == [
+        "pod default/lost is bound to unknown node ghost; it is kept but holds nothing"
+    ]
+
+
+def test_priority_class_resolution_and_unknown_class() -> None:
+    pc = decode(
+        o.PriorityClass, {"kind": "PriorityClass", "metadata": {"name": "gold"}, "value": 1000}
+    )
+    default = decode(
+        o.PriorityClass,
+        {"kind": "PriorityClass", "metadata": {"name": "std"}, "value": 7, "globalDefault": True},
+    )
+    cluster = build_cluster(
+        [pc, default, make_pod("a").spec(priorityClassName="gold").obj(), make_pod("b").obj()]
+    )
+    assert {p.name: p.priority for p in cluster.pending} == {"a": 1000, "b": 7}
+    with pytest.raises(
+        SimulationError,
+        match=r"pod default/c: spec.priorityClassName: no PriorityClass named 'nope'",
+    ):
+        build_cluster([make_pod("c").spec(priorityClassName="nope").obj()])
+
+
+def test_later_object_with_the_same_name_replaces_the_earlier() -> None:
+    objs = [_node("n1", "a", cpu="1"), _node("n1", "a", cpu="8"), make_pod("p").req(cpu="4").obj()]
+    assert [x.node for x in run(build_cluster(objs), _algorithm())] == ["n1"]
