@@ -49,7 +49,10 @@ def test_remove_unknown_node_is_an_error_naming_it() -> None:
 
 def test_beta_zone_label_and_region_take_part_in_the_key() -> None:
     tree = NodeTree()
-    tree.add("a", {"failure-domain.beta.kubernetes.io/zone": "z1", "topology.kubernetes.io/zone": "other"})
+    tree.add(
+        "a",
+        {"failure-domain.beta.kubernetes.io/zone": "z1", "topology.kubernetes.io/zone": "other"},
+    )
     tree.add("b", {"topology.kubernetes.io/zone": "z1"})
     tree.add("c", {"topology.kubernetes.io/zone": "z1", "topology.kubernetes.io/region": "r2"})
     tree.add("d", {"failure-domain.beta.kubernetes.io/zone": "z1"})
