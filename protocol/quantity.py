@@ -64,11 +64,6 @@ class Quantity:
         self.text = text
         self.value = parse_quantity(text)
 
-    @classmethod
-    def from_milli(cls, milli: int) -> Quantity:
-        """The quantity ``milli``/1000, written in the shortest canonical form."""
-        return cls(f"{milli // 1000}" if milli % 1000 == 0 else f"{milli}m")
-
     def milli_value(self) -> int:
         """The value in thousandths, rounded up (Kubernetes ``MilliValue``)."""
         return min(math.ceil(self.value * 1000), INT64_MAX)

@@ -281,8 +281,8 @@ class Algorithm:
         ] = []
         for plugin, meta in active:
             if id(plugin) in self._vector_filters:
-                masks = cast(VectorFilterPlugin, plugin).filter_columns(pod, meta, snapshot.columns)
-                checks.append((plugin, meta, masks))
+                vector = cast(VectorFilterPlugin, plugin)
+                checks.append((plugin, meta, vector.filter_columns(pod, meta, snapshot.columns)))
             else:
                 checks.append((plugin, meta, None))
         result = ScheduleResult()
@@ -296,9 +296,9 @@ class Algorithm:
                 result.examined.append(infos[i].name)
             reasons: list[str] = []
             erred = False
-            for plugin, meta, masks in checks:
-                if masks is not None:
-                    got = [reason for reason, mask in masks if mask[i]]
+            for plugin, meta, row_masks in checks:
+                if row_masks is not None:
+                    got = [reason for reason, mask in row_masks if mask[i]]
                 else:
                     status = plugin.filter(pod, meta, infos[i])
                     if status.code is Code.ERROR:

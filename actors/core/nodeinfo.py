@@ -28,7 +28,6 @@ __all__ = [
     "PodInfo",
     "Resource",
     "is_scalar_resource_name",
-    "pod_key",
 ]
 
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -137,11 +136,6 @@ class HostPort:
     ip: str
     protocol: str
     port: int
-
-
-def pod_key(pod: Pod) -> str:
-    """``namespace/name``, the pod's identity within the scheduler."""
-    return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
 
 
 class PodInfo:

@@ -42,10 +42,6 @@ class ClusterObjects:
     storage_classes: dict[str, StorageClass] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
 
-    def in_namespace(self, table: dict[str, object], namespace: str) -> Iterator[object]:
-        prefix = namespace + "/"
-        return (v for k, v in table.items() if k.startswith(prefix))
-
 
 @dataclass(frozen=True, slots=True)
 class ImageState:
@@ -90,10 +86,6 @@ class Snapshot:
 
     def get(self, name: str) -> NodeInfo | None:
         return self.by_name.get(name)
-
-    def all_pods(self) -> Iterator[PodInfo]:
-        for info in self.node_infos:
-            yield from info.pods
 
     def pods_with_affinity(self) -> Iterator[PodInfo]:
         for info in self.node_infos:
