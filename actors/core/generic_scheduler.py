@@ -33,6 +33,7 @@ from podium.actors.framework import (
     Code,
     FilterPlugin,
     PredicateError,
+    ReasonMasks,
     ScorePlugin,
     VectorFilterPlugin,
     VectorScorePlugin,
@@ -229,7 +230,7 @@ class Algorithm:
         n = cols.n
         alive = np.ones(n, dtype=bool)
         # Per predicate: the rows that report its reasons, and its (reason, mask) pairs.
-        blamed: list[tuple[npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_]]]]] = []
+        blamed: list[tuple[npt.NDArray[np.bool_], ReasonMasks]] = []
         for plugin, meta in active:
             masks = cast(VectorFilterPlugin, plugin).filter_columns(pod, meta, cols)
             if not masks:
@@ -276,9 +277,7 @@ class Algorithm:
         n = len(snapshot)
         infos = snapshot.node_infos
         # Vector predicates answer for every row up front; the others run per node.
-        checks: list[
-            tuple[FilterPlugin, object, list[tuple[str, npt.NDArray[np.bool_]]] | None]
-        ] = []
+        checks: list[tuple[FilterPlugin, object, ReasonMasks | None]] = []
         for plugin, meta in active:
             if id(plugin) in self._vector_filters:
                 vector = cast(VectorFilterPlugin, plugin)
