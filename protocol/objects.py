@@ -46,6 +46,7 @@ __all__ = [
     "PodAffinity",
     "PodAffinityTerm",
     "PodAntiAffinity",
+    "PodCondition",
     "PreferredSchedulingTerm",
     "PriorityClass",
     "RBDVolumeSource",
@@ -305,10 +306,22 @@ class PodSpec(_K8s, frozen=True, kw_only=True):
     topology_spread_constraints: list[TopologySpreadConstraint] = []
 
 
+class PodCondition(_K8s, frozen=True, kw_only=True):
+    """A pod condition; Podium writes ``PodScheduled`` (True when bound, False with reason
+    ``Unschedulable`` and the FitError message while pending)."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+
+
 class PodStatus(_K8s, frozen=True, kw_only=True):
     phase: str = ""
     nominated_node_name: str = ""
     start_time: str | None = None
+    conditions: list[PodCondition] = []
 
 
 class Pod(_K8s, tag="Pod", tag_field="kind", frozen=True, kw_only=True):

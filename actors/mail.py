@@ -1,0 +1,314 @@
+"""Actor <-> actor mailbox messages (they carry reply channels, so they live here, not on the wire).
+
+Every message is a frozen msgspec Struct. Fields may hold in-process objects the receiver
+only reads: PodInfo, NodeInfo and Snapshot instances are never mutated once sent (the node
+cache copies a NodeInfo before changing it; a Snapshot is lent to the filter pool and the
+scoring workers for one cycle, during which its owner, the scheduler, does not touch it).
+Replies travel on one-shot channels carried in the request, opened with capacity 1 so the
+replier's ``send_nowait`` never blocks.
+
+The store's messages (Committed, Recovered, WriteObjects, BindPods, ...) are in
+:mod:`podium.store.mail`; the queue and the cache subscribe to the store's published stream.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+import msgspec
+
+from podium.store.mail import Committed, Recovered
+
+if TYPE_CHECKING:
+    import trio
+
+    from podium.actors.core.generic_scheduler import ScheduleResult
+    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.core.snapshot import ClusterObjects, Snapshot
+    from podium.actors.framework import FilterPlugin, ScorePlugin
+
+__all__ = [
+    "Assume",
+    "AssumeReply",
+    "BindDone",
+    "BindRequest",
+    "CacheMsg",
+    "CacheStats",
+    "CacheStatsReply",
+    "Decision",
+    "FilterMsg",
+    "FilterRequest",
+    "FinishBinding",
+    "Forget",
+    "Lookup",
+    "LookupReply",
+    "Pop",
+    "Popped",
+    "QueueIdle",
+    "QueueMsg",
+    "QueueStats",
+    "QueueStatsReply",
+    "Requeue",
+    "ScoreMsg",
+    "ScoreRequest",
+    "SetFilters",
+    "SetScorers",
+    "SnapshotDelta",
+    "SnapshotRequest",
+]
+
+
+class _Mail(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of actor mail."""
+
+
+# --------------------------------------------------------------------------- scheduling queue
+
+
+class Pop(_Mail, frozen=True, kw_only=True):
+    """Ask for the next pod (highest priority, then earliest arrival) once one is active.
+
+    With ``idle_ok`` (``podium simulate``), answer :class:`QueueIdle` instead of waiting when
+    activeQ and backoffQ are both empty. A Pop is answered exactly once; only one may be
+    outstanding.
+    """
+
+    reply: trio.MemorySendChannel[Popped | QueueIdle]
+    idle_ok: bool = False
+
+
+class Popped(_Mail, frozen=True, kw_only=True):
+    """The pod to schedule now.
+
+    Attributes:
+        pod: the latest version of the pod.
+        cycle: the scheduling cycle this pop started (Kubernetes' schedulingCycle).
+        attempts: attempts including this one.
+        arrived_at: first enqueue time (trio clock), kept across retries.
+    """
+
+    pod: PodInfo
+    cycle: int
+    attempts: int
+    arrived_at: float
+
+
+class QueueIdle(_Mail, frozen=True, kw_only=True):
+    """No pod is active or backing off (only unschedulable pods, if any, remain)."""
+
+    unschedulable: int
+
+
+class Requeue(_Mail, frozen=True, kw_only=True):
+    """Give a popped pod back.
+
+    ``why`` is ``unschedulable`` (it fits nowhere), ``error`` (the attempt or its bind
+    failed): both follow v1.14 AddUnschedulableIfNotPresent (backoff, then the unschedulable
+    set or backoffQ by the moveRequestCycle rule); ``conflict`` (AssumeConflict): straight back
+    to activeQ without backoff. A pod deleted or bound meanwhile is dropped; a pod updated
+    meanwhile is requeued in its latest version.
+    """
+
+    pod: PodInfo
+    cycle: int
+    why: Literal["unschedulable", "error", "conflict"]
+
+
+class Lookup(_Mail, frozen=True, kw_only=True):
+    """Is the pod ``key`` (namespace/name) pending, and how many attempts has it had?"""
+
+    key: str
+    reply: trio.MemorySendChannel[LookupReply]
+
+
+class LookupReply(_Mail, frozen=True, kw_only=True):
+    """``queue`` is active, backoff, unschedulable, in_flight, or None when not pending."""
+
+    queue: Literal["active", "backoff", "unschedulable", "in_flight"] | None
+    attempts: int
+
+
+class QueueStats(_Mail, frozen=True, kw_only=True):
+    reply: trio.MemorySendChannel[QueueStatsReply]
+
+
+class QueueStatsReply(_Mail, frozen=True, kw_only=True):
+    active: int
+    backoff: int
+    unschedulable: int
+    in_flight: int
+
+
+QueueMsg: TypeAlias = Recovered | Committed | Pop | Requeue | Lookup | QueueStats
+
+
+# --------------------------------------------------------------------------- node cache
+
+
+class SnapshotRequest(_Mail, frozen=True, kw_only=True):
+    """What changed since ``generation`` (0: everything)."""
+
+    generation: int
+    reply: trio.MemorySendChannel[SnapshotDelta]
+
+
+class SnapshotDelta(_Mail, frozen=True, kw_only=True):
+    """The changes that bring a snapshot at the request's generation to ``generation``.
+
+    Attributes:
+        generation: the cache generation this delta brings the snapshot to.
+        nodes: NodeInfos added or changed since (never mutated after sending).
+        removed: names of nodes removed since.
+        order: every node name in zone-interleaved node-tree order, when the set or order of
+            nodes changed (or for a full snapshot); None when it did not.
+        objects: the services, controllers, volumes and classes, when any changed; else None.
+    """
+
+    generation: int
+    nodes: list[NodeInfo]
+    removed: list[str]
+    order: list[str] | None
+    objects: ClusterObjects | None
+
+
+class Assume(_Mail, frozen=True, kw_only=True):
+    """Assume ``pod`` on ``node``, decided on the snapshot at ``generation``.
+
+    ``volumes``/``provisions`` are the volume-binding decision, assumed with the pod. If the
+    node changed since ``generation``, the cache re-checks the fit and answers ``conflict``
+    when it no longer holds.
+    """
+
+    pod: PodInfo
+    node: str
+    generation: int
+    volumes: dict[str, str] = {}
+    provisions: list[str] = []
+    reply: trio.MemorySendChannel[AssumeReply]
+
+
+class AssumeReply(_Mail, frozen=True, kw_only=True):
+    """``assumed``; ``conflict`` (requeue without backoff); ``error`` (a cache state error)."""
+
+    status: Literal["assumed", "conflict", "error"]
+    message: str = ""
+
+
+class FinishBinding(_Mail, frozen=True, kw_only=True):
+    """The binder handed the pod's binding to the store: its assumed TTL starts at ``now``."""
+
+    key: str
+
+
+class Forget(_Mail, frozen=True, kw_only=True):
+    """The bind failed: drop the assumed pod and its volume assumptions."""
+
+    key: str
+
+
+class CacheStats(_Mail, frozen=True, kw_only=True):
+    reply: trio.MemorySendChannel[CacheStatsReply]
+
+
+class CacheStatsReply(_Mail, frozen=True, kw_only=True):
+    nodes: int
+    pods: int
+    assumed: int
+    generation: int
+
+
+CacheMsg: TypeAlias = (
+    Recovered | Committed | SnapshotRequest | Assume | FinishBinding | Forget | CacheStats
+)
+
+
+# --------------------------------------------------------------------------- filter / score
+
+
+class Decision(_Mail, frozen=True, kw_only=True):
+    """The outcome of filtering and scoring one pod on one snapshot.
+
+    ``node`` is None when nothing fits (``result.message`` has the FitError) or on error
+    (``result.error``). ``volumes``/``provisions`` are the chosen node's volume decision.
+    """
+
+    pod: PodInfo
+    node: str | None
+    result: ScheduleResult
+    generation: int
+    volumes: dict[str, str] = {}
+    provisions: list[str] = []
+
+
+class FilterRequest(_Mail, frozen=True, kw_only=True):
+    """Filter ``pod`` over ``snapshot`` from the carried start index; the filter pool forwards
+    the survivors to the scoring workers, which answer :class:`Decision` on ``reply``.
+
+    ``dry`` (explain, simulate requests): do not advance the start index. ``explain``: keep
+    every examined node's reasons and scores.
+    """
+
+    pod: PodInfo
+    snapshot: Snapshot
+    dry: bool = False
+    explain: bool = False
+    reply: trio.MemorySendChannel[Decision]
+
+
+class SetFilters(_Mail, frozen=True, kw_only=True):
+    """Decide with these predicates from the next request on (policy reload)."""
+
+    filters: list[FilterPlugin]
+    percentage_of_nodes_to_score: int
+    always_check_all_predicates: bool
+
+
+FilterMsg: TypeAlias = FilterRequest | SetFilters
+
+
+class ScoreRequest(_Mail, frozen=True, kw_only=True):
+    """Score the feasible rows of ``result`` and pick a host (sent by the filter pool)."""
+
+    pod: PodInfo
+    snapshot: Snapshot
+    result: ScheduleResult
+    feasible: list[int]
+    explain: bool
+    reply: trio.MemorySendChannel[Decision]
+
+
+class SetScorers(_Mail, frozen=True, kw_only=True):
+    """Score with these (priority, weight) pairs from the next request on (policy reload)."""
+
+    scorers: list[tuple[ScorePlugin, int]]
+
+
+ScoreMsg: TypeAlias = ScoreRequest | SetScorers
+
+
+# --------------------------------------------------------------------------- binder
+
+
+class BindDone(_Mail, frozen=True, kw_only=True):
+    """A bind finished: ``ok``, or failed with ``message`` (the pod was forgotten and requeued)."""
+
+    key: str
+    ok: bool
+    message: str = ""
+
+
+class BindRequest(_Mail, frozen=True, kw_only=True):
+    """Bind an assumed pod (its volumes first, in the same transaction).
+
+    ``done`` (``podium simulate``) is told when the bind is committed or has failed.
+    """
+
+    pod: PodInfo
+    node: str
+    cycle: int
+    volumes: dict[str, str] = {}
+    provisions: list[str] = []
+    done: trio.MemorySendChannel[BindDone] | None = None
+
+
+BinderMsg: TypeAlias = BindRequest

@@ -1,0 +1,248 @@
+"""The store actor's mailbox and what it publishes: the one source of truth's vocabulary.
+
+Every change (a client's put or delete, a binding, an Unschedulable record) is committed by
+the store first; the node cache, the scheduling queue and the watch hub are views fed by the
+:class:`Committed` batches the store publishes, in revision order, after each commit. Recovery
+is "publish :class:`Recovered` with every stored object", so the views are rebuilt the same way
+at start and after a crash (issue 4 swaps the in-memory store for SQLite behind these same
+messages).
+
+Requests carry a one-shot reply channel (``reply``); the store answers on it only after the
+commit (the in-memory store's commit is immediate; SQLite's is a durable transaction).
+``send_nowait`` into the reply channel never blocks: callers open it with capacity 1.
+
+Mailbox (``StoreMsg``): :class:`WriteObjects`, :class:`BindPods`,
+:class:`RecordUnschedulable`, :class:`ReadObjects`, :class:`ReadEvents`, :class:`ReadStats`.
+Emits to every subscriber: :class:`Recovered` once, then :class:`Committed` per commit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+import msgspec
+
+from podium.protocol.errors import ErrorCode
+from podium.protocol.objects import KubeObject, LabelSelector
+from podium.protocol.wire import EventType, ObjectError, ObjectRef, ObjectStatus
+
+if TYPE_CHECKING:
+    import trio
+
+__all__ = [
+    "BindFailure",
+    "BindPods",
+    "BindResult",
+    "Binding",
+    "Change",
+    "Committed",
+    "EventsResult",
+    "ReadEvents",
+    "ReadObjects",
+    "ReadResult",
+    "ReadStats",
+    "RecordUnschedulable",
+    "Recovered",
+    "StoreFailure",
+    "StoreMsg",
+    "StoreStats",
+    "WriteObjects",
+    "WriteResult",
+]
+
+
+class _Mail(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of store mail. Not sent over the wire: fields may hold channels."""
+
+
+# --------------------------------------------------------------------------- published
+
+
+class Change(_Mail, frozen=True, kw_only=True):
+    """One committed change; each change has its own revision.
+
+    Attributes:
+        revision: the store revision of this change (strictly increasing, never reused).
+        type: Added, Modified, Deleted, Bound, Unschedulable or Preempted.
+        kind, namespace, name: the object ("" namespace for cluster-scoped kinds).
+        object: the object after the change (the last state for Deleted/Preempted).
+        old: the object before the change (None for Added).
+        node: for Bound, the node the pod was bound to.
+        message: for Unschedulable, the FitError message.
+    """
+
+    revision: int
+    type: EventType
+    kind: str
+    namespace: str
+    name: str
+    object: KubeObject
+    old: KubeObject | None = None
+    node: str = ""
+    message: str = ""
+
+
+class Committed(_Mail, frozen=True, kw_only=True):
+    """The changes of one commit, in revision order; ``revision`` is the last one's."""
+
+    revision: int
+    changes: list[Change]
+
+
+class Recovered(_Mail, frozen=True, kw_only=True):
+    """Sent once to every subscriber before any Committed: the store's whole state at
+    ``revision`` (nodes first, then the other kinds, pods last; each kind in name order)."""
+
+    revision: int
+    objects: list[KubeObject]
+
+
+# --------------------------------------------------------------------------- writes
+
+
+class StoreFailure(_Mail, frozen=True, kw_only=True):
+    """A request the store refused, whole: nothing of it was written.
+
+    Attributes:
+        code: the ErrorReply code (invalid, not_found, conflict, gone, unavailable, ...).
+        message: a one-line summary naming the object(s) and rule.
+        errors: one entry per rejected object (writes).
+        revision: for ``gone``, the oldest revision still kept.
+    """
+
+    code: ErrorCode
+    message: str
+    errors: list[ObjectError] = []
+    revision: int | None = None
+
+
+class WriteResult(_Mail, frozen=True, kw_only=True):
+    """A committed write: ``objects`` in request order (puts first, then deletes)."""
+
+    revision: int
+    objects: list[ObjectStatus]
+
+
+class WriteObjects(_Mail, frozen=True, kw_only=True):
+    """Create-or-replace ``puts`` and delete ``deletes`` in one atomic transaction.
+
+    Answered with :class:`WriteResult` once committed, or :class:`StoreFailure` (nothing
+    written) when any object breaks a rule.
+    """
+
+    puts: list[KubeObject] = []
+    deletes: list[ObjectRef] = []
+    reply: trio.MemorySendChannel[WriteResult | StoreFailure]
+
+
+class Binding(_Mail, frozen=True, kw_only=True):
+    """Podium's decision for one pod, committed with its volume bindings in one transaction.
+
+    Attributes:
+        namespace, name, uid: the pod (the uid guards against a pod deleted and re-created).
+        node: where it goes.
+        volumes: claim key (``namespace/name``) -> PersistentVolume name to bind it to.
+        provisions: claim keys to annotate ``volume.kubernetes.io/selected-node: <node>``.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    volumes: dict[str, str] = {}
+    provisions: list[str] = []
+
+
+class BindFailure(_Mail, frozen=True, kw_only=True):
+    """A binding the store refused (pod gone, re-created, already bound; node gone; volume
+    taken); the others of its batch still commit."""
+
+    binding: Binding
+    code: ErrorCode
+    message: str
+
+
+class BindResult(_Mail, frozen=True, kw_only=True):
+    """The batch is committed: every binding not in ``failed`` is durable and published."""
+
+    revision: int
+    failed: list[BindFailure] = []
+
+
+class BindPods(_Mail, frozen=True, kw_only=True):
+    """Commit a batch of bindings (each Bound change published only after the commit)."""
+
+    bindings: list[Binding]
+    reply: trio.MemorySendChannel[BindResult | StoreFailure]
+
+
+class RecordUnschedulable(_Mail, frozen=True, kw_only=True):
+    """Record that a pending pod's attempt failed with ``message`` (no reply).
+
+    Written (pod condition PodScheduled=False, reason Unschedulable, and an Unschedulable
+    change) only when the message differs from the last one recorded for that pod, and only
+    while the pod with ``uid`` exists and is unbound.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    message: str
+
+
+# --------------------------------------------------------------------------- reads
+
+
+class ReadResult(_Mail, frozen=True, kw_only=True):
+    """Objects sorted by (namespace, name), and the revision they reflect."""
+
+    revision: int
+    items: list[KubeObject]
+
+
+class ReadObjects(_Mail, frozen=True, kw_only=True):
+    """Read one object (``name``) or list a kind, optionally by namespace and selector.
+
+    ``namespace`` None means every namespace (a read by name then looks in ``default``).
+    A read by name of a missing object answers ``StoreFailure(code="not_found")``; an unknown
+    kind ``StoreFailure(code="invalid")``.
+    """
+
+    kind: str
+    name: str = ""
+    namespace: str | None = None
+    selector: LabelSelector | None = None
+    reply: trio.MemorySendChannel[ReadResult | StoreFailure]
+
+
+class EventsResult(_Mail, frozen=True, kw_only=True):
+    """The retained changes with revision > the request's ``after``, and the current revision."""
+
+    revision: int
+    changes: list[Change]
+
+
+class ReadEvents(_Mail, frozen=True, kw_only=True):
+    """Changes after revision ``after``; ``StoreFailure(code="gone", revision=oldest kept)`` when
+    some were compacted away, ``invalid`` when ``after`` is beyond the current revision."""
+
+    after: int
+    reply: trio.MemorySendChannel[EventsResult | StoreFailure]
+
+
+class StoreStats(_Mail, frozen=True, kw_only=True):
+    revision: int
+    oldest_revision: int
+    objects: dict[str, int]
+    bound_pods: int
+
+
+class ReadStats(_Mail, frozen=True, kw_only=True):
+    reply: trio.MemorySendChannel[StoreStats]
+
+
+StoreMsg: TypeAlias = (
+    WriteObjects | BindPods | RecordUnschedulable | ReadObjects | ReadEvents | ReadStats
+)
+Published: TypeAlias = Recovered | Committed
+StoreKind: TypeAlias = Literal["memory", "sqlite"]
