@@ -8,25 +8,31 @@ never with ``-o json``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import random
 import sys
 import time
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, TextIO
 
-from podium.actors.core.generic_scheduler import Algorithm
+import msgspec
+import trio
+
+from podium.actors.commands import register as register_client_commands
 from podium.actors.core.nodeinfo import NodeInfo
 from podium.actors.core.simulation import (
     PodOutcome,
     SimulationError,
     build_cluster,
     final_node_infos,
-    run,
 )
-from podium.actors.policy import build_plugins, default_policy, load_resolved_policy
-from podium.protocol.config import load_config
+from podium.actors.logs import configure as configure_logging
+from podium.actors.serve import parse_address, serve
+from podium.actors.simulate import simulate
+from podium.actors.supervisor import load_plugin_set
+from podium.protocol.config import SchedulerConfig, load_config
 from podium.protocol.errors import PodiumError
 from podium.protocol.loader import load_files, load_text
 
@@ -188,39 +194,60 @@ def _print_simulation(
     _table(rows, out)
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
-    as_json = args.output == "json"
+def _configured(args: argparse.Namespace) -> SchedulerConfig:
+    """The configuration: flags over the config file over the defaults (BRIEF "Config")."""
     config = load_config(args.config)
     for w in config.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    policy_path = args.policy or config.policy_file
-    weight = config.hard_pod_affinity_symmetric_weight or 10
-    resolved = (
-        load_resolved_policy(policy_path, hard_pod_affinity_symmetric_weight=weight)
-        if policy_path
-        else default_policy(hard_pod_affinity_symmetric_weight=weight)
-    )
-    for w in resolved.warnings:
+    changes: dict[str, Any] = {}
+    if getattr(args, "policy", None):
+        changes["policy_file"] = Path(args.policy)
+    if getattr(args, "scheduler_name", None):
+        changes["scheduler_name"] = args.scheduler_name
+    podium_changes = {
+        key: value
+        for key, value in (
+            ("listen", getattr(args, "listen", None)),
+            ("unix", getattr(args, "unix", None)),
+            ("metrics", getattr(args, "metrics", None)),
+            ("database", getattr(args, "db", None)),
+            ("log_format", getattr(args, "log_format", None)),
+            ("log_level", getattr(args, "log_level", None)),
+            ("random_seed", getattr(args, "seed", None)),
+        )
+        if value is not None
+    }
+    if getattr(args, "listen", None) == "none":
+        podium_changes["listen"] = None
+    if podium_changes:
+        changes["podium"] = msgspec.structs.replace(config.podium, **podium_changes)
+    return dataclasses.replace(config, **changes) if changes else config
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    as_json = args.output == "json"
+    config = _configured(args)
+    plugins = load_plugin_set(config)
+    for w in plugins.warnings:
         print(f"warning: {w}", file=sys.stderr)
     files = [f for f in args.file if f != "-"]
     objects = load_files(files)
     if "-" in args.file:
         objects += load_text(sys.stdin.buffer.read(), source="-")
-    scheduler_name = args.scheduler_name or config.scheduler_name
-    cluster = build_cluster(objects, scheduler_name=scheduler_name)
+    cluster = build_cluster(objects, scheduler_name=config.scheduler_name)
     for w in cluster.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    filters, scorers = build_plugins(resolved)
-    seed = args.seed if args.seed is not None else config.podium.random_seed
-    algorithm = Algorithm(
-        filters,
-        scorers,
-        percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-        always_check_all_predicates=resolved.always_check_all_predicates,
-        rng=random.Random(seed),
-    )
+    # The actors' own warnings repeat the ones above; only their errors are worth showing.
+    configure_logging("text", "error")
     progress = Progress("scheduling", len(cluster.pending), enabled=not as_json)
-    outcomes = run(cluster, algorithm, explain=args.explain, progress=progress.update)
+    outcomes = simulate(
+        objects,
+        config,
+        plugins,
+        seed=config.podium.random_seed,
+        explain=args.explain,
+        progress=progress.update,
+    )
     progress.close()
     if as_json:
         doc = {"pods": [_outcome_json(o, explain=args.explain) for o in outcomes]}
@@ -234,6 +261,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             args.pool_label,
             sys.stdout,
         )
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        config = _configured(args)
+        if config.podium.listen is not None:
+            parse_address(config.podium.listen)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    configure_logging(config.podium.log_format, config.podium.log_level)
+    try:
+        trio.run(lambda: serve(config, version=_version()))
+    except OSError as exc:
+        print(f"error: cannot listen: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -313,6 +357,55 @@ def build_parser() -> argparse.ArgumentParser:
         help="output format (default: table)",
     )
     sim.set_defaults(func=cmd_simulate)
+
+    srv = sub.add_parser(
+        "serve",
+        help="run the scheduler daemon",
+        description=(
+            "Run Podium as a daemon: clients put nodes and pods over the protocol (TCP on "
+            "loopback by default, or a Unix socket), Podium schedules every pending pod whose "
+            "spec.schedulerName matches and binds it, and watchers see each binding. Prints one "
+            'JSON line when ready: {"listen", "unix", "metrics", "revision"}. '
+            "SIGTERM or SIGINT shuts down cleanly within shutdownGracePeriodSeconds."
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium serve                                 # 127.0.0.1:7070, embedded defaults\n"
+            "  podium serve --listen 127.0.0.1:0            # any free port (see the ready line)\n"
+            "  podium serve --unix /run/podium.sock --listen none\n"
+            "  podium serve --config scheduler-config.yaml --log-format json\n"
+            "\nflags override the config file, which overrides the defaults."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    srv.add_argument("--config", metavar="FILE", help="a KubeSchedulerConfiguration YAML")
+    srv.add_argument("--policy", metavar="FILE", help="a scheduler Policy file (JSON or YAML)")
+    srv.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="TCP address of the protocol (default 127.0.0.1:7070; port 0 picks one; 'none' disables)",
+    )
+    srv.add_argument("--unix", metavar="PATH", help="also listen on a Unix socket at PATH")
+    srv.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="HTTP address for /metrics and the health endpoints (issue 5; not served yet)",
+    )
+    srv.add_argument(
+        "--db",
+        metavar="PATH",
+        help="the SQLite database (default ./podium.db; until the SQLite store lands, state is kept in memory)",
+    )
+    srv.add_argument("--seed", type=int, metavar="N", help="seed the tie-break for repeatable runs")
+    srv.add_argument(
+        "--scheduler-name", metavar="NAME", help="schedule pods with this schedulerName"
+    )
+    srv.add_argument("--log-format", choices=("text", "json"), help="log lines as text or JSON")
+    srv.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), help="the lowest level logged"
+    )
+    srv.set_defaults(func=cmd_serve)
+    register_client_commands(sub)
     return parser
 
 

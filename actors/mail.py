@@ -26,16 +26,22 @@ if TYPE_CHECKING:
     from podium.actors.core.nodeinfo import NodeInfo, PodInfo
     from podium.actors.core.snapshot import ClusterObjects, Snapshot
     from podium.actors.framework import FilterPlugin, ScorePlugin
+    from podium.protocol.wire import Hint
 
 __all__ = [
     "Assume",
     "AssumeReply",
+    "Attempted",
+    "BeginScheduling",
     "BindDone",
     "BindRequest",
+    "BinderMsg",
     "CacheMsg",
     "CacheStats",
     "CacheStatsReply",
     "Decision",
+    "ExplainPod",
+    "Explained",
     "FilterMsg",
     "FilterRequest",
     "FinishBinding",
@@ -48,7 +54,12 @@ __all__ = [
     "QueueMsg",
     "QueueStats",
     "QueueStatsReply",
+    "ReloadPlugins",
+    "Reloaded",
     "Requeue",
+    "SchedulerMsg",
+    "SchedulerStats",
+    "SchedulerStatsReply",
     "ScoreMsg",
     "ScoreRequest",
     "SetFilters",
@@ -312,3 +323,85 @@ class BindRequest(_Mail, frozen=True, kw_only=True):
 
 
 BinderMsg: TypeAlias = BindRequest
+
+
+# --------------------------------------------------------------------------- scheduler
+
+
+class Attempted(_Mail, frozen=True, kw_only=True):
+    """One finished scheduling attempt, reported to an observer (``podium simulate``, stats).
+
+    Attributes:
+        pod: the pod as it was decided.
+        status: scheduled (assumed and handed to the binder), unschedulable, error, or conflict
+            (the cache refused the assume; requeued without backoff).
+        node: the chosen node when scheduled.
+        result: the decision's details (reasons; per-node verdicts with explain).
+        attempts: the pod's attempts including this one.
+        cycle: the scheduling cycle.
+        started, finished: trio clock times of the attempt (pop to hand-off).
+        arrived_at: the pod's first enqueue time.
+    """
+
+    pod: PodInfo
+    status: Literal["scheduled", "unschedulable", "error", "conflict"]
+    node: str | None
+    result: ScheduleResult
+    attempts: int
+    cycle: int
+    started: float
+    finished: float
+    arrived_at: float
+
+
+class BeginScheduling(_Mail, frozen=True, kw_only=True):
+    """Start taking pods from the queue (after recovery; in simulate, after the cluster is put)."""
+
+
+class ExplainPod(_Mail, frozen=True, kw_only=True):
+    """Decide ``pod`` on the current snapshot without advancing, assuming or binding anything.
+
+    ``explain`` keeps every examined node's verdict. Answered with :class:`Explained`.
+    """
+
+    pod: PodInfo
+    explain: bool = True
+    reply: trio.MemorySendChannel[Explained]
+
+
+class Explained(_Mail, frozen=True, kw_only=True):
+    """A dry decision, the hints that would make the pod fit, and the snapshot's generation."""
+
+    decision: Decision
+    hints: list[Hint]
+
+
+class ReloadPlugins(_Mail, frozen=True, kw_only=True):
+    """Read the policy file again and decide with it from the next attempt on."""
+
+    reply: trio.MemorySendChannel[Reloaded]
+
+
+class Reloaded(_Mail, frozen=True, kw_only=True):
+    """The predicates and weighted priorities now in force, or the error that kept the old."""
+
+    predicates: list[str]
+    priorities: list[tuple[str, int]]
+    warnings: list[str] = []
+    error: str | None = None
+
+
+class SchedulerStats(_Mail, frozen=True, kw_only=True):
+    reply: trio.MemorySendChannel[SchedulerStatsReply]
+
+
+class SchedulerStatsReply(_Mail, frozen=True, kw_only=True):
+    """Attempts by result since start."""
+
+    scheduled: int
+    unschedulable: int
+    errors: int
+    conflicts: int
+
+
+SchedulerMsg: TypeAlias = BeginScheduling | ExplainPod | ReloadPlugins | SchedulerStats

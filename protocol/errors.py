@@ -7,7 +7,9 @@ at the boundary where they arise, so callers catch one tree::
     PodiumError                      code
     ├── ProtocolError                invalid      a frame or message the daemon cannot accept
     │   ├── MalformedFrame           invalid      undecodable bytes; the connection is closed
-    │   └── FrameTooLarge            too_large    over the frame size limit; connection closed
+    │   ├── FrameTooLarge            too_large    over the frame size limit; connection closed
+    │   └── InvalidRequest           invalid      a decodable message that does not validate;
+    │         (request_id, path)                  the connection stays open
     ├── InvalidObject(path)          invalid      a Kubernetes object with a wrong field
     ├── CacheStateError              internal     a wrong assume/forget transition
     │   ├── AlreadyAssumed           internal     assume of a pod that is already assumed
@@ -38,6 +40,7 @@ __all__ = [
     "ErrorCode",
     "FrameTooLarge",
     "InvalidObject",
+    "InvalidRequest",
     "LoadError",
     "LoadErrors",
     "MalformedFrame",
@@ -115,6 +118,26 @@ class FrameTooLarge(ProtocolError):
         super().__init__(f"frame of {size} bytes exceeds the limit of {limit} bytes")
         self.size = size
         self.limit = limit
+
+
+class InvalidRequest(ProtocolError):
+    """A frame that decodes but whose message does not validate (a wrong field type, a missing
+    field, an unknown ``msg``); the daemon answers it and keeps the connection open.
+
+    Args:
+        message: what is wrong, naming the rule (msgspec's text, or Podium's).
+        request_id: the ``id`` of the request when it could be read, else -1 (the hello, or a
+            payload without an integer ``id``).
+        path: the offending field, msgspec style (``$.objects[0].spec.priority``), when known.
+    """
+
+    code: ErrorCode = "invalid"
+
+    def __init__(self, message: str, *, request_id: int = -1, path: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.request_id = request_id
+        self.path = path
 
 
 # --------------------------------------------------------------------------- objects

@@ -43,7 +43,9 @@ from podium.actors.plugins.volume_binding import pod_passes_basic_checks
 __all__ = [
     "NO_NODES_AVAILABLE",
     "Algorithm",
+    "FilterStage",
     "ScheduleResult",
+    "ScoreStage",
     "fit_error_message",
     "num_feasible_nodes_to_find",
 ]
@@ -119,71 +121,62 @@ class ScheduleResult:
     totals: dict[str, int] = field(default_factory=dict)
 
 
-class Algorithm:
-    """Predicates in order, weighted priorities, and the carried start index.
+class FilterStage:
+    """The filter half of an attempt: predicates in order from the carried start index.
+
+    The filter pool actor owns one. ``run`` answers the examined nodes' reasons and the
+    feasible rows; it advances the start index by the nodes examined unless ``dry``.
 
     Args:
         filters: predicates in the order they run.
-        scorers: (priority, weight) pairs.
         percentage_of_nodes_to_score: 0 (adaptive) to 100.
         always_check_all_predicates: record every failing predicate, not only the first.
-        rng: the tie-break's random source (seeded for repeatable runs).
     """
 
     def __init__(
         self,
         filters: Sequence[FilterPlugin],
-        scorers: Sequence[tuple[ScorePlugin, int]],
         *,
         percentage_of_nodes_to_score: int = 0,
         always_check_all_predicates: bool = False,
-        rng: random.Random | None = None,
     ) -> None:
         self.filters = list(filters)
-        self.scorers = list(scorers)
         self.percentage = percentage_of_nodes_to_score
         self.check_all = always_check_all_predicates
-        self.rng = rng if rng is not None else random.Random()
         self.next_start_index = 0
         # isinstance against a runtime-checkable Protocol costs ~25 us: decide once, not per pod.
         self._vector_filters = {id(p) for p in self.filters if isinstance(p, VectorFilterPlugin)}
-        self._vector_scorers = {id(p) for p, _ in self.scorers if isinstance(p, VectorScorePlugin)}
 
-    # ------------------------------------------------------------------ schedule
+    def run(
+        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool = False, dry: bool = False
+    ) -> tuple[ScheduleResult, list[int]]:
+        """Filter ``pod`` over ``snapshot`` (never mutated).
 
-    def schedule(
-        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool = False
-    ) -> ScheduleResult:
-        """Decide where ``pod`` goes on ``snapshot``; never mutates the snapshot."""
+        Returns:
+            The result so far (reasons, counts; ``message`` set when the attempt already
+            failed: FitError text, or the error with ``error`` set) and the feasible rows in
+            examination order (empty when the attempt failed).
+        """
         basic = pod_passes_basic_checks(pod.pod, snapshot.objects)
         if basic is not None:
             # v1.14 Schedule: a missing or terminating claim fails the attempt before any predicate.
-            return ScheduleResult(message=basic, error=True)
+            return ScheduleResult(message=basic, error=True), []
         n = len(snapshot)
         if n == 0:
-            return ScheduleResult(message=NO_NODES_AVAILABLE)
+            return ScheduleResult(message=NO_NODES_AVAILABLE), []
+        saved = self.next_start_index
         try:
             result, feasible = self._find_nodes_that_fit(pod, snapshot, explain=explain)
         except PredicateError as exc:
-            return ScheduleResult(message=str(exc), error=True)
+            return ScheduleResult(message=str(exc), error=True), []
+        finally:
+            if dry:
+                self.next_start_index = saved
         if not feasible:
             result.message = fit_error_message(n, result.reasons)
-            return result
-        infos = [snapshot.node_infos[i] for i in feasible]
         if explain:
-            result.feasible_nodes = [i.name for i in infos]
-        if len(infos) == 1 and not explain:
-            # v1.14: "When only one node after predicate, just use it."
-            result.node = infos[0].name
-            return result
-        try:
-            totals = self._prioritize(pod, snapshot, infos, feasible, result if explain else None)
-        except PredicateError as exc:
-            return ScheduleResult(message=str(exc), error=True)
-        best = np.flatnonzero(totals == totals.max())
-        pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])
-        result.node = infos[pick].name
-        return result
+            result.feasible_nodes = [snapshot.node_infos[i].name for i in feasible]
+        return result, feasible
 
     # ------------------------------------------------------------------ filter
 
@@ -326,6 +319,51 @@ class Algorithm:
         result.feasible = len(feasible)
         return result, feasible
 
+
+class ScoreStage:
+    """The score half of an attempt: weighted priorities over the feasible nodes, then a host.
+
+    The scoring workers own one. Ties between equal best totals are broken at random with
+    ``rng`` (seeded for repeatable runs), as later Kubernetes versions do.
+
+    Args:
+        scorers: (priority, weight) pairs.
+        rng: the tie-break's random source.
+    """
+
+    def __init__(
+        self, scorers: Sequence[tuple[ScorePlugin, int]], *, rng: random.Random | None = None
+    ) -> None:
+        self.scorers = list(scorers)
+        self.rng = rng if rng is not None else random.Random()
+        self._vector_scorers = {id(p) for p, _ in self.scorers if isinstance(p, VectorScorePlugin)}
+
+    def run(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        result: ScheduleResult,
+        feasible: Sequence[int],
+        *,
+        explain: bool = False,
+    ) -> ScheduleResult:
+        """Pick the host among ``feasible`` rows; sets ``result.node`` (or the error)."""
+        infos = [snapshot.node_infos[i] for i in feasible]
+        if len(infos) == 1 and not explain:
+            # v1.14: "When only one node after predicate, just use it."
+            result.node = infos[0].name
+            return result
+        try:
+            totals = self._prioritize(
+                pod, snapshot, infos, list(feasible), result if explain else None
+            )
+        except PredicateError as exc:
+            return ScheduleResult(message=str(exc), error=True)
+        best = np.flatnonzero(totals == totals.max())
+        pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])
+        result.node = infos[pick].name
+        return result
+
     # ------------------------------------------------------------------ score
 
     def _prioritize(
@@ -365,3 +403,45 @@ class Algorithm:
                 explain.scores[info.name] = {name: int(s[j]) for name, s in per_plugin}
                 explain.totals[info.name] = int(totals[j])
         return totals
+
+
+class Algorithm:
+    """A filter stage and a score stage together: one whole decision in one call.
+
+    ``podium simulate`` and the daemon drive the two stages through the filter pool and the
+    scoring workers; this class serves tests and tools that want a decision in one call.
+    Arguments as :class:`FilterStage` and :class:`ScoreStage`.
+    """
+
+    def __init__(
+        self,
+        filters: Sequence[FilterPlugin],
+        scorers: Sequence[tuple[ScorePlugin, int]],
+        *,
+        percentage_of_nodes_to_score: int = 0,
+        always_check_all_predicates: bool = False,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.filter_stage = FilterStage(
+            filters,
+            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            always_check_all_predicates=always_check_all_predicates,
+        )
+        self.score_stage = ScoreStage(scorers, rng=rng)
+
+    @property
+    def next_start_index(self) -> int:
+        return self.filter_stage.next_start_index
+
+    @next_start_index.setter
+    def next_start_index(self, value: int) -> None:
+        self.filter_stage.next_start_index = value
+
+    def schedule(
+        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool = False
+    ) -> ScheduleResult:
+        """Decide where ``pod`` goes on ``snapshot``; never mutates the snapshot."""
+        result, feasible = self.filter_stage.run(pod, snapshot, explain=explain)
+        if not feasible:
+            return result
+        return self.score_stage.run(pod, snapshot, result, feasible, explain=explain)

@@ -1,27 +1,22 @@
-"""Offline scheduling of a cluster dump: the engine behind ``podium simulate``.
+"""The cluster a simulation starts from, and the outcomes it reports (pure, no actors).
 
-Nodes, bound pods (``spec.nodeName`` set) and the other objects form the cluster; pending pods
-whose ``schedulerName`` matches are scheduled in queue order (higher priority first, then
-arrival = file order) against the assumed state, exactly as the daemon decides them. A pod that
-fails waits, as in the scheduling queue's unschedulable set, until a placement could help it:
-v1.14 moves an unschedulable pod back when an assigned pod arrives that matches one of its
-required pod-affinity terms (``getUnschedulablePodsWithMatchingAffinityTerm``). The run ends
-when no pod is left to try.
+``podium simulate`` runs the daemon's own actors in process (actors/simulate.py); this module
+sorts a dump into nodes, bound pods and pending pods for the summaries before and after, and
+collects each pod's outcome.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
 
-from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
+from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.core.node_tree import NodeTree
 from podium.actors.core.nodeinfo import NodeInfo, PodInfo
 from podium.actors.core.snapshot import ClusterObjects, Snapshot
-from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import (
     KubeObject,
     Node,
@@ -36,7 +31,7 @@ from podium.protocol.objects import (
     StorageClass,
 )
 
-__all__ = ["Cluster", "PodOutcome", "SimulationError", "build_cluster", "run"]
+__all__ = ["Cluster", "PodOutcome", "SimulationError", "build_cluster", "final_node_infos"]
 
 log = logging.getLogger("podium.simulate")
 
@@ -161,73 +156,6 @@ def build_cluster(
         elif pod.spec.scheduler_name == scheduler_name:
             pending.append(info)
     return Cluster(tree, infos, objs, pending, warnings)
-
-
-def _matches_affinity_term(waiting: PodInfo, placed: PodInfo) -> bool:
-    """Whether ``placed`` matches one of ``waiting``'s required pod-affinity terms (v1.14)."""
-    affinity = waiting.pod.spec.affinity
-    if affinity is None or affinity.pod_affinity is None:
-        return False
-    for term in affinity.pod_affinity.required_during_scheduling_ignored_during_execution:
-        namespaces = term.namespaces or [waiting.namespace]
-        if placed.namespace in namespaces and label_selector_matches(
-            term.label_selector, placed.labels
-        ):
-            return True
-    return False
-
-
-def run(
-    cluster: Cluster,
-    algorithm: Algorithm,
-    *,
-    explain: bool = False,
-    progress: Callable[[int], None] | None = None,
-) -> list[PodOutcome]:
-    """Schedule every pending pod; return one outcome per pod, in the order of its last attempt.
-
-    Args:
-        cluster: from :func:`build_cluster`.
-        algorithm: the predicates, priorities and start index to decide with.
-        explain: keep every examined node's reasons and scores in the outcomes.
-        progress: called after each attempt with the number of pods tried so far.
-    """
-    order = {p.key: i for i, p in enumerate(cluster.pending)}
-
-    def queue_key(p: PodInfo) -> tuple[int, int]:
-        return (-p.priority, order[p.key])
-
-    active = sorted(cluster.pending, key=queue_key)
-    waiting: list[PodInfo] = []
-    attempts: dict[str, int] = {}
-    outcomes: dict[str, PodOutcome] = {}
-    snapshot = cluster.snapshot()
-    while active:
-        pod = active.pop(0)
-        attempts[pod.key] = attempts.get(pod.key, 0) + 1
-        result = algorithm.schedule(pod, snapshot, explain=explain)
-        outcomes.pop(pod.key, None)
-        outcomes[pod.key] = PodOutcome(pod, result.node, result.message, attempts[pod.key], result)
-        if progress is not None:
-            progress(len(outcomes))
-        if result.node is None:
-            waiting.append(pod)
-            continue
-        bound = PodInfo(
-            msgspec.structs.replace(
-                pod.pod, spec=msgspec.structs.replace(pod.pod.spec, node_name=result.node)
-            )
-        )
-        info = snapshot.get(result.node)
-        assert info is not None
-        updated = info.clone()
-        updated.add_pod(bound)
-        snapshot.replace_node_info(updated)
-        moved = [w for w in waiting if _matches_affinity_term(w, bound)]
-        if moved:
-            waiting = [w for w in waiting if w not in moved]
-            active = sorted([*active, *moved], key=queue_key)
-    return list(outcomes.values())
 
 
 def final_node_infos(cluster: Cluster, outcomes: Sequence[PodOutcome]) -> dict[str, NodeInfo]:

@@ -1,22 +1,26 @@
-"""The offline simulation: queue order, retries after helpful placements, what is scheduled."""
+"""The offline simulation (the daemon's actors in process): queue order, retries after helpful
+placements, what is scheduled."""
 
 from __future__ import annotations
 
-import random
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.generic_scheduler import Algorithm
-from podium.actors.core.simulation import SimulationError, build_cluster, run
-from podium.actors.policy import build_plugins, default_policy
+from podium.actors.core.simulation import PodOutcome, SimulationError, build_cluster
+from podium.actors.simulate import simulate
+from podium.actors.supervisor import load_plugin_set
 from podium.protocol import objects as o
+from podium.protocol.config import SchedulerConfig
+
+CONFIG = SchedulerConfig()
+PLUGINS = load_plugin_set(CONFIG)
 
 
-def _algorithm() -> Algorithm:
-    filters, scorers = build_plugins(default_policy())
-    return Algorithm(filters, scorers, rng=random.Random(1))
+def run(objs: Sequence[o.KubeObject]) -> list[PodOutcome]:
+    return simulate(objs, CONFIG, PLUGINS, seed=1)
 
 
 def _node(name: str, zone: str, cpu: str = "4") -> o.Node:
@@ -42,14 +46,22 @@ AFFINITY_TO_DB: dict[str, Any] = {
 }
 
 
+def _class(name: str, value: int) -> o.PriorityClass:
+    return decode(
+        o.PriorityClass, {"kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+    )
+
+
 def test_higher_priority_first_then_file_order() -> None:
     objs = [
         _node("n1", "a"),
+        _class("high", 10),
+        _class("mid", 5),
         make_pod("low").req(cpu="1").obj(),
-        make_pod("high").req(cpu="1").priority(10).obj(),
-        make_pod("mid").req(cpu="1").priority(5).obj(),
+        make_pod("high").req(cpu="1").spec(priorityClassName="high").obj(),
+        make_pod("mid").req(cpu="1").spec(priorityClassName="mid").obj(),
     ]
-    outcomes = run(build_cluster(objs), _algorithm())
+    outcomes = run(objs)
     assert [x.pod.name for x in outcomes] == ["high", "mid", "low"]
 
 
@@ -57,10 +69,15 @@ def test_pod_waiting_for_affinity_is_retried_once_its_peer_is_placed() -> None:
     objs = [
         _node("n1", "a"),
         _node("n2", "b"),
-        make_pod("web").label("app", "web").affinity(AFFINITY_TO_DB).priority(100).obj(),
+        _class("first", 100),
+        make_pod("web")
+        .label("app", "web")
+        .affinity(AFFINITY_TO_DB)
+        .spec(priorityClassName="first")
+        .obj(),
         make_pod("db").label("app", "db").node_selector({"topology.kubernetes.io/zone": "b"}).obj(),
     ]
-    outcomes = run(build_cluster(objs), _algorithm())
+    outcomes = run(objs)
     by_name = {x.pod.name: x for x in outcomes}
     assert [x.pod.name for x in outcomes] == ["db", "web"]  # order of the final attempts
     assert by_name["web"].attempts == 2
@@ -69,7 +86,7 @@ def test_pod_waiting_for_affinity_is_retried_once_its_peer_is_placed() -> None:
 
 def test_unplaceable_pod_is_tried_once_and_keeps_its_message() -> None:
     objs = [_node("n1", "a", cpu="1"), make_pod("big").req(cpu="2").obj()]
-    (outcome,) = run(build_cluster(objs), _algorithm())
+    (outcome,) = run(objs)
     assert outcome.node is None
     assert outcome.attempts == 1
     assert outcome.message == "0/1 nodes are available: 1 Insufficient cpu."
@@ -77,7 +94,7 @@ def test_unplaceable_pod_is_tried_once_and_keeps_its_message() -> None:
 
 def test_capacity_used_by_earlier_placements_is_seen_by_later_pods() -> None:
     objs = [_node("n1", "a", cpu="2"), *(make_pod(f"p{i}").req(cpu="1").obj() for i in range(3))]
-    outcomes = run(build_cluster(objs), _algorithm())
+    outcomes = run(objs)
     assert [x.node for x in outcomes] == ["n1", "n1", None]
 
 
@@ -95,7 +112,7 @@ def test_finished_terminating_foreign_and_bound_pods_are_not_scheduled() -> None
     cluster = build_cluster(objs)
     assert [p.name for p in cluster.pending] == ["new"]
     assert cluster.infos["n1"].requested.milli_cpu == 1000  # only "bound" holds resources
-    assert [x.node for x in run(cluster, _algorithm())] == ["n1"]
+    assert [x.node for x in run(objs)] == ["n1"]
 
 
 def test_scheduler_name_selects_the_pods() -> None:
@@ -131,8 +148,12 @@ def test_priority_class_resolution_and_unknown_class() -> None:
         match=r"pod default/c: spec.priorityClassName: no PriorityClass named 'nope'",
     ):
         build_cluster([make_pod("c").spec(priorityClassName="nope").obj()])
+    with pytest.raises(
+        SimulationError, match=r"objects\[0\] Pod default/c: \$.spec.priorityClassName"
+    ):
+        run([make_pod("c").spec(priorityClassName="nope").obj()])
 
 
 def test_later_object_with_the_same_name_replaces_the_earlier() -> None:
     objs = [_node("n1", "a", cpu="1"), _node("n1", "a", cpu="8"), make_pod("p").req(cpu="4").obj()]
-    assert [x.node for x in run(build_cluster(objs), _algorithm())] == ["n1"]
+    assert [x.node for x in run(objs)] == ["n1"]

@@ -1,0 +1,115 @@
+"""The binder: asynchronous binds, group-committed by the store, volumes first.
+
+Kubernetes counterpart: pkg/scheduler/scheduler.go@v1.14 ``bind`` and ``bindVolumes`` (run in
+their own goroutine so the next pod is scheduled while earlier binds complete), with the
+volume binder's ``BindPodVolumes`` (seed 003): a pod's claims are bound to the volumes chosen
+for its node in the same store transaction as the pod, so either both are durable or neither.
+
+Every request waiting in the mailbox goes to the store as one :class:`BindPods` batch; while
+the store commits it, new requests gather for the next batch. A pod whose binding the store
+refuses (pod deleted or re-created, already bound, node gone, volume taken) is forgotten by
+the cache, with its volume assumptions, and requeued with backoff, as v1.14's error path does.
+
+Owns: the batch in flight.
+Mailbox: :class:`~podium.actors.mail.BindRequest`.
+Emits: :class:`~podium.store.mail.BindPods` (store); :class:`~podium.actors.mail.FinishBinding`
+and :class:`~podium.actors.mail.Forget` (cache); :class:`~podium.actors.mail.Requeue` (queue);
+:class:`~podium.actors.mail.BindDone` to a requester that asked.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from podium.actors.mail import (
+    BindDone,
+    BinderMsg,
+    BindRequest,
+    CacheMsg,
+    FinishBinding,
+    Forget,
+    QueueMsg,
+    Requeue,
+)
+from podium.actors.sending import reply, send
+from podium.store.mail import Binding, BindPods, BindResult, StoreFailure, StoreMsg
+
+__all__ = ["Binder"]
+
+log = logging.getLogger("podium.binder")
+
+
+class Binder:
+    """The binder actor.
+
+    Args:
+        inbox: its mailbox.
+        store, cache, queue: the mailboxes it sends to (its own clones; closed when it stops).
+    """
+
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[BinderMsg],
+        *,
+        store: trio.MemorySendChannel[StoreMsg],
+        cache: trio.MemorySendChannel[CacheMsg],
+        queue: trio.MemorySendChannel[QueueMsg],
+    ) -> None:
+        self._inbox = inbox
+        self._store = store
+        self._cache = cache
+        self._queue = queue
+        self.bound = 0
+        self.failed = 0
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with self._inbox, self._store, self._cache, self._queue:
+            task_status.started()
+            while True:
+                try:
+                    first = await self._inbox.receive()
+                except trio.EndOfChannel:
+                    return
+                batch = [first]
+                while True:
+                    try:
+                        batch.append(self._inbox.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                await self._bind(batch)
+
+    async def _bind(self, batch: list[BindRequest]) -> None:
+        bindings = [
+            Binding(
+                namespace=r.pod.namespace,
+                name=r.pod.name,
+                uid=r.pod.pod.metadata.uid,
+                node=r.node,
+                volumes=r.volumes,
+                provisions=r.provisions,
+            )
+            for r in batch
+        ]
+        for r in batch:
+            # v1.14 counts the assumed pod's TTL from FinishBinding; Podium from the hand-off.
+            await send(self._cache, FinishBinding(key=r.pod.key))
+        answer_to, answer = trio.open_memory_channel[BindResult | StoreFailure](1)
+        await send(self._store, BindPods(bindings=bindings, reply=answer_to))
+        result = await answer.receive()
+        if isinstance(result, StoreFailure):
+            failed = {r.pod.key: result.message for r in batch}
+        else:
+            failed = {f"{f.binding.namespace}/{f.binding.name}": f.message for f in result.failed}
+        for r in batch:
+            message = failed.get(r.pod.key)
+            if message is None:
+                self.bound += 1
+            else:
+                self.failed += 1
+                log.warning("binding pod %s to node %s failed: %s", r.pod.key, r.node, message)
+                await send(self._cache, Forget(key=r.pod.key))
+                await send(self._queue, Requeue(pod=r.pod, cycle=r.cycle, why="error"))
+            if r.done is not None:
+                reply(r.done, BindDone(key=r.pod.key, ok=message is None, message=message or ""))

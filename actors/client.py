@@ -1,0 +1,843 @@
+"""The Python client of the Podium protocol: trio-native, plus a blocking wrapper for scripts.
+
+Kubernetes counterpart: k8s.io/client-go (rest + tools/watch) — a typed client over one
+connection, with list-then-watch. Podium's protocol is BRIEF.md "Wire" (protocol/wire.py)::
+
+    async with connect("127.0.0.1:7070") as client:
+        reply = await client.put([node, pod])            # PutReply once durable
+        listed = await client.get("Pod", namespace=None)  # every namespace
+        async with client.watch(from_revision=listed.revision, kinds=["Pod"]) as events:
+            async for event in events:
+                print(event.revision, event.type, event.name, event.node)
+
+Owns: one stream (TCP or Unix socket), the request ids it hands out, the requests waiting for
+a reply and the open watches.
+Mailbox: none; one reader task receives every frame and routes it by ``id`` to the waiting
+request (a one-shot channel) or to the watch (a bounded channel).
+Emits: protocol frames (``Hello`` then requests).
+
+Error handling:
+    An ``ErrorReply`` raises :class:`RemoteError` (its ``code``, ``path``, ``errors`` and
+    ``revision`` are attributes). A server that cannot be reached raises
+    :class:`ServerUnreachable`; a connection that is lost or closed while requests wait fails
+    each of them with :class:`ConnectionLost` (both are :class:`ClientConnectionError`, a
+    :class:`ConnectionError` and a ``PodiumError`` with code ``unavailable``). An ErrorReply
+    with id -1 (the daemon could not read a frame and closes the connection) fails every
+    waiting request with a :class:`RemoteError` carrying it.
+
+Cancellation:
+    Cancelling a request abandons it; its reply is dropped when it arrives. A request cancelled
+    while its frame is half sent breaks the framing, so the connection is failed. Leaving a
+    ``watch`` block sends ``Cancel`` and waits (shielded, at most :data:`CANCEL_TIMEOUT_SECONDS`)
+    for its ``CancelReply``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager, suppress
+from typing import Any, TypeVar
+
+import trio
+
+from podium.protocol.errors import ErrorCode, InvalidRequest, PodiumError, ProtocolError
+from podium.protocol.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    Codec,
+    FrameReader,
+    decode_hello_reply,
+    encode_hello,
+    frame,
+)
+from podium.protocol.objects import KubeObject, Pod
+from podium.protocol.wire import (
+    PROTOCOL_VERSION,
+    Cancel,
+    CancelReply,
+    ClientMessage,
+    Delete,
+    DeleteReply,
+    Encoding,
+    ErrorReply,
+    Event,
+    Explain,
+    ExplainReply,
+    Get,
+    GetReply,
+    Hello,
+    HelloReply,
+    ObjectRef,
+    Put,
+    PutReply,
+    ReloadPolicy,
+    ReloadPolicyReply,
+    Reply,
+    ServerMessage,
+    Simulate,
+    SimulateReply,
+    Stats,
+    StatsReply,
+    Watch,
+    WatchReply,
+)
+
+__all__ = [
+    "CANCEL_TIMEOUT_SECONDS",
+    "DEFAULT_SERVER",
+    "WATCH_BUFFER",
+    "BlockingClient",
+    "Client",
+    "ClientConnectionError",
+    "ConnectionLost",
+    "RemoteError",
+    "ServerUnreachable",
+    "WatchStream",
+    "connect",
+    "parse_server",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SERVER = "127.0.0.1:7070"
+WATCH_BUFFER = 10_000
+"""Events a watch holds for a consumer that has not read them yet; one more ends the watch
+with a client-side ``overloaded`` error (the daemon would cut such a watcher off too)."""
+CANCEL_TIMEOUT_SECONDS = 5.0
+_RECEIVE_BYTES = 1 << 16
+
+_R = TypeVar("_R", bound=Reply)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class RemoteError(PodiumError):
+    """The daemon answered a request with an ``ErrorReply``.
+
+    Attributes:
+        reply: the ErrorReply itself.
+        code: its code (``invalid``, ``not_found``, ``gone``, ...).
+        path: the offending field of a single-object error, or None.
+        errors: one ObjectError per rejected object of a put or delete.
+        revision: for ``gone``, the oldest revision kept; for ``overloaded``, where to resume.
+    """
+
+    def __init__(self, reply: ErrorReply) -> None:
+        self.reply = reply
+        self.code = reply.code
+        self.path = reply.path
+        self.errors = reply.errors
+        self.revision = reply.revision
+        lines = [reply.message]
+        for e in reply.errors:
+            what = " ".join(
+                p for p in (e.kind, f"{e.namespace}/{e.name}" if e.namespace else e.name) if p
+            )
+            at = f" at {e.path}" if e.path else ""
+            lines.append(f"  object {e.index} ({what}){at}: {e.message}")
+        super().__init__("\n".join(lines))
+
+
+class ClientConnectionError(PodiumError, ConnectionError):
+    """The connection to the daemon could not be opened or was lost."""
+
+    code: ErrorCode = "unavailable"
+
+
+class ServerUnreachable(ClientConnectionError):
+    """The daemon could not be reached (nothing listens, unknown host, missing socket file).
+
+    Attributes:
+        server: the address as given (``127.0.0.1:7070``, ``unix:/run/podium.sock``).
+        reason: why, in lower case (``connection refused``).
+    """
+
+    def __init__(self, server: str, reason: str) -> None:
+        super().__init__(f"cannot reach podium at {server}: {reason}")
+        self.server = server
+        self.reason = reason
+
+
+class ConnectionLost(ClientConnectionError):
+    """The connection closed or broke while requests were waiting (or a new one was sent)."""
+
+
+# --------------------------------------------------------------------------- addresses
+
+
+def parse_server(server: str) -> tuple[str, int] | str:
+    """``(host, port)`` for ``HOST:PORT`` / ``[v6]:PORT``, or the path of ``unix:PATH``.
+
+    Raises:
+        ValueError: the address has neither shape.
+    """
+    if server.startswith("unix:"):
+        path = server.removeprefix("unix:")
+        if not path:
+            raise ValueError(f"server address {server!r} names no socket path (unix:PATH)")
+        return path
+    host, sep, port = server.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"server address {server!r}: write an IPv6 address as [ADDR]:PORT")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"server address {server!r} is not HOST:PORT or unix:PATH")
+    return host, int(port)
+
+
+def _unreachable_reason(exc: OSError) -> str:
+    """The reason of a failed connect in kubectl's lower-case style (``connection refused``)."""
+    leaves: list[BaseException] = [exc]
+    cause = exc.__cause__
+    if isinstance(cause, BaseExceptionGroup):
+        leaves = list(cause.exceptions)
+    elif isinstance(cause, OSError):
+        leaves = [cause]
+    if any(isinstance(e, ConnectionRefusedError) for e in leaves):
+        return "connection refused"
+    first = leaves[0]
+    if isinstance(first, OSError) and first.strerror:
+        return first.strerror.lower()
+    return str(first) or type(first).__name__
+
+
+async def _open_stream(server: str) -> trio.abc.Stream:
+    where = parse_server(server)
+    try:
+        if isinstance(where, str):
+            return await trio.open_unix_socket(where)
+        return await trio.open_tcp_stream(*where)
+    except OSError as exc:
+        raise ServerUnreachable(server, _unreachable_reason(exc)) from exc
+
+
+# --------------------------------------------------------------------------- client
+
+
+class _WatchState:
+    """What the reader knows of one watch: where its events go and how it ended."""
+
+    __slots__ = ("error", "id", "last_revision", "receive", "send", "server_ended")
+
+    def __init__(self, watch_id: int, buffer: int) -> None:
+        self.id = watch_id
+        self.send, self.receive = trio.open_memory_channel[WatchReply | Event](buffer)
+        self.error: ErrorReply | None = None
+        self.server_ended = False
+        self.last_revision: int | None = None
+
+
+class WatchStream:
+    """The events of one watch, as an async iterator (``async for event in stream``).
+
+    Attributes:
+        id: the watch's request id.
+        revision: the revision the watch was established at (its WatchReply's).
+        last_revision: the revision of the last event read (None before the first); resume
+            from it after an ``overloaded`` error.
+
+    Raises (from iteration):
+        RemoteError: the daemon ended the watch (``gone``, ``overloaded``, ``unavailable``) or
+            the client's buffer overflowed (code ``overloaded``).
+        ConnectionLost: the connection went away.
+    """
+
+    def __init__(self, client: Client, state: _WatchState, revision: int) -> None:
+        self._client = client
+        self._state = state
+        self.id = state.id
+        self.revision = revision
+        self.last_revision: int | None = None
+
+    def __aiter__(self) -> WatchStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        try:
+            item = await self._state.receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            if self._state.error is not None:
+                raise RemoteError(self._state.error) from None
+            raise self._client._failure() from None
+        assert isinstance(item, Event), f"watch {self.id} got a second {type(item).__name__}"
+        self.last_revision = item.revision
+        return item
+
+
+class Client:
+    """One connection to a Podium daemon; use :func:`connect` to get one.
+
+    Every method may be called from several tasks at once: requests carry increasing ids and
+    the reader routes each reply to its caller, in whatever order replies come.
+
+    Attributes:
+        server: the address connected to.
+        revision: the store revision the HelloReply announced.
+        server_version: the daemon's version.
+        encoding: the encoding of every frame after the handshake.
+    """
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        frames: FrameReader,
+        hello: HelloReply,
+        *,
+        server: str,
+        encoding: Encoding,
+        watch_buffer: int = WATCH_BUFFER,
+    ) -> None:
+        self.server = server
+        self.revision = hello.revision
+        self.server_version = hello.server_version
+        self.encoding: Encoding = encoding
+        self._stream = stream
+        self._frames = frames
+        self._codec = Codec(encoding)
+        self._send_lock = trio.StrictFIFOLock()
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, trio.MemorySendChannel[ServerMessage]] = {}
+        self._watches: dict[int, _WatchState] = {}
+        self._watch_buffer = watch_buffer
+        self._lost: str | None = None
+        self._lost_reply: ErrorReply | None = None
+
+    # ------------------------------------------------------------------ requests
+
+    async def put(self, objects: Iterable[KubeObject]) -> PutReply:
+        """Create or replace ``objects`` atomically; returns once the write is durable.
+
+        Raises:
+            RemoteError: the put was rejected (``errors`` names each bad object); nothing
+                was written.
+        """
+        items = list(objects)
+        return await self._call(lambda i: Put(id=i, objects=items), PutReply)
+
+    async def delete(self, refs: Iterable[ObjectRef]) -> DeleteReply:
+        """Delete objects atomically; a missing one fails the request with ``not_found``."""
+        items = list(refs)
+        return await self._call(lambda i: Delete(id=i, refs=items), DeleteReply)
+
+    async def get(
+        self,
+        kind: str,
+        name: str = "",
+        namespace: str | None = None,
+        label_selector: str = "",
+    ) -> GetReply:
+        """Read one object (``name``) or list a kind (``namespace`` None: every namespace)."""
+        return await self._call(
+            lambda i: Get(
+                id=i, kind=kind, name=name, namespace=namespace, label_selector=label_selector
+            ),
+            GetReply,
+        )
+
+    async def explain(self, namespace: str, name: str) -> ExplainReply:
+        """Why the pod is pending: every examined node's reasons and scores, and hints."""
+        return await self._call(
+            lambda i: Explain(id=i, namespace=namespace, name=name), ExplainReply
+        )
+
+    async def simulate(self, pod: Pod, explain: bool = False) -> SimulateReply:
+        """Where ``pod`` would go now; nothing is stored, assumed or bound."""
+        return await self._call(lambda i: Simulate(id=i, pod=pod, explain=explain), SimulateReply)
+
+    async def reload_policy(self) -> ReloadPolicyReply:
+        """Make the daemon read its policy file again; returns what is now in force."""
+        return await self._call(lambda i: ReloadPolicy(id=i), ReloadPolicyReply)
+
+    async def stats(self) -> StatsReply:
+        """The daemon's counts of objects, queues and attempts."""
+        return await self._call(lambda i: Stats(id=i), StatsReply)
+
+    @asynccontextmanager
+    async def watch(
+        self, from_revision: int | None = None, kinds: Sequence[str] = ()
+    ) -> AsyncIterator[WatchStream]:
+        """Stream events after ``from_revision`` (None: from now), of ``kinds`` (empty: all).
+
+        The block is entered once the daemon established the watch (its WatchReply); leaving
+        it cancels the watch.
+
+        Raises:
+            RemoteError: the watch was refused (``gone``: ``revision`` is the oldest kept).
+        """
+        watch_id = next(self._ids)
+        state = _WatchState(watch_id, self._watch_buffer)
+        self._watches[watch_id] = state
+        try:
+            await self._send(Watch(id=watch_id, from_revision=from_revision, kinds=list(kinds)))
+            try:
+                first = await state.receive.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                if state.error is not None:
+                    raise RemoteError(state.error) from None
+                raise self._failure() from None
+            assert isinstance(first, WatchReply), f"watch {watch_id} began with {first!r}"
+            yield WatchStream(self, state, first.revision)
+        finally:
+            self._watches.pop(watch_id, None)
+            state.send.close()
+            state.receive.close()
+            if not state.server_ended and self._lost is None:
+                # Shielded: the daemon must hear that this watch is over even when the block
+                # is left by cancellation; bounded, so a dead daemon cannot hang the exit.
+                # A RemoteError or lost connection means there is nothing left to stop.
+                with (
+                    trio.move_on_after(CANCEL_TIMEOUT_SECONDS, shield=True),
+                    suppress(RemoteError, ClientConnectionError),
+                ):
+                    await self._call(lambda i: Cancel(id=i, target=watch_id), CancelReply)
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _call(self, build: Callable[[int], ClientMessage], expected: type[_R]) -> _R:
+        request_id = next(self._ids)
+        send, receive = trio.open_memory_channel[ServerMessage](1)
+        self._waiting[request_id] = send
+        try:
+            await self._send(build(request_id))
+            try:
+                reply = await receive.receive()
+            except trio.EndOfChannel:
+                raise self._failure() from None
+        finally:
+            self._waiting.pop(request_id, None)
+            send.close()
+            receive.close()
+        if isinstance(reply, ErrorReply):
+            raise RemoteError(reply)
+        if not isinstance(reply, expected):
+            raise ProtocolError(
+                f"request {request_id} was answered by {type(reply).__name__}, "
+                f"expected {expected.__name__}"
+            )
+        return reply
+
+    async def _send(self, msg: ClientMessage) -> None:
+        if self._lost is not None:
+            raise self._failure()
+        data = frame(self._codec.encode(msg))
+        async with self._send_lock:
+            try:
+                await self._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                self._fail(f"sending failed: {exc}")
+                raise self._failure() from exc
+            except trio.Cancelled:
+                # Part of the frame may be on the wire: the framing, and so the connection,
+                # cannot be trusted any more.
+                self._fail("a request was cancelled while its frame was being sent")
+                raise
+
+    def _failure(self) -> PodiumError:
+        """A fresh exception describing why the connection is unusable."""
+        if self._lost_reply is not None:
+            return RemoteError(self._lost_reply)
+        return ConnectionLost(
+            f"connection to podium at {self.server} was lost: {self._lost or 'closed'}"
+        )
+
+    def _fail(self, reason: str, reply: ErrorReply | None = None) -> None:
+        """Mark the connection lost and end every waiting request and watch."""
+        if self._lost is None:
+            self._lost = reason
+            self._lost_reply = reply
+        for send in self._waiting.values():
+            send.close()
+        self._waiting.clear()
+        for state in self._watches.values():
+            state.send.close()
+        self._watches.clear()
+
+    async def _receive_frame(self) -> bytes | None:
+        while True:
+            payload = self._frames.next_frame()
+            if payload is not None:
+                return payload
+            data = await self._stream.receive_some(_RECEIVE_BYTES)
+            if not data:
+                return None
+            self._frames.feed(data)
+
+    async def _read_loop(self) -> None:
+        """The one reader: route every frame by id until the connection ends. Never raises
+        (except Cancelled): failures are recorded and handed to the waiting requests."""
+        reason = "closed by the daemon"
+        reply: ErrorReply | None = None
+        try:
+            while True:
+                payload = await self._receive_frame()
+                if payload is None:
+                    if self._frames.buffered():
+                        reason = "closed by the daemon in the middle of a frame"
+                    break
+                try:
+                    msg = self._codec.decode_reply(payload)
+                except InvalidRequest as exc:
+                    if exc.request_id < 0:
+                        raise
+                    # A reply this client cannot read (a newer daemon's message): fail only
+                    # the request or watch it answers, not the whole connection.
+                    msg = ErrorReply(
+                        id=exc.request_id,
+                        code="internal",
+                        message=f"this client cannot read the daemon's reply: {exc.message}",
+                        path=exc.path,
+                    )
+                if isinstance(msg, ErrorReply) and msg.id == -1:
+                    reason, reply = msg.message, msg
+                    break
+                self._dispatch(msg)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            reason = f"the connection broke: {exc}"
+        except ProtocolError as exc:
+            reason = f"the daemon sent an unreadable frame: {exc}"
+        except Exception as exc:  # a bug here must still release every waiting request
+            logger.exception("podium client reader failed")
+            reason = f"the client reader failed: {exc!r}"
+        finally:
+            self._fail(reason, reply)
+
+    def _dispatch(self, msg: ServerMessage) -> None:
+        state = self._watches.get(msg.id)
+        if state is not None:
+            self._route_watch(state, msg)
+            return
+        waiter = self._waiting.pop(msg.id, None)
+        if waiter is None:
+            return  # an abandoned request, or events racing a Cancel: nobody waits for it
+        # The caller may have been cancelled after registering: then its reply has no reader.
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
+            waiter.send_nowait(msg)
+
+    def _route_watch(self, state: _WatchState, msg: ServerMessage) -> None:
+        if isinstance(msg, WatchReply | Event):
+            try:
+                state.send.send_nowait(msg)
+            except trio.WouldBlock:
+                resume = state.last_revision
+                state.error = ErrorReply(
+                    id=state.id,
+                    code="overloaded",
+                    message=(
+                        f"watch {state.id} fell {self._watch_buffer} events behind on the "
+                        f"client; watch again from revision {resume}"
+                    ),
+                    revision=resume,
+                )
+                self._end_watch(state)
+                return
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if isinstance(msg, Event) or state.last_revision is None:
+                state.last_revision = msg.revision
+            return
+        if isinstance(msg, ErrorReply):
+            state.error = msg
+            state.server_ended = True
+            self._end_watch(state)
+            return
+        logger.warning("watch %d got an unexpected %s; ignored", state.id, type(msg).__name__)
+
+    def _end_watch(self, state: _WatchState) -> None:
+        self._watches.pop(state.id, None)
+        state.send.close()
+
+
+@asynccontextmanager
+async def connect(
+    server: str = DEFAULT_SERVER,
+    *,
+    encoding: Encoding = "msgpack",
+    token: str | None = None,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    watch_buffer: int = WATCH_BUFFER,
+) -> AsyncIterator[Client]:
+    """Connect to a daemon, do the handshake, and yield a :class:`Client`.
+
+    Args:
+        server: ``HOST:PORT`` (``[::1]:7070`` for IPv6) or ``unix:/path/to/socket``.
+        encoding: ``msgpack`` (compact) or ``json`` (readable on the wire, for debugging).
+        token: the access token, for listeners that require one.
+        max_frame_bytes: the largest reply frame accepted.
+        watch_buffer: events each watch may hold unread (see :data:`WATCH_BUFFER`).
+
+    Raises:
+        ServerUnreachable: nothing answered at ``server``.
+        ValueError: ``server`` is not an address.
+        RemoteError: the daemon refused the handshake (``unauthorized``, ...).
+        ConnectionLost: the daemon closed the connection during the handshake.
+
+    The body runs inside the nursery of the reader task; the reader never raises, so an
+    exception from the body is re-raised as itself rather than inside an exception group.
+    """
+    stream = await _open_stream(server)
+    try:
+        frames = FrameReader(max_frame_bytes)
+        hello = await _handshake(stream, frames, server=server, encoding=encoding, token=token)
+        client = Client(
+            stream, frames, hello, server=server, encoding=encoding, watch_buffer=watch_buffer
+        )
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client._read_loop)
+                try:
+                    yield client
+                finally:
+                    nursery.cancel_scope.cancel("the client is closing")
+        except BaseExceptionGroup as group:
+            # Only the body can raise into this nursery (the reader records its failures), so
+            # a group here holds the body's own exception: give the caller that exception.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from group.exceptions[0].__cause__
+            raise
+    finally:
+        await stream.aclose()
+
+
+async def _handshake(
+    stream: trio.abc.Stream,
+    frames: FrameReader,
+    *,
+    server: str,
+    encoding: Encoding,
+    token: str | None,
+) -> HelloReply:
+    hello = Hello(protocol=PROTOCOL_VERSION, encoding=encoding, token=token)
+    try:
+        await stream.send_all(frame(encode_hello(hello)))
+        while (payload := frames.next_frame()) is None:
+            data = await stream.receive_some(_RECEIVE_BYTES)
+            if not data:
+                raise ConnectionLost(
+                    f"podium at {server} closed the connection during the handshake"
+                )
+            frames.feed(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        raise ConnectionLost(
+            f"connection to podium at {server} broke during the handshake: {exc}"
+        ) from exc
+    reply = decode_hello_reply(payload)
+    if isinstance(reply, ErrorReply):
+        raise RemoteError(reply)
+    if reply.protocol != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"podium at {server} speaks protocol {reply.protocol}; this client speaks "
+            f"{PROTOCOL_VERSION}"
+        )
+    return reply
+
+
+# --------------------------------------------------------------------------- blocking
+
+
+class BlockingClient:
+    """The client for scripts without trio: each call blocks until its reply.
+
+    A background thread runs a trio loop holding the connection; calls are handed to it
+    through ``trio.from_thread``. Safe to use from several threads at once.
+
+    Example::
+
+        from podium.actors.client import BlockingClient
+        from podium.protocol.loader import load_file
+
+        with BlockingClient("127.0.0.1:7070") as podium:
+            podium.put(load_file("cluster.yaml"))
+            for pod in podium.get("Pod", namespace=None).items:
+                print(pod.metadata.name, pod.spec.node_name or "<pending>")
+            with podium.watch(kinds=["Pod"]) as events:
+                for event in events:
+                    print(event.revision, event.type, event.name, event.node)
+
+    Raises (from the constructor): as :func:`connect`.
+    """
+
+    def __init__(
+        self,
+        server: str = DEFAULT_SERVER,
+        *,
+        encoding: Encoding = "msgpack",
+        token: str | None = None,
+    ) -> None:
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._client: Client | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
+        self._closing: trio.Event | None = None
+        self._thread = threading.Thread(
+            target=trio.run,
+            args=(self._main, server, encoding, token),
+            name=f"podium-client {server}",
+            daemon=True,  # a client a script forgot to close must not keep it alive
+        )
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self._thread.join()
+            raise self._error
+
+    async def _main(self, server: str, encoding: Encoding, token: str | None) -> None:
+        try:
+            async with (
+                connect(server, encoding=encoding, token=token) as client,
+                trio.open_nursery() as nursery,
+            ):
+                self._client = client
+                self._token = trio.lowlevel.current_trio_token()
+                self._nursery = nursery
+                self._closing = trio.Event()
+                self._ready.set()
+                await self._closing.wait()
+                nursery.cancel_scope.cancel("the blocking client is closing")
+        except BaseException as exc:  # handed to the constructor's thread, which raises it
+            if self._ready.is_set():
+                raise
+            self._error = exc
+            self._ready.set()
+
+    def _run(self, afn: Callable[..., Any], *args: Any) -> Any:
+        if self._client is None or self._token is None:
+            raise ConnectionLost("the blocking client is closed")
+        try:
+            return trio.from_thread.run(afn, *args, trio_token=self._token)
+        except trio.RunFinishedError:
+            raise ConnectionLost("the blocking client is closed") from None
+
+    def put(self, objects: Iterable[KubeObject]) -> PutReply:
+        """See :meth:`Client.put`."""
+        result: PutReply = self._run(self._live().put, list(objects))
+        return result
+
+    def delete(self, refs: Iterable[ObjectRef]) -> DeleteReply:
+        """See :meth:`Client.delete`."""
+        result: DeleteReply = self._run(self._live().delete, list(refs))
+        return result
+
+    def get(
+        self,
+        kind: str,
+        name: str = "",
+        namespace: str | None = None,
+        label_selector: str = "",
+    ) -> GetReply:
+        """See :meth:`Client.get`."""
+        result: GetReply = self._run(self._live().get, kind, name, namespace, label_selector)
+        return result
+
+    def explain(self, namespace: str, name: str) -> ExplainReply:
+        """See :meth:`Client.explain`."""
+        result: ExplainReply = self._run(self._live().explain, namespace, name)
+        return result
+
+    def simulate(self, pod: Pod, explain: bool = False) -> SimulateReply:
+        """See :meth:`Client.simulate`."""
+        result: SimulateReply = self._run(self._live().simulate, pod, explain)
+        return result
+
+    def reload_policy(self) -> ReloadPolicyReply:
+        """See :meth:`Client.reload_policy`."""
+        result: ReloadPolicyReply = self._run(self._live().reload_policy)
+        return result
+
+    def stats(self) -> StatsReply:
+        """See :meth:`Client.stats`."""
+        result: StatsReply = self._run(self._live().stats)
+        return result
+
+    @property
+    def revision(self) -> int:
+        """The revision the daemon announced at the handshake."""
+        return self._live().revision
+
+    @property
+    def server_version(self) -> str:
+        return self._live().server_version
+
+    @contextmanager
+    def watch(
+        self, from_revision: int | None = None, kinds: Sequence[str] = ()
+    ) -> Iterator[Iterator[Event]]:
+        """See :meth:`Client.watch`; yields a plain iterator of events."""
+        client = self._live()
+        send, receive = trio.open_memory_channel[Event | PodiumError](0)
+
+        done = trio.Event()
+
+        async def pump(*, task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+            try:
+                with trio.CancelScope() as scope:
+                    async with client.watch(from_revision, kinds) as events, send:
+                        task_status.started(scope)
+                        try:
+                            async for event in events:
+                                await send.send(event)
+                        except PodiumError as exc:
+                            await send.send(exc)
+                        except trio.BrokenResourceError:
+                            pass  # the iterator's side left: the watch block is ending
+            finally:
+                done.set()
+
+        async def start() -> trio.CancelScope:
+            assert self._nursery is not None
+            scope: trio.CancelScope = await self._nursery.start(pump)
+            return scope
+
+        try:
+            scope: trio.CancelScope = self._run(start)
+        except BaseException:
+            self._run_sync_quiet(receive.close)
+            raise
+
+        def iterate() -> Iterator[Event]:
+            while True:
+                try:
+                    item = self._run(receive.receive)
+                except trio.EndOfChannel:
+                    return
+                if isinstance(item, PodiumError):
+                    raise item
+                yield item
+
+        try:
+            yield iterate()
+        finally:
+            # Stop the pump and wait until its watch block has sent Cancel and ended.
+            self._run_sync_quiet(scope.cancel)
+            with suppress(ClientConnectionError):
+                self._run(done.wait)
+            self._run_sync_quiet(receive.close)
+
+    def _run_sync_quiet(self, fn: Callable[[], object]) -> None:
+        if self._token is None:
+            return
+        with suppress(trio.RunFinishedError):  # the loop already ended: nothing to undo
+            trio.from_thread.run_sync(fn, trio_token=self._token)
+
+    def _live(self) -> Client:
+        if self._client is None:
+            raise ConnectionLost("the blocking client is closed")
+        return self._client
+
+    def close(self) -> None:
+        """Close the connection and stop the background thread (idempotent)."""
+        if self._closing is not None:
+            closing = self._closing
+            self._run_sync_quiet(closing.set)
+        self._thread.join()
+        self._client = None
+
+    def __enter__(self) -> BlockingClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,90 @@
+"""The filter pool: the ordered predicates over a snapshot, from the carried start index.
+
+Kubernetes counterpart: pkg/scheduler/core/generic_scheduler.go@v1.14 ``findNodesThatFit``
+(with its ``nextStartNodeIndex`` and ``numFeasibleNodesToFind``), whose workers ran the
+predicates over the nodes in parallel. Here the predicates run as vector masks over the node
+columns (actors/core/generic_scheduler.py), so one task serves; the pool is where sharding
+the columns across processes would go if the numbers ever call for it (docs/architecture.md).
+
+Owns: the FilterStage (predicates in policy order, percentageOfNodesToScore, the start index).
+Mailbox: :class:`~podium.actors.mail.FilterRequest`, :class:`~podium.actors.mail.SetFilters`.
+Emits: :class:`~podium.actors.mail.ScoreRequest` to the scoring workers when some node fits,
+else the :class:`~podium.actors.mail.Decision` (FitError or error) straight to the requester.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+import trio
+
+from podium.actors.core.generic_scheduler import FilterStage
+from podium.actors.mail import (
+    Decision,
+    FilterMsg,
+    FilterRequest,
+    ScoreMsg,
+    ScoreRequest,
+    SetFilters,
+)
+from podium.actors.sending import reply, send
+
+__all__ = ["FilterPool"]
+
+
+class FilterPool:
+    """The filter pool actor.
+
+    Args:
+        inbox: its mailbox.
+        scorers: the scoring workers' mailbox (this actor's clone; closed when it stops).
+        stage: the predicates to start with.
+    """
+
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[FilterMsg],
+        scorers: trio.MemorySendChannel[ScoreMsg],
+        stage: FilterStage,
+    ) -> None:
+        self._inbox = inbox
+        self._scorers = scorers
+        self._stage = stage
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with self._inbox, self._scorers:
+            task_status.started()
+            async for msg in self._inbox:
+                match msg:
+                    case FilterRequest():
+                        await self._filter(msg)
+                    case SetFilters():
+                        start = self._stage.next_start_index
+                        self._stage = FilterStage(
+                            msg.filters,
+                            percentage_of_nodes_to_score=msg.percentage_of_nodes_to_score,
+                            always_check_all_predicates=msg.always_check_all_predicates,
+                        )
+                        self._stage.next_start_index = start
+                    case _:
+                        assert_never(msg)
+
+    async def _filter(self, msg: FilterRequest) -> None:
+        result, feasible = self._stage.run(msg.pod, msg.snapshot, explain=msg.explain, dry=msg.dry)
+        if feasible:
+            await send(
+                self._scorers,
+                ScoreRequest(
+                    pod=msg.pod,
+                    snapshot=msg.snapshot,
+                    result=result,
+                    feasible=feasible,
+                    explain=msg.explain,
+                    reply=msg.reply,
+                ),
+            )
+        else:
+            reply(
+                msg.reply,
+                Decision(pod=msg.pod, node=None, result=result, generation=msg.snapshot.generation),
+            )

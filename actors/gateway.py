@@ -1,0 +1,762 @@
+"""The gateway: protocol connections, framing, request dispatch, and the watch hub.
+
+Kubernetes counterpart: the API server's side of the scheduler's world (a client's write, a
+list, a watch from a resourceVersion, 410 Gone) — Podium speaks its own typed protocol
+(docs/protocol.md) instead of HTTP.
+
+A connection is three kinds of task in its own nursery: the reader (frames in, one task per
+request so replies may come out of order), the writer (frames out, batched into one
+``send_all``), and one forwarder per watch. A frame that cannot be read (malformed, over the
+size limit) is answered with ``ErrorReply{id: -1}`` and closes only its own connection; a
+request that decodes but does not validate is answered with its id and the field's path.
+
+The watch hub is the gateway's subscription to the store's published stream: it keeps the
+recent changes in a ring and hands each change to the watches that want it. A watch from a
+revision first reads the retained log from the store, then joins the hub at the store's answer;
+the ring fills whatever the hub saw in between, so nothing is lost or repeated. A watch whose
+buffer fills (a client that does not read) is cut off with ``overloaded`` and the revision to
+resume from, so it never grows memory or slows scheduling.
+
+Owns: connections, watches and their positions, the ring of recent changes.
+Mailbox (hub): :class:`~podium.store.mail.Recovered`, :class:`~podium.store.mail.Committed`,
+:class:`AddWatch`, :class:`RemoveWatch`.
+Emits: store reads and writes; ExplainPod, ReloadPlugins, SchedulerStats (scheduler); Lookup,
+QueueStats (queue); CacheStats (cache).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypeVar, assert_never
+
+import msgspec
+import trio
+
+from podium.actors.core.generic_scheduler import ScheduleResult
+from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.explain import placement
+from podium.actors.mail import (
+    CacheStats,
+    CacheStatsReply,
+    Explained,
+    ExplainPod,
+    Lookup,
+    LookupReply,
+    QueueStats,
+    QueueStatsReply,
+    Reloaded,
+    ReloadPlugins,
+    SchedulerStats,
+    SchedulerStatsReply,
+)
+from podium.actors.sending import reply, send
+from podium.actors.supervisor import Handles
+from podium.protocol.errors import (
+    FrameTooLarge,
+    InvalidRequest,
+    MalformedFrame,
+    PodiumError,
+)
+from podium.protocol.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    Codec,
+    FrameReader,
+    decode_hello,
+    encode_hello,
+    frame,
+)
+from podium.protocol.labels import parse_selector
+from podium.protocol.objects import KINDS, Pod
+from podium.protocol.wire import (
+    PROTOCOL_VERSION,
+    Cancel,
+    CancelReply,
+    ClientMessage,
+    Delete,
+    DeleteReply,
+    ErrorReply,
+    Event,
+    Explain,
+    ExplainReply,
+    Get,
+    GetReply,
+    HelloReply,
+    PendingCounts,
+    PriorityWeight,
+    Put,
+    PutReply,
+    ReloadPolicy,
+    ReloadPolicyReply,
+    ServerMessage,
+    Simulate,
+    SimulateReply,
+    Stats,
+    StatsReply,
+    Watch,
+    WatchReply,
+)
+from podium.store.mail import (
+    Change,
+    Committed,
+    EventsResult,
+    ReadEvents,
+    ReadObjects,
+    ReadResult,
+    ReadStats,
+    Recovered,
+    StoreFailure,
+    StoreStats,
+    WriteObjects,
+    WriteResult,
+)
+
+__all__ = ["AddWatch", "Gateway", "HubMsg", "RemoveWatch"]
+
+log = logging.getLogger("podium.gateway")
+
+T = TypeVar("T")
+
+RING = 65_536
+"""Recent changes the hub keeps, to fill the gap between a watch's read of the log and its
+joining the hub."""
+WATCH_BUFFER = 4096
+"""Events a watch may have waiting before it is cut off as too slow."""
+HANDSHAKE_SECONDS = 10.0
+GOODBYE_SECONDS = 1.0
+
+
+@dataclass(eq=False, slots=True)
+class _Watch:
+    kinds: frozenset[str]
+    position: int
+    channel: trio.MemorySendChannel[Change]
+
+
+class AddWatch(msgspec.Struct, frozen=True, kw_only=True):
+    """Join the hub: deliver changes after ``position`` (None: from the hub's revision)."""
+
+    key: tuple[int, int]
+    position: int | None
+    kinds: frozenset[str]
+    channel: trio.MemorySendChannel[Change]
+    reply: trio.MemorySendChannel[int | None]
+
+
+class RemoveWatch(msgspec.Struct, frozen=True, kw_only=True):
+    key: tuple[int, int]
+
+
+HubMsg: TypeAlias = Recovered | Committed | AddWatch | RemoveWatch
+
+
+def event_of(watch_id: int, change: Change) -> Event:
+    """The wire event of one committed change."""
+    return Event(
+        id=watch_id,
+        revision=change.revision,
+        type=change.type,
+        kind=change.kind,
+        namespace=change.namespace,
+        name=change.name,
+        object=change.object,
+        node=change.node,
+        message=change.message,
+    )
+
+
+class _Hub:
+    """The watch hub's state (owned by the hub task)."""
+
+    def __init__(self) -> None:
+        self.revision = 0
+        self.ready = trio.Event()
+        self.ring: collections.deque[Change] = collections.deque(maxlen=RING)
+        self.watches: dict[tuple[int, int], _Watch] = {}
+
+    def _deliver(self, watch: _Watch, change: Change) -> bool:
+        if change.revision <= watch.position:
+            return True
+        if not watch.kinds or change.kind in watch.kinds:
+            try:
+                watch.channel.send_nowait(change)
+            except trio.WouldBlock:
+                return False
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return False
+        watch.position = change.revision
+        return True
+
+    def committed(self, msg: Committed) -> None:
+        self.ring.extend(msg.changes)
+        self.revision = max(self.revision, msg.revision)
+        for key, watch in list(self.watches.items()):
+            if not all(self._deliver(watch, c) for c in msg.changes):
+                # Too slow (or gone): cut it off; its forwarder reports where to resume.
+                watch.channel.close()
+                del self.watches[key]
+
+    def add(self, msg: AddWatch) -> int | None:
+        """Register a watch; answer its starting position, or None when the ring no longer
+        reaches back to it (the watcher must read the log again)."""
+        position = self.revision if msg.position is None else msg.position
+        watch = _Watch(msg.kinds, position, msg.channel)
+        if position < self.revision:
+            if self.ring and self.ring[0].revision > position + 1:
+                return None
+            for change in self.ring:
+                if change.revision > position and not self._deliver(watch, change):
+                    return None
+            watch.position = max(watch.position, position)
+        self.watches[msg.key] = watch
+        return position
+
+    def remove(self, key: tuple[int, int]) -> None:
+        watch = self.watches.pop(key, None)
+        if watch is not None:
+            watch.channel.close()
+
+
+class Gateway:
+    """The gateway actor.
+
+    Args:
+        hub_inbox: the hub's mailbox (a subscriber of the store's published stream).
+        hub: a sender into it, for the connections' AddWatch/RemoveWatch (closed on stop).
+        handles: the runtime's mailboxes (the gateway closes them when it stops).
+        server_version: reported in HelloReply.
+        max_frame_bytes: the largest frame accepted.
+    """
+
+    def __init__(
+        self,
+        hub_inbox: trio.MemoryReceiveChannel[HubMsg],
+        hub: trio.MemorySendChannel[HubMsg],
+        handles: Handles,
+        *,
+        server_version: str,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self._hub_inbox = hub_inbox
+        self._hub_tx = hub
+        self._handles = handles
+        self._server_version = server_version
+        self._max_frame_bytes = max_frame_bytes
+        self._hub = _Hub()
+        self._ids = itertools.count(1)
+        self._started = trio.current_time()
+        self._listen_scope = trio.CancelScope()
+        self._connections: set[_Connection] = set()
+        self._stopping = False
+
+    @property
+    def connections(self) -> int:
+        return len(self._connections)
+
+    @property
+    def revision(self) -> int:
+        return self._hub.revision
+
+    async def run(
+        self,
+        listeners: Sequence[trio.abc.Listener[trio.abc.Stream]],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve ``listeners`` until :meth:`stop`; started once the store's state is in."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._run_hub)
+            await self._hub.ready.wait()
+            async with trio.open_nursery() as conns:
+                with self._listen_scope:
+                    async with trio.open_nursery() as accepting:
+                        for listener in listeners:
+                            accepting.start_soon(self._accept, listener, conns)
+                        task_status.started()
+                # stop(): listeners are closed; every connection is told why, then ends.
+                for conn in list(self._connections):
+                    conn.close("podium is shutting down")
+            await self._hub_tx.aclose()
+            await self._handles.aclose()
+
+    def stop(self) -> None:
+        """Stop accepting; close every connection with ``unavailable: podium is shutting down``."""
+        self._stopping = True
+        self._listen_scope.cancel("podium is shutting down")
+
+    # ------------------------------------------------------------------ hub
+
+    async def _run_hub(self) -> None:
+        hub = self._hub
+        async with self._hub_inbox:
+            async for msg in self._hub_inbox:
+                match msg:
+                    case Recovered():
+                        hub.revision = msg.revision
+                        hub.ready.set()
+                    case Committed():
+                        hub.committed(msg)
+                    case AddWatch():
+                        reply(msg.reply, hub.add(msg))
+                    case RemoveWatch():
+                        hub.remove(msg.key)
+                    case _:
+                        assert_never(msg)
+        for watch in hub.watches.values():
+            watch.channel.close()
+
+    # ------------------------------------------------------------------ connections
+
+    async def _accept(
+        self, listener: trio.abc.Listener[trio.abc.Stream], nursery: trio.Nursery
+    ) -> None:
+        async with listener:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    # EMFILE and friends: wait a little rather than spin (trio's serve_listeners).
+                    log.error("accept failed: %s", exc)
+                    await trio.sleep(0.1)
+                    continue
+                nursery.start_soon(self._connection, stream)
+
+    async def _connection(self, stream: trio.abc.Stream) -> None:
+        conn = _Connection(self, next(self._ids), stream)
+        self._connections.add(conn)
+        if self._stopping:
+            conn.close("podium is shutting down")
+        try:
+            async with stream:
+                await conn.serve()
+        except trio.BrokenResourceError:
+            pass  # the peer went away mid-write
+        except Exception:
+            log.exception("connection %d failed", conn.conn_id)
+        finally:
+            self._connections.discard(conn)
+
+    # ------------------------------------------------------------------ requests
+
+    async def ask(self, channel: trio.MemorySendChannel[Any], make: Any) -> Any:
+        """Send ``make(reply=...)`` to ``channel`` and wait for the one answer."""
+        answer_to, answer = trio.open_memory_channel[Any](1)
+        await send(channel, make(reply=answer_to))
+        return await answer.receive()
+
+    async def handle(self, conn: _Connection, msg: ClientMessage) -> ServerMessage | None:
+        """Answer one request (watches answer through their own stream and return None)."""
+        h = self._handles
+        match msg:
+            case Put():
+                result = await self.ask(h.store, lambda **kw: WriteObjects(puts=msg.objects, **kw))
+                return _written(msg.id, result, PutReply)
+            case Delete():
+                result = await self.ask(h.store, lambda **kw: WriteObjects(deletes=msg.refs, **kw))
+                return _written(msg.id, result, DeleteReply)
+            case Get():
+                try:
+                    selector = parse_selector(msg.label_selector) if msg.label_selector else None
+                except ValueError as exc:
+                    return ErrorReply(
+                        id=msg.id, code="invalid", message=str(exc), path="$.label_selector"
+                    )
+                read = await self.ask(
+                    h.store,
+                    lambda **kw: ReadObjects(
+                        kind=msg.kind,
+                        name=msg.name,
+                        namespace=msg.namespace,
+                        selector=selector,
+                        **kw,
+                    ),
+                )
+                if isinstance(read, StoreFailure):
+                    return _failure(msg.id, read)
+                assert isinstance(read, ReadResult)
+                return GetReply(id=msg.id, revision=read.revision, items=read.items)
+            case Watch():
+                await conn.watch(msg)
+                return None
+            case Cancel():
+                if not conn.cancel(msg.target):
+                    return ErrorReply(
+                        id=msg.id,
+                        code="not_found",
+                        message=f"no watch with id {msg.target} on this connection",
+                        path="$.target",
+                    )
+                return CancelReply(id=msg.id)
+            case Explain():
+                return await self._explain(msg)
+            case Simulate():
+                pod = msg.pod
+                if not pod.metadata.namespace:
+                    meta = msgspec.structs.replace(pod.metadata, namespace="default")
+                    pod = msgspec.structs.replace(pod, metadata=meta)
+                explained: Explained = await self.ask(
+                    h.scheduler,
+                    lambda **kw: ExplainPod(pod=PodInfo(pod), explain=msg.explain, **kw),
+                )
+                d = explained.decision
+                return SimulateReply(
+                    id=msg.id,
+                    revision=self._hub.revision,
+                    placement=placement(d.pod, d.result, attempts=1, explain=msg.explain),
+                )
+            case ReloadPolicy():
+                reloaded: Reloaded = await self.ask(h.scheduler, lambda **kw: ReloadPlugins(**kw))
+                if reloaded.error is not None:
+                    return ErrorReply(id=msg.id, code="invalid", message=reloaded.error)
+                return ReloadPolicyReply(
+                    id=msg.id,
+                    predicates=reloaded.predicates,
+                    priorities=[PriorityWeight(name=n, weight=w) for n, w in reloaded.priorities],
+                    warnings=reloaded.warnings,
+                )
+            case Stats():
+                return await self._stats(msg)
+            case _:
+                assert_never(msg)
+
+    async def _explain(self, msg: Explain) -> ServerMessage:
+        h = self._handles
+        read = await self.ask(
+            h.store,
+            lambda **kw: ReadObjects(kind="Pod", name=msg.name, namespace=msg.namespace, **kw),
+        )
+        if isinstance(read, StoreFailure):
+            return _failure(msg.id, read)
+        assert isinstance(read, ReadResult)
+        pod = read.items[0]
+        assert isinstance(pod, Pod)
+        info = PodInfo(pod)
+        looked: LookupReply = await self.ask(h.queue, lambda **kw: Lookup(key=info.key, **kw))
+        if pod.spec.node_name:
+            return ExplainReply(
+                id=msg.id,
+                revision=read.revision,
+                placement=placement(
+                    info,
+                    ScheduleResult(node=pod.spec.node_name),
+                    attempts=looked.attempts,
+                    explain=False,
+                ),
+            )
+        explained: Explained = await self.ask(
+            h.scheduler, lambda **kw: ExplainPod(pod=info, explain=True, **kw)
+        )
+        d = explained.decision
+        return ExplainReply(
+            id=msg.id,
+            revision=read.revision,
+            placement=placement(info, d.result, attempts=looked.attempts, explain=True),
+            hints=explained.hints,
+        )
+
+    async def _stats(self, msg: Stats) -> StatsReply:
+        h = self._handles
+        store: StoreStats = await self.ask(h.store, lambda **kw: ReadStats(**kw))
+        queue: QueueStatsReply = await self.ask(h.queue, lambda **kw: QueueStats(**kw))
+        cache: CacheStatsReply = await self.ask(h.cache, lambda **kw: CacheStats(**kw))
+        sched: SchedulerStatsReply = await self.ask(h.scheduler, lambda **kw: SchedulerStats(**kw))
+        return StatsReply(
+            id=msg.id,
+            revision=store.revision,
+            ready=self._hub.ready.is_set(),
+            nodes=store.objects.get("Node", 0),
+            pods=store.objects.get("Pod", 0),
+            bound=store.bound_pods,
+            assumed=cache.assumed,
+            pending=PendingCounts(
+                active=queue.active + queue.in_flight,
+                backoff=queue.backoff,
+                unschedulable=queue.unschedulable,
+            ),
+            scheduled=sched.scheduled,
+            unschedulable=sched.unschedulable,
+            errors=sched.errors,
+            connections=len(self._connections),
+            watchers=len(self._hub.watches),
+            uptime_seconds=trio.current_time() - self._started,
+        )
+
+
+def _failure(request_id: int, failure: StoreFailure) -> ErrorReply:
+    return ErrorReply(
+        id=request_id,
+        code=failure.code,
+        message=failure.message,
+        path=failure.errors[0].path if len(failure.errors) == 1 else None,
+        revision=failure.revision,
+        errors=failure.errors,
+    )
+
+
+def _written(
+    request_id: int, result: WriteResult | StoreFailure, kind: type[PutReply] | type[DeleteReply]
+) -> ServerMessage:
+    if isinstance(result, StoreFailure):
+        return _failure(request_id, result)
+    return kind(id=request_id, revision=result.revision, objects=result.objects)
+
+
+OUTBOX = 1024
+"""Frames a connection may have waiting for its socket; a watch forwarder waits when it is full,
+so a client that does not read fills its watch's buffer and is cut off."""
+
+
+@dataclass(eq=False)
+class _Connection:
+    gateway: Gateway
+    conn_id: int
+    stream: trio.abc.Stream
+    codec: Codec | None = None
+    outbox: trio.MemorySendChannel[bytes] | None = None
+    watches: dict[int, trio.CancelScope] = field(default_factory=dict)
+    cancelled: set[int] = field(default_factory=set)
+    closing: str | None = None
+    read_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+    def close(self, reason: str) -> None:
+        """End the connection: stop reading and serving, tell the client ``reason``."""
+        self.closing = reason
+        self.read_scope.cancel(reason)
+
+    async def serve(self) -> None:
+        reader = FrameReader(self.gateway._max_frame_bytes)
+        outbox, pending = trio.open_memory_channel[bytes](OUTBOX)
+        self.outbox = outbox
+        async with trio.open_nursery() as outer:
+            fatal: ErrorReply | None = None
+            async with trio.open_nursery() as requests:
+                with self.read_scope:
+                    self.codec = await self._handshake(reader)
+                    if self.codec is not None:
+                        outer.start_soon(self._write, pending)
+                        fatal = await self._read(reader, self.codec, requests)
+                requests.cancel_scope.cancel()
+            if self.codec is None:
+                # No handshake, so no encoding to speak: _handshake already said why.
+                pending.close()
+                outbox.close()
+                return
+            if self.closing is not None:
+                fatal = ErrorReply(id=-1, code="unavailable", message=self.closing)
+            if fatal is not None:
+                await self.send(fatal)
+            # The writer flushes what is queued, then ends; a peer that reads nothing gets
+            # GOODBYE_SECONDS.
+            outbox.close()
+            outer.cancel_scope.deadline = trio.current_time() + GOODBYE_SECONDS
+
+    async def _receive_frame(self, reader: FrameReader) -> bytes | None:
+        while True:
+            payload = reader.next_frame()
+            if payload is not None:
+                return payload
+            data = await self.stream.receive_some(65536)
+            if not data:
+                return None
+            reader.feed(data)
+
+    async def _handshake(self, reader: FrameReader) -> Codec | None:
+        error: ErrorReply | None = None
+        with trio.move_on_after(HANDSHAKE_SECONDS):
+            try:
+                payload = await self._receive_frame(reader)
+                if payload is None:
+                    return None
+                hello = decode_hello(payload)
+                if hello.protocol != PROTOCOL_VERSION:
+                    error = ErrorReply(
+                        id=-1,
+                        code="invalid",
+                        message=(
+                            f"protocol {hello.protocol} is not supported; "
+                            f"this daemon speaks {PROTOCOL_VERSION}"
+                        ),
+                        path="$.protocol",
+                    )
+                else:
+                    welcome = HelloReply(
+                        protocol=PROTOCOL_VERSION,
+                        server_version=self.gateway._server_version,
+                        revision=self.gateway.revision,
+                    )
+                    await self.stream.send_all(frame(encode_hello(welcome)))
+                    return Codec(hello.encoding)
+            except InvalidRequest as exc:
+                error = ErrorReply(id=-1, code="invalid", message=exc.message, path=exc.path)
+            except (MalformedFrame, FrameTooLarge) as exc:
+                error = ErrorReply(id=-1, code=exc.code, message=str(exc))
+        if error is None:
+            error = ErrorReply(
+                id=-1, code="invalid", message=f"no hello within {HANDSHAKE_SECONDS:g} seconds"
+            )
+        await self.stream.send_all(frame(encode_hello(error)))
+        return None
+
+    async def _write(self, pending: trio.MemoryReceiveChannel[bytes]) -> None:
+        async with pending:
+            while True:
+                try:
+                    frames = [await pending.receive()]
+                except trio.EndOfChannel:
+                    return
+                while len(frames) < 256:
+                    try:
+                        frames.append(pending.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                await self.stream.send_all(b"".join(frames))
+
+    async def send(self, msg: ServerMessage) -> None:
+        """Queue one frame for the writer (waits while the outbox is full)."""
+        assert self.codec is not None and self.outbox is not None
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await send(self.outbox, frame(self.codec.encode(msg)))
+
+    async def _read(
+        self, reader: FrameReader, codec: Codec, requests: trio.Nursery
+    ) -> ErrorReply | None:
+        """Read requests until the peer closes (None) or framing is lost (the error to send)."""
+        while True:
+            try:
+                payload = await self._receive_frame(reader)
+            except (MalformedFrame, FrameTooLarge) as exc:
+                return ErrorReply(id=-1, code=exc.code, message=str(exc))
+            if payload is None:
+                return None
+            try:
+                msg = codec.decode_request(payload)
+            except InvalidRequest as exc:
+                await self.send(
+                    ErrorReply(
+                        id=exc.request_id, code="invalid", message=exc.message, path=exc.path
+                    )
+                )
+                continue
+            except MalformedFrame as exc:
+                return ErrorReply(id=-1, code="invalid", message=str(exc))
+            requests.start_soon(self._request, msg)
+
+    async def _request(self, msg: ClientMessage) -> None:
+        try:
+            answer = await self.gateway.handle(self, msg)
+        except PodiumError as exc:
+            answer = ErrorReply(id=msg.id, code=exc.code, message=str(exc))
+        except Exception as exc:
+            log.exception("request %s %d failed", type(msg).__name__, msg.id)
+            answer = ErrorReply(id=msg.id, code="internal", message=f"internal error: {exc}")
+        if answer is not None:
+            await self.send(answer)
+
+    # ------------------------------------------------------------------ watches
+
+    async def watch(self, msg: Watch) -> None:
+        """Serve one watch until it is cancelled, cut off, or the connection ends."""
+        gateway = self.gateway
+        unknown = sorted(set(msg.kinds) - set(KINDS))
+        if unknown:
+            await self.send(
+                ErrorReply(
+                    id=msg.id,
+                    code="invalid",
+                    message=f"unknown kind {unknown[0]!r}; known: {', '.join(sorted(KINDS))}",
+                    path="$.kinds",
+                )
+            )
+            return
+        if msg.id in self.watches:
+            await self.send(
+                ErrorReply(
+                    id=msg.id,
+                    code="conflict",
+                    message=f"a watch with id {msg.id} is already open on this connection",
+                    path="$.id",
+                )
+            )
+            return
+        kinds = frozenset(msg.kinds)
+        backlog: list[Change] = []
+        position: int | None = None
+        if msg.from_revision is not None:
+            after = msg.from_revision
+            events = await gateway.ask(
+                gateway._handles.store, lambda **kw: ReadEvents(after=after, **kw)
+            )
+            if isinstance(events, StoreFailure):
+                await self.send(_failure(msg.id, events))
+                return
+            assert isinstance(events, EventsResult)
+            backlog = [c for c in events.changes if not kinds or c.kind in kinds]
+            position = events.revision
+        changes_to, changes = trio.open_memory_channel[Change](WATCH_BUFFER)
+        key = (self.conn_id, msg.id)
+        joined = await gateway.ask(
+            gateway._hub_tx,
+            lambda **kw: AddWatch(
+                key=key, position=position, kinds=kinds, channel=changes_to, **kw
+            ),
+        )
+        if joined is None:
+            await self.send(
+                ErrorReply(
+                    id=msg.id,
+                    code="overloaded",
+                    message=f"the daemon moved on too fast; resume from revision {position}",
+                    revision=position,
+                )
+            )
+            return
+        last = msg.from_revision if msg.from_revision is not None else joined
+        scope = trio.CancelScope()
+        self.watches[msg.id] = scope
+        try:
+            with scope:
+                await self.send(WatchReply(id=msg.id, revision=last))
+                for change in backlog:
+                    await self.send(event_of(msg.id, change))
+                    last = change.revision
+                async with changes:
+                    async for change in changes:
+                        await self.send(event_of(msg.id, change))
+                        last = change.revision
+                # The hub let go of us: we were too slow, or the daemon is stopping.
+                if gateway._stopping:
+                    end = ErrorReply(
+                        id=msg.id,
+                        code="unavailable",
+                        message="podium is shutting down",
+                        revision=last,
+                    )
+                else:
+                    end = ErrorReply(
+                        id=msg.id,
+                        code="overloaded",
+                        message=(
+                            f"watch fell more than {WATCH_BUFFER} events behind; "
+                            f"resume from revision {last}"
+                        ),
+                        revision=last,
+                    )
+                await self.send(end)
+        finally:
+            self.watches.pop(msg.id, None)
+            self.cancelled.discard(msg.id)
+            with trio.CancelScope(shield=True):
+                await send(gateway._hub_tx, RemoveWatch(key=key))
+
+    def cancel(self, watch_id: int) -> bool:
+        """Stop the watch ``watch_id`` (its stream simply ends); False if there is none."""
+        scope = self.watches.get(watch_id)
+        if scope is None:
+            return False
+        self.cancelled.add(watch_id)
+        scope.cancel()
+        return True

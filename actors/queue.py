@@ -1,0 +1,347 @@
+"""The scheduling-queue actor: pending pods in, the next pod to schedule out.
+
+Kubernetes counterparts: pkg/scheduler/internal/queue/scheduling_queue.go@v1.14 (the state,
+in :mod:`podium.actors.core.queue_core`) and the event handlers that feed it, which v1.14 keeps
+in pkg/scheduler/factory/factory.go (``NewConfigFactory``; pkg/scheduler/eventhandlers.go in
+later releases). Which store change does what ("pending": unbound, ours by spec.schedulerName,
+not terminating and not finished, :func:`is_pending`):
+
+==========================================  ===================================================
+change                                      queue operation
+==========================================  ===================================================
+Pod Added, pending                          add
+Pod Modified, pending before and after      update
+Pod Modified, pending before only           delete (and, when it became bound, assigned pod
+                                            added)
+Pod Modified, pending after only            add
+Pod Deleted / Preempted, pending            delete
+Pod Bound                                   delete (it was in flight) + assigned pod added
+Pod Unschedulable                           nothing (status only)
+bound pod Added, or Modified while active   assigned pod added (v1.14 AssignedPodAdded/Updated)
+bound pod Deleted / Preempted               move all
+bound pod Modified to terminated            move all (it holds no resources any more)
+Node Added                                  move all
+Node Modified                               move all when no pod is unschedulable or a
+                                            scheduling property changed
+                                            (:func:`node_scheduling_properties_changed`)
+PersistentVolume(Claim) Added / Modified    move all
+Service Added / Modified / Deleted          move all
+StorageClass Added, WaitForFirstConsumer    move all
+anything else                               nothing
+==========================================  ===================================================
+
+Owns: a :class:`~podium.actors.core.queue_core.SchedulingQueue` and at most one parked Pop.
+
+Mailbox (:data:`~podium.actors.mail.QueueMsg`): Recovered, Committed (from the store); Pop,
+Requeue (scheduler, binder); Lookup, QueueStats (gateway, operators).
+
+Emits: Popped / QueueIdle on a Pop's reply channel; LookupReply, QueueStatsReply.
+
+Timers: the receive loop waits for mail at most until the core's next deadline (a backoff
+expiring, the next leftover flush), then flushes with the trio clock's ``now``; a parked Pop is
+answered as soon as a pod is active.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, assert_never
+
+import trio
+
+from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.core.queue_core import QueueName, SchedulingQueue
+from podium.actors.mail import (
+    Lookup,
+    LookupReply,
+    Pop,
+    Popped,
+    QueueIdle,
+    QueueMsg,
+    QueueStats,
+    QueueStatsReply,
+    Requeue,
+)
+from podium.actors.sending import reply
+from podium.protocol.objects import Node, Pod, StorageClass
+from podium.protocol.quantity import Quantity
+from podium.store.mail import Change, Committed, Recovered
+
+if TYPE_CHECKING:
+    from podium.protocol.objects import KubeObject
+
+__all__ = [
+    "DEFAULT_SCHEDULER_NAME",
+    "QueueActor",
+    "is_pending",
+    "is_terminated",
+    "node_scheduling_properties_changed",
+]
+
+log = logging.getLogger("podium.queue")
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+# Kinds whose every Added/Modified may make an unschedulable pod schedulable (v1.14 onPvAdd,
+# onPvUpdate, onPvcAdd, onPvcUpdate, onServiceAdd, onServiceUpdate; Service also on delete).
+_MOVE_ON_ADD_OR_MODIFY = frozenset({"PersistentVolume", "PersistentVolumeClaim", "Service"})
+
+
+def is_terminated(pod: Pod) -> bool:
+    """Terminating (a deletionTimestamp) or finished (phase Succeeded/Failed): it holds no
+    resources and is not scheduled (BRIEF "Objects as a store")."""
+    return pod.metadata.deletion_timestamp is not None or pod.status.phase in (
+        "Succeeded",
+        "Failed",
+    )
+
+
+def is_pending(pod: Pod, scheduler_name: str) -> bool:
+    """Whether the queue holds ``pod``: unbound, ours (spec.schedulerName) and not
+    terminated (v1.14's ``!assignedPod(pod) && responsibleForPod(pod, schedulerName)``, with the
+    later skip of terminated pods)."""
+    return (
+        not pod.spec.node_name
+        and pod.spec.scheduler_name == scheduler_name
+        and not is_terminated(pod)
+    )
+
+
+def _is_assigned(pod: Pod) -> bool:
+    """A bound pod that still holds its place (v1.14 ``assignedPod``, terminated ones aside)."""
+    return bool(pod.spec.node_name) and not is_terminated(pod)
+
+
+def _allocatable(node: Node) -> Mapping[str, Quantity]:
+    # The store defaults allocatable to capacity; a node read elsewhere may lack it.
+    return node.status.allocatable or node.status.capacity
+
+
+def node_scheduling_properties_changed(new: Node, old: Node) -> bool:
+    """v1.14 ``nodeSchedulingPropertiesChanged``: became schedulable (spec.unschedulable
+    true -> false), or its allocatable, labels, taints or condition statuses changed."""
+    if old.spec.unschedulable and not new.spec.unschedulable:
+        return True
+    if _allocatable(old) != _allocatable(new):
+        return True
+    if old.metadata.labels != new.metadata.labels:
+        return True
+    if old.spec.taints != new.spec.taints:
+        return True
+    old_conditions = {c.type: c.status for c in old.status.conditions}
+    new_conditions = {c.type: c.status for c in new.status.conditions}
+    return old_conditions != new_conditions
+
+
+class QueueActor:
+    """Runs a :class:`SchedulingQueue` fed by the store's changes.
+
+    Args:
+        inbox: the mailbox (``QueueMsg``); the actor stops when every sender has closed it.
+        scheduler_name: the spec.schedulerName whose pods are ours.
+        pod_initial_backoff_seconds, pod_max_backoff_seconds: the backoff range.
+        unschedulable_flush_interval_seconds: how often the leftover flush runs.
+        unschedulable_max_wait_seconds: how long a pod may stay unschedulable before that
+            flush retries it.
+    """
+
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[QueueMsg],
+        *,
+        scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+        pod_initial_backoff_seconds: float = 1.0,
+        pod_max_backoff_seconds: float = 10.0,
+        unschedulable_flush_interval_seconds: float = 30.0,
+        unschedulable_max_wait_seconds: float = 300.0,
+    ) -> None:
+        self._inbox = inbox
+        self.scheduler_name = scheduler_name
+        self.core = SchedulingQueue(
+            pod_initial_backoff_seconds=pod_initial_backoff_seconds,
+            pod_max_backoff_seconds=pod_max_backoff_seconds,
+            unschedulable_flush_interval_seconds=unschedulable_flush_interval_seconds,
+            unschedulable_max_wait_seconds=unschedulable_max_wait_seconds,
+        )
+        self._parked: Pop | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the mailbox until it is closed.
+
+        Cancellation: safe at any point; a cancelled wait loses no mail (trio memory channels),
+        and nothing is held half-updated across an ``await``.
+        """
+        async with self._inbox:
+            self.core.start(trio.current_time())
+            task_status.started()
+            while True:
+                msg: QueueMsg | None = None
+                deadline = self.core.next_deadline()
+                with trio.move_on_at(math.inf if deadline is None else deadline):
+                    try:
+                        msg = await self._inbox.receive()
+                    except trio.EndOfChannel:
+                        return
+                if msg is not None:
+                    self._handle(msg)
+                    # Drain what is already waiting without passing the scheduler (STYLE.md).
+                    while True:
+                        try:
+                            msg = self._inbox.receive_nowait()
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                        self._handle(msg)
+                now = trio.current_time()
+                self.core.flush_backoff_completed(now)
+                self.core.flush_unschedulable_leftover(now)
+                self._answer_parked(now)
+
+    # ------------------------------------------------------------------ mail
+
+    def _handle(self, msg: QueueMsg) -> None:
+        now = trio.current_time()
+        match msg:
+            case Recovered(objects=objects):
+                self._recover(objects, now)
+            case Committed(changes=changes):
+                for change in changes:
+                    self._apply(change, now)
+            case Pop():
+                if self._parked is not None:
+                    # One Pop at a time; a requester that gave up and asked again replaces it.
+                    log.warning("a second Pop arrived while one was parked; the first is dropped")
+                self._parked = msg
+            case Requeue(pod=pod, cycle=cycle, why=why):
+                went: QueueName | None
+                if why == "conflict":
+                    went = self.core.requeue_conflict(pod, now)
+                else:
+                    went = self.core.add_unschedulable_if_not_present(pod, cycle, now)
+                if went is None:
+                    log.debug("requeue of %s dropped: it is no longer in flight", pod.key)
+            case Lookup(key=key, reply=answer_to):
+                where, attempts = self.core.lookup(key)
+                reply(answer_to, LookupReply(queue=where, attempts=attempts))
+            case QueueStats(reply=answer_to):
+                core = self.core
+                reply(
+                    answer_to,
+                    QueueStatsReply(
+                        active=core.active_count,
+                        backoff=core.backoff_count,
+                        unschedulable=core.unschedulable_count,
+                        in_flight=core.in_flight_count,
+                    ),
+                )
+            case _:
+                assert_never(msg)
+
+    def _recover(self, objects: list[KubeObject], now: float) -> None:
+        """Every pending pod, in the order given, and nothing else."""
+        for obj in objects:
+            if isinstance(obj, Pod) and is_pending(obj, self.scheduler_name):
+                self.core.add(PodInfo(obj), now)
+
+    def _apply(self, change: Change, now: float) -> None:
+        obj = change.object
+        if isinstance(obj, Pod):
+            self._apply_pod(change, obj, now)
+            return
+        core = self.core
+        match change.kind, change.type:
+            case "Node", "Added":
+                core.move_all_to_active_queue(now)
+            case "Node", "Modified":
+                old = change.old
+                if (
+                    core.unschedulable_count == 0
+                    or not isinstance(old, Node)
+                    or not isinstance(obj, Node)
+                    or node_scheduling_properties_changed(obj, old)
+                ):
+                    # With no unschedulable pod the move is cheap and still records a move
+                    # request for the pod in flight (v1.14 updateNodeInCache).
+                    core.move_all_to_active_queue(now)
+            case kind, "Added" | "Modified" if kind in _MOVE_ON_ADD_OR_MODIFY:
+                core.move_all_to_active_queue(now)
+            case "Service", "Deleted":
+                core.move_all_to_active_queue(now)
+            case "StorageClass", "Added":
+                if (
+                    isinstance(obj, StorageClass)
+                    and obj.volume_binding_mode == "WaitForFirstConsumer"
+                ):
+                    core.move_all_to_active_queue(now)
+            case _:
+                pass
+
+    def _apply_pod(self, change: Change, pod: Pod, now: float) -> None:
+        core = self.core
+        name = self.scheduler_name
+        match change.type:
+            case "Added":
+                if is_pending(pod, name):
+                    core.add(PodInfo(pod), now)
+                elif _is_assigned(pod):
+                    core.assigned_pod_added(PodInfo(pod), now)
+            case "Modified":
+                old = change.old if isinstance(change.old, Pod) else None
+                was_pending = old is not None and is_pending(old, name)
+                info = PodInfo(pod)
+                if is_pending(pod, name):
+                    if was_pending or info.key in core:
+                        core.update(PodInfo(old) if old is not None else None, info, now)
+                    else:
+                        core.add(info, now)
+                    return
+                if was_pending or info.key in core:
+                    core.delete(info)
+                if _is_assigned(pod):
+                    core.assigned_pod_added(info, now)
+                elif old is not None and _is_assigned(old):
+                    core.move_all_to_active_queue(now)
+            case "Deleted" | "Preempted":
+                info = PodInfo(pod)
+                core.delete(info)
+                if pod.spec.node_name:
+                    core.move_all_to_active_queue(now)
+            case "Bound":
+                info = PodInfo(pod)
+                core.delete(info)
+                core.assigned_pod_added(info, now)
+            case "Unschedulable":
+                pass
+            case _:
+                assert_never(change.type)
+
+    # ------------------------------------------------------------------ replies
+
+    def _answer_parked(self, now: float) -> None:
+        pop = self._parked
+        if pop is None:
+            return
+        if pop.reply.statistics().open_receive_channels == 0:
+            # The requester went away: popping for it would strand the pod in flight.
+            self._parked = None
+            return
+        core = self.core
+        if core.active_count:
+            queued = core.pop(now)
+            if queued is None:  # pragma: no cover - active_count says there is one
+                return
+            self._parked = None
+            answer = Popped(
+                pod=queued.pod,
+                cycle=queued.cycle,
+                attempts=queued.attempts,
+                arrived_at=queued.arrived_at,
+            )
+            try:
+                pop.reply.send_nowait(answer)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
+                core.cancel_pop(queued.pod.key)
+        elif pop.idle_ok and core.backoff_count == 0:
+            self._parked = None
+            reply(pop.reply, QueueIdle(unschedulable=core.unschedulable_count))

@@ -1,0 +1,337 @@
+"""The scheduler: one scheduling cycle after another, driving the other actors.
+
+Kubernetes counterpart: pkg/scheduler/scheduler.go@v1.14 ``scheduleOne``: pop the next pod,
+bring the snapshot up to date (``UpdateNodeInfoSnapshot``), filter and score it, assume it on
+the chosen node in the cache, and hand the bind to the binder without waiting for it; on
+failure record why (the pod's PodScheduled condition) and give the pod back to the queue.
+
+Each cycle costs four mailbox round trips (pop, snapshot, decide, assume); the decide trip goes
+filter pool -> scoring workers -> back here, so the two stages need no reply in between.
+
+Owns: the cycle's snapshot (refreshed from the cache's deltas, lent to the filter pool and the
+scoring workers for one decision at a time, under a lock shared with explain requests) and the
+attempt counters.
+Mailbox (control): :class:`~podium.actors.mail.BeginScheduling`,
+:class:`~podium.actors.mail.ExplainPod`, :class:`~podium.actors.mail.ReloadPlugins`,
+:class:`~podium.actors.mail.SchedulerStats`.
+Emits: Pop and Requeue (queue); SnapshotRequest and Assume (cache); FilterRequest (filter pool);
+SetFilters/SetScorers (filter pool, scoring workers); BindRequest (binder);
+RecordUnschedulable (store); :class:`~podium.actors.mail.Attempted` (an observer, if any).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, assert_never
+
+import trio
+
+from podium.actors.core.cache_core import apply_delta
+from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.core.snapshot import Snapshot
+from podium.actors.explain import hints
+from podium.actors.mail import (
+    Assume,
+    AssumeReply,
+    Attempted,
+    BeginScheduling,
+    BindDone,
+    BinderMsg,
+    BindRequest,
+    CacheMsg,
+    Decision,
+    Explained,
+    ExplainPod,
+    FilterMsg,
+    FilterRequest,
+    Pop,
+    Popped,
+    QueueIdle,
+    QueueMsg,
+    Reloaded,
+    ReloadPlugins,
+    Requeue,
+    SchedulerMsg,
+    SchedulerStats,
+    SchedulerStatsReply,
+    ScoreMsg,
+    SetFilters,
+    SetScorers,
+    SnapshotDelta,
+    SnapshotRequest,
+)
+from podium.actors.sending import reply, send
+from podium.protocol.errors import PodiumError
+from podium.store.mail import RecordUnschedulable, StoreMsg
+
+__all__ = ["PluginSet", "Scheduler"]
+
+log = logging.getLogger("podium.scheduler")
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSet:
+    """A policy made ready to send: what the filter pool and the scoring workers will use."""
+
+    filters: SetFilters
+    scorers: SetScorers
+    predicates: list[str]
+    priorities: list[tuple[str, int]]
+    warnings: list[str]
+
+
+class Scheduler:
+    """The scheduling-cycle actor.
+
+    Args:
+        control: its mailbox.
+        queue, cache, filter_pool, scorers, binder, store: the mailboxes it sends to (its own
+            clones; closed when it stops).
+        reports: where each finished attempt is reported (None: nowhere).
+        load_plugins: reads the policy again for ReloadPlugins (raises PodiumError).
+        sync_binds: wait for each bind to commit before the next cycle (``podium simulate``,
+            whose outcome must not depend on task interleaving).
+        exit_when_idle: stop when no pod is active or backing off (``podium simulate``).
+        explain_attempts: keep every examined node's verdict in each attempt's report
+            (``podium simulate --explain``).
+    """
+
+    def __init__(
+        self,
+        control: trio.MemoryReceiveChannel[SchedulerMsg],
+        *,
+        queue: trio.MemorySendChannel[QueueMsg],
+        cache: trio.MemorySendChannel[CacheMsg],
+        filter_pool: trio.MemorySendChannel[FilterMsg],
+        scorers: trio.MemorySendChannel[ScoreMsg],
+        binder: trio.MemorySendChannel[BinderMsg],
+        store: trio.MemorySendChannel[StoreMsg],
+        reports: trio.MemorySendChannel[Attempted] | None = None,
+        load_plugins: Callable[[], PluginSet] | None = None,
+        sync_binds: bool = False,
+        exit_when_idle: bool = False,
+        explain_attempts: bool = False,
+    ) -> None:
+        self._control = control
+        self._queue = queue
+        self._cache = cache
+        self._filter_pool = filter_pool
+        self._scorers = scorers
+        self._binder = binder
+        self._store = store
+        self._reports = reports
+        self._load_plugins = load_plugins
+        self._sync_binds = sync_binds
+        self._exit_when_idle = exit_when_idle
+        self._explain_attempts = explain_attempts
+        self._snapshot: Snapshot | None = None
+        self._lock = trio.Lock()
+        self._begin = trio.Event()
+        self._scope = trio.CancelScope()
+        self._counts = {"scheduled": 0, "unschedulable": 0, "error": 0, "conflict": 0}
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with (
+            self._queue,
+            self._cache,
+            self._filter_pool,
+            self._scorers,
+            self._binder,
+            self._store,
+        ):
+            try:
+                with self._scope:
+                    await self._run(task_status)
+            finally:
+                if self._reports is not None:
+                    self._reports.close()
+
+    def stop(self) -> None:
+        """Stop taking pods (shutdown): the cycle in progress is abandoned; its pod stays
+        pending in the store and is scheduled again after a restart."""
+        self._scope.cancel("podium is shutting down")
+
+    async def _run(self, task_status: trio.TaskStatus[None]) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._serve_control, nursery.cancel_scope)
+            task_status.started()
+            await self._begin.wait()
+            while await self._schedule_one():
+                pass
+            nursery.cancel_scope.cancel("the queue is idle")
+
+    # ------------------------------------------------------------------ control
+
+    async def _serve_control(self, scope: trio.CancelScope) -> None:
+        async with self._control:
+            async for msg in self._control:
+                match msg:
+                    case BeginScheduling():
+                        self._begin.set()
+                    case ExplainPod():
+                        reply(msg.reply, await self._explain(msg))
+                    case ReloadPlugins():
+                        reply(msg.reply, await self._reload())
+                    case SchedulerStats():
+                        c = self._counts
+                        reply(
+                            msg.reply,
+                            SchedulerStatsReply(
+                                scheduled=c["scheduled"],
+                                unschedulable=c["unschedulable"],
+                                errors=c["error"],
+                                conflicts=c["conflict"],
+                            ),
+                        )
+                    case _:
+                        assert_never(msg)
+        if not self._begin.is_set():
+            # Told nothing before the control channel closed: there is nothing to schedule.
+            scope.cancel("the control channel closed before scheduling began")
+
+    async def _explain(self, msg: ExplainPod) -> Explained:
+        async with self._lock:
+            snapshot = await self._refresh()
+            decision = await self._decide(msg.pod, snapshot, dry=True, explain=msg.explain)
+            found = hints(msg.pod, decision.result, snapshot) if decision.node is None else []
+        return Explained(decision=decision, hints=found)
+
+    async def _reload(self) -> Reloaded:
+        if self._load_plugins is None:
+            return Reloaded(predicates=[], priorities=[], error="no policy loader is configured")
+        try:
+            plugins = self._load_plugins()
+        except PodiumError as exc:
+            return Reloaded(predicates=[], priorities=[], error=str(exc))
+        async with self._lock:
+            await send(self._filter_pool, plugins.filters)
+            await send(self._scorers, plugins.scorers)
+        log.info(
+            "policy reloaded: %d predicates, %d priorities",
+            len(plugins.predicates),
+            len(plugins.priorities),
+        )
+        return Reloaded(
+            predicates=plugins.predicates, priorities=plugins.priorities, warnings=plugins.warnings
+        )
+
+    # ------------------------------------------------------------------ the cycle
+
+    async def _refresh(self) -> Snapshot:
+        generation = self._snapshot.generation if self._snapshot is not None else 0
+        answer_to, answer = trio.open_memory_channel[SnapshotDelta](1)
+        await send(self._cache, SnapshotRequest(generation=generation, reply=answer_to))
+        self._snapshot = apply_delta(self._snapshot, await answer.receive())
+        return self._snapshot
+
+    async def _decide(
+        self, pod: PodInfo, snapshot: Snapshot, *, dry: bool, explain: bool
+    ) -> Decision:
+        answer_to, answer = trio.open_memory_channel[Decision](1)
+        await send(
+            self._filter_pool,
+            FilterRequest(pod=pod, snapshot=snapshot, dry=dry, explain=explain, reply=answer_to),
+        )
+        return await answer.receive()
+
+    async def _schedule_one(self) -> bool:
+        """One cycle; False when the queue is idle and the scheduler should stop."""
+        answer_to, answer = trio.open_memory_channel[Popped | QueueIdle](1)
+        await send(self._queue, Pop(reply=answer_to, idle_ok=self._exit_when_idle))
+        popped = await answer.receive()
+        if isinstance(popped, QueueIdle):
+            return False
+        started = trio.current_time()
+        pod = popped.pod
+        async with self._lock:
+            snapshot = await self._refresh()
+            decision = await self._decide(pod, snapshot, dry=False, explain=self._explain_attempts)
+        result = decision.result
+        if decision.node is None:
+            why: Literal["error", "unschedulable"] = "error" if result.error else "unschedulable"
+            if result.error:
+                log.warning("scheduling pod %s failed: %s", pod.key, result.message)
+            await send(self._queue, Requeue(pod=pod, cycle=popped.cycle, why=why))
+            await send(
+                self._store,
+                RecordUnschedulable(
+                    namespace=pod.namespace,
+                    name=pod.name,
+                    uid=pod.pod.metadata.uid,
+                    message=result.message or "",
+                ),
+            )
+            await self._report(popped, why, None, decision, started)
+            return True
+        assumed = await self._assume(decision)
+        if assumed.status != "assumed":
+            status: Literal["conflict", "error"] = (
+                "conflict" if assumed.status == "conflict" else "error"
+            )
+            if status == "error":
+                log.error(
+                    "assuming pod %s on %s failed: %s", pod.key, decision.node, assumed.message
+                )
+            await send(self._queue, Requeue(pod=pod, cycle=popped.cycle, why=status))
+            await self._report(popped, status, None, decision, started)
+            return True
+        done_to, done = trio.open_memory_channel[BindDone](1)
+        await send(
+            self._binder,
+            BindRequest(
+                pod=pod,
+                node=decision.node,
+                cycle=popped.cycle,
+                volumes=decision.volumes,
+                provisions=decision.provisions,
+                done=done_to if self._sync_binds else None,
+            ),
+        )
+        await self._report(popped, "scheduled", decision.node, decision, started)
+        if self._sync_binds:
+            await done.receive()
+        return True
+
+    async def _assume(self, decision: Decision) -> AssumeReply:
+        assert decision.node is not None
+        answer_to, answer = trio.open_memory_channel[AssumeReply](1)
+        await send(
+            self._cache,
+            Assume(
+                pod=decision.pod,
+                node=decision.node,
+                generation=decision.generation,
+                volumes=decision.volumes,
+                provisions=decision.provisions,
+                reply=answer_to,
+            ),
+        )
+        return await answer.receive()
+
+    async def _report(
+        self,
+        popped: Popped,
+        status: Literal["scheduled", "unschedulable", "error", "conflict"],
+        node: str | None,
+        decision: Decision,
+        started: float,
+    ) -> None:
+        self._counts[status] += 1
+        if self._reports is None:
+            return
+        await send(
+            self._reports,
+            Attempted(
+                pod=popped.pod,
+                status=status,
+                node=node,
+                result=decision.result,
+                attempts=popped.attempts,
+                cycle=popped.cycle,
+                started=started,
+                finished=trio.current_time(),
+                arrived_at=popped.arrived_at,
+            ),
+        )

@@ -1,0 +1,93 @@
+"""The scoring workers: map and reduce of the priorities over the feasible nodes, weighted sum,
+host selection, and the chosen node's volume decision.
+
+Kubernetes counterpart: pkg/scheduler/core/generic_scheduler.go@v1.14 ``PrioritizeNodes`` and
+``selectHost`` (with the later random tie-break, docs/differences.md), and the volume binder's
+``FindPodVolumes`` for the chosen node, whose bindings the scheduler assumes with the pod
+(``AssumePodVolumes``, seed 003).
+
+Owns: the ScoreStage (priorities with weights, the tie-break's random source).
+Mailbox: :class:`~podium.actors.mail.ScoreRequest`, :class:`~podium.actors.mail.SetScorers`.
+Emits: :class:`~podium.actors.mail.Decision` on the request's reply channel.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+import trio
+
+from podium.actors.core.generic_scheduler import ScheduleResult, ScoreStage
+from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.core.snapshot import Snapshot
+from podium.actors.framework import SKIP, PluginArgs, PredicateError
+from podium.actors.mail import Decision, ScoreMsg, ScoreRequest, SetScorers
+from podium.actors.plugins import names
+from podium.actors.plugins.volume_binding import VolumeBinding
+from podium.actors.sending import reply
+
+__all__ = ["ScoringWorkers", "volume_decision"]
+
+_VOLUMES = VolumeBinding(PluginArgs(name=names.CHECK_VOLUME_BINDING))
+
+
+def volume_decision(
+    pod: PodInfo, snapshot: Snapshot, node: str
+) -> tuple[dict[str, str], list[str]]:
+    """The claims of ``pod`` to bind on ``node``: claim key -> volume, and claims to provision.
+
+    Raises:
+        PredicateError: the volume binder cannot decide (the claims changed under the pod).
+    """
+    meta = _VOLUMES.pre_filter(pod, snapshot)
+    info = snapshot.get(node)
+    if meta is SKIP or info is None:
+        return {}, []
+    found = _VOLUMES.find_pod_volumes(pod, meta, info)
+    return dict(found.bindings), list(found.provisions)
+
+
+class ScoringWorkers:
+    """The scoring actor.
+
+    Args:
+        inbox: its mailbox.
+        stage: the priorities to start with.
+    """
+
+    def __init__(self, inbox: trio.MemoryReceiveChannel[ScoreMsg], stage: ScoreStage) -> None:
+        self._inbox = inbox
+        self._stage = stage
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with self._inbox:
+            task_status.started()
+            async for msg in self._inbox:
+                match msg:
+                    case ScoreRequest():
+                        reply(msg.reply, self._decide(msg))
+                    case SetScorers():
+                        self._stage = ScoreStage(msg.scorers, rng=self._stage.rng)
+                    case _:
+                        assert_never(msg)
+
+    def _decide(self, msg: ScoreRequest) -> Decision:
+        generation = msg.snapshot.generation
+        result = self._stage.run(
+            msg.pod, msg.snapshot, msg.result, msg.feasible, explain=msg.explain
+        )
+        if result.node is None or not msg.pod.pod.spec.volumes:
+            return Decision(pod=msg.pod, node=result.node, result=result, generation=generation)
+        try:
+            volumes, provisions = volume_decision(msg.pod, msg.snapshot, result.node)
+        except PredicateError as exc:
+            failed = ScheduleResult(message=str(exc), error=True)
+            return Decision(pod=msg.pod, node=None, result=failed, generation=generation)
+        return Decision(
+            pod=msg.pod,
+            node=result.node,
+            result=result,
+            generation=generation,
+            volumes=volumes,
+            provisions=provisions,
+        )

@@ -1,0 +1,121 @@
+"""``podium simulate``: the daemon's own actors, in process, on a cluster dump.
+
+The store is the in-memory one; there are no sockets. The whole dump is put in one write
+(atomic, with the store's admission rules), then the scheduler takes pods until the queue is
+idle: nothing active and nothing backing off. Two modes make the run repeatable: each bind is
+committed before the next cycle starts (so the queue sees every placement before it hands out
+the next pod, whatever order trio runs tasks in), and the clock is trio's MockClock with
+autojump, so backoff waits take no real time. Pods that fit nowhere stay in the unschedulable
+set; the run ends with them reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import trio
+import trio.testing
+
+from podium.actors.core.simulation import PodOutcome, SimulationError
+from podium.actors.mail import Attempted, BeginScheduling
+from podium.actors.scheduler import PluginSet
+from podium.actors.sending import send
+from podium.actors.supervisor import Runtime
+from podium.protocol.config import SchedulerConfig
+from podium.protocol.objects import KubeObject
+from podium.store.core import StoreCore
+from podium.store.mail import Published, StoreFailure, StoreMsg, WriteObjects, WriteResult
+from podium.store.memory import MemoryStore
+
+__all__ = ["simulate"]
+
+
+def _store(
+    inbox: trio.MemoryReceiveChannel[StoreMsg],
+    subscribers: Sequence[trio.MemorySendChannel[Published]],
+) -> MemoryStore:
+    return MemoryStore(inbox, subscribers, StoreCore())
+
+
+async def _simulate(
+    objects: Sequence[KubeObject],
+    config: SchedulerConfig,
+    plugins: PluginSet,
+    *,
+    seed: int | None,
+    explain: bool,
+    progress: Callable[[int], None] | None,
+) -> list[PodOutcome]:
+    reports_tx, reports_rx = trio.open_memory_channel[Attempted](math.inf)
+    runtime = Runtime(
+        config,
+        plugins,
+        _store,
+        reports=reports_tx,
+        sync_binds=True,
+        exit_when_idle=True,
+        explain_attempts=explain,
+        seed=seed,
+    )
+    outcomes: dict[str, PodOutcome] = {}
+    rejected: StoreFailure | None = None
+    async with trio.open_nursery() as nursery:
+        handles = await nursery.start(runtime.run)
+        try:
+            if objects:
+                answer_to, answer = trio.open_memory_channel[WriteResult | StoreFailure](1)
+                await send(handles.store, WriteObjects(puts=list(objects), reply=answer_to))
+                written = await answer.receive()
+                if isinstance(written, StoreFailure):
+                    rejected = written
+            if rejected is None:
+                await send(handles.scheduler, BeginScheduling())
+        finally:
+            # Closing our mailboxes lets the runtime end once the scheduler is idle.
+            await handles.aclose()
+        async with reports_rx:
+            async for report in reports_rx:
+                key = report.pod.key
+                previous = outcomes.pop(key, None)
+                node = report.node if report.status == "scheduled" else None
+                outcomes[key] = PodOutcome(
+                    report.pod,
+                    node,
+                    None if node is not None else report.result.message,
+                    report.attempts
+                    if previous is None
+                    else max(report.attempts, previous.attempts),
+                    report.result,
+                )
+                if progress is not None:
+                    progress(len(outcomes))
+    if rejected is not None:
+        lines = [rejected.message] + [
+            f"  objects[{e.index}] {e.kind} {e.namespace + '/' if e.namespace else ''}{e.name}: "
+            f"{e.path + ': ' if e.path else ''}{e.message}"
+            for e in rejected.errors
+        ]
+        raise SimulationError("\n".join(lines))
+    return list(outcomes.values())
+
+
+def simulate(
+    objects: Sequence[KubeObject],
+    config: SchedulerConfig,
+    plugins: PluginSet,
+    *,
+    seed: int | None = None,
+    explain: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> list[PodOutcome]:
+    """Schedule every pending pod of ``objects``; one outcome per pod, in the order of its last
+    attempt.
+
+    Raises:
+        SimulationError: the store rejected the dump (each bad object named).
+    """
+    return trio.run(
+        lambda: _simulate(objects, config, plugins, seed=seed, explain=explain, progress=progress),
+        clock=trio.testing.MockClock(autojump_threshold=0),
+    )

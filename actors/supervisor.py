@@ -1,0 +1,220 @@
+"""The supervisor: every actor started in one nursery, wired by bounded mailboxes.
+
+How a pod flows (docs/architecture.md has the picture)::
+
+    gateway ──WriteObjects──▶ store ──Recovered/Committed──▶ cache, queue, watch hub
+    scheduler: Pop ◀─ queue · SnapshotRequest ◀─ cache · FilterRequest ─▶ filter pool
+               ─▶ scoring workers ─▶ Decision · Assume ─▶ cache · BindRequest ─▶ binder
+    binder ──BindPods──▶ store ──Committed(Bound)──▶ cache (confirm), queue, watchers
+
+Shutdown is a cascade of closed mailboxes, so work in flight drains in order: the caller stops
+the scheduler and closes its handles; the filter pool, the scoring workers and the binder end
+when their senders have gone (the binder after its last batch commits); the store ends when
+nobody can write to it any more, and closes its published stream, which ends the cache and the
+queue. Any actor that raises cancels the whole nursery, and the error reaches the caller with
+its traceback (``podium serve`` then exits non-zero).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import trio
+
+from podium.actors.binder import Binder
+from podium.actors.cache import CacheActor
+from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.filter_pool import FilterPool
+from podium.actors.mail import (
+    Attempted,
+    BinderMsg,
+    CacheMsg,
+    FilterMsg,
+    QueueMsg,
+    SchedulerMsg,
+    ScoreMsg,
+    SetFilters,
+    SetScorers,
+)
+from podium.actors.policy import build_plugins, default_policy, load_resolved_policy
+from podium.actors.queue import QueueActor
+from podium.actors.scheduler import PluginSet, Scheduler
+from podium.actors.scorers import ScoringWorkers
+from podium.protocol.config import SchedulerConfig
+from podium.store.mail import Published, StoreMsg
+
+__all__ = ["MAILBOX", "Handles", "Runtime", "StoreFactory", "load_plugin_set"]
+
+MAILBOX = 1024
+"""Capacity of the hot-path mailboxes: large enough that ``send_nowait`` rarely meets a full
+one (STYLE.md), small enough to push back on a flood."""
+
+
+class StoreActor(Protocol):
+    """What the runtime needs of a store actor (the in-memory one, or SQLite's)."""
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None: ...
+
+
+StoreFactory = Callable[
+    [trio.MemoryReceiveChannel[StoreMsg], Sequence[trio.MemorySendChannel[Published]]],
+    StoreActor,
+]
+
+
+def load_plugin_set(config: SchedulerConfig, policy_file: str | None = None) -> PluginSet:
+    """Read the policy (``policy_file``, else the config's, else the default) into plugins.
+
+    Raises:
+        PolicyError: the policy file is unreadable or breaks a rule.
+    """
+    weight = config.hard_pod_affinity_symmetric_weight or 10
+    path = policy_file or config.policy_file
+    resolved = (
+        load_resolved_policy(path, hard_pod_affinity_symmetric_weight=weight)
+        if path
+        else default_policy(hard_pod_affinity_symmetric_weight=weight)
+    )
+    filters, scorers = build_plugins(resolved)
+    return PluginSet(
+        filters=SetFilters(
+            filters=filters,
+            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+            always_check_all_predicates=resolved.always_check_all_predicates,
+        ),
+        scorers=SetScorers(scorers=scorers),
+        predicates=list(resolved.predicate_names),
+        priorities=[(name, weight) for name, weight in resolved.priority_weights],
+        warnings=list(resolved.warnings),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Handles:
+    """The mailboxes the caller may send to; the caller closes them to let the runtime end."""
+
+    store: trio.MemorySendChannel[StoreMsg]
+    scheduler: trio.MemorySendChannel[SchedulerMsg]
+    queue: trio.MemorySendChannel[QueueMsg]
+    cache: trio.MemorySendChannel[CacheMsg]
+
+    async def aclose(self) -> None:
+        for channel in (self.store, self.scheduler, self.queue, self.cache):
+            await channel.aclose()
+
+
+class Runtime:
+    """The scheduling actors and the store, supervised together.
+
+    Args:
+        config: the scheduler configuration.
+        plugins: the policy to start with (see :func:`load_plugin_set`).
+        store_factory: builds the store actor from its inbox and its subscribers.
+        subscribers: more receivers of the store's published stream (the gateway's watch hub).
+        reports: where the scheduler reports each attempt.
+        reload_plugins: how the scheduler reads the policy again on ReloadPlugins.
+        sync_binds, exit_when_idle, explain_attempts: ``podium simulate``'s modes (see
+            Scheduler).
+        seed: the tie-break seed (None: the config's ``randomSeed``, else random).
+    """
+
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        plugins: PluginSet,
+        store_factory: StoreFactory,
+        *,
+        subscribers: Sequence[trio.MemorySendChannel[Published]] = (),
+        reports: trio.MemorySendChannel[Attempted] | None = None,
+        reload_plugins: Callable[[], PluginSet] | None = None,
+        sync_binds: bool = False,
+        exit_when_idle: bool = False,
+        explain_attempts: bool = False,
+        seed: int | None = None,
+    ) -> None:
+        self.config = config
+        self.plugins = plugins
+        self._store_factory = store_factory
+        self._subscribers = list(subscribers)
+        self._reports = reports
+        self._reload_plugins = reload_plugins
+        self._sync_binds = sync_binds
+        self._exit_when_idle = exit_when_idle
+        self._explain_attempts = explain_attempts
+        self._seed = seed if seed is not None else config.podium.random_seed
+        self._scheduler: Scheduler | None = None
+
+    def stop(self) -> None:
+        """Begin a clean shutdown: no new scheduling cycles; the rest drains as its
+        mailboxes close (the caller must close its :class:`Handles`)."""
+        if self._scheduler is not None:
+            self._scheduler.stop()
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[Handles] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        cfg = self.config
+        store_tx, store_rx = trio.open_memory_channel[StoreMsg](MAILBOX)
+        cache_tx, cache_rx = trio.open_memory_channel[CacheMsg](MAILBOX)
+        queue_tx, queue_rx = trio.open_memory_channel[QueueMsg](MAILBOX)
+        filter_tx, filter_rx = trio.open_memory_channel[FilterMsg](MAILBOX)
+        score_tx, score_rx = trio.open_memory_channel[ScoreMsg](MAILBOX)
+        binder_tx, binder_rx = trio.open_memory_channel[BinderMsg](MAILBOX)
+        control_tx, control_rx = trio.open_memory_channel[SchedulerMsg](math.inf)
+
+        store = self._store_factory(
+            store_rx, [cache_tx.clone(), queue_tx.clone(), *self._subscribers]
+        )
+        cache = CacheActor(cache_rx, assumed_pod_ttl_seconds=cfg.podium.assumed_pod_ttl_seconds)
+        queue = QueueActor(
+            queue_rx,
+            scheduler_name=cfg.scheduler_name,
+            pod_initial_backoff_seconds=cfg.pod_initial_backoff_seconds,
+            pod_max_backoff_seconds=cfg.pod_max_backoff_seconds,
+        )
+        filters = self.plugins.filters
+        scorers = ScoringWorkers(
+            score_rx, ScoreStage(self.plugins.scorers.scorers, rng=random.Random(self._seed))
+        )
+        pool = FilterPool(
+            filter_rx,
+            score_tx.clone(),
+            FilterStage(
+                filters.filters,
+                percentage_of_nodes_to_score=filters.percentage_of_nodes_to_score,
+                always_check_all_predicates=filters.always_check_all_predicates,
+            ),
+        )
+        binder = Binder(
+            binder_rx, store=store_tx.clone(), cache=cache_tx.clone(), queue=queue_tx.clone()
+        )
+        scheduler = Scheduler(
+            control_rx,
+            queue=queue_tx.clone(),
+            cache=cache_tx.clone(),
+            filter_pool=filter_tx.clone(),
+            scorers=score_tx.clone(),
+            binder=binder_tx.clone(),
+            store=store_tx.clone(),
+            reports=self._reports,
+            load_plugins=self._reload_plugins,
+            sync_binds=self._sync_binds,
+            exit_when_idle=self._exit_when_idle,
+            explain_attempts=self._explain_attempts,
+        )
+        self._scheduler = scheduler
+        # Only clones are held by actors; the originals not handed to the caller close now.
+        for channel in (filter_tx, score_tx, binder_tx):
+            channel.close()
+        async with trio.open_nursery() as nursery:
+            for actor in (cache, queue, scorers, pool, binder, scheduler, store):
+                await nursery.start(actor.run)
+            task_status.started(
+                Handles(store=store_tx, scheduler=control_tx, queue=queue_tx, cache=cache_tx)
+            )

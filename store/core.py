@@ -1,0 +1,894 @@
+"""The store's state machine: every object, the event log and its revisions (sync, sans-IO).
+
+Kubernetes counterpart: the API server's registry over etcd (one revision per change, watch from
+a revision, ``410 Gone`` for a compacted one: staging/src/k8s.io/apiserver/pkg/storage/etcd3/
+store.go@v1.14), the pod ``binding`` subresource (pkg/registry/core/pod/storage/storage.go@v1.14
+``assignPod``: the pod must exist, match the binding's uid and not be bound yet), the Priority
+admission plugin (plugin/pkg/admission/priority/admission.go@v1.14, with the later
+preemptionPolicy rules) and the volume binder's API updates (pkg/controller/volume/
+persistentvolume/scheduler_binder.go@v1.14 ``bindAPIUpdate``).
+
+Owns: every object by kind and ``(namespace, name)``; the append-only log of
+:class:`~podium.store.mail.Change` (at most ``retention`` kept); the revision; the last
+Unschedulable message recorded per pending pod.
+
+Rules (BRIEF.md, "Objects as a store" and "Durability"):
+
+- A put creates or replaces by kind/namespace/name. Namespaced kinds get namespace
+  ``default`` when it is empty, cluster-scoped kinds namespace ``""``. A create assigns uid and
+  creationTimestamp; a replace keeps them. Every change gets its own revision (previous + 1),
+  and the changed object's resourceVersion is that revision. A put equal to the stored object
+  once the store's own fields are carried over is ``unchanged``: no revision, no change.
+- The store's own fields, carried over on a replace that leaves them unset, so that applying
+  the same file twice changes nothing: uid, resourceVersion and creationTimestamp (always);
+  a pod's ``spec.nodeName``, ``spec.priority``/``spec.preemptionPolicy`` (when its
+  priorityClassName is unchanged) and its status (when the put has none); a claim's
+  ``spec.volumeName``, status and binding annotations; a volume's ``spec.claimRef`` and status.
+- Node ``status.allocatable`` defaults to ``status.capacity``.
+- A bound pod's spec is immutable; its status, labels and annotations may change. A pod put
+  with ``spec.nodeName`` is stored bound as given.
+- Priority admission on pod create (and on a replace that changes the priority fields): the
+  priorityClassName must name a PriorityClass stored or put in the same request; the priority
+  comes from it, or from the lowest-valued globalDefault class when the name is empty, or is 0
+  when there is none; a pod that gives another priority (or preemptionPolicy) is refused with
+  Kubernetes' message. A second globalDefault PriorityClass is refused as Kubernetes does.
+- One write is atomic: every object is checked first and one :class:`ObjectError` is collected
+  per bad object; any error and nothing is written. Deleting a missing object fails the request
+  with ``not_found``. Deleting a node leaves its pods.
+- Each binding of a bind batch stands alone: a refused one changes nothing of its own (its
+  volumes included) and the others still commit.
+
+Object flow of one pod (revisions are those of the changes)::
+
+    put ──▶ Added (pending) ──record_unschedulable──▶ Unschedulable (new message only)
+                 │                                            │
+                 └────────────── bind ──▶ Bound ◀─────────────┘
+    put with spec.nodeName ──▶ Added (bound as given)
+    any state ── delete ──▶ Deleted (the Unschedulable memory is forgotten)
+
+The actor (store/memory.py, and issue 4's SQLite store) only receives, calls this core, commits,
+publishes and replies.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, TypeVar
+
+import msgspec
+
+from podium.protocol.errors import ErrorCode, PodiumError
+from podium.protocol.labels import label_selector_matches
+from podium.protocol.objects import (
+    KINDS,
+    NAMESPACED_KINDS,
+    KubeObject,
+    LabelSelector,
+    Node,
+    ObjectMeta,
+    ObjectReference,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodCondition,
+    PodStatus,
+    PriorityClass,
+)
+from podium.protocol.wire import EventType, ObjectError, ObjectRef, ObjectStatus
+from podium.store.mail import BindFailure, Binding, Change, StoreFailure, StoreStats
+
+__all__ = [
+    "ANNOTATION_BIND_COMPLETED",
+    "ANNOTATION_SELECTED_NODE",
+    "KIND_ORDER",
+    "SYSTEM_PRIORITY_CLASSES",
+    "StoreCore",
+    "StoreRejected",
+]
+
+ANNOTATION_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+"""Set ``"yes"`` on a claim once the store bound it (pv_controller.go@v1.14 annBindCompleted)."""
+ANNOTATION_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+"""The node a WaitForFirstConsumer claim is to be provisioned for (annSelectedNode)."""
+
+KIND_ORDER: tuple[str, ...] = (
+    "Node",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "Service",
+    "ReplicationController",
+    "ReplicaSet",
+    "StatefulSet",
+    "PriorityClass",
+    "Pod",
+)
+"""The order of :meth:`StoreCore.all_objects`: nodes first, pods last (Recovered)."""
+
+Key = tuple[str, str]
+"""``(namespace, name)``; namespace ``""`` for cluster-scoped kinds."""
+
+_T = TypeVar("_T", bound=KubeObject)
+_Slot = tuple[str, str, str]  # (kind, namespace, name)
+
+_TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
+_POD_SCHEDULED = "PodScheduled"
+_DEFAULT_PRIORITY = 0
+"""scheduling.DefaultPriorityWhenNoDefaultClassExists."""
+
+assert set(KIND_ORDER) == set(KINDS), "KIND_ORDER must list every kind of protocol.objects"
+
+
+class StoreRejected(PodiumError):
+    """A request the store refused, whole: nothing of it was written.
+
+    Args:
+        code: the ErrorReply code (invalid, not_found, gone).
+        message: one line naming the object(s) and the rule.
+        errors: one entry per rejected object of a write.
+        revision: for ``gone``, the oldest revision still kept.
+    """
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        errors: Sequence[ObjectError] = (),
+        revision: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.errors = list(errors)
+        self.revision = revision
+
+    def failure(self) -> StoreFailure:
+        """The :class:`~podium.store.mail.StoreFailure` reply carrying this rejection."""
+        return StoreFailure(
+            code=self.code, message=self.message, errors=self.errors, revision=self.revision
+        )
+
+
+class _Refused(Exception):
+    """One object (or binding) breaks a rule; internal, collected into StoreRejected."""
+
+    def __init__(self, code: ErrorCode, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.path = path
+
+
+def _utc(seconds: float) -> str:
+    """RFC 3339 in UTC with second precision, as Kubernetes writes metav1.Time."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def _namespace(kind: str, namespace: str | None) -> str:
+    if kind in NAMESPACED_KINDS:
+        return namespace or "default"
+    return ""
+
+
+def _ref(kind: str, namespace: str, name: str) -> str:
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def _with_meta(obj: _T, **fields: object) -> _T:
+    meta: ObjectMeta = msgspec.structs.replace(obj.metadata, **fields)
+    return msgspec.structs.replace(obj, metadata=meta)
+
+
+def _claim_key(claim: str, default_namespace: str) -> Key:
+    namespace, sep, name = claim.partition("/")
+    return (namespace, name) if sep else (default_namespace, claim)
+
+
+class _Transaction:
+    """The staged effect of one write or one binding over the committed objects.
+
+    Revisions are handed out in order from the committed revision; nothing touches the core
+    until :meth:`StoreCore._commit`, so an abandoned transaction leaves no trace.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
+        self.staged: dict[_Slot, KubeObject | None] = {}
+        self.changes: list[Change] = []
+
+    def get(self, kind: str, key: Key) -> KubeObject | None:
+        slot = (kind, *key)
+        if slot in self.staged:
+            return self.staged[slot]
+        return self._core._objects[kind].get(key)
+
+    def next_revision(self) -> int:
+        return self._core._revision + len(self.changes) + 1
+
+    def record(
+        self,
+        type_: EventType,
+        obj: KubeObject,
+        old: KubeObject | None,
+        *,
+        deleted: bool = False,
+        node: str = "",
+        message: str = "",
+    ) -> KubeObject:
+        """Stage ``obj`` (or its deletion) with the next revision; returns it as stored."""
+        revision = self.next_revision()
+        obj = _with_meta(obj, resource_version=str(revision))
+        kind = type(obj).__name__
+        meta = obj.metadata
+        self.staged[(kind, meta.namespace, meta.name)] = None if deleted else obj
+        self.changes.append(
+            Change(
+                revision=revision,
+                type=type_,
+                kind=kind,
+                namespace=meta.namespace,
+                name=meta.name,
+                object=obj,
+                old=old,
+                node=node,
+                message=message,
+            )
+        )
+        return obj
+
+
+class StoreCore:
+    """Every object in memory, the event log and the revision (see the module docstring).
+
+    Args:
+        retention: how many changes the log keeps (older ones answer ``gone``).
+        wall_clock: seconds since the epoch, for creationTimestamp and condition times.
+        new_uid: a fresh uid for each created object.
+    """
+
+    def __init__(
+        self,
+        *,
+        retention: int = 1_000_000,
+        wall_clock: Callable[[], float] = time.time,
+        new_uid: Callable[[], str] = _new_uid,
+    ) -> None:
+        if retention < 1:
+            raise ValueError(f"retention must be at least 1 change, not {retention}")
+        self._wall_clock = wall_clock
+        self._new_uid = new_uid
+        self._objects: dict[str, dict[Key, KubeObject]] = {kind: {} for kind in KIND_ORDER}
+        self._log: deque[Change] = deque(maxlen=retention)
+        self._revision = 0
+        # Pod key -> (uid, message) of the last Unschedulable change recorded for it.
+        self._unschedulable: dict[Key, tuple[str, str]] = {}
+
+    # ----------------------------------------------------------------------- state
+
+    @property
+    def revision(self) -> int:
+        """The revision of the last committed change (0 before any)."""
+        return self._revision
+
+    @property
+    def oldest_revision(self) -> int:
+        """The revision of the oldest change kept (the current revision when none is kept)."""
+        return self._log[0].revision if self._log else self._revision
+
+    def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
+        """The stored object, or None (``namespace`` as stored: ``""`` for cluster kinds)."""
+        return self._objects[kind].get((namespace, name))
+
+    def restore(
+        self, revision: int, objects: Iterable[KubeObject], changes: Iterable[Change]
+    ) -> None:
+        """Load a recovered state (issue 4's SQLite store) into an empty core.
+
+        Args:
+            revision: the last committed revision.
+            objects: every object, as stored (metadata already assigned).
+            changes: the retained tail of the log, in revision order.
+        """
+        if self._revision or any(self._objects.values()):
+            raise ValueError("restore needs an empty store core")
+        for obj in objects:
+            kind = type(obj).__name__
+            self._objects[kind][(obj.metadata.namespace, obj.metadata.name)] = obj
+            if isinstance(obj, Pod) and not obj.spec.node_name:
+                # The dedupe survives a restart: the pod's condition holds the last message.
+                for cond in obj.status.conditions:
+                    if cond.type == _POD_SCHEDULED and cond.reason == "Unschedulable":
+                        key = (obj.metadata.namespace, obj.metadata.name)
+                        self._unschedulable[key] = (obj.metadata.uid, cond.message)
+        self._log.extend(changes)
+        self._revision = revision
+
+    # ----------------------------------------------------------------------- writes
+
+    def write(
+        self, puts: Sequence[KubeObject], deletes: Sequence[ObjectRef] = ()
+    ) -> tuple[int, list[ObjectStatus], list[Change]]:
+        """Create-or-replace ``puts`` then delete ``deletes``, atomically.
+
+        Returns:
+            The revision after the write, one status per object (puts first, then deletes),
+            and the changes in revision order (a Deleted change's object is the last state,
+            with the deletion's resourceVersion; ``old`` is the object as it was stored).
+
+        Raises:
+            StoreRejected: ``invalid`` or ``not_found`` (when every error is a missing object),
+                with one :class:`ObjectError` per bad object; nothing was written.
+        """
+        tx = _Transaction(self)
+        classes = self._classes_for(puts)
+        statuses: list[ObjectStatus] = []
+        errors: list[tuple[ErrorCode, ObjectError]] = []
+        for index, obj in enumerate(puts):
+            kind = type(obj).__name__
+            namespace = _namespace(kind, obj.metadata.namespace)
+            try:
+                statuses.append(self._put(tx, obj, classes))
+            except _Refused as exc:
+                errors.append(
+                    (
+                        exc.code,
+                        ObjectError(
+                            index=index,
+                            kind=kind,
+                            namespace=namespace,
+                            name=obj.metadata.name,
+                            path=exc.path,
+                            message=exc.message,
+                        ),
+                    )
+                )
+        for offset, ref in enumerate(deletes):
+            try:
+                statuses.append(self._delete(tx, ref))
+            except _Refused as exc:
+                errors.append(
+                    (
+                        exc.code,
+                        ObjectError(
+                            index=len(puts) + offset,
+                            kind=ref.kind,
+                            namespace=_namespace(ref.kind, ref.namespace),
+                            name=ref.name,
+                            path=exc.path,
+                            message=exc.message,
+                        ),
+                    )
+                )
+        if errors:
+            raise _rejection(errors, len(puts) + len(deletes))
+        self._commit(tx)
+        return self._revision, statuses, tx.changes
+
+    def _classes_for(self, puts: Sequence[KubeObject]) -> dict[str, PriorityClass]:
+        """The PriorityClasses a pod of this request may name: stored, or put in the request
+        (anywhere in it: ``kubectl get pods,priorityclass`` lists the classes last)."""
+        classes = dict(SYSTEM_PRIORITY_CLASSES)
+        classes.update(
+            (pc.metadata.name, pc)
+            for pc in self._objects["PriorityClass"].values()
+            if isinstance(pc, PriorityClass)
+        )
+        for obj in puts:
+            if isinstance(obj, PriorityClass):
+                classes[obj.metadata.name] = obj
+        return classes
+
+    def _put(
+        self, tx: _Transaction, obj: KubeObject, classes: dict[str, PriorityClass]
+    ) -> ObjectStatus:
+        kind = type(obj).__name__
+        namespace = _namespace(kind, obj.metadata.namespace)
+        name = obj.metadata.name
+        obj = _with_meta(obj, namespace=namespace)
+        if isinstance(obj, Node) and not obj.status.allocatable:
+            status = msgspec.structs.replace(obj.status, allocatable=dict(obj.status.capacity))
+            obj = msgspec.structs.replace(obj, status=status)
+        if isinstance(obj, PriorityClass) and obj.global_default:
+            _check_single_default(obj, classes)
+        old = tx.get(kind, (namespace, name))
+        if old is None:
+            if isinstance(obj, Pod):
+                obj = _admit_pod(obj, classes)
+            obj = _with_meta(
+                obj,
+                uid=self._new_uid(),
+                resource_version="",
+                creation_timestamp=_utc(self._wall_clock()),
+            )
+            stored = tx.record("Added", obj, None)
+            action: Literal["created", "replaced", "unchanged"] = "created"
+        else:
+            obj = _with_meta(
+                obj,
+                uid=old.metadata.uid,
+                resource_version=old.metadata.resource_version,
+                creation_timestamp=old.metadata.creation_timestamp,
+            )
+            obj = _carry_over(obj, old, classes)
+            if obj == old:
+                stored, action = old, "unchanged"
+            else:
+                stored, action = tx.record("Modified", obj, old), "replaced"
+        return ObjectStatus(
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            uid=stored.metadata.uid,
+            resource_version=stored.metadata.resource_version,
+            action=action,
+        )
+
+    def _delete(self, tx: _Transaction, ref: ObjectRef) -> ObjectStatus:
+        if ref.kind not in KINDS:
+            raise _Refused("invalid", _unknown_kind(ref.kind), "$.kind")
+        namespace = _namespace(ref.kind, ref.namespace)
+        old = tx.get(ref.kind, (namespace, ref.name))
+        if old is None:
+            raise _Refused(
+                "not_found", f"{_ref(ref.kind, namespace, ref.name)} not found; cannot delete it"
+            )
+        stored = tx.record("Deleted", old, old, deleted=True)
+        return ObjectStatus(
+            kind=ref.kind,
+            namespace=namespace,
+            name=ref.name,
+            uid=old.metadata.uid,
+            resource_version=stored.metadata.resource_version,
+            action="deleted",
+        )
+
+    def _commit(self, tx: _Transaction) -> None:
+        """Make a transaction's staged objects and changes the committed state."""
+        for (kind, namespace, name), obj in tx.staged.items():
+            table = self._objects[kind]
+            if obj is None:
+                table.pop((namespace, name), None)
+            else:
+                table[(namespace, name)] = obj
+            if kind == "Pod" and (obj is None or (isinstance(obj, Pod) and obj.spec.node_name)):
+                # Deleted or bound: a later pod of that name starts with a clean slate.
+                self._unschedulable.pop((namespace, name), None)
+        # The log keeps each change without ``old``: the previous object is only needed by the
+        # views fed at commit time, and keeping it would double what a long log holds.
+        self._log.extend(
+            msgspec.structs.replace(c, old=None) if c.old is not None else c for c in tx.changes
+        )
+        if tx.changes:
+            self._revision = tx.changes[-1].revision
+
+    # ----------------------------------------------------------------------- bindings
+
+    def bind(self, bindings: Sequence[Binding]) -> tuple[int, list[Change], list[BindFailure]]:
+        """Bind each pod (with its volumes) to its node; each binding stands alone.
+
+        For a binding: the pod must exist with that uid, be unbound, not terminating and not
+        terminated, and the node must exist. Each claim of ``volumes`` must exist and be unbound
+        (or already bound to that volume), and its volume must exist and be free (or claimed by
+        that claim); each claim of ``provisions`` must exist and be unbound. Changes, in order:
+        each volume then its claim (Modified), each provisioned claim (Modified), then the pod
+        (Bound, with ``spec.nodeName`` and condition PodScheduled=True).
+
+        Returns:
+            The revision after the batch, the changes, and the refused bindings (``not_found``
+            or ``conflict``, naming the pod, the node and why).
+        """
+        changes: list[Change] = []
+        failed: list[BindFailure] = []
+        for binding in bindings:
+            tx = _Transaction(self)
+            try:
+                self._bind_one(tx, binding)
+            except _Refused as exc:
+                failed.append(BindFailure(binding=binding, code=exc.code, message=exc.message))
+                continue
+            self._commit(tx)
+            changes.extend(tx.changes)
+        return self._revision, changes, failed
+
+    def _bind_one(self, tx: _Transaction, b: Binding) -> None:
+        namespace = b.namespace or "default"
+        pod_ref = f"pod {namespace}/{b.name}"
+        why = f"cannot bind it to node {b.node}"
+        pod = tx.get("Pod", (namespace, b.name))
+        if not isinstance(pod, Pod):
+            raise _Refused("not_found", f"{pod_ref} not found; {why}")
+        if pod.metadata.uid != b.uid:
+            raise _Refused(
+                "conflict",
+                f"{pod_ref} has uid {pod.metadata.uid}, not {b.uid} (deleted and re-created); {why}",
+            )
+        if pod.spec.node_name:
+            raise _Refused(
+                "conflict", f"{pod_ref} is already bound to node {pod.spec.node_name}; {why}"
+            )
+        if pod.metadata.deletion_timestamp is not None:
+            raise _Refused("conflict", f"{pod_ref} is being deleted; {why}")
+        if pod.status.phase in _TERMINATED_PHASES:
+            raise _Refused(
+                "conflict", f"{pod_ref} has terminated (phase {pod.status.phase}); {why}"
+            )
+        if tx.get("Node", ("", b.node)) is None:
+            raise _Refused("not_found", f"node {b.node} not found; cannot bind {pod_ref} to it")
+        for claim, volume in b.volumes.items():
+            self._bind_volume(tx, _claim_key(claim, namespace), volume, pod_ref, b.node)
+        for claim in b.provisions:
+            self._select_node(tx, _claim_key(claim, namespace), pod_ref, b.node)
+        now = _utc(self._wall_clock())
+        status = _set_scheduled_condition(pod.status, "True", "", "", now)
+        spec = msgspec.structs.replace(pod.spec, node_name=b.node)
+        tx.record("Bound", msgspec.structs.replace(pod, spec=spec, status=status), pod, node=b.node)
+
+    @staticmethod
+    def _bind_volume(tx: _Transaction, key: Key, volume: str, pod_ref: str, node: str) -> None:
+        claim_ref = f"PersistentVolumeClaim {key[0]}/{key[1]}"
+        why = f"cannot bind {pod_ref} to node {node}"
+        pvc = tx.get("PersistentVolumeClaim", key)
+        if not isinstance(pvc, PersistentVolumeClaim):
+            raise _Refused("not_found", f"{claim_ref} not found; {why}")
+        if pvc.spec.volume_name and pvc.spec.volume_name != volume:
+            raise _Refused(
+                "conflict",
+                f"{claim_ref} is already bound to PersistentVolume {pvc.spec.volume_name}, "
+                f"not {volume}; {why}",
+            )
+        pv = tx.get("PersistentVolume", ("", volume))
+        if not isinstance(pv, PersistentVolume):
+            raise _Refused("not_found", f"PersistentVolume {volume} not found; {why}")
+        ref = pv.spec.claim_ref
+        if ref is not None and (
+            (ref.namespace, ref.name) != key or (ref.uid and ref.uid != pvc.metadata.uid)
+        ):
+            raise _Refused(
+                "conflict",
+                f"PersistentVolume {volume} is already claimed by {ref.namespace}/{ref.name}, "
+                f"not {key[0]}/{key[1]}; {why}",
+            )
+        new_ref = ObjectReference(
+            kind="PersistentVolumeClaim",
+            namespace=key[0],
+            name=key[1],
+            uid=pvc.metadata.uid,
+        )
+        pv_spec = msgspec.structs.replace(pv.spec, claim_ref=new_ref)
+        pv_status = msgspec.structs.replace(pv.status, phase="Bound")
+        new_pv = msgspec.structs.replace(pv, spec=pv_spec, status=pv_status)
+        if new_pv != pv:
+            tx.record("Modified", new_pv, pv)
+        annotations = {**pvc.metadata.annotations, ANNOTATION_BIND_COMPLETED: "yes"}
+        new_pvc = msgspec.structs.replace(
+            _with_meta(pvc, annotations=annotations),
+            spec=msgspec.structs.replace(pvc.spec, volume_name=volume),
+            status=msgspec.structs.replace(pvc.status, phase="Bound"),
+        )
+        if new_pvc != pvc:
+            tx.record("Modified", new_pvc, pvc)
+
+    @staticmethod
+    def _select_node(tx: _Transaction, key: Key, pod_ref: str, node: str) -> None:
+        claim_ref = f"PersistentVolumeClaim {key[0]}/{key[1]}"
+        why = f"cannot provision it for {pod_ref} on node {node}"
+        pvc = tx.get("PersistentVolumeClaim", key)
+        if not isinstance(pvc, PersistentVolumeClaim):
+            raise _Refused("not_found", f"{claim_ref} not found; {why}")
+        if pvc.spec.volume_name:
+            raise _Refused(
+                "conflict",
+                f"{claim_ref} is already bound to PersistentVolume {pvc.spec.volume_name}; {why}",
+            )
+        if pvc.metadata.annotations.get(ANNOTATION_SELECTED_NODE) == node:
+            return
+        annotations = {**pvc.metadata.annotations, ANNOTATION_SELECTED_NODE: node}
+        tx.record("Modified", _with_meta(pvc, annotations=annotations), pvc)
+
+    # ----------------------------------------------------------------------- unschedulable
+
+    def record_unschedulable(
+        self, namespace: str, name: str, uid: str, message: str
+    ) -> Change | None:
+        """Record a failed attempt's FitError ``message`` on a pending pod.
+
+        Only when the pod with ``uid`` exists, is unbound, and ``message`` differs from the last
+        one recorded for it: the pod's PodScheduled condition becomes False, reason
+        Unschedulable, with the message, and an Unschedulable change is committed.
+
+        Returns:
+            The change, or None when nothing was written.
+        """
+        key = (namespace or "default", name)
+        pod = self._objects["Pod"].get(key)
+        if not isinstance(pod, Pod) or pod.metadata.uid != uid or pod.spec.node_name:
+            return None
+        if self._unschedulable.get(key) == (uid, message):
+            return None
+        now = _utc(self._wall_clock())
+        status = _set_scheduled_condition(pod.status, "False", "Unschedulable", message, now)
+        tx = _Transaction(self)
+        tx.record(
+            "Unschedulable", msgspec.structs.replace(pod, status=status), pod, message=message
+        )
+        self._commit(tx)
+        self._unschedulable[key] = (uid, message)
+        return tx.changes[0]
+
+    # ----------------------------------------------------------------------- reads
+
+    def read(
+        self,
+        kind: str,
+        name: str = "",
+        namespace: str | None = None,
+        selector: LabelSelector | None = None,
+    ) -> tuple[int, list[KubeObject]]:
+        """Read one object (``name``) or list a kind, sorted by (namespace, name).
+
+        ``namespace`` None lists every namespace, and a read by name then looks in
+        ``default``; namespaces are ignored for cluster-scoped kinds. ``selector`` (None: every
+        object) filters by labels, also a read by name (which then may return no item).
+
+        Raises:
+            StoreRejected: ``invalid`` for an unknown kind, ``not_found`` for a missing name.
+        """
+        if kind not in KINDS:
+            raise StoreRejected("invalid", _unknown_kind(kind))
+        table = self._objects[kind]
+        if name:
+            ns = _namespace(kind, namespace)
+            obj = table.get((ns, name))
+            if obj is None:
+                raise StoreRejected("not_found", f"{_ref(kind, ns, name)} not found")
+            found = [((ns, name), obj)]
+        elif kind in NAMESPACED_KINDS and namespace is not None:
+            ns = namespace or "default"
+            found = [(key, obj) for key, obj in table.items() if key[0] == ns]
+        else:
+            found = list(table.items())
+        if selector is not None:
+            found = [
+                (key, obj)
+                for key, obj in found
+                if label_selector_matches(selector, obj.metadata.labels)
+            ]
+        found.sort(key=lambda item: item[0])
+        return self._revision, [obj for _, obj in found]
+
+    def events_after(self, after: int) -> tuple[int, list[Change]]:
+        """The kept changes with revision > ``after``, and the current revision.
+
+        Changes read back from the log carry no ``old`` (only the published ones do).
+
+        Raises:
+            StoreRejected: ``gone`` (with the oldest revision kept) when a change after
+                ``after`` was dropped from the log; ``invalid`` when ``after`` is negative or
+                beyond the current revision.
+        """
+        if after < 0 or after > self._revision:
+            raise StoreRejected(
+                "invalid",
+                f"revision {after} is not a store revision; the current revision is "
+                f"{self._revision}",
+            )
+        if after < self.oldest_revision - (1 if self._log else 0):
+            raise StoreRejected(
+                "gone",
+                f"revision {after} is no longer kept; the oldest revision kept is "
+                f"{self.oldest_revision}: list again, then watch from the list's revision",
+                revision=self.oldest_revision,
+            )
+        out: list[Change] = []
+        # Walk back from the newest: a watcher resumes near the end of a long log.
+        for change in reversed(self._log):
+            if change.revision <= after:
+                break
+            out.append(change)
+        out.reverse()
+        return self._revision, out
+
+    def all_objects(self) -> list[KubeObject]:
+        """Every object: nodes first, then PVs, PVCs, StorageClasses, Services, RCs, RSs,
+        StatefulSets, PriorityClasses, pods last; each kind sorted by (namespace, name)."""
+        out: list[KubeObject] = []
+        for kind in KIND_ORDER:
+            table = self._objects[kind]
+            out.extend(table[key] for key in sorted(table))
+        return out
+
+    def stats(self) -> StoreStats:
+        """Counts by kind, bound pods, and the revision range the log holds."""
+        pods = self._objects["Pod"].values()
+        return StoreStats(
+            revision=self._revision,
+            oldest_revision=self.oldest_revision,
+            objects={kind: len(self._objects[kind]) for kind in KIND_ORDER},
+            bound_pods=sum(1 for p in pods if isinstance(p, Pod) and p.spec.node_name),
+        )
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def _unknown_kind(kind: str) -> str:
+    return f"unknown kind {kind!r}; expected one of {', '.join(sorted(KINDS))}"
+
+
+def _rejection(errors: list[tuple[ErrorCode, ObjectError]], total: int) -> StoreRejected:
+    code: ErrorCode = "not_found" if all(c == "not_found" for c, _ in errors) else "invalid"
+    items = [e for _, e in errors]
+    if len(items) == 1:
+        message = f"{items[0].message}; nothing was written"
+    else:
+        message = (
+            f"{len(items)} of {total} objects rejected, nothing was written; "
+            f"first: {items[0].message}"
+        )
+    return StoreRejected(code, message, errors=items)
+
+
+SYSTEM_PRIORITY_CLASSES: dict[str, PriorityClass] = {
+    pc.metadata.name: pc
+    for pc in (
+        PriorityClass(metadata=ObjectMeta(name="system-node-critical"), value=2000001000),
+        PriorityClass(metadata=ObjectMeta(name="system-cluster-critical"), value=2000000000),
+    )
+}
+"""The classes every Kubernetes API server has (pkg/apis/scheduling SystemPriorityClasses), so
+a dump of a real cluster loads without them; a stored class of the same name takes precedence."""
+
+
+def _check_single_default(pc: PriorityClass, classes: dict[str, PriorityClass]) -> None:
+    """admission.go ``validatePriorityClass``: only one globalDefault class may exist."""
+    for other in sorted(classes):
+        if other != pc.metadata.name and classes[other].global_default:
+            raise _Refused(
+                "invalid",
+                f"PriorityClass {other} is already marked as default. Only one default can exist",
+                "$.globalDefault",
+            )
+
+
+def _default_class(classes: dict[str, PriorityClass]) -> PriorityClass | None:
+    """admission.go ``getDefaultPriorityClass``: with several (a race), the lowest value."""
+    defaults = [pc for pc in classes.values() if pc.global_default]
+    return min(defaults, key=lambda pc: (pc.value, pc.metadata.name), default=None)
+
+
+def _admit_pod(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
+    """The Priority admission plugin's ``admitPod`` for a create.
+
+    The priority (and preemptionPolicy) comes from the named class, else from the default
+    class; with neither the priority is 0 and the preemptionPolicy is left as given.
+    """
+    ref = f"pod {pod.metadata.namespace}/{pod.metadata.name}"
+    name = pod.spec.priority_class_name
+    if name:
+        pc = classes.get(name)
+        if pc is None:
+            raise _Refused(
+                "invalid",
+                f"{ref}: no PriorityClass with name {name} was found",
+                "$.spec.priorityClassName",
+            )
+    else:
+        pc = _default_class(classes)
+    priority = pc.value if pc is not None else _DEFAULT_PRIORITY
+    if pod.spec.priority is not None and pod.spec.priority != priority:
+        raise _Refused(
+            "invalid",
+            f"{ref}: the integer value of priority ({pod.spec.priority}) must not be provided in "
+            f"pod spec; priority admission controller computed {priority} from the given "
+            "PriorityClass name",
+            "$.spec.priority",
+        )
+    policy = pod.spec.preemption_policy
+    if pc is not None:
+        if policy is not None and policy != pc.preemption_policy:
+            raise _Refused(
+                "invalid",
+                f"{ref}: the string value of PreemptionPolicy ({policy}) must not be provided in "
+                f"pod spec; priority admission controller computed {pc.preemption_policy} from "
+                "the given PriorityClass name",
+                "$.spec.preemptionPolicy",
+            )
+        policy = pc.preemption_policy
+    spec = msgspec.structs.replace(pod.spec, priority=priority, preemption_policy=policy)
+    return msgspec.structs.replace(pod, spec=spec)
+
+
+def _carry_over(obj: KubeObject, old: KubeObject, classes: dict[str, PriorityClass]) -> KubeObject:
+    """Keep the store's own fields a replace leaves unset, and check a pod's rules."""
+    if isinstance(obj, Pod) and isinstance(old, Pod):
+        return _replace_pod(obj, old, classes)
+    if isinstance(obj, PersistentVolumeClaim) and isinstance(old, PersistentVolumeClaim):
+        spec = obj.spec
+        if not spec.volume_name and old.spec.volume_name:
+            spec = msgspec.structs.replace(spec, volume_name=old.spec.volume_name)
+        annotations = dict(obj.metadata.annotations)
+        for key in (ANNOTATION_BIND_COMPLETED, ANNOTATION_SELECTED_NODE):
+            if key not in annotations and key in old.metadata.annotations:
+                annotations[key] = old.metadata.annotations[key]
+        status = obj.status if obj.status.phase else old.status
+        return msgspec.structs.replace(
+            _with_meta(obj, annotations=annotations), spec=spec, status=status
+        )
+    if isinstance(obj, PersistentVolume) and isinstance(old, PersistentVolume):
+        pv_spec = obj.spec
+        if pv_spec.claim_ref is None and old.spec.claim_ref is not None:
+            pv_spec = msgspec.structs.replace(pv_spec, claim_ref=old.spec.claim_ref)
+        pv_status = obj.status if obj.status.phase else old.status
+        return msgspec.structs.replace(obj, spec=pv_spec, status=pv_status)
+    return obj
+
+
+def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
+    spec = pod.spec
+    if not spec.node_name and old.spec.node_name:
+        # A put never unbinds: the file a pod came from does not name the node Podium chose.
+        spec = msgspec.structs.replace(spec, node_name=old.spec.node_name)
+    if spec.priority_class_name == old.spec.priority_class_name:
+        # admission.go on Update: the priority set at create is preserved.
+        if spec.priority is None:
+            spec = msgspec.structs.replace(spec, priority=old.spec.priority)
+        if spec.preemption_policy is None:
+            spec = msgspec.structs.replace(spec, preemption_policy=old.spec.preemption_policy)
+    status = old.status if pod.status == PodStatus() else pod.status
+    pod = msgspec.structs.replace(pod, spec=spec, status=status)
+    if old.spec.node_name:
+        if spec != old.spec:
+            raise _Refused(
+                "invalid",
+                f"pod {old.metadata.namespace}/{old.metadata.name} is bound to node "
+                f"{old.spec.node_name}; its spec is immutable (only its status, labels and "
+                "annotations may change)",
+                "$.spec",
+            )
+        return pod
+    unchanged_priority = (
+        spec.priority_class_name == old.spec.priority_class_name
+        and spec.priority == old.spec.priority
+        and spec.preemption_policy == old.spec.preemption_policy
+    )
+    # A pending pod may change its spec; new priority fields are admitted as on create (and a
+    # pod whose class was deleted since keeps its priority, as in Kubernetes).
+    return pod if unchanged_priority else _admit_pod(pod, classes)
+
+
+def _set_scheduled_condition(
+    status: PodStatus, value: str, reason: str, message: str, now: str
+) -> PodStatus:
+    """Set the PodScheduled condition in place of an older one (podutil.UpdatePodCondition:
+    lastTransitionTime moves only when the status flips)."""
+    conditions = list(status.conditions)
+    for i, cond in enumerate(conditions):
+        if cond.type == _POD_SCHEDULED:
+            since = cond.last_transition_time if cond.status == value else now
+            conditions[i] = PodCondition(
+                type=_POD_SCHEDULED,
+                status=value,
+                reason=reason,
+                message=message,
+                last_transition_time=since or now,
+            )
+            break
+    else:
+        conditions.append(
+            PodCondition(
+                type=_POD_SCHEDULED,
+                status=value,
+                reason=reason,
+                message=message,
+                last_transition_time=now,
+            )
+        )
+    return msgspec.structs.replace(status, conditions=conditions)

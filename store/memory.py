@@ -1,0 +1,203 @@
+"""The in-memory store actor: the one source of truth, group-committing what its mailbox holds.
+
+Kubernetes counterpart: the API server with etcd behind it (a write is acknowledged once it is
+committed; watchers see the committed changes in revision order). Issue 4 puts SQLite behind the
+same :class:`~podium.store.core.StoreCore` and the same loop: only :meth:`MemoryStore._commit`
+changes, from "nothing to do" to one durable transaction.
+
+Each round: receive one message, drain every message already waiting (group commit), then
+
+    apply the batch to the core, in order ──▶ commit ──▶ publish one Committed ──▶ reply
+
+so no reply and no published change ever precedes the commit of what it reports. A rejected
+write affects only itself; reads are answered in batch order (reflecting the writes before
+them) and released with the other replies.
+
+Owns: the :class:`~podium.store.core.StoreCore`.
+Mailbox: :data:`~podium.store.mail.StoreMsg` (WriteObjects, BindPods, RecordUnschedulable,
+ReadObjects, ReadEvents, ReadStats).
+Emits: :class:`~podium.store.mail.Recovered` once, then one
+:class:`~podium.store.mail.Committed` per batch with changes, to every subscriber; replies on
+each request's one-shot channel.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TypeAlias, TypeVar, assert_never
+
+import trio
+
+from podium.store.core import StoreCore, StoreRejected
+from podium.store.mail import (
+    BindPods,
+    BindResult,
+    Change,
+    Committed,
+    EventsResult,
+    ReadEvents,
+    ReadObjects,
+    ReadResult,
+    ReadStats,
+    RecordUnschedulable,
+    Recovered,
+    StoreMsg,
+    WriteObjects,
+    WriteResult,
+)
+
+__all__ = ["MemoryStore"]
+
+log = logging.getLogger("podium.store")
+
+_T = TypeVar("_T")
+Subscriber: TypeAlias = "trio.MemorySendChannel[Recovered | Committed]"
+_Reply: TypeAlias = Callable[[], None]
+
+
+def _replier(channel: trio.MemorySendChannel[_T], answer: _T) -> _Reply:
+    """A deferred reply on a one-shot channel; a requester that went away is ignored."""
+
+    def send() -> None:
+        try:
+            channel.send_nowait(answer)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except trio.WouldBlock:
+            # Reply channels are opened with capacity 1 by contract; a full one means the
+            # requester broke it, and the store must not wait for anyone.
+            log.warning("reply channel full; reply dropped: %s", type(answer).__name__)
+
+    return send
+
+
+class MemoryStore:
+    """The store actor over an in-memory :class:`StoreCore`.
+
+    Args:
+        inbox: its mailbox; the store stops when every sender has closed it.
+        subscribers: who receives Recovered and every Committed (the node cache, the queue,
+            the watch hub); closed when the store stops.
+        core: the state to serve (a fresh, empty one by default).
+    """
+
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[StoreMsg],
+        subscribers: Sequence[Subscriber],
+        core: StoreCore | None = None,
+    ) -> None:
+        self._inbox = inbox
+        self._subscribers = list(subscribers)
+        self.core = core if core is not None else StoreCore()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Publish Recovered, signal readiness, then serve batches until the inbox closes.
+
+        Cancellation: a batch is applied, committed and published without a checkpoint between
+        the core and the subscribers except when a subscriber's mailbox is full; the
+        subscribers are closed on the way out either way.
+        """
+        try:
+            async with self._inbox:
+                await self._publish(
+                    Recovered(revision=self.core.revision, objects=self.core.all_objects())
+                )
+                task_status.started()
+                closed = False
+                while not closed:
+                    try:
+                        batch = [await self._inbox.receive()]
+                    except trio.EndOfChannel:
+                        return
+                    while True:
+                        try:
+                            batch.append(self._inbox.receive_nowait())
+                        except trio.WouldBlock:
+                            break
+                        except trio.EndOfChannel:
+                            closed = True
+                            break
+                    await self._serve(batch)
+        finally:
+            for subscriber in self._subscribers:
+                subscriber.close()
+
+    async def _serve(self, batch: list[StoreMsg]) -> None:
+        changes, replies = self._apply(batch)
+        await self._commit(changes)
+        if changes:
+            await self._publish(Committed(revision=changes[-1].revision, changes=changes))
+        for send_reply in replies:
+            send_reply()
+
+    def _apply(self, batch: list[StoreMsg]) -> tuple[list[Change], list[_Reply]]:
+        """Apply every message to the core in order; the replies wait for the commit."""
+        changes: list[Change] = []
+        replies: list[_Reply] = []
+        core = self.core
+        for msg in batch:
+            match msg:
+                case WriteObjects():
+                    try:
+                        revision, statuses, written = core.write(msg.puts, msg.deletes)
+                    except StoreRejected as exc:
+                        replies.append(_replier(msg.reply, exc.failure()))
+                    else:
+                        changes.extend(written)
+                        replies.append(
+                            _replier(msg.reply, WriteResult(revision=revision, objects=statuses))
+                        )
+                case BindPods():
+                    revision, bound, failed = core.bind(msg.bindings)
+                    changes.extend(bound)
+                    replies.append(
+                        _replier(msg.reply, BindResult(revision=revision, failed=failed))
+                    )
+                case RecordUnschedulable():
+                    change = core.record_unschedulable(
+                        msg.namespace, msg.name, msg.uid, msg.message
+                    )
+                    if change is not None:
+                        changes.append(change)
+                case ReadObjects():
+                    try:
+                        revision, items = core.read(msg.kind, msg.name, msg.namespace, msg.selector)
+                    except StoreRejected as exc:
+                        replies.append(_replier(msg.reply, exc.failure()))
+                    else:
+                        replies.append(
+                            _replier(msg.reply, ReadResult(revision=revision, items=items))
+                        )
+                case ReadEvents():
+                    try:
+                        revision, events = core.events_after(msg.after)
+                    except StoreRejected as exc:
+                        replies.append(_replier(msg.reply, exc.failure()))
+                    else:
+                        replies.append(
+                            _replier(msg.reply, EventsResult(revision=revision, changes=events))
+                        )
+                case ReadStats():
+                    replies.append(_replier(msg.reply, core.stats()))
+                case _:
+                    assert_never(msg)
+        return changes, replies
+
+    async def _commit(self, changes: list[Change]) -> None:
+        """Make the batch durable. In memory a commit is immediate; issue 4's SQLite store
+        writes ``changes`` (and the objects they carry) in one transaction here."""
+
+    async def _publish(self, msg: Recovered | Committed) -> None:
+        """Hand ``msg`` to every subscriber, awaiting only a full mailbox; a subscriber that
+        went away is dropped (it is shutting down)."""
+        for subscriber in list(self._subscribers):
+            try:
+                try:
+                    subscriber.send_nowait(msg)
+                except trio.WouldBlock:
+                    await subscriber.send(msg)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                log.warning("a store subscriber went away; it gets no more changes")
+                self._subscribers.remove(subscriber)

@@ -1,0 +1,687 @@
+"""The scheduling-queue actor under the autojump clock: exact wake-up times, Pop parking,
+idle_ok, and the mapping of store changes to queue operations (factory.go@v1.14 handlers)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pytest
+import trio
+import trio.testing
+from builders import decode, make_node, make_pod
+
+from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.mail import (
+    Lookup,
+    LookupReply,
+    Pop,
+    Popped,
+    QueueIdle,
+    QueueMsg,
+    QueueStats,
+    QueueStatsReply,
+    Requeue,
+)
+from podium.actors.queue import QueueActor, is_pending, node_scheduling_properties_changed
+from podium.protocol import objects as o
+from podium.protocol.wire import EventType
+from podium.store.mail import Change, Committed, Recovered
+
+_revisions = itertools.count(1)
+
+
+def change(
+    type_: EventType, obj: o.KubeObject, old: o.KubeObject | None = None, node: str = ""
+) -> Change:
+    return Change(
+        revision=next(_revisions),
+        type=type_,
+        kind=type(obj).__name__,
+        namespace=obj.metadata.namespace,
+        name=obj.metadata.name,
+        object=obj,
+        old=old,
+        node=node,
+    )
+
+
+def committed(*changes: Change) -> Committed:
+    return Committed(revision=changes[-1].revision, changes=list(changes))
+
+
+def pending(name: str, priority: int = 0) -> o.Pod:
+    return make_pod(name).uid(f"uid-{name}").priority(priority).obj()
+
+
+@dataclass
+class Harness:
+    inbox: trio.MemorySendChannel[QueueMsg]
+    actor: QueueActor
+
+    def send(self, msg: QueueMsg) -> None:
+        self.inbox.send_nowait(msg)
+
+    def commit(self, *changes: Change) -> None:
+        self.send(committed(*changes))
+
+    async def pop(self, *, idle_ok: bool = False) -> Popped | QueueIdle:
+        reply_to, answer = trio.open_memory_channel[Popped | QueueIdle](1)
+        self.send(Pop(reply=reply_to, idle_ok=idle_ok))
+        return await answer.receive()
+
+    async def popped(self) -> Popped:
+        got = await self.pop()
+        assert isinstance(got, Popped)
+        return got
+
+    async def requeue(
+        self, got: Popped, why: Literal["unschedulable", "error", "conflict"]
+    ) -> None:
+        self.send(Requeue(pod=got.pod, cycle=got.cycle, why=why))
+        await trio.testing.wait_all_tasks_blocked()
+
+    async def lookup(self, key: str) -> LookupReply:
+        reply_to, answer = trio.open_memory_channel[LookupReply](1)
+        self.send(Lookup(key=key, reply=reply_to))
+        return await answer.receive()
+
+    async def stats(self) -> QueueStatsReply:
+        reply_to, answer = trio.open_memory_channel[QueueStatsReply](1)
+        self.send(QueueStats(reply=reply_to))
+        return await answer.receive()
+
+    async def settle(self) -> None:
+        await trio.testing.wait_all_tasks_blocked()
+
+
+@asynccontextmanager
+async def running(**kwargs: Any) -> AsyncIterator[Harness]:
+    tx, rx = trio.open_memory_channel[QueueMsg](1024)
+    actor = QueueActor(rx, **kwargs)
+    with trio.fail_after(1000):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run)
+            yield Harness(tx, actor)
+            tx.close()
+
+
+# --------------------------------------------------------------------------- wake-up times
+
+
+async def test_error_after_move_request_backs_off_exactly(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pending("p")))
+        first = await h.popped()
+        assert (trio.current_time(), first.cycle, first.attempts) == (0.0, 1, 1)
+        h.commit(change("Added", make_node("n1").obj()))  # a move request during the attempt
+        await h.requeue(first, "error")
+        assert (await h.lookup("default/p")).queue == "backoff"
+        second = await h.popped()
+        assert (trio.current_time(), second.cycle, second.attempts) == (1.0, 2, 2)
+        h.commit(change("Added", make_node("n2").obj()))
+        await h.requeue(second, "error")
+        third = await h.popped()
+        assert (trio.current_time(), third.attempts, third.arrived_at) == (3.0, 3, 0.0)
+
+
+async def test_unschedulable_pod_is_retried_at_the_first_flush_tick_after_5_minutes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pending("p")))
+        await h.requeue(await h.popped(), "unschedulable")
+        assert (await h.lookup("default/p")).queue == "unschedulable"
+        again = await h.popped()
+        assert trio.current_time() == 330.0
+        assert again.attempts == 2
+
+
+async def test_unschedulable_pod_moved_by_an_event_waits_for_its_backoff(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pending("p")))
+        await h.requeue(await h.popped(), "unschedulable")
+        await trio.sleep(0.25)
+        h.commit(change("Added", make_node("n").obj()))
+        await h.popped()
+        assert trio.current_time() == 1.0
+
+
+async def test_conflict_is_requeued_without_backoff(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pending("p")))
+        await trio.sleep(2)
+        await h.requeue(await h.popped(), "conflict")
+        again = await h.popped()
+        assert (trio.current_time(), again.attempts, again.arrived_at) == (2.0, 2, 0.0)
+
+
+async def test_configured_durations(autojump_clock: trio.testing.MockClock) -> None:
+    async with running(
+        pod_initial_backoff_seconds=2,
+        unschedulable_flush_interval_seconds=10,
+        unschedulable_max_wait_seconds=15,
+    ) as h:
+        h.commit(change("Added", pending("p")))
+        await h.requeue(await h.popped(), "unschedulable")
+        await h.popped()
+        assert trio.current_time() == 20.0
+
+
+# --------------------------------------------------------------------------- Pop
+
+
+async def test_pop_parks_until_a_pod_is_added(autojump_clock: trio.testing.MockClock) -> None:
+    async with running() as h, trio.open_nursery() as nursery:
+        got: list[Popped | QueueIdle] = []
+
+        async def wait_for_pop() -> None:
+            got.append(await h.pop())
+
+        nursery.start_soon(wait_for_pop)
+        await trio.sleep(5)
+        assert got == []
+        h.commit(change("Added", pending("p")))
+        await h.settle()
+        assert len(got) == 1 and isinstance(got[0], Popped)
+        assert got[0].pod.key == "default/p" and trio.current_time() == 5.0
+
+
+async def test_pop_answers_the_highest_priority_then_arrival(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pending("low", 0)), change("Added", pending("low2", 0)))
+        await trio.sleep(1)
+        h.commit(change("Added", pending("high", 10)))
+        names = [(await h.popped()).pod.name for _ in range(3)]
+        assert names == ["high", "low", "low2"]
+
+
+async def test_pop_whose_requester_left_does_not_lose_the_pod(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        reply_to, answer = trio.open_memory_channel[Popped | QueueIdle](1)
+        h.send(Pop(reply=reply_to))
+        await h.settle()
+        answer.close()
+        h.commit(change("Added", pending("p")))
+        await h.settle()
+        assert await h.lookup("default/p") == LookupReply(queue="active", attempts=0)
+        assert (await h.popped()).attempts == 1
+
+
+async def test_idle_ok_answers_queue_idle_when_nothing_is_active_or_backing_off(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        assert await h.pop(idle_ok=True) == QueueIdle(unschedulable=0)
+        h.commit(change("Added", pending("p")))
+        await h.requeue(await h.popped(), "unschedulable")
+        assert await h.pop(idle_ok=True) == QueueIdle(unschedulable=1)
+        assert trio.current_time() == 0.0
+
+
+async def test_idle_ok_waits_for_a_backing_off_pod(autojump_clock: trio.testing.MockClock) -> None:
+    async with running() as h:
+        h.commit(change("Added", pending("p")))
+        first = await h.popped()
+        h.commit(change("Added", make_node("n").obj()))
+        await h.requeue(first, "error")
+        got = await h.pop(idle_ok=True)
+        assert isinstance(got, Popped) and trio.current_time() == 1.0
+
+
+async def test_idle_ok_parked_then_the_backing_off_pod_is_deleted(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h, trio.open_nursery() as nursery:
+        h.commit(change("Added", pending("p")))
+        first = await h.popped()
+        h.commit(change("Added", make_node("n").obj()))
+        await h.requeue(first, "error")
+        got: list[Popped | QueueIdle] = []
+
+        async def wait_for_pop() -> None:
+            got.append(await h.pop(idle_ok=True))
+
+        nursery.start_soon(wait_for_pop)
+        await trio.sleep(0.5)
+        h.commit(change("Deleted", pending("p")))
+        await h.settle()
+        assert got == [QueueIdle(unschedulable=0)] and trio.current_time() == 0.5
+
+
+async def test_lookup_and_stats(autojump_clock: trio.testing.MockClock) -> None:
+    async with running() as h:
+        h.commit(*(change("Added", pending(n)) for n in ("b", "a", "c", "d")))
+        b = await h.popped()
+        h.commit(change("Added", make_node("n").obj()))  # a move request in b's cycle
+        a = await h.popped()
+        c = await h.popped()
+        await h.requeue(a, "unschedulable")
+        await h.requeue(b, "error")
+        assert await h.lookup("default/a") == LookupReply(queue="unschedulable", attempts=1)
+        assert await h.lookup("default/b") == LookupReply(queue="backoff", attempts=1)
+        assert await h.lookup("default/c") == LookupReply(queue="in_flight", attempts=1)
+        assert await h.lookup("default/d") == LookupReply(queue="active", attempts=0)
+        assert await h.lookup("default/zz") == LookupReply(queue=None, attempts=0)
+        assert await h.stats() == QueueStatsReply(active=1, backoff=1, unschedulable=1, in_flight=1)
+        assert c.cycle == 3
+
+
+# --------------------------------------------------------------------------- store changes
+
+
+async def test_recovered_adds_every_pending_pod_in_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    objects: list[o.KubeObject] = [
+        make_node("n1").obj(),
+        pending("z-first"),
+        make_pod("bound").node("n1").obj(),
+        make_pod("theirs").spec(schedulerName="other").obj(),
+        make_pod("done").phase("Succeeded").obj(),
+        pending("a-second"),
+    ]
+    async with running() as h:
+        h.send(Recovered(revision=7, objects=objects))
+        assert [(await h.popped()).pod.name for _ in range(2)] == ["z-first", "a-second"]
+        assert await h.stats() == QueueStatsReply(active=0, backoff=0, unschedulable=0, in_flight=2)
+
+
+async def test_bound_pod_leaves_the_queue_and_its_requeue_is_dropped(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        p = pending("p")
+        h.commit(change("Added", p))
+        got = await h.popped()
+        bound = make_pod("p").uid("uid-p").node("n1").obj()
+        h.commit(change("Bound", bound, old=p, node="n1"))
+        await h.requeue(got, "error")
+        assert await h.lookup("default/p") == LookupReply(queue=None, attempts=0)
+
+
+async def test_pod_updated_in_flight_is_requeued_in_its_latest_version(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        p = pending("p")
+        h.commit(change("Added", p))
+        got = await h.popped()
+        newer = make_pod("p").uid("uid-p").label("fixed", "1").obj()
+        h.commit(change("Modified", newer, old=p))
+        await h.requeue(got, "unschedulable")
+        again = await h.popped()
+        assert again.pod.pod == newer and trio.current_time() == 0.0
+
+
+def unbound(name: str) -> o.Pod:
+    return make_pod(name).uid(f"uid-{name}").obj()
+
+
+def bound(name: str, **labels: str) -> o.Pod:
+    return make_pod(name).uid(f"uid-{name}").labels(labels).node("n1").obj()
+
+
+NODE = make_node("n1").capacity(cpu="4").obj()
+
+
+def node_with(**changes: Any) -> o.Node:
+    b = make_node("n1").capacity(cpu="4")
+    for method, args in changes.items():
+        getattr(b, method)(*(args if isinstance(args, tuple) else (args,)))
+    return b.obj()
+
+
+def storage_class(mode: str) -> o.StorageClass:
+    sc: o.StorageClass = decode(
+        o.StorageClass,
+        {"kind": "StorageClass", "metadata": {"name": "sc"}, "volumeBindingMode": mode},
+    )
+    return sc
+
+
+def named(kind: type[Any], name: str, namespace: str = "") -> Any:
+    meta = {"name": name, "namespace": namespace} if namespace else {"name": name}
+    return decode(kind, {"kind": kind.__name__, "metadata": meta})
+
+
+AFFINE = (
+    make_pod("u")
+    .uid("uid-u")
+    .affinity(
+        {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}
+                ]
+            }
+        }
+    )
+    .obj()
+)
+
+
+@dataclass(frozen=True)
+class MoveCase:
+    """``u`` is unschedulable (failed at t=0, backoff over at t=1); at t=2 ``changes`` arrive.
+    ``want`` is where ``u`` then is; ``move_request`` whether a move request was recorded."""
+
+    name: str
+    changes: Callable[[], list[Change]]
+    want: Literal["active", "unschedulable"]
+    move_request: bool
+    pod: o.Pod = field(default_factory=lambda: unbound("u"))
+
+
+MOVE_CASES = [
+    MoveCase("node added", lambda: [change("Added", NODE)], "active", True),
+    MoveCase("node deleted", lambda: [change("Deleted", NODE)], "unschedulable", False),
+    MoveCase(
+        "node modified: labels",
+        lambda: [change("Modified", node_with(label=("zone", "a")), old=NODE)],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "node modified: taints",
+        lambda: [change("Modified", node_with(taint="gpu"), old=NODE)],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "node modified: allocatable",
+        lambda: [change("Modified", make_node("n1").capacity(cpu="8").obj(), old=NODE)],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "node modified: condition status",
+        lambda: [change("Modified", node_with(condition=("Ready", "True")), old=NODE)],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "node modified: became schedulable",
+        lambda: [change("Modified", NODE, old=node_with(unschedulable=True))],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "node modified: became unschedulable",
+        lambda: [change("Modified", node_with(unschedulable=True), old=NODE)],
+        "unschedulable",
+        False,
+    ),
+    MoveCase(
+        "node modified: images only",
+        lambda: [change("Modified", node_with(image=(["nginx"], 10)), old=NODE)],
+        "unschedulable",
+        False,
+    ),
+    MoveCase(
+        "pv added", lambda: [change("Added", named(o.PersistentVolume, "pv"))], "active", True
+    ),
+    MoveCase(
+        "pv modified",
+        lambda: [change("Modified", named(o.PersistentVolume, "pv"))],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "pv deleted",
+        lambda: [change("Deleted", named(o.PersistentVolume, "pv"))],
+        "unschedulable",
+        False,
+    ),
+    MoveCase(
+        "pvc added",
+        lambda: [change("Added", named(o.PersistentVolumeClaim, "c", "default"))],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "pvc deleted",
+        lambda: [change("Deleted", named(o.PersistentVolumeClaim, "c", "default"))],
+        "unschedulable",
+        False,
+    ),
+    MoveCase(
+        "service added", lambda: [change("Added", named(o.Service, "s", "default"))], "active", True
+    ),
+    MoveCase(
+        "service deleted",
+        lambda: [change("Deleted", named(o.Service, "s", "default"))],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "storage class added, WaitForFirstConsumer",
+        lambda: [change("Added", storage_class("WaitForFirstConsumer"))],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "storage class added, Immediate",
+        lambda: [change("Added", storage_class("Immediate"))],
+        "unschedulable",
+        False,
+    ),
+    MoveCase(
+        "replica set added",
+        lambda: [change("Added", named(o.ReplicaSet, "rs", "default"))],
+        "unschedulable",
+        False,
+    ),
+    MoveCase("assigned pod deleted", lambda: [change("Deleted", bound("b"))], "active", True),
+    MoveCase("assigned pod preempted", lambda: [change("Preempted", bound("b"))], "active", True),
+    MoveCase(
+        "assigned pod finished",
+        lambda: [
+            change(
+                "Modified",
+                make_pod("b").uid("uid-b").node("n1").phase("Succeeded").obj(),
+                old=bound("b"),
+            )
+        ],
+        "active",
+        True,
+    ),
+    MoveCase(
+        "unbound pod deleted", lambda: [change("Deleted", unbound("x"))], "unschedulable", False
+    ),
+    MoveCase(
+        "assigned pod added, no affinity term: not moved",
+        lambda: [change("Added", bound("b", app="db"))],
+        "unschedulable",
+        True,
+    ),
+    MoveCase(
+        "assigned pod added, matching affinity term",
+        lambda: [change("Added", bound("b", app="db"))],
+        "active",
+        True,
+        pod=AFFINE,
+    ),
+    MoveCase(
+        "assigned pod added, not matching",
+        lambda: [change("Added", bound("b", app="web"))],
+        "unschedulable",
+        True,
+        pod=AFFINE,
+    ),
+    MoveCase(
+        "assigned pod relabelled to match",
+        lambda: [change("Modified", bound("b", app="db"), old=bound("b", app="web"))],
+        "active",
+        True,
+        pod=AFFINE,
+    ),
+    MoveCase(
+        "pod bound by podium, matching",
+        lambda: [change("Bound", bound("b", app="db"), old=unbound("b"), node="n1")],
+        "active",
+        True,
+        pod=AFFINE,
+    ),
+    MoveCase(
+        "unschedulable record of another pod",
+        lambda: [change("Unschedulable", unbound("x"))],
+        "unschedulable",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", MOVE_CASES, ids=lambda c: c.name)
+async def test_cluster_events_move_unschedulable_pods(
+    case: MoveCase, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", case.pod))
+        await h.requeue(await h.popped(), "unschedulable")
+        await trio.sleep(2)
+        before = h.actor.core.move_request_cycle
+        h.commit(*case.changes())
+        await h.settle()
+        assert (await h.lookup("default/u")).queue == case.want
+        assert (h.actor.core.move_request_cycle != before) == case.move_request
+
+
+async def test_node_modified_with_no_unschedulable_pod_still_records_a_move_request(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """v1.14 updateNodeInCache moves when NumUnschedulablePods() == 0, so the pod in flight
+    goes to backoff on failure."""
+    async with running() as h:
+        h.commit(change("Added", pending("p")))
+        got = await h.popped()
+        h.commit(change("Modified", node_with(image=(["nginx"], 10)), old=NODE))
+        await h.requeue(got, "unschedulable")
+        assert (await h.lookup("default/p")).queue == "backoff"
+
+
+@dataclass(frozen=True)
+class PodCase:
+    name: str
+    changes: Callable[[], list[Change]]
+    want: Literal["active", "unschedulable"] | None
+
+
+P = "default/p"
+POD_CASES = [
+    PodCase("pending pod added", lambda: [change("Added", unbound("p"))], "active"),
+    PodCase(
+        "another scheduler's pod",
+        lambda: [change("Added", make_pod("p").spec(schedulerName="other").obj())],
+        None,
+    ),
+    PodCase("bound pod added", lambda: [change("Added", bound("p"))], None),
+    PodCase("finished pod", lambda: [change("Added", make_pod("p").phase("Failed").obj())], None),
+    PodCase(
+        "terminating pod",
+        lambda: [
+            change(
+                "Added",
+                decode(
+                    o.Pod,
+                    {
+                        "kind": "Pod",
+                        "metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+                    },
+                ),
+            )
+        ],
+        None,
+    ),
+    PodCase(
+        "pending pod deleted",
+        lambda: [change("Added", unbound("p")), change("Deleted", unbound("p"))],
+        None,
+    ),
+    PodCase(
+        "pending pod preempted (deleted)",
+        lambda: [change("Added", unbound("p")), change("Preempted", unbound("p"))],
+        None,
+    ),
+    PodCase(
+        "pending pod bound by its client",
+        lambda: [change("Added", unbound("p")), change("Modified", bound("p"), old=unbound("p"))],
+        None,
+    ),
+    PodCase(
+        "pending pod became terminating",
+        lambda: [
+            change("Added", unbound("p")),
+            change(
+                "Modified", make_pod("p").uid("uid-p").phase("Succeeded").obj(), old=unbound("p")
+            ),
+        ],
+        None,
+    ),
+    PodCase(
+        "pod handed over to this scheduler",
+        lambda: [
+            change(
+                "Modified",
+                unbound("p"),
+                old=make_pod("p").uid("uid-p").spec(schedulerName="other").obj(),
+            )
+        ],
+        "active",
+    ),
+    PodCase(
+        "pending pod modified",
+        lambda: [
+            change("Added", unbound("p")),
+            change("Modified", make_pod("p").uid("uid-p").label("a", "b").obj(), old=unbound("p")),
+        ],
+        "active",
+    ),
+    PodCase(
+        "unschedulable record is ignored",
+        lambda: [change("Added", unbound("p")), change("Unschedulable", unbound("p"))],
+        "active",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", POD_CASES, ids=lambda c: c.name)
+async def test_pod_changes(case: PodCase, autojump_clock: trio.testing.MockClock) -> None:
+    async with running() as h:
+        h.commit(*case.changes())
+        assert (await h.lookup(P)).queue == case.want
+
+
+def test_is_pending() -> None:
+    assert is_pending(unbound("p"), "default-scheduler")
+    assert not is_pending(unbound("p"), "podium")
+    assert not is_pending(bound("p"), "default-scheduler")
+    assert not is_pending(make_pod("p").phase("Succeeded").obj(), "default-scheduler")
+
+
+def test_node_scheduling_properties_changed_reads_allocatable_or_capacity() -> None:
+    with_allocatable = make_node("n1").capacity(cpu="4").allocatable({"cpu": "4"}).obj()
+    assert not node_scheduling_properties_changed(with_allocatable, NODE)
+    assert node_scheduling_properties_changed(
+        make_node("n1").capacity(cpu="4").allocatable({"cpu": "3500m"}).obj(), NODE
+    )
+    assert not node_scheduling_properties_changed(make_node("n1").capacity(cpu="4000m").obj(), NODE)
+
+
+def test_popped_pod_info_is_the_pods() -> None:
+    # PodInfo is what the actor hands out; its priority is spec.priority or 0.
+    assert PodInfo(pending("p", 7)).priority == 7
+    assert PodInfo(make_pod("q").obj()).priority == 0

@@ -1,0 +1,1157 @@
+"""The store core: puts, deletes, priority admission, bindings, Unschedulable records, the log.
+
+Priority admission rows are copied from Kubernetes'
+plugin/pkg/admission/priority/admission_test.go (TestPodAdmission, TestPriorityClassAdmission;
+v1.14 plus the later preemptionPolicy rows) and keep their names.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+from builders import decode, make_node, make_pod
+
+from podium.protocol import objects as o
+from podium.protocol.wire import ObjectError, ObjectRef
+from podium.store.core import (
+    ANNOTATION_BIND_COMPLETED,
+    ANNOTATION_SELECTED_NODE,
+    StoreCore,
+    StoreRejected,
+)
+from podium.store.mail import Binding, StoreFailure
+
+T0 = 1795341600.0  # 2026-11-22T10:00:00Z
+T0_TEXT = "2026-11-22T10:00:00Z"
+
+
+def _core(retention: int = 1_000_000) -> StoreCore:
+    uids = (f"uid-{i}" for i in itertools.count(1))
+    return StoreCore(retention=retention, wall_clock=lambda: T0, new_uid=lambda: next(uids))
+
+
+@pytest.fixture
+def core() -> StoreCore:
+    return _core()
+
+
+_T = TypeVar("_T")
+
+
+def _decode(kind: type[_T], data: dict[str, Any]) -> _T:
+    return msgspec.convert(data, kind, dec_hook=o.dec_hook)
+
+
+def _pc(name: str, value: int, default: bool = False, policy: str | None = None) -> o.PriorityClass:
+    data: dict[str, Any] = {
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "globalDefault": default,
+    }
+    if policy is not None:
+        data["preemptionPolicy"] = policy
+    return _decode(o.PriorityClass, data)
+
+
+def _pv(name: str, claim_ref: dict[str, str] | None = None) -> o.PersistentVolume:
+    spec: dict[str, Any] = {"capacity": {"storage": "1Gi"}}
+    if claim_ref is not None:
+        spec["claimRef"] = claim_ref
+    return _decode(
+        o.PersistentVolume, {"kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
+    )
+
+
+def _pvc(name: str, volume: str = "", namespace: str = "default") -> o.PersistentVolumeClaim:
+    spec: dict[str, Any] = {"volumeName": volume} if volume else {}
+    return _decode(
+        o.PersistentVolumeClaim,
+        {
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec,
+        },
+    )
+
+
+def _service(name: str, namespace: str = "") -> o.Service:
+    return _decode(
+        o.Service, {"kind": "Service", "metadata": {"name": name, "namespace": namespace}}
+    )
+
+
+def _pod(core: StoreCore, name: str, namespace: str = "default") -> o.Pod:
+    pod = core.get("Pod", namespace, name)
+    assert isinstance(pod, o.Pod)
+    return pod
+
+
+def _rejected(
+    core: StoreCore, puts: list[Any], deletes: list[ObjectRef] | None = None
+) -> StoreRejected:
+    with pytest.raises(StoreRejected) as info:
+        core.write(puts, deletes or [])
+    return info.value
+
+
+# --------------------------------------------------------------------------- put
+
+
+def test_create_assigns_uid_timestamp_namespace_and_revision(core: StoreCore) -> None:
+    revision, statuses, changes = core.write([make_pod("web").obj(), make_node("n1").obj()])
+    assert revision == 2
+    assert [
+        (s.kind, s.namespace, s.name, s.uid, s.resource_version, s.action) for s in statuses
+    ] == [
+        ("Pod", "default", "web", "uid-1", "1", "created"),
+        ("Node", "", "n1", "uid-2", "2", "created"),
+    ]
+    assert [(c.revision, c.type, c.kind, c.namespace, c.name, c.old) for c in changes] == [
+        (1, "Added", "Pod", "default", "web", None),
+        (2, "Added", "Node", "", "n1", None),
+    ]
+    pod = _pod(core, "web")
+    assert changes[0].object == pod
+    assert pod.metadata.uid == "uid-1"
+    assert pod.metadata.resource_version == "1"
+    assert pod.metadata.creation_timestamp == T0_TEXT
+
+
+@dataclass(frozen=True)
+class ReputCase:
+    name: str
+    first: list[Any]
+    second: Any
+    action: str
+    binds: list[Binding] = field(default_factory=list)
+
+
+REPUT_CASES = [
+    ReputCase(
+        "same pod twice",
+        [make_pod("p").req(cpu="1").obj()],
+        make_pod("p").req(cpu="1").obj(),
+        "unchanged",
+    ),
+    ReputCase(
+        "pod with a new label",
+        [make_pod("p").obj()],
+        make_pod("p").label("a", "b").obj(),
+        "replaced",
+    ),
+    ReputCase(
+        "client-given uid and resourceVersion are the store's",
+        [make_pod("p").obj()],
+        make_pod("p").uid("x").spec(priority=0).obj(),
+        "unchanged",
+    ),
+    ReputCase(
+        "node twice, allocatable defaulted",
+        [make_node("n").capacity(cpu="4").obj()],
+        make_node("n").capacity(cpu="4").obj(),
+        "unchanged",
+    ),
+    ReputCase(
+        "node with more capacity",
+        [make_node("n").capacity(cpu="4").obj()],
+        make_node("n").capacity(cpu="8").obj(),
+        "replaced",
+    ),
+    ReputCase(
+        "pod bound by Podium, put again as written",
+        [make_node("n").obj(), make_pod("p").obj()],
+        make_pod("p").obj(),
+        "unchanged",
+        [Binding(namespace="default", name="p", uid="uid-2", node="n")],
+    ),
+    ReputCase(
+        "claim bound by Podium, put again as written",
+        [make_node("n").obj(), _pv("pv1"), _pvc("c"), make_pod("p").pvc("c").obj()],
+        _pvc("c"),
+        "unchanged",
+        [
+            Binding(
+                namespace="default", name="p", uid="uid-4", node="n", volumes={"default/c": "pv1"}
+            )
+        ],
+    ),
+    ReputCase(
+        "volume bound by Podium, put again as written",
+        [make_node("n").obj(), _pv("pv1"), _pvc("c"), make_pod("p").pvc("c").obj()],
+        _pv("pv1"),
+        "unchanged",
+        [
+            Binding(
+                namespace="default", name="p", uid="uid-4", node="n", volumes={"default/c": "pv1"}
+            )
+        ],
+    ),
+    ReputCase("priority class twice", [_pc("gold", 10)], _pc("gold", 10), "unchanged"),
+    ReputCase("priority class with a new value", [_pc("gold", 10)], _pc("gold", 11), "replaced"),
+]
+
+
+@pytest.mark.parametrize("case", REPUT_CASES, ids=attrgetter("name"))
+def test_put_again(case: ReputCase) -> None:
+    core = _core()
+    core.write(case.first)
+    _, _, failed = core.bind(case.binds)
+    assert failed == []
+    before = core.revision
+    kind = type(case.second).__name__
+    ns = "default" if kind in o.NAMESPACED_KINDS else ""
+    stored = core.get(kind, ns, case.second.metadata.name)
+    assert stored is not None
+    revision, [status], changes = core.write([case.second])
+    assert status.action == case.action
+    assert status.uid == stored.metadata.uid
+    if case.action == "unchanged":
+        assert (revision, changes, status.resource_version) == (
+            before,
+            [],
+            stored.metadata.resource_version,
+        )
+        assert core.get(kind, ns, case.second.metadata.name) == stored
+    else:
+        assert revision == before + 1
+        [change] = changes
+        assert (change.type, change.revision, change.old) == ("Modified", before + 1, stored)
+        assert change.object.metadata.resource_version == str(before + 1)
+        assert change.object.metadata.creation_timestamp == stored.metadata.creation_timestamp
+
+
+def test_replace_keeps_uid_and_timestamp_delete_then_create_gets_new_ones() -> None:
+    clock = [T0]
+    uids = (f"uid-{i}" for i in itertools.count(1))
+    core = StoreCore(wall_clock=lambda: clock[0], new_uid=lambda: next(uids))
+    core.write([make_pod("p").obj()])
+    clock[0] = T0 + 60
+    core.write([make_pod("p").label("v", "2").obj()])
+    pod = _pod(core, "p")
+    assert (pod.metadata.uid, pod.metadata.creation_timestamp) == ("uid-1", T0_TEXT)
+    core.write([], [ObjectRef(kind="Pod", name="p")])
+    core.write([make_pod("p").obj()])
+    pod = _pod(core, "p")
+    assert (pod.metadata.uid, pod.metadata.creation_timestamp) == ("uid-2", "2026-11-22T10:01:00Z")
+
+
+def test_every_change_has_its_own_revision_strictly_increasing(core: StoreCore) -> None:
+    seen: list[int] = []
+    for batch in (
+        [make_node("n1").obj(), make_node("n2").obj()],
+        [make_pod("a").obj(), make_pod("a").label("x", "y").obj()],  # same pod twice: two changes
+        [make_pod("b").obj()],
+    ):
+        _, _, changes = core.write(batch)
+        seen.extend(c.revision for c in changes)
+    _, _, changes = core.write(
+        [], [ObjectRef(kind="Node", name="n1"), ObjectRef(kind="Pod", name="a")]
+    )
+    seen.extend(c.revision for c in changes)
+    assert seen == list(range(1, 8))
+    assert core.revision == 7
+    assert _pod(core, "b").metadata.resource_version == "5"
+
+
+@pytest.mark.parametrize(
+    ("obj", "kind", "namespace"),
+    [
+        (decode(o.Pod, {"kind": "Pod", "metadata": {"name": "x"}}), "Pod", "default"),
+        (
+            decode(o.Pod, {"kind": "Pod", "metadata": {"name": "x", "namespace": "team"}}),
+            "Pod",
+            "team",
+        ),
+        (_service("x"), "Service", "default"),
+        (_pvc("x", namespace=""), "PersistentVolumeClaim", "default"),
+        (
+            decode(o.Node, {"kind": "Node", "metadata": {"name": "x", "namespace": "team"}}),
+            "Node",
+            "",
+        ),
+        (
+            decode(
+                o.PersistentVolume,
+                {"kind": "PersistentVolume", "metadata": {"name": "x", "namespace": "t"}},
+            ),
+            "PersistentVolume",
+            "",
+        ),
+        (
+            decode(
+                o.StorageClass,
+                {"kind": "StorageClass", "metadata": {"name": "x", "namespace": "t"}},
+            ),
+            "StorageClass",
+            "",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_namespace_defaulting(core: StoreCore, obj: Any, kind: str, namespace: str) -> None:
+    _, [status], [change] = core.write([obj])
+    assert (status.namespace, change.namespace, change.object.metadata.namespace) == (
+        namespace,
+    ) * 3
+    assert core.get(kind, namespace, "x") == change.object
+
+
+def test_node_allocatable_defaults_to_capacity(core: StoreCore) -> None:
+    core.write(
+        [
+            make_node("bare").capacity(cpu="4", memory="8Gi").obj(),
+            make_node("given").capacity(cpu="4").allocatable({"cpu": "3500m"}).obj(),
+        ]
+    )
+    bare, given = core.get("Node", "", "bare"), core.get("Node", "", "given")
+    assert isinstance(bare, o.Node) and isinstance(given, o.Node)
+    assert bare.status.allocatable == bare.status.capacity
+    assert {k: str(v) for k, v in given.status.allocatable.items()} == {"cpu": "3500m"}
+
+
+def test_one_request_is_atomic_with_one_error_per_bad_object(core: StoreCore) -> None:
+    core.write([make_node("n0").obj()])
+    exc = _rejected(
+        core,
+        [
+            make_node("n1").obj(),
+            make_pod("nope").ns("team").spec(priorityClassName="missing").obj(),
+            make_pod("good").obj(),
+            make_pod("greedy").priority(7).obj(),
+        ],
+    )
+    assert exc.code == "invalid"
+    assert exc.errors == [
+        ObjectError(
+            index=1,
+            kind="Pod",
+            namespace="team",
+            name="nope",
+            path="$.spec.priorityClassName",
+            message="pod team/nope: no PriorityClass with name missing was found",
+        ),
+        ObjectError(
+            index=3,
+            kind="Pod",
+            namespace="default",
+            name="greedy",
+            path="$.spec.priority",
+            message=(
+                "pod default/greedy: the integer value of priority (7) must not be provided in pod "
+                "spec; priority admission controller computed 0 from the given PriorityClass name"
+            ),
+        ),
+    ]
+    assert exc.message.startswith(
+        "2 of 4 objects rejected, nothing was written; first: pod team/nope"
+    )
+    assert exc.failure() == StoreFailure(code="invalid", message=exc.message, errors=exc.errors)
+    assert core.revision == 1
+    assert [x.metadata.name for x in core.all_objects()] == ["n0"]
+    assert core.events_after(0)[1][-1].revision == 1
+
+
+def test_delete_missing_fails_the_request_with_not_found(core: StoreCore) -> None:
+    core.write([make_node("n1").obj()])
+    exc = _rejected(
+        core,
+        [make_pod("p").obj()],
+        [ObjectRef(kind="Node", name="n1"), ObjectRef(kind="Node", name="ghost")],
+    )
+    assert exc.code == "not_found"
+    assert exc.message == "Node ghost not found; cannot delete it; nothing was written"
+    assert [(e.index, e.kind, e.namespace, e.name, e.path) for e in exc.errors] == [
+        (2, "Node", "", "ghost", None)
+    ]
+    assert core.revision == 1
+    assert core.get("Node", "", "n1") is not None
+    assert core.get("Pod", "default", "p") is None
+
+
+def test_delete_of_unknown_kind_is_invalid(core: StoreCore) -> None:
+    exc = _rejected(
+        core, [], [ObjectRef(kind="Deployment", name="d"), ObjectRef(kind="Pod", name="x")]
+    )
+    assert exc.code == "invalid"  # one invalid error outweighs the not_found one
+    assert [(e.index, e.path) for e in exc.errors] == [(0, "$.kind"), (1, None)]
+    assert exc.errors[0].message.startswith("unknown kind 'Deployment'; expected one of Node, ")
+
+
+def test_delete_reports_last_state_and_old(core: StoreCore) -> None:
+    core.write([make_pod("p").obj()])
+    stored = _pod(core, "p")
+    _, [status], [change] = core.write([], [ObjectRef(kind="Pod", name="p", namespace="default")])
+    assert (status.action, status.uid, status.resource_version) == ("deleted", "uid-1", "2")
+    assert (change.type, change.revision, change.old) == ("Deleted", 2, stored)
+    assert change.object == msgspec.structs.replace(
+        stored, metadata=msgspec.structs.replace(stored.metadata, resource_version="2")
+    )
+    assert core.get("Pod", "default", "p") is None
+
+
+def test_deleting_a_node_keeps_its_pods(core: StoreCore) -> None:
+    core.write([make_node("n1").obj(), make_pod("p").node("n1").obj()])
+    _, _, [change] = core.write([], [ObjectRef(kind="Node", name="n1")])
+    assert change.type == "Deleted"
+    assert _pod(core, "p").spec.node_name == "n1"
+
+
+def test_pod_with_node_name_is_stored_bound_as_given(core: StoreCore) -> None:
+    _, _, [change] = core.write([make_pod("p").node("elsewhere").obj()])
+    assert (change.type, change.node) == ("Added", "")
+    assert _pod(core, "p").spec.node_name == "elsewhere"
+    assert core.stats().bound_pods == 1
+
+
+# --------------------------------------------------------------------------- bound pods
+
+
+def test_bound_pod_spec_is_immutable(core: StoreCore) -> None:
+    core.write([make_pod("p").req(cpu="1").node("n1").obj()])
+    exc = _rejected(core, [make_pod("p").req(cpu="2").node("n1").obj()])
+    [err] = exc.errors
+    assert (err.index, err.kind, err.namespace, err.name, err.path) == (
+        0,
+        "Pod",
+        "default",
+        "p",
+        "$.spec",
+    )
+    assert err.message == (
+        "pod default/p is bound to node n1; its spec is immutable (only its status, labels and "
+        "annotations may change)"
+    )
+    moved = _rejected(core, [make_pod("p").req(cpu="1").node("n2").obj()])
+    assert moved.errors[0].path == "$.spec"
+
+
+def test_bound_pod_status_labels_annotations_may_change(core: StoreCore) -> None:
+    core.write([make_pod("p").req(cpu="1").node("n1").obj()])
+    done = make_pod("p").req(cpu="1").label("a", "b").annotation("k", "v").phase("Succeeded").obj()
+    _, [status], [change] = core.write([done])
+    assert (status.action, change.type) == ("replaced", "Modified")
+    pod = _pod(core, "p")
+    assert (pod.spec.node_name, pod.status.phase, pod.metadata.labels) == (
+        "n1",
+        "Succeeded",
+        {"a": "b"},
+    )
+
+
+def test_pending_pod_spec_may_change(core: StoreCore) -> None:
+    core.write([make_pod("p").req(cpu="1").obj()])
+    _, [status], _ = core.write([make_pod("p").req(cpu="2").obj()])
+    assert status.action == "replaced"
+
+
+def test_a_put_with_node_name_binds_a_pending_pod_and_forgets_its_message(core: StoreCore) -> None:
+    core.write([make_pod("p").obj()])
+    assert core.record_unschedulable("default", "p", "uid-1", "0/0 nodes") is not None
+    _, _, [change] = core.write([make_pod("p").node("n1").obj()])
+    assert change.type == "Modified"
+    assert core.record_unschedulable("default", "p", "uid-1", "0/0 nodes") is None  # bound
+
+
+# --------------------------------------------------------------------------- priority admission
+
+DEFAULT1 = _pc("default1", 1000, default=True)
+DEFAULT2 = _pc("default2", 2000, default=True)
+NONDEFAULT1 = _pc("nondefault1", 2000)
+SYSTEM_CLUSTER_CRITICAL = _pc("system-cluster-critical", 2000000000, default=True)
+PREEMPTION_POLICY_CLASS = _pc(
+    "nopreemptionpolicy", 2000, default=True, policy="PreemptLowerPriority"
+)
+
+
+@dataclass(frozen=True)
+class AdmissionCase:
+    name: str
+    classes: list[o.PriorityClass]
+    pod: o.Pod
+    priority: int | None = None
+    preemption_policy: str | None = None
+    path: str | None = None
+    """The rejected field; None when the pod is admitted."""
+
+
+def _p(name: str, **spec: Any) -> o.Pod:
+    return make_pod(name).ns("namespace").spec(**spec).obj()
+
+
+ADMISSION_CASES = [
+    AdmissionCase(
+        "Pod with priority class",
+        [DEFAULT1, NONDEFAULT1],
+        _p("pod-w-priorityclass", priorityClassName="default1"),
+        1000,
+        "PreemptLowerPriority",
+    ),
+    AdmissionCase(
+        "Pod without priority class",
+        [DEFAULT1],
+        _p("pod-wo-priorityclass"),
+        1000,
+        "PreemptLowerPriority",
+    ),
+    AdmissionCase(
+        "pod without priority class and no existing priority class",
+        [],
+        _p("pod-wo-priorityclass"),
+        0,
+    ),
+    AdmissionCase(
+        "pod without priority class and no default class",
+        [NONDEFAULT1],
+        _p("pod-wo-priorityclass"),
+        0,
+    ),
+    AdmissionCase(
+        "pod with a system priority class",
+        [SYSTEM_CLUSTER_CRITICAL],
+        _p("pod-w-system-priority", priorityClassName="system-cluster-critical"),
+        2000000000,
+        "PreemptLowerPriority",
+    ),
+    AdmissionCase(
+        "Pod with non-existing priority class",
+        [DEFAULT1, NONDEFAULT1],
+        _p("pod-w-non-existing-priorityclass", priorityClassName="non-existing"),
+        path="$.spec.priorityClassName",
+    ),
+    AdmissionCase(
+        "pod with integer priority",
+        [],
+        _p("pod-w-integer-priority", priorityClassName="default1", priority=1000),
+        path="$.spec.priorityClassName",
+    ),
+    AdmissionCase(
+        "pod with priority that matches computed priority",
+        [NONDEFAULT1],
+        _p("pod-w-zero-priority-in-nonsystem-namespace", priority=0),
+        0,
+    ),
+    AdmissionCase(
+        "pod with priority that matches default priority",
+        [DEFAULT2],
+        _p("pod-w-priority-matching-default-priority", priority=2000),
+        2000,
+        "PreemptLowerPriority",
+    ),
+    AdmissionCase(
+        "pod with priority that matches resolved priority",
+        [SYSTEM_CLUSTER_CRITICAL],
+        _p(
+            "pod-w-priority-matching-resolved-default-priority",
+            priorityClassName="system-cluster-critical",
+            priority=2000000000,
+        ),
+        2000000000,
+        "PreemptLowerPriority",
+    ),
+    AdmissionCase(
+        "pod with nil preemtpion policy",
+        [PREEMPTION_POLICY_CLASS],
+        _p(
+            "pod-never-preemption-policy-matching-resolved-preemption-policy",
+            priorityClassName="nopreemptionpolicy",
+            priority=2000,
+        ),
+        2000,
+        "PreemptLowerPriority",
+    ),
+    AdmissionCase(
+        "pod with preemtpion policy that matches resolved preemtpion policy",
+        [PREEMPTION_POLICY_CLASS],
+        _p(
+            "pod-preemption-policy-matching-resolved-preemption-policy",
+            priorityClassName="nopreemptionpolicy",
+            priority=2000,
+            preemptionPolicy="PreemptLowerPriority",
+        ),
+        2000,
+        "PreemptLowerPriority",
+    ),
+    AdmissionCase(
+        "pod with preemtpion policy that does't matches resolved preemtpion policy",
+        [PREEMPTION_POLICY_CLASS],
+        _p(
+            "pod-preemption-policy-not-matching-resolved-preemption-policy",
+            priorityClassName="nopreemptionpolicy",
+            priority=2000,
+            preemptionPolicy="Never",
+        ),
+        path="$.spec.preemptionPolicy",
+    ),
+    # Podium's own rows.
+    AdmissionCase(
+        "priority differing from the class is refused",
+        [DEFAULT1],
+        _p("greedy", priorityClassName="default1", priority=5),
+        path="$.spec.priority",
+    ),
+    AdmissionCase(
+        "pod without class keeps its own preemption policy",
+        [],
+        _p("never", preemptionPolicy="Never"),
+        0,
+        "Never",
+    ),
+    AdmissionCase(
+        "class with preemption policy Never",
+        [_pc("batch", 5, policy="Never")],
+        _p("b", priorityClassName="batch"),
+        5,
+        "Never",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", ADMISSION_CASES, ids=attrgetter("name"))
+def test_pod_admission(case: AdmissionCase) -> None:
+    core = _core()
+    core.write(case.classes)
+    if case.path is not None:
+        [err] = _rejected(core, [case.pod]).errors
+        assert (err.index, err.path) == (0, case.path)
+        assert core.get("Pod", "namespace", case.pod.metadata.name) is None
+        return
+    core.write([case.pod])
+    pod = _pod(core, case.pod.metadata.name, "namespace")
+    assert (pod.spec.priority, pod.spec.preemption_policy) == (
+        case.priority,
+        case.preemption_policy,
+    )
+
+
+def test_admission_messages_are_kubernetes_texts() -> None:
+    core = _core()
+    core.write([PREEMPTION_POLICY_CLASS])
+    exc = _rejected(
+        core,
+        [
+            _p("a", priorityClassName="nopreemptionpolicy", priority=1),
+            _p("b", priorityClassName="nopreemptionpolicy", preemptionPolicy="Never"),
+        ],
+    )
+    assert [e.message for e in exc.errors] == [
+        "pod namespace/a: the integer value of priority (1) must not be provided in pod spec; "
+        "priority admission controller computed 2000 from the given PriorityClass name",
+        "pod namespace/b: the string value of PreemptionPolicy (Never) must not be provided in "
+        "pod spec; priority admission controller computed PreemptLowerPriority from the given "
+        "PriorityClass name",
+    ]
+
+
+def test_class_put_later_in_the_same_request_is_found(core: StoreCore) -> None:
+    core.write([_p("a", priorityClassName="gold"), _pc("gold", 77)])
+    assert _pod(core, "a", "namespace").spec.priority == 77
+
+
+@pytest.mark.parametrize(
+    ("name", "existing", "new", "error"),
+    [
+        # admission_test.go TestPriorityClassAdmission
+        ("create operator with default class", [], DEFAULT1, False),
+        ("create operator with one existing default class", [DEFAULT1], DEFAULT2, True),
+        ("update operator with default class", [DEFAULT1], DEFAULT1, False),
+        ("update operator with different default classes", [DEFAULT1], DEFAULT2, True),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_priority_class_admission(
+    name: str, existing: list[o.PriorityClass], new: o.PriorityClass, error: bool
+) -> None:
+    core = _core()
+    core.write(existing)
+    if error:
+        [err] = _rejected(core, [new]).errors
+        assert (err.path, err.message) == (
+            "$.globalDefault",
+            "PriorityClass default1 is already marked as default. Only one default can exist",
+        )
+    else:
+        core.write([new])
+
+
+def test_replace_keeps_priority_even_after_the_class_is_gone(core: StoreCore) -> None:
+    core.write([_pc("gold", 50), make_pod("p").spec(priorityClassName="gold").obj()])
+    core.write([], [ObjectRef(kind="PriorityClass", name="gold")])
+    _, [status], _ = core.write([make_pod("p").spec(priorityClassName="gold").obj()])
+    assert status.action == "unchanged"
+    assert _pod(core, "p").spec.priority == 50
+    [err] = _rejected(core, [make_pod("p").spec(priorityClassName="silver").obj()]).errors
+    assert err.path == "$.spec.priorityClassName"
+
+
+# --------------------------------------------------------------------------- bind
+
+
+def _volume_cluster(core: StoreCore) -> None:
+    core.write(
+        [
+            make_node("n1").obj(),
+            _pv("pv1"),
+            _pv("pv2"),
+            _pvc("c1"),
+            _pvc("c2"),
+            make_pod("p").pvc("c1").pvc("c2").obj(),  # uid-6
+        ]
+    )
+
+
+def test_bind_commits_volumes_provisions_then_the_pod(core: StoreCore) -> None:
+    _volume_cluster(core)
+    pod_before = _pod(core, "p")
+    binding = Binding(
+        namespace="default",
+        name="p",
+        uid="uid-6",
+        node="n1",
+        volumes={"default/c1": "pv1"},
+        provisions=["c2"],
+    )
+    revision, changes, failed = core.bind([binding])
+    assert (revision, failed) == (10, [])
+    assert [(c.revision, c.type, c.kind, c.name, c.node) for c in changes] == [
+        (7, "Modified", "PersistentVolume", "pv1", ""),
+        (8, "Modified", "PersistentVolumeClaim", "c1", ""),
+        (9, "Modified", "PersistentVolumeClaim", "c2", ""),
+        (10, "Bound", "Pod", "p", "n1"),
+    ]
+    pv = core.get("PersistentVolume", "", "pv1")
+    assert isinstance(pv, o.PersistentVolume)
+    assert pv.spec.claim_ref == o.ObjectReference(
+        kind="PersistentVolumeClaim", namespace="default", name="c1", uid="uid-4"
+    )
+    assert pv.status.phase == "Bound"
+    c1 = core.get("PersistentVolumeClaim", "default", "c1")
+    assert isinstance(c1, o.PersistentVolumeClaim)
+    assert (c1.spec.volume_name, c1.status.phase, c1.metadata.annotations) == (
+        "pv1",
+        "Bound",
+        {ANNOTATION_BIND_COMPLETED: "yes"},
+    )
+    c2 = core.get("PersistentVolumeClaim", "default", "c2")
+    assert isinstance(c2, o.PersistentVolumeClaim)
+    assert (c2.spec.volume_name, c2.metadata.annotations) == ("", {ANNOTATION_SELECTED_NODE: "n1"})
+    pod = _pod(core, "p")
+    assert changes[-1].object == pod and changes[-1].old == pod_before
+    assert pod.spec.node_name == "n1"
+    assert pod.metadata.resource_version == "10"
+    assert pod.status.conditions == [
+        o.PodCondition(type="PodScheduled", status="True", last_transition_time=T0_TEXT)
+    ]
+
+
+@dataclass(frozen=True)
+class BindCase:
+    name: str
+    binding: Binding
+    code: str
+    message: str
+    setup: list[Any] = field(default_factory=list)
+
+
+def _b(uid: str = "uid-6", node: str = "n1", name: str = "p", **kw: Any) -> Binding:
+    return Binding(namespace="default", name=name, uid=uid, node=node, **kw)
+
+
+BIND_CASES = [
+    BindCase(
+        "pod not found",
+        _b(name="ghost"),
+        "not_found",
+        "pod default/ghost not found; cannot bind it to node n1",
+    ),
+    BindCase(
+        "pod re-created",
+        _b(uid="uid-0"),
+        "conflict",
+        "pod default/p has uid uid-6, not uid-0 (deleted and re-created); cannot bind it to node n1",
+    ),
+    BindCase(
+        "pod already bound",
+        _b(name="bound", uid="uid-7"),
+        "conflict",
+        "pod default/bound is already bound to node n1; cannot bind it to node n1",
+        [make_pod("bound").node("n1").obj()],
+    ),
+    BindCase(
+        "pod terminating",
+        _b(name="t", uid="uid-7"),
+        "conflict",
+        "pod default/t is being deleted; cannot bind it to node n1",
+        [decode(o.Pod, {"kind": "Pod", "metadata": {"name": "t", "deletionTimestamp": T0_TEXT}})],
+    ),
+    BindCase(
+        "pod succeeded",
+        _b(name="s", uid="uid-7"),
+        "conflict",
+        "pod default/s has terminated (phase Succeeded); cannot bind it to node n1",
+        [make_pod("s").phase("Succeeded").obj()],
+    ),
+    BindCase(
+        "pod failed",
+        _b(name="f", uid="uid-7"),
+        "conflict",
+        "pod default/f has terminated (phase Failed); cannot bind it to node n1",
+        [make_pod("f").phase("Failed").obj()],
+    ),
+    BindCase(
+        "node not found",
+        _b(node="n9"),
+        "not_found",
+        "node n9 not found; cannot bind pod default/p to it",
+    ),
+    BindCase(
+        "claim not found",
+        _b(volumes={"default/c9": "pv1"}),
+        "not_found",
+        "PersistentVolumeClaim default/c9 not found; cannot bind pod default/p to node n1",
+    ),
+    BindCase(
+        "claim bound to another volume",
+        _b(volumes={"default/c3": "pv1"}),
+        "conflict",
+        "PersistentVolumeClaim default/c3 is already bound to PersistentVolume pv2, not pv1; cannot bind pod default/p to node n1",
+        [_pvc("c3", volume="pv2")],
+    ),
+    BindCase(
+        "volume not found",
+        _b(volumes={"default/c1": "pv9"}),
+        "not_found",
+        "PersistentVolume pv9 not found; cannot bind pod default/p to node n1",
+    ),
+    BindCase(
+        "volume claimed by another claim",
+        _b(volumes={"default/c1": "pv3"}),
+        "conflict",
+        "PersistentVolume pv3 is already claimed by other/c, not default/c1; cannot bind pod default/p to node n1",
+        [_pv("pv3", {"namespace": "other", "name": "c"})],
+    ),
+    BindCase(
+        "provisioned claim not found",
+        _b(provisions=["c9"]),
+        "not_found",
+        "PersistentVolumeClaim default/c9 not found; cannot provision it for pod default/p on node n1",
+    ),
+    BindCase(
+        "provisioned claim already bound",
+        _b(provisions=["c3"]),
+        "conflict",
+        "PersistentVolumeClaim default/c3 is already bound to PersistentVolume pv2; cannot provision it for pod default/p on node n1",
+        [_pvc("c3", volume="pv2")],
+    ),
+    # A failing later volume undoes nothing committed: the earlier volume was only staged.
+    BindCase(
+        "second volume fails, first not bound",
+        _b(volumes={"default/c1": "pv1", "default/c2": "pv9"}),
+        "not_found",
+        "PersistentVolume pv9 not found; cannot bind pod default/p to node n1",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", BIND_CASES, ids=attrgetter("name"))
+def test_bind_refused(case: BindCase) -> None:
+    core = _core()
+    _volume_cluster(core)
+    core.write(case.setup)
+    before, objects = core.revision, core.all_objects()
+    revision, changes, [failure] = core.bind([case.binding])
+    assert (failure.binding, failure.code, failure.message) == (
+        case.binding,
+        case.code,
+        case.message,
+    )
+    assert (revision, changes) == (before, [])
+    assert core.all_objects() == objects
+
+
+def test_bindings_of_a_batch_stand_alone(core: StoreCore) -> None:
+    core.write(
+        [
+            make_node("n1").obj(),
+            _pv("pv1"),
+            _pvc("a"),
+            _pvc("b"),
+            make_pod("x").obj(),
+            make_pod("y").obj(),
+        ]
+    )
+    first = Binding(
+        namespace="default", name="x", uid="uid-5", node="n1", volumes={"default/a": "pv1"}
+    )
+    second = Binding(
+        namespace="default", name="y", uid="uid-6", node="n1", volumes={"default/b": "pv1"}
+    )
+    again = Binding(namespace="default", name="x", uid="uid-5", node="n1")
+    revision, changes, failed = core.bind([first, second, again])
+    assert [(c.type, c.name) for c in changes] == [
+        ("Modified", "pv1"),
+        ("Modified", "a"),
+        ("Bound", "x"),
+    ]
+    assert revision == changes[-1].revision
+    assert [(f.binding, f.code) for f in failed] == [(second, "conflict"), (again, "conflict")]
+    assert _pod(core, "y").spec.node_name == ""
+
+
+def test_bind_to_a_volume_already_bound_to_that_claim_changes_only_the_pod(core: StoreCore) -> None:
+    core.write(
+        [
+            make_node("n1").obj(),
+            _pv("pv1", {"namespace": "default", "name": "c"}),
+            _pvc("c"),
+            make_pod("p").obj(),
+        ]
+    )
+    b = Binding(namespace="default", name="p", uid="uid-4", node="n1", volumes={"default/c": "pv1"})
+    core.bind([b])
+    core.write([make_pod("q").obj()])
+    _, changes, failed = core.bind(
+        [
+            Binding(
+                namespace="default", name="q", uid="uid-5", node="n1", volumes={"default/c": "pv1"}
+            )
+        ]
+    )
+    assert failed == []
+    assert [(c.type, c.name) for c in changes] == [("Bound", "q")]
+
+
+# --------------------------------------------------------------------------- unschedulable
+
+
+def test_record_unschedulable_dedupes_by_message(core: StoreCore) -> None:
+    core.write([make_pod("p").obj()])
+    first = core.record_unschedulable(
+        "default", "p", "uid-1", "0/3 nodes are available: 3 Insufficient cpu."
+    )
+    assert first is not None
+    assert (first.revision, first.type, first.message, first.old is not None) == (
+        2,
+        "Unschedulable",
+        "0/3 nodes are available: 3 Insufficient cpu.",
+        True,
+    )
+    assert (
+        core.record_unschedulable(
+            "default", "p", "uid-1", "0/3 nodes are available: 3 Insufficient cpu."
+        )
+        is None
+    )
+    second = core.record_unschedulable(
+        "default", "p", "uid-1", "0/4 nodes are available: 4 Insufficient cpu."
+    )
+    assert second is not None and second.revision == 3
+    pod = _pod(core, "p")
+    assert pod.status.conditions == [
+        o.PodCondition(
+            type="PodScheduled",
+            status="False",
+            reason="Unschedulable",
+            message="0/4 nodes are available: 4 Insufficient cpu.",
+            last_transition_time=T0_TEXT,
+        )
+    ]
+    assert pod.metadata.resource_version == "3"
+    assert second.object == pod
+
+
+def test_record_unschedulable_only_for_the_pending_pod_with_that_uid(core: StoreCore) -> None:
+    core.write([make_node("n1").obj(), make_pod("p").obj()])
+    assert core.record_unschedulable("default", "p", "uid-0", "m") is None
+    assert core.record_unschedulable("default", "ghost", "uid-2", "m") is None
+    core.bind([Binding(namespace="default", name="p", uid="uid-2", node="n1")])
+    assert core.record_unschedulable("default", "p", "uid-2", "m") is None
+    assert core.revision == 3
+
+
+def test_record_unschedulable_is_forgotten_when_the_pod_is_deleted(core: StoreCore) -> None:
+    core.write([make_pod("p").obj()])
+    assert core.record_unschedulable("default", "p", "uid-1", "m") is not None
+    core.write([], [ObjectRef(kind="Pod", name="p")])
+    core.write([make_pod("p").obj()])
+    assert core.record_unschedulable("default", "p", "uid-2", "m") is not None
+
+
+def test_bind_replaces_the_unschedulable_condition(core: StoreCore) -> None:
+    core.write([make_node("n1").obj(), make_pod("p").obj()])
+    core.record_unschedulable("default", "p", "uid-2", "0/0 nodes")
+    core.bind([Binding(namespace="default", name="p", uid="uid-2", node="n1")])
+    [cond] = _pod(core, "p").status.conditions
+    assert (cond.type, cond.status, cond.reason, cond.message) == ("PodScheduled", "True", "", "")
+
+
+# --------------------------------------------------------------------------- log
+
+
+def test_retention_gone_and_invalid() -> None:
+    core = _core(retention=3)
+    for i in range(5):
+        core.write([make_node(f"n{i}").obj()])
+    assert core.oldest_revision == 3
+    with pytest.raises(StoreRejected) as gone:
+        core.events_after(1)
+    assert (gone.value.code, gone.value.revision) == ("gone", 3)
+    assert gone.value.failure().revision == 3
+    assert [c.revision for c in core.events_after(2)[1]] == [3, 4, 5]
+    assert [c.revision for c in core.events_after(4)[1]] == [5]
+    assert core.events_after(5) == (5, [])
+    for bad in (6, -1):
+        with pytest.raises(StoreRejected) as invalid:
+            core.events_after(bad)
+        assert invalid.value.code == "invalid"
+
+
+def test_events_of_a_fresh_store() -> None:
+    assert _core().events_after(0) == (0, [])
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def _read_cluster(core: StoreCore) -> None:
+    core.write(
+        [
+            make_pod("b").label("app", "web").obj(),
+            make_pod("a").label("app", "db").obj(),
+            make_pod("a").ns("alpha").label("app", "web").obj(),
+            make_pod("c").ns("zeta").obj(),
+            make_node("n2").obj(),
+            make_node("n1").label("zone", "z1").obj(),
+        ]
+    )
+
+
+WEB = o.LabelSelector(match_labels={"app": "web"})
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "namespace", "selector", "want"),
+    [
+        ("Pod", "", None, None, ["alpha/a", "default/a", "default/b", "zeta/c"]),
+        ("Pod", "", "default", None, ["default/a", "default/b"]),
+        ("Pod", "", "", None, ["default/a", "default/b"]),
+        ("Pod", "", None, WEB, ["alpha/a", "default/b"]),
+        ("Pod", "", "default", WEB, ["default/b"]),
+        (
+            "Pod",
+            "",
+            None,
+            o.LabelSelector(
+                match_expressions=[
+                    o.LabelSelectorRequirement(key="app", operator="NotIn", values=["web"])
+                ]
+            ),
+            ["default/a", "zeta/c"],
+        ),
+        ("Pod", "a", None, None, ["default/a"]),
+        ("Pod", "a", "alpha", None, ["alpha/a"]),
+        ("Pod", "a", None, WEB, []),
+        ("Node", "", "default", None, ["/n1", "/n2"]),
+        ("Node", "n1", "anything", None, ["/n1"]),
+        ("Node", "", None, o.LabelSelector(match_labels={"zone": "z1"}), ["/n1"]),
+        ("Service", "", None, None, []),
+    ],
+)
+def test_read(
+    core: StoreCore,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    selector: o.LabelSelector | None,
+    want: list[str],
+) -> None:
+    _read_cluster(core)
+    revision, items = core.read(kind, name, namespace, selector)
+    assert revision == 6
+    assert [f"{i.metadata.namespace}/{i.metadata.name}" for i in items] == want
+
+
+def test_read_errors(core: StoreCore) -> None:
+    _read_cluster(core)
+    with pytest.raises(StoreRejected) as missing:
+        core.read("Pod", "c")  # in zeta, not default
+    assert (missing.value.code, missing.value.message) == ("not_found", "Pod default/c not found")
+    with pytest.raises(StoreRejected) as node:
+        core.read("Node", "n9")
+    assert node.value.message == "Node n9 not found"
+    with pytest.raises(StoreRejected) as unknown:
+        core.read("pods")
+    assert unknown.value.code == "invalid"
+
+
+def test_all_objects_order_and_stats(core: StoreCore) -> None:
+    core.write(
+        [
+            make_pod("p2").node("n1").obj(),
+            _pc("gold", 1),
+            _pvc("c"),
+            make_pod("p1").obj(),
+            _service("s"),
+            make_node("n2").obj(),
+            _pv("v"),
+            decode(o.StorageClass, {"kind": "StorageClass", "metadata": {"name": "sc"}}),
+            decode(
+                o.ReplicationController,
+                {"kind": "ReplicationController", "metadata": {"name": "rc"}},
+            ),
+            decode(o.ReplicaSet, {"kind": "ReplicaSet", "metadata": {"name": "rs"}}),
+            decode(o.StatefulSet, {"kind": "StatefulSet", "metadata": {"name": "ss"}}),
+            make_node("n1").obj(),
+        ]
+    )
+    assert [(type(x).__name__, x.metadata.name) for x in core.all_objects()] == [
+        ("Node", "n1"),
+        ("Node", "n2"),
+        ("PersistentVolume", "v"),
+        ("PersistentVolumeClaim", "c"),
+        ("StorageClass", "sc"),
+        ("Service", "s"),
+        ("ReplicationController", "rc"),
+        ("ReplicaSet", "rs"),
+        ("StatefulSet", "ss"),
+        ("PriorityClass", "gold"),
+        ("Pod", "p1"),
+        ("Pod", "p2"),
+    ]
+    stats = core.stats()
+    assert (stats.revision, stats.oldest_revision, stats.bound_pods) == (12, 1, 1)
+    assert (
+        stats.objects["Pod"] == 2
+        and stats.objects["Node"] == 2
+        and stats.objects["PriorityClass"] == 1
+    )
+    assert sum(stats.objects.values()) == 12
+
+
+def test_restore_loads_state_and_the_unschedulable_memory() -> None:
+    source = _core()
+    source.write([make_pod("p").obj(), make_node("n").obj()])
+    source.record_unschedulable("default", "p", "uid-1", "m")
+    _, log = source.events_after(0)
+    restored = _core()
+    restored.restore(source.revision, source.all_objects(), log[1:])
+    assert (restored.revision, restored.oldest_revision) == (3, 2)
+    assert restored.all_objects() == source.all_objects()
+    assert restored.record_unschedulable("default", "p", "uid-1", "m") is None
+    with pytest.raises(StoreRejected):
+        restored.events_after(0)
+    with pytest.raises(ValueError, match="empty store core"):
+        restored.restore(0, [], [])
+
+
+def test_the_log_keeps_changes_without_old(core: StoreCore) -> None:
+    core.write([make_pod("p").obj()])
+    _, _, [published] = core.write([make_pod("p").label("a", "b").obj()])
+    assert published.old is not None
+    [logged] = core.events_after(1)[1]
+    assert logged == msgspec.structs.replace(published, old=None)

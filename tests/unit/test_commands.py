@@ -1,0 +1,971 @@
+"""actors/commands.py: the daemon-facing subcommands, run as ``podium`` runs them, against the
+fake daemon of tests/fakeserver.py (on its own thread: each command calls ``trio.run``).
+
+Output is compared exactly; AGE is pinned by patching :func:`commands.utc_now`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import types
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+from builders import decode, make_node, make_pod
+from fakeserver import FakeServer, Handler, Outgoing, fake_server_thread
+
+from podium.actors import commands
+from podium.actors.commands import human_duration, register, resolve_kind
+from podium.protocol import objects as o
+from podium.protocol.wire import (
+    Cancel,
+    CancelReply,
+    ClientMessage,
+    Delete,
+    DeleteReply,
+    ErrorReply,
+    Event,
+    Explain,
+    ExplainReply,
+    Get,
+    GetReply,
+    Hint,
+    NodeVerdict,
+    ObjectError,
+    ObjectRef,
+    ObjectStatus,
+    PendingCounts,
+    Placement,
+    PriorityWeight,
+    Put,
+    PutReply,
+    ReloadPolicy,
+    ReloadPolicyReply,
+    Stats,
+    StatsReply,
+    Watch,
+    WatchReply,
+)
+
+NOW = datetime(2024, 5, 10, 12, 0, 0, tzinfo=UTC)
+THREE_MINUTES_AGO = "2024-05-10T11:57:00Z"
+FOUR_DAYS_AGO = "2024-05-06T12:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(commands, "utc_now", lambda: NOW)
+    monkeypatch.delenv("PODIUM_SERVER", raising=False)
+    monkeypatch.delenv("PODIUM_TOKEN", raising=False)
+
+
+def podium(*argv: str) -> int:
+    """Parse ``argv`` as ``podium`` would (the lead's cli.py registers these commands the same
+    way) and run the command."""
+    parser = argparse.ArgumentParser(prog="podium")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+@dataclass
+class Daemon:
+    """A scripted daemon: ``objects`` answer gets; puts and deletes echo their objects."""
+
+    objects: list[o.KubeObject]
+    revision: int = 41
+
+    def __call__(self, request: ClientMessage) -> Sequence[Outgoing]:
+        match request:
+            case Get():
+                items = [
+                    x
+                    for x in self.objects
+                    if type(x).__name__ == request.kind
+                    and (
+                        request.namespace is None or x.metadata.namespace in ("", request.namespace)
+                    )
+                    and (not request.name or x.metadata.name == request.name)
+                ]
+                if request.name and not items:
+                    message = f'{request.kind.lower()} "{request.name}" not found'
+                    return [ErrorReply(id=request.id, code="not_found", message=message)]
+                return [GetReply(id=request.id, revision=self.revision, items=items)]
+            case Put():
+                actions = ["created", "replaced", "unchanged"]
+                statuses = [
+                    _status(x.metadata.namespace, x.metadata.name, type(x).__name__, actions[i % 3])
+                    for i, x in enumerate(request.objects)
+                ]
+                return [PutReply(id=request.id, revision=self.revision, objects=statuses)]
+            case Delete():
+                statuses = [_status(r.namespace, r.name, r.kind, "deleted") for r in request.refs]
+                return [DeleteReply(id=request.id, revision=self.revision, objects=statuses)]
+            case Cancel():
+                return [CancelReply(id=request.id)]
+        raise AssertionError(f"unexpected {request!r}")
+
+
+def _status(namespace: str, name: str, kind: str, action: str) -> ObjectStatus:
+    return ObjectStatus(
+        kind=kind,
+        namespace=namespace,
+        name=name,
+        uid="u",
+        resource_version="41",
+        action=action,  # type: ignore[arg-type]  # the Literal's values
+    )
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    """``serve(handler)`` starts a fake daemon for the test (stopped at teardown)."""
+    stack: list[Any] = []
+
+    def start(handler: Handler) -> FakeServer:
+        cm = fake_server_thread(handler)
+        server = cm.__enter__()
+        stack.append(cm)
+        return server
+
+    yield start
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
+
+
+def stamped(builder: Any, created: str, **metadata: Any) -> Any:
+    d = builder.dict()
+    d["metadata"].update(creationTimestamp=created, **metadata)
+    return decode(type(builder.obj()), d)
+
+
+def write(path: Path, docs: Sequence[dict[str, Any]]) -> str:
+    path.write_text(yaml.safe_dump_all(list(docs), sort_keys=False))
+    return str(path)
+
+
+def free_address() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+# --------------------------------------------------------------------------- apply
+
+
+def test_apply_sends_one_put_and_prints_kubectl_lines(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    path = write(
+        tmp_path / "cluster.yaml",
+        [
+            make_node("n1").capacity(cpu="4").dict(),
+            make_pod("web-1").req(cpu="100m").dict(),
+            make_pod("web-2").ns("shop").dict(),
+        ],
+    )
+    assert podium("apply", "-f", path, "--server", server.address) == 0
+    out, err = capsys.readouterr()
+    assert out == ("node/n1 created\npod/default/web-1 configured\npod/shop/web-2 unchanged\n")
+    assert err == ""
+    assert len(server.requests) == 1  # one atomic request
+    put = server.requests[0]
+    assert isinstance(put, Put)
+    assert [x.metadata.name for x in put.objects] == ["n1", "web-1", "web-2"]
+
+
+def test_apply_reads_stdin_and_prints_json(
+    serve: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    data = json.dumps(make_node("n1").dict()).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert podium("apply", "-f", "-", "-o", "json", "--server", server.address) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {
+        "revision": 41,
+        "objects": [
+            {
+                "kind": "Node",
+                "namespace": "",
+                "name": "n1",
+                "uid": "u",
+                "resource_version": "41",
+                "action": "created",
+            }
+        ],
+    }
+
+
+def test_apply_with_a_file_that_does_not_load_sends_nothing(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    bad = make_pod("web-1").req(cpu="lots").dict()
+    path = write(tmp_path / "bad.yaml", [make_node("n1").dict(), bad])
+    assert podium("apply", "-f", path, "--server", server.address) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"error: {path}: object 1 (Pod default/web-1) at "
+        "$.spec.containers[0].resources.requests['cpu']: quantity 'lots' does not match the "
+        "Kubernetes quantity grammar (e.g. '100m', '1.5', '1Gi', '2e3', '500M')\n"
+        "error: nothing was sent\n"
+    )
+    assert server.requests == []
+
+
+def test_apply_rejected_lists_every_object_and_exits_1(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        errors = [
+            ObjectError(
+                index=1,
+                kind="Pod",
+                namespace="default",
+                name="web-1",
+                path="$.spec.nodeName",
+                message="node n9 does not exist",
+            ),
+            ObjectError(
+                index=2, kind="Node", namespace="", name="n2", path=None, message="conflict"
+            ),
+        ]
+        message = "2 of 3 objects rejected; nothing was written"
+        return [ErrorReply(id=request.id, code="invalid", message=message, errors=errors)]
+
+    server = serve(handler)
+    path = write(
+        tmp_path / "c.yaml",
+        [make_node("n1").dict(), make_pod("web-1").node("n9").dict(), make_node("n2").dict()],
+    )
+    assert podium("apply", "-f", path, "--server", server.address) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "error: 2 of 3 objects rejected; nothing was written\n"
+        "error: object 1 (Pod default/web-1) at $.spec.nodeName: node n9 does not exist\n"
+        "error: object 2 (Node n2): conflict\n"
+    )
+
+
+def test_unreachable_daemon_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address = free_address()
+    path = write(tmp_path / "n.yaml", [make_node("n1").dict()])
+    assert podium("apply", "-f", path, "--server", address) == 1
+    assert capsys.readouterr().err == (
+        f"error: cannot reach podium at {address}: connection refused "
+        "(is `podium serve` running?)\n"
+    )
+
+
+def test_server_comes_from_the_environment(
+    serve: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([make_node("n1").obj()]))
+    monkeypatch.setenv("PODIUM_SERVER", server.address)
+    assert podium("get", "nodes", "-o", "json") == 0
+    assert json.loads(capsys.readouterr().out)["items"][0]["metadata"]["name"] == "n1"
+
+
+def test_bad_server_address_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        podium("stats", "--server", "nowhere")
+    assert info.value.code == 2
+    assert "is not HOST:PORT or unix:PATH" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- delete
+
+
+def test_delete_by_kind_and_name(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(Daemon([]))
+    assert podium("delete", "po", "web-1", "--server", server.address) == 0
+    assert podium("delete", "no", "n1", "-n", "ignored", "--server", server.address) == 0
+    assert capsys.readouterr().out == "pod/default/web-1 deleted\nnode/n1 deleted\n"
+    assert [r.refs for r in server.requests if isinstance(r, Delete)] == [
+        [ObjectRef(kind="Pod", name="web-1", namespace="default")],
+        [ObjectRef(kind="Node", name="n1", namespace="")],
+    ]
+
+
+def test_delete_the_objects_of_a_file(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    path = write(tmp_path / "c.yaml", [make_node("n1").dict(), make_pod("a").ns("x").dict()])
+    assert podium("delete", "-f", path, "--server", server.address) == 0
+    assert capsys.readouterr().out == "node/n1 deleted\npod/x/a deleted\n"
+
+
+def test_delete_not_found_exits_1(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        message = "pod default/web-9 not found; nothing was deleted"
+        return [ErrorReply(id=request.id, code="not_found", message=message)]
+
+    server = serve(handler)
+    assert podium("delete", "pod", "web-9", "--server", server.address) == 1
+    assert capsys.readouterr().err == "error: pod default/web-9 not found; nothing was deleted\n"
+
+
+def test_delete_needs_kind_and_name_or_a_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert podium("delete", "pod") == 2
+    assert "give KIND NAME" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- get
+
+
+def cluster() -> list[o.KubeObject]:
+    return [
+        stamped(
+            make_node("n1")
+            .capacity(cpu="4", memory="32Gi", pods=110)
+            .label("topology.kubernetes.io/zone", "zone-a"),
+            FOUR_DAYS_AGO,
+        ),
+        stamped(
+            make_node("n2")
+            .capacity(cpu="8", memory="64Gi", pods=110)
+            .allocatable({"cpu": "7500m", "memory": "60Gi", "pods": "100"})
+            .label("failure-domain.beta.kubernetes.io/zone", "zone-b")
+            .condition("Ready", "False")
+            .unschedulable()
+            .taint("dedicated", "gpu")
+            .taint("spot", effect="PreferNoSchedule"),
+            THREE_MINUTES_AGO,
+        ),
+        stamped(make_pod("web-1").req(cpu="100m", memory="512Mi").node("n1"), FOUR_DAYS_AGO),
+        stamped(make_pod("big").req(cpu="3", memory="1G").priority(1000), THREE_MINUTES_AGO),
+        stamped(make_pod("done").phase("Succeeded").node("n1"), FOUR_DAYS_AGO),
+        stamped(make_pod("db-0").ns("shop").node("n2"), THREE_MINUTES_AGO),
+    ]
+
+
+def _with_status(pod: o.Pod, **status: Any) -> o.Pod:
+    return msgspec.structs.replace(pod, status=msgspec.convert(status, o.PodStatus))
+
+
+def daemon_with_pending_message() -> Daemon:
+    objects = cluster()
+    big = objects[3]
+    assert isinstance(big, o.Pod)
+    objects[3] = _with_status(
+        big,
+        nominatedNodeName="n2",
+        conditions=[
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/2 nodes are available: 2 Insufficient cpu.",
+            }
+        ],
+    )
+    return Daemon(objects)
+
+
+@dataclass(frozen=True)
+class GetCase:
+    name: str
+    argv: tuple[str, ...]
+    out: str
+    err: str = ""
+
+
+GET_CASES = [
+    GetCase(
+        "pods in the default namespace",
+        ("get", "pods"),
+        "NAME    STATUS      NODE     AGE\n"
+        "web-1   Bound       n1       4d\n"
+        "big     Pending     <none>   3m\n"
+        "done    Succeeded   n1       4d\n",
+    ),
+    GetCase(
+        "pods in every namespace",
+        ("get", "po", "-A"),
+        "NAMESPACE   NAME    STATUS      NODE     AGE\n"
+        "default     web-1   Bound       n1       4d\n"
+        "default     big     Pending     <none>   3m\n"
+        "default     done    Succeeded   n1       4d\n"
+        "shop        db-0    Bound       n2       3m\n",
+    ),
+    GetCase(
+        "pods wide",
+        ("get", "Pod", "-o", "wide"),
+        "NAME    STATUS      NODE     AGE   PRIORITY   CPU    MEMORY   NOMINATED NODE   MESSAGE\n"
+        "web-1   Bound       n1       4d    0          100m   512Mi    <none>\n"
+        "big     Pending     <none>   3m    1000       3      1G       n2               "
+        "0/2 nodes are available: 2 Insufficient cpu.\n"
+        "done    Succeeded   n1       4d    0          0      0        <none>\n",
+    ),
+    GetCase(
+        "one pod by name",
+        ("get", "pod", "db-0", "-n", "shop"),
+        "NAME   STATUS   NODE   AGE\ndb-0   Bound    n2     3m\n",
+    ),
+    GetCase(
+        "nodes",
+        ("get", "nodes"),
+        "NAME   STATUS                        PODS   CPU     MEMORY   AGE\n"
+        "n1     Ready                         110    4       32Gi     4d\n"
+        "n2     NotReady,SchedulingDisabled   100    7500m   60Gi     3m\n",
+    ),
+    GetCase(
+        "nodes wide",
+        ("get", "no", "-o", "wide"),
+        "NAME   STATUS                        PODS   CPU     MEMORY   AGE   ZONE     TAINTS\n"
+        "n1     Ready                         110    4       32Gi     4d    zone-a   <none>\n"
+        "n2     NotReady,SchedulingDisabled   100    7500m   60Gi     3m    zone-b   "
+        "dedicated=gpu:NoSchedule,spot:PreferNoSchedule\n",
+    ),
+    GetCase(
+        "an empty namespace",
+        ("get", "pods", "-n", "empty"),
+        "",
+        "No resources found in empty namespace.\n",
+    ),
+    GetCase("no objects of a cluster kind", ("get", "pv"), "", "No resources found\n"),
+]
+
+
+@pytest.mark.parametrize("case", GET_CASES, ids=attrgetter("name"))
+def test_get_tables(serve: Any, capsys: pytest.CaptureFixture[str], case: GetCase) -> None:
+    server = serve(daemon_with_pending_message())
+    assert podium(*case.argv, "--server", server.address) == 0
+    out, err = capsys.readouterr()
+    assert out == case.out
+    assert err == case.err
+
+
+def test_get_sends_namespace_and_selector(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(Daemon([]))
+    podium("get", "pods", "-l", "app=web,tier!=db", "--server", server.address)
+    podium("get", "pods", "-A", "--server", server.address)
+    podium("get", "nodes", "-n", "shop", "--server", server.address)
+    assert server.requests == [
+        Get(id=1, kind="Pod", namespace="default", label_selector="app=web,tier!=db"),
+        Get(id=1, kind="Pod", namespace=None),
+        Get(id=1, kind="Node", namespace=None),  # cluster-scoped: the namespace is not sent
+    ]
+
+
+def test_get_other_kinds(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    def obj(kind: str, name: str, **fields: Any) -> Any:
+        meta = {"name": name, "creationTimestamp": THREE_MINUTES_AGO}
+        if kind in o.NAMESPACED_KINDS:
+            meta["namespace"] = "default"
+        return msgspec.convert({"metadata": meta, **fields}, o.KINDS[kind], dec_hook=o.dec_hook)
+
+    server = serve(
+        Daemon(
+            [
+                obj(
+                    "PersistentVolume",
+                    "pv1",
+                    spec={
+                        "capacity": {"storage": "10Gi"},
+                        "storageClassName": "fast",
+                        "claimRef": {"namespace": "default", "name": "data"},
+                    },
+                    status={"phase": "Bound"},
+                ),
+                obj("PersistentVolumeClaim", "data", spec={"volumeName": "pv1"}),
+                obj("StorageClass", "fast", provisioner="csi.example.com"),
+                obj("Service", "web", spec={"selector": {"app": "web"}}),
+                obj(
+                    "ReplicaSet",
+                    "web-rs",
+                    spec={
+                        "selector": {
+                            "matchLabels": {"app": "web"},
+                            "matchExpressions": [
+                                {"key": "tier", "operator": "In", "values": ["a", "b"]}
+                            ],
+                        }
+                    },
+                ),
+                obj("PriorityClass", "high", value=1000, globalDefault=True),
+            ]
+        )
+    )
+    for kind in ("pv", "pvc", "sc", "svc", "rs", "pc"):
+        assert podium("get", kind, "--server", server.address) == 0
+    assert capsys.readouterr().out == (
+        "NAME   CAPACITY   STATUS   CLAIM          STORAGECLASS   AGE\n"
+        "pv1    10Gi       Bound    default/data   fast           3m\n"
+        "NAME   STATUS   VOLUME   STORAGECLASS   AGE\n"
+        "data   Bound    pv1                     3m\n"
+        "NAME   PROVISIONER       VOLUMEBINDINGMODE   AGE\n"
+        "fast   csi.example.com   Immediate           3m\n"
+        "NAME   SELECTOR   AGE\n"
+        "web    app=web    3m\n"
+        "NAME     SELECTOR                AGE\n"
+        "web-rs   app=web,tier in (a,b)   3m\n"
+        "NAME   VALUE   GLOBAL-DEFAULT   AGE\n"
+        "high   1000    true             3m\n"
+    )
+
+
+def test_get_json_is_a_kubectl_list(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(Daemon(cluster()))
+    assert podium("get", "nodes", "-o", "json", "--server", server.address) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc) == ["apiVersion", "kind", "items", "metadata"]
+    assert (doc["apiVersion"], doc["kind"], doc["metadata"]) == (
+        "v1",
+        "List",
+        {"resourceVersion": "41"},
+    )
+    first = doc["items"][0]
+    assert list(first)[:3] == ["apiVersion", "kind", "metadata"]
+    assert first["apiVersion"] == "v1"
+    assert first["kind"] == "Node"
+    assert first["status"]["capacity"] == {"cpu": "4", "memory": "32Gi", "pods": "110"}
+    # What get prints, apply reads back.
+    from podium.protocol.loader import load_text
+
+    assert [x.metadata.name for x in load_text(json.dumps(doc))] == ["n1", "n2"]
+
+
+def test_get_by_name_prints_the_object(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(Daemon(cluster()))
+    assert podium("get", "pod", "web-1", "-o", "yaml", "--server", server.address) == 0
+    doc = yaml.safe_load(capsys.readouterr().out)
+    assert (doc["apiVersion"], doc["kind"], doc["metadata"]["name"]) == ("v1", "Pod", "web-1")
+    assert doc["metadata"]["creationTimestamp"] == FOUR_DAYS_AGO
+
+
+def test_get_missing_object_exits_1(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(Daemon([]))
+    assert podium("get", "pod", "nope", "--server", server.address) == 1
+    assert capsys.readouterr().err == 'error: pod "nope" not found\n'
+
+
+def test_get_unknown_kind_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert podium("get", "deployments") == 2
+    assert 'doesn\'t have a resource type "deployments"' in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- watch
+
+
+def _ev(watch_id: int, revision: int, type_: str, **fields: Any) -> Event:
+    return Event(
+        id=watch_id,
+        revision=revision,
+        type=type_,  # type: ignore[arg-type]  # the Literal's values
+        kind=fields.pop("kind", "Pod"),
+        namespace=fields.pop("namespace", "default"),
+        name=fields.pop("name", "web-1"),
+        **fields,
+    )
+
+
+def watch_daemon(end: ErrorReply | None) -> Handler:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        if isinstance(request, Cancel):
+            return [CancelReply(id=request.id)]
+        assert isinstance(request, Watch)
+        i = request.id
+        events: list[Outgoing] = [
+            WatchReply(id=i, revision=40),
+            _ev(i, 41, "Added", kind="Node", namespace="", name="n1"),
+            _ev(i, 42, "Bound", node="n1", object=make_pod("web-1").node("n1").obj()),
+            _ev(
+                i,
+                43,
+                "Unschedulable",
+                name="big",
+                message="0/1 nodes are available: 1 Insufficient cpu.",
+            ),
+        ]
+        if end is not None:
+            events.append(msgspec.structs.replace(end, id=i))
+        return events
+
+    return handler
+
+
+UNAVAILABLE = ErrorReply(id=0, code="unavailable", message="podium is shutting down")
+
+
+def test_watch_prints_a_line_per_event(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(watch_daemon(UNAVAILABLE))
+    code = podium("watch", "--from-revision", "40", "--kind", "po", "--kind", "no",
+                  "--server", server.address)  # fmt: skip
+    out, err = capsys.readouterr()
+    assert out == (
+        "41 Added node/n1\n"
+        "42 Bound pod/default/web-1 -> n1\n"
+        "43 Unschedulable pod/default/big 0/1 nodes are available: 1 Insufficient cpu.\n"
+    )
+    assert code == 1  # the stream ended with an error
+    assert err == "error: podium is shutting down\n"
+    assert server.requests[0] == Watch(id=1, from_revision=40, kinds=["Pod", "Node"])
+
+
+def test_watch_json_is_ndjson(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(watch_daemon(UNAVAILABLE))
+    podium("watch", "-o", "json", "--server", server.address)
+    lines = capsys.readouterr().out.splitlines()
+    docs = [json.loads(line) for line in lines]
+    assert [(d["revision"], d["type"], d["name"]) for d in docs] == [
+        (41, "Added", "n1"),
+        (42, "Bound", "web-1"),
+        (43, "Unschedulable", "big"),
+    ]
+    assert "msg" not in docs[0] and "id" not in docs[0]
+    assert docs[1]["node"] == "n1"
+    assert docs[1]["object"]["apiVersion"] == "v1"
+    assert docs[1]["object"]["spec"]["nodeName"] == "n1"
+
+
+def test_watch_of_a_compacted_revision_says_list_again(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        gone = ErrorReply(id=request.id, code="gone", message="compacted", revision=500)
+        return [gone]
+
+    server = serve(handler)
+    assert podium("watch", "--from-revision", "7", "--server", server.address) == 1
+    assert capsys.readouterr().err == (
+        "error: revision 7 is compacted; oldest kept is 500: list again\n"
+    )
+
+
+def test_watch_ends_cleanly_on_ctrl_c(
+    serve: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(watch_daemon(None))
+    printed: list[str] = []
+
+    def line_then_interrupt(event: Event) -> str:
+        printed.append(str(event.revision))
+        if len(printed) == 2:
+            raise KeyboardInterrupt  # what trio raises in the main task on Ctrl-C
+        return str(event.revision)
+
+    monkeypatch.setattr(commands, "event_line", line_then_interrupt)
+    assert podium("watch", "--server", server.address) == 0
+    out, err = capsys.readouterr()
+    assert (out, err) == ("41\n", "")
+    assert server.requests[-1] == Cancel(id=2, target=1)  # the daemon heard the watch end
+
+
+# --------------------------------------------------------------------------- explain
+
+
+EXPLAINED = ExplainReply(
+    id=0,
+    revision=41,
+    placement=Placement(
+        namespace="default",
+        name="big",
+        node=None,
+        message="0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu.",
+        attempts=4,
+        nodes={
+            "n2": NodeVerdict(fits=False, reasons=["Insufficient cpu"]),
+            "n3": NodeVerdict(fits=False, reasons=["node(s) were unschedulable"]),
+            "n1": NodeVerdict(fits=False, reasons=["Insufficient cpu", "Insufficient memory"]),
+        },
+    ),
+    hints=[
+        Hint(resource="cpu", missing="200m", nodes=2),
+        Hint(resource="memory", missing="1Gi", nodes=1),
+    ],
+)
+
+
+def explain_daemon(request: ClientMessage) -> Sequence[Outgoing]:
+    assert isinstance(request, Explain)
+    return [msgspec.structs.replace(EXPLAINED, id=request.id)]
+
+
+def test_explain_text(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(explain_daemon)
+    assert podium("explain", "big", "--server", server.address) == 0
+    assert server.requests == [Explain(id=1, namespace="default", name="big")]
+    assert capsys.readouterr().out == (
+        "Pod:       default/big\n"
+        "Node:      <none>\n"
+        "Message:   0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu.\n"
+        "Attempts:  4\n"
+        "\n"
+        "NODE   FITS   REASONS                                 TOTAL\n"
+        "n2     no     Insufficient cpu                        -\n"
+        "n3     no     node(s) were unschedulable              -\n"
+        "n1     no     Insufficient cpu, Insufficient memory   -\n"
+        "\n"
+        "Hints:\n"
+        "  needs 200m more cpu on 2 nodes\n"
+        "  needs 1Gi more memory on 1 node\n"
+    )
+
+
+def test_explain_of_a_pod_that_fits(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        placement = Placement(
+            namespace="shop",
+            name="db-0",
+            node="n1",
+            message=None,
+            attempts=1,
+            nodes={
+                "n1": NodeVerdict(fits=True, scores={"LeastRequestedPriority": 7}, total=7),
+                "n2": NodeVerdict(fits=True, total=5),
+            },
+        )
+        return [ExplainReply(id=request.id, revision=41, placement=placement)]
+
+    server = serve(handler)
+    assert podium("explain", "shop/db-0", "--server", server.address) == 0
+    assert server.requests == [Explain(id=1, namespace="shop", name="db-0")]
+    assert capsys.readouterr().out == (
+        "Pod:       shop/db-0\n"
+        "Node:      n1\n"
+        "Attempts:  1\n"
+        "\n"
+        "NODE   FITS   REASONS   TOTAL\n"
+        "n1     yes    -         7\n"
+        "n2     yes    -         5\n"
+    )
+
+
+def test_explain_json_is_the_simulate_entry_plus_hints(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(explain_daemon)
+    assert podium("explain", "default/big", "-o", "json", "--server", server.address) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc) == [
+        "namespace",
+        "name",
+        "node",
+        "message",
+        "attempts",
+        "nodes",
+        "preempted",
+        "hints",
+    ]
+    assert doc["nodes"]["n1"] == {
+        "fits": False,
+        "reasons": ["Insufficient cpu", "Insufficient memory"],
+        "scores": {},
+        "total": None,
+    }
+    assert list(doc["nodes"]) == ["n2", "n3", "n1"]  # walk order kept
+    assert doc["hints"] == [
+        {"resource": "cpu", "missing": "200m", "nodes": 2},
+        {"resource": "memory", "missing": "1Gi", "nodes": 1},
+    ]
+
+
+def test_explain_rejects_a_malformed_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert podium("explain", "a/b/c") == 2
+    assert "is not NAMESPACE/NAME or NAME" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- stats, policy, schema
+
+
+def stats_daemon(request: ClientMessage) -> Sequence[Outgoing]:
+    assert isinstance(request, Stats)
+    return [
+        StatsReply(
+            id=request.id,
+            revision=41,
+            ready=True,
+            nodes=3,
+            pods=12,
+            bound=9,
+            assumed=1,
+            pending=PendingCounts(active=1, backoff=0, unschedulable=2),
+            scheduled=9,
+            unschedulable=5,
+            errors=0,
+            connections=2,
+            watchers=1,
+            uptime_seconds=9000,
+        )
+    ]
+
+
+def test_stats_text(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(stats_daemon)
+    assert podium("stats", "--server", server.address) == 0
+    assert capsys.readouterr().out == (
+        "revision      41\n"
+        "ready         true\n"
+        "nodes         3\n"
+        "pods          12 (bound 9, assumed 1)\n"
+        "pending       3 (active 1, backoff 0, unschedulable 2)\n"
+        "attempts      scheduled 9, unschedulable 5, errors 0\n"
+        "connections   2 (watchers 1)\n"
+        "uptime        150m\n"
+        "server        fake\n"
+    )
+
+
+def test_stats_json(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(stats_daemon)
+    assert podium("stats", "-o", "json", "--server", server.address) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["pending"] == {"active": 1, "backoff": 0, "unschedulable": 2}
+    assert "msg" not in doc and "id" not in doc
+
+
+def test_policy_reload(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        assert isinstance(request, ReloadPolicy)
+        return [
+            ReloadPolicyReply(
+                id=request.id,
+                predicates=["PodFitsResources", "PodToleratesNodeTaints"],
+                priorities=[
+                    PriorityWeight(name="LeastRequestedPriority", weight=1),
+                    PriorityWeight(name="ImageLocalityPriority", weight=2),
+                ],
+                warnings=["extenders are not supported; ignored"],
+            )
+        ]
+
+    server = serve(handler)
+    assert podium("policy", "reload", "--server", server.address) == 0
+    out, err = capsys.readouterr()
+    assert out == (
+        "Predicates (in order):\n"
+        "  PodFitsResources\n"
+        "  PodToleratesNodeTaints\n"
+        "Priorities:\n"
+        "  LeastRequestedPriority   weight 1\n"
+        "  ImageLocalityPriority    weight 2\n"
+    )
+    assert err == "warning: extenders are not supported; ignored\n"
+
+
+def test_policy_reload_refused(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        message = 'unknown predicate "Foo"; the old policy stays'
+        return [
+            ErrorReply(id=request.id, code="invalid", message=message, path="predicates[3].name")
+        ]
+
+    server = serve(handler)
+    assert podium("policy", "reload", "--server", server.address) == 1
+    assert capsys.readouterr().err == (
+        'error: unknown predicate "Foo"; the old policy stays at predicates[3].name\n'
+    )
+
+
+def test_protocol_schema_prints_the_schema(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = types.ModuleType("podium.protocol.schema")
+    fake.protocol_schema = lambda: {"$defs": {"Hello": {"type": "object"}}}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "podium.protocol.schema", fake)
+    assert podium("protocol", "schema") == 0
+    assert json.loads(capsys.readouterr().out) == {"$defs": {"Hello": {"type": "object"}}}
+
+
+# --------------------------------------------------------------------------- parser, helpers
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("apply", "--help"),
+        ("delete", "--help"),
+        ("get", "--help"),
+        ("watch", "--help"),
+        ("explain", "--help"),
+        ("stats", "--help"),
+        ("policy", "reload", "--help"),
+        ("protocol", "schema", "--help"),
+    ],
+    ids=" ".join,
+)
+def test_help_teaches_with_examples(
+    argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        podium(*argv)
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:\n  podium " in out
+
+
+@pytest.mark.parametrize(
+    ("alias", "kind"),
+    [
+        ("pods", "Pod"),
+        ("po", "Pod"),
+        ("Pod", "Pod"),
+        ("no", "Node"),
+        ("pv", "PersistentVolume"),
+        ("pvc", "PersistentVolumeClaim"),
+        ("svc", "Service"),
+        ("sc", "StorageClass"),
+        ("rs", "ReplicaSet"),
+        ("rc", "ReplicationController"),
+        ("sts", "StatefulSet"),
+        ("pc", "PriorityClass"),
+        ("priorityclasses", "PriorityClass"),
+        ("persistentvolumeclaim", "PersistentVolumeClaim"),
+    ],
+)
+def test_resolve_kind(alias: str, kind: str) -> None:
+    assert resolve_kind(alias) == kind
+
+
+# Each threshold of k8s.io/apimachinery/pkg/util/duration.HumanDuration@v1.14, in seconds.
+DURATION_CASES = [
+    (-2, "<invalid>"),
+    (-1, "0s"),
+    (0, "0s"),
+    (1, "1s"),
+    (119, "119s"),
+    (120, "2m"),
+    (121, "2m1s"),
+    (599, "9m59s"),
+    (600, "10m"),
+    (3 * 3600 - 1, "179m"),
+    (3 * 3600, "3h"),
+    (3 * 3600 + 60, "3h1m"),
+    (8 * 3600 - 1, "7h59m"),
+    (8 * 3600, "8h"),
+    (48 * 3600 - 1, "47h"),
+    (48 * 3600, "2d"),
+    (48 * 3600 + 3600, "2d1h"),
+    (8 * 86400 - 1, "7d23h"),
+    (8 * 86400, "8d"),
+    (2 * 365 * 86400 - 1, "729d"),
+    (2 * 365 * 86400, "2y"),
+    (2 * 365 * 86400 + 86400, "2y1d"),
+    (8 * 365 * 86400, "8y"),
+]
+
+
+@pytest.mark.parametrize(("seconds", "want"), DURATION_CASES)
+def test_human_duration(seconds: int, want: str) -> None:
+    assert human_duration(seconds) == want
