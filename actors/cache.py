@@ -21,7 +21,6 @@ a message or from the store's stream) is logged and, for Assume, answered with s
 from __future__ import annotations
 
 import logging
-import math
 from typing import assert_never
 
 import trio
@@ -77,11 +76,14 @@ class CacheActor:
             while True:
                 deadline = self.core.next_deadline()
                 msg: CacheMsg | None = None
-                with trio.move_on_at(math.inf if deadline is None else deadline):
-                    try:
+                try:
+                    if deadline is None:
                         msg = await self._inbox.receive()
-                    except trio.EndOfChannel:
-                        return
+                    else:
+                        with trio.move_on_at(deadline):
+                            msg = await self._inbox.receive()
+                except trio.EndOfChannel:
+                    return
                 if msg is not None:
                     self._handle(msg)
                     # Drain what else is waiting without a scheduler pass per message.

@@ -371,8 +371,10 @@ class Client:
         watch_id = next(self._ids)
         state = _WatchState(watch_id, self._watch_buffer)
         self._watches[watch_id] = state
+        sent = False
         try:
             await self._send(Watch(id=watch_id, from_revision=from_revision, kinds=list(kinds)))
+            sent = True
             try:
                 first = await state.receive.receive()
             except (trio.EndOfChannel, trio.ClosedResourceError):
@@ -385,7 +387,7 @@ class Client:
             self._watches.pop(watch_id, None)
             state.send.close()
             state.receive.close()
-            if not state.server_ended and self._lost is None:
+            if sent and not state.server_ended and self._lost is None:
                 # Shielded: the daemon must hear that this watch is over even when the block
                 # is left by cancellation; bounded, so a dead daemon cannot hang the exit.
                 # A RemoteError or lost connection means there is nothing left to stop.

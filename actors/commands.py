@@ -6,7 +6,9 @@ pkg/printers/internalversion/printers.go@v1.14) — the same names, kind aliases
 AGE format and "No resources found" wording, so an operator's habits carry over.
 
 Owns: nothing; each command opens one connection (:func:`podium.actors.client.connect`), sends
-its requests and prints. Exit codes: 0 ok, 1 rejected or failed (the daemon's error, an
+its requests and prints.
+Mailbox: none (each command is a sync function that runs its own ``trio.run``).
+Emits: protocol requests through the client; text or JSON on stdout. Exit codes: 0 ok, 1 rejected or failed (the daemon's error, an
 unreachable daemon, a file that does not load), 2 usage.
 
 Human output goes to stdout, errors and warnings to stderr (``error: ...``); ``-o json`` prints
@@ -229,7 +231,7 @@ _DECIMAL_UNITS = (
 
 
 def _format_bytes(value: int) -> str:
-    """Bytes in the shortest exact quantity form (``1Gi``, ``500M``, ``1234``)."""
+    """Bytes as an exact quantity, binary suffixes first (``1Gi``, ``500M``, ``1234``)."""
     if value == 0:
         return "0"
     for units in (_BINARY_UNITS, _DECIMAL_UNITS):

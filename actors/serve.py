@@ -126,34 +126,38 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
         reload_plugins=lambda: load_plugin_set(config),
     )
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with trio.open_nursery() as nursery:
-            handles = await nursery.start(runtime.run)
-            await send(handles.scheduler, BeginScheduling())
-            gateway = Gateway(
-                hub_rx,
-                hub_tx,
-                handles,
-                server_version=version,
-                max_frame_bytes=config.podium.max_frame_bytes,
-            )
-            await nursery.start(gateway.run, listeners)
-            ready = {
-                "listen": address,
-                "unix": config.podium.unix,
-                "metrics": None,
-                "revision": gateway.revision,
-            }
-            out.write(json.dumps(ready) + "\n")
-            out.flush()
-            log.info("podium %s ready: %s", version, ready)
-            async for signum in signals:
-                log.info("received %s: shutting down", signal.Signals(signum).name)
-                gateway.stop()
-                runtime.stop()
-                grace = config.podium.shutdown_grace_period_seconds
-                nursery.cancel_scope.deadline = trio.current_time() + grace
-                nursery.start_soon(_second_signal, signals, nursery.cancel_scope)
-                break
+        async with trio.open_nursery() as outer:
+            # The services run in their own nursery so that, once they have drained, the
+            # task still listening for a second signal can be cancelled.
+            async with trio.open_nursery() as nursery:
+                handles = await nursery.start(runtime.run)
+                await send(handles.scheduler, BeginScheduling())
+                gateway = Gateway(
+                    hub_rx,
+                    hub_tx,
+                    handles,
+                    server_version=version,
+                    max_frame_bytes=config.podium.max_frame_bytes,
+                )
+                await nursery.start(gateway.run, listeners)
+                ready = {
+                    "listen": address,
+                    "unix": config.podium.unix,
+                    "metrics": None,
+                    "revision": gateway.revision,
+                }
+                out.write(json.dumps(ready) + "\n")
+                out.flush()
+                log.info("podium %s ready: %s", version, ready)
+                async for signum in signals:
+                    log.info("received %s: shutting down", signal.Signals(signum).name)
+                    gateway.stop()
+                    runtime.stop()
+                    grace = config.podium.shutdown_grace_period_seconds
+                    nursery.cancel_scope.deadline = trio.current_time() + grace
+                    outer.start_soon(_second_signal, signals, nursery.cancel_scope)
+                    break
+            outer.cancel_scope.cancel("shut down")
         if nursery.cancel_scope.cancelled_caught:
             log.warning("shutdown did not finish within the grace period; the rest was cancelled")
     if config.podium.unix is not None:

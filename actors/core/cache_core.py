@@ -62,7 +62,12 @@ Where Podium differs from v1.14 (or guesses):
   ``volume.kubernetes.io/selected-node`` as in v1.14;
 - a confirmed pod replaces the assumed PodInfo by the store's object (v1.14 kept the assumed
   object in the NodeInfo);
-- a pod moving to another node in an Update is moved and logged (v1.14 exits the process).
+- a pod moving to another node in an Update is moved and logged (v1.14 exits the process);
+- a confirmed pod's volume assumptions stay until the store's own claim/volume changes
+  supersede them (they arrive in the same commit as the binding); a forgotten or expired
+  pod's are reverted to the store's objects;
+- ``Recovered`` rebuilds the cache from the store and drops assumed pods (their binds, if
+  any, fail and the binder's Forget is logged as a NotAssumed error).
 """
 
 from __future__ import annotations

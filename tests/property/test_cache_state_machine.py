@@ -22,12 +22,7 @@ from typing import Any
 
 import pytest
 from builders import decode, make_node, make_pod
-from hypothesis import settings
-from collections import Counter as _C
-EV = _C()
-def event(x):
-    EV[x] += 1
-
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -401,7 +396,3 @@ class CacheMachine(RuleBasedStateMachine):
 
 CacheMachine.TestCase.settings = settings(max_examples=100, deadline=None, stateful_step_count=50)
 TestCacheStateMachine = CacheMachine.TestCase
-
-
-def test_zz_print():
-    print(EV)

@@ -27,6 +27,7 @@ from podium.actors.plugins.volume_binding import (
 )
 from podium.protocol import objects as o
 from podium.protocol.errors import AlreadyAssumed, CacheStateError, NotAssumed
+from podium.protocol.wire import EventType
 from podium.store.mail import Change
 
 ZONE = "topology.kubernetes.io/zone"
@@ -780,11 +781,11 @@ def test_confirmed_pods_volume_assumptions_stay_until_superseded() -> None:
 # --------------------------------------------------------------------------- the store's stream
 
 
-def change(type_: str, obj: o.KubeObject, revision: int = 1) -> Change:
+def change(type_: EventType, obj: o.KubeObject, revision: int = 1) -> Change:
     kind = type(obj).__name__
     return Change(
         revision=revision,
-        type=type_,  # type: ignore[arg-type]  # tests pass EventType strings
+        type=type_,
         kind=kind,
         namespace=obj.metadata.namespace if kind in o.NAMESPACED_KINDS else "",
         name=obj.metadata.name,

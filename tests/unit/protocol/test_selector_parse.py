@@ -19,7 +19,7 @@ from podium.protocol.objects import LabelSelector, LabelSelectorRequirement
 
 
 def req(key: str, operator: str, *values: str) -> LabelSelectorRequirement:
-    return LabelSelectorRequirement(key=key, operator=operator, values=list(values))  # type: ignore[arg-type]
+    return LabelSelectorRequirement(key=key, operator=operator, values=list(values))  # type: ignore[arg-type]  # operator: a str, not the Literal
 
 
 def sel(labels: dict[str, str] | None = None, *exprs: LabelSelectorRequirement) -> LabelSelector:

@@ -1,0 +1,449 @@
+"""End to end: a real ``podium serve`` subprocess, real sockets, real clients and CLI.
+
+Each test starts its own daemon on port 0 (and a Unix socket in tmp_path), reads the ready
+line for the real address, and stops it with SIGTERM, asserting exit code 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from builders import make_node, make_pod
+from protocol_schema import schema_validator
+
+from podium.actors.client import RemoteError, connect
+from podium.protocol import objects as o
+from podium.protocol.wire import Event, ObjectRef
+
+PODIUM = str(Path(sys.executable).with_name("podium"))
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+READY_TIMEOUT = 30.0
+
+
+@dataclass
+class Daemon:
+    proc: subprocess.Popen[str]
+    address: str
+    unix: str
+    ready: dict[str, Any]
+
+    def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PODIUM, *args, "--server", self.address],
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=60,
+            check=False,
+        )
+
+    def stop(self, timeout: float = 20.0) -> tuple[int, str]:
+        """SIGTERM (if still running); the exit code and everything it wrote on stderr."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        _, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, err
+
+
+def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            proc.kill()
+            raise AssertionError(f"podium serve printed no ready line in {timeout} s")
+    return proc.stdout.readline()
+
+
+def start_daemon(tmp_path: Path, *extra: str) -> Daemon:
+    unix = str(tmp_path / "podium.sock")
+    proc = subprocess.Popen(
+        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--unix", unix, "--seed", "1", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    line = _read_line(proc, READY_TIMEOUT)
+    if not line:
+        _, err = proc.communicate(timeout=10)
+        raise AssertionError(f"podium serve exited: {err}")
+    ready = json.loads(line)
+    return Daemon(proc, ready["listen"], unix, ready)
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = start_daemon(tmp_path)
+    try:
+        yield d
+    finally:
+        code, err = d.stop()
+        assert code == 0, err
+        assert "Traceback" not in err, err
+
+
+def _node(name: str, cpu: str = "4", zone: str = "a") -> o.Node:
+    return (
+        make_node(name)
+        .capacity(cpu=cpu, memory="16Gi", pods=110)
+        .label("topology.kubernetes.io/zone", zone)
+        .label("kubernetes.io/hostname", name)
+        .condition("Ready", "True")
+        .obj()
+    )
+
+
+async def _bound(server: str, want: set[str], *, from_revision: int = 0) -> dict[str, str]:
+    """Watch from ``from_revision`` until every pod key in ``want`` is Bound; pod -> node."""
+    got: dict[str, str] = {}
+    async with connect(server) as client, client.watch(from_revision, kinds=["Pod"]) as events:
+        async for ev in events:
+            if ev.type == "Bound":
+                key = f"{ev.namespace}/{ev.name}"
+                assert key not in got, f"{key} bound twice"
+                got[key] = ev.node
+                if want <= got.keys():
+                    return got
+    raise AssertionError("the watch ended")
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_ready_line_names_the_real_addresses(daemon: Daemon) -> None:
+    assert daemon.address.startswith("127.0.0.1:")
+    assert not daemon.address.endswith(":0")
+    assert daemon.ready == {
+        "listen": daemon.address,
+        "unix": daemon.unix,
+        "metrics": None,
+        "revision": 0,
+    }
+
+
+async def test_apply_example_cluster_and_watch_the_bindings(daemon: Daemon) -> None:
+    with trio.fail_after(60):
+        proc = await trio.to_thread.run_sync(
+            lambda: daemon.cli("apply", "-f", str(EXAMPLES / "cluster.yaml"))
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "node/general-a-1 created" in proc.stdout
+        assert "pod/shop/web-7d9f-0 created" in proc.stdout
+        bound = await _bound(daemon.address, {"shop/web-7d9f-0", "ml/train-resnet-1"})
+        assert bound["shop/web-7d9f-0"].startswith("general-")
+        # The same placements podium simulate reports for this file with the same seed.
+        sim = json.loads(
+            (
+                await trio.run_process(
+                    [
+                        PODIUM,
+                        "simulate",
+                        "-f",
+                        str(EXAMPLES / "cluster.yaml"),
+                        "-o",
+                        "json",
+                        "--seed",
+                        "1",
+                    ],
+                    capture_stdout=True,
+                )
+            ).stdout
+        )
+        placed = {f"{p['namespace']}/{p['name']}" for p in sim["pods"] if p["node"]}
+        await _bound(daemon.address, placed)
+        got = await trio.to_thread.run_sync(lambda: daemon.cli("get", "pods", "-A", "-o", "json"))
+        assert got.returncode == 0, got.stderr
+        items = json.loads(got.stdout)["items"]
+        by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in items}
+        for key in placed:
+            assert by_key[key]["spec"]["nodeName"], key
+        table = await trio.to_thread.run_sync(lambda: daemon.cli("get", "pods", "-n", "ml"))
+        assert "train-llm" in table.stdout and "Pending" in table.stdout
+
+
+async def test_concurrent_clients_submit_pods_and_none_is_bound_twice(daemon: Daemon) -> None:
+    with trio.fail_after(60):
+        async with connect(daemon.address) as admin:
+            await admin.put([_node(f"n{i}", cpu="2", zone="abc"[i % 3]) for i in range(6)])
+        want = {f"c{c}/p{i}" for c in range(5) for i in range(10)}
+        bound: dict[str, str] = {}
+
+        async def client(c: int, encoding: str) -> None:
+            async with connect(daemon.address, encoding=encoding) as cl:  # type: ignore[arg-type]
+                for i in range(10):
+                    await cl.put([make_pod(f"p{i}").ns(f"c{c}").req(cpu="200m").obj()])
+
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                bound.update(await _bound(daemon.address, want))
+
+            nursery.start_soon(watch)
+            for c in range(5):
+                nursery.start_soon(client, c, "json" if c % 2 else "msgpack")
+        assert bound.keys() == want
+        per_node = Counter(bound.values())
+        assert all(n * 200 <= 2000 for n in per_node.values()), per_node
+
+
+async def test_unschedulable_pods_are_retried_after_node_and_pod_changes(daemon: Daemon) -> None:
+    with trio.fail_after(60):
+        async with connect(daemon.address) as cl, cl.watch(kinds=["Pod"]) as events:
+            await cl.put([_node("small", cpu="1")])
+            await cl.put([make_pod("hog").req(cpu="800m").obj()])
+            await cl.put([make_pod("big").req(cpu="2").obj()])
+            await cl.put([make_pod("mid").req(cpu="500m").obj()])
+            seen: list[Event] = []
+
+            async def until(pred: Any) -> Event:
+                async for ev in events:
+                    seen.append(ev)
+                    if pred(ev):
+                        return ev
+                raise AssertionError("watch ended")
+
+            await until(lambda e: e.type == "Bound" and e.name == "hog")
+            ev = await until(lambda e: e.type == "Unschedulable" and e.name == "big")
+            assert ev.message == "0/1 nodes are available: 1 Insufficient cpu."
+            await until(lambda e: e.type == "Unschedulable" and e.name == "mid")
+            # A new node that fits "big": the queue moves it back and it is bound there.
+            await cl.put([_node("large", cpu="4")])
+            ev = await until(lambda e: e.type == "Bound" and e.name == "big")
+            assert ev.node == "large"
+            # "mid" fits nowhere until "hog" goes: deleting it frees "small".
+            await cl.delete([ObjectRef(kind="Pod", name="hog", namespace="default")])
+            ev = await until(lambda e: e.type == "Bound" and e.name == "mid")
+            assert ev.node in ("small", "large")
+            # Deleting a node with pods keeps them; a new pod still finds room elsewhere.
+            await cl.delete([ObjectRef(kind="Node", name="large")])
+            await cl.put([make_pod("late").req(cpu="100m").obj()])
+            ev = await until(lambda e: e.type == "Bound" and e.name == "late")
+            assert ev.node == "small"
+            assert sum(1 for e in seen if e.type == "Deleted" and e.kind == "Pod") == 1
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+async def test_every_request_kind_round_trips(daemon: Daemon, encoding: str) -> None:
+    with trio.fail_after(60):
+        async with connect(daemon.address, encoding=encoding) as cl:  # type: ignore[arg-type]
+            put = await cl.put([_node("n1", cpu="1"), make_pod("web").req(cpu="2").obj()])
+            assert [s.action for s in put.objects] == ["created", "created"]
+            got = await cl.get("Pod", namespace="default")
+            assert [p.metadata.name for p in got.items] == ["web"]
+            assert got.revision >= put.revision
+            assert (await cl.get("Node", label_selector="kubernetes.io/hostname=n1")).items
+            assert not (await cl.get("Node", label_selector="kubernetes.io/hostname!=n1")).items
+            with pytest.raises(RemoteError) as bad:
+                await cl.get("Node", label_selector="a in (")
+            assert bad.value.code == "invalid"
+            with pytest.raises(RemoteError) as missing:
+                await cl.get("Pod", name="nope", namespace="default")
+            assert missing.value.code == "not_found"
+            explained = await cl.explain("default", "web")
+            assert explained.placement.node is None
+            assert explained.placement.nodes["n1"].reasons == ["Insufficient cpu"]
+            assert [(h.resource, h.missing, h.nodes) for h in explained.hints] == [("cpu", "1", 1)]
+            sim = await cl.simulate(make_pod("what-if").req(cpu="100m").obj())
+            assert sim.placement.node == "n1"
+            # simulate stores nothing
+            assert [p.metadata.name for p in (await cl.get("Pod")).items] == ["web"]
+            reloaded = await cl.reload_policy()
+            assert (
+                "PodFitsResources" in reloaded.predicates
+                or "GeneralPredicates" in reloaded.predicates
+            )
+            stats = await cl.stats()
+            assert (stats.nodes, stats.pods, stats.ready) == (1, 1, True)
+            async with cl.watch(from_revision=0) as events:
+                first = await events.__anext__()
+                assert (first.type, first.kind, first.name) == ("Added", "Node", "n1")
+            deleted = await cl.delete([ObjectRef(kind="Pod", name="web", namespace="default")])
+            assert [s.action for s in deleted.objects] == ["deleted"]
+            with pytest.raises(RemoteError) as rejected:
+                await cl.put([make_pod("x").spec(priorityClassName="nope").obj()])
+            assert rejected.value.code == "invalid"
+            assert rejected.value.errors[0].path == "$.spec.priorityClassName"
+
+
+def test_unix_socket_serves_the_same_protocol(daemon: Daemon) -> None:
+    async def main() -> None:
+        async with connect(f"unix:{daemon.unix}") as cl:
+            await cl.put([_node("n1")])
+            assert (await cl.stats()).nodes == 1
+
+    trio.run(main)
+
+
+# --------------------------------------------------------------------------- raw frames
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + payload
+
+
+def _recv_frame(sock: socket.socket) -> bytes | None:
+    header = b""
+    while len(header) < 4:
+        chunk = sock.recv(4 - len(header))
+        if not chunk:
+            return None
+        header += chunk
+    (size,) = struct.unpack(">I", header)
+    body = b""
+    while len(body) < size:
+        chunk = sock.recv(size - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return body
+
+
+def _raw(daemon: Daemon) -> socket.socket:
+    host, port = daemon.address.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    return sock
+
+
+def test_json_frames_follow_the_published_schema(daemon: Daemon) -> None:
+    client_schema = schema_validator("ClientMessage")
+    server_schema = schema_validator("ServerMessage")
+    hello = {"msg": "hello", "protocol": 1, "encoding": "json"}
+    schema_validator("Hello").validate(hello)
+    requests: list[dict[str, Any]] = [
+        {
+            "msg": "put",
+            "id": 1,
+            "objects": [
+                _node_json("n1"),
+                {
+                    "kind": "Pod",
+                    "apiVersion": "v1",
+                    "metadata": {"name": "p", "namespace": "default"},
+                    "spec": {
+                        "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]
+                    },
+                },
+            ],
+        },
+        {"msg": "get", "id": 2, "kind": "Pod", "namespace": "default"},
+        {"msg": "watch", "id": 3, "from_revision": 0, "kinds": ["Pod"]},
+        {"msg": "stats", "id": 4},
+        {"msg": "simulate", "id": 5, "pod": {"kind": "Pod", "metadata": {"name": "q"}}},
+        {"msg": "explain", "id": 6, "name": "p"},
+        {"msg": "cancel", "id": 7, "target": 3},
+    ]
+    with _raw(daemon) as sock:
+        sock.sendall(_frame(json.dumps(hello).encode()))
+        reply = json.loads(_recv_frame(sock) or b"null")
+        schema_validator("HelloReply").validate(reply)
+        for req in requests:
+            client_schema.validate(req)
+            sock.sendall(_frame(json.dumps(req).encode()))
+        answered: set[int] = set()
+        while answered != {1, 2, 4, 5, 6, 7}:
+            payload = _recv_frame(sock)
+            assert payload is not None, f"closed; answered {answered}"
+            msg = json.loads(payload)
+            server_schema.validate(msg)
+            if msg["msg"] not in ("event", "watch_reply"):
+                assert msg["msg"] != "error", msg
+                answered.add(msg["id"])
+
+
+def _node_json(name: str) -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {"name": name},
+        "status": {"capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"}},
+    }
+
+
+def test_malformed_frame_closes_only_its_own_connection(daemon: Daemon) -> None:
+    hello = _frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
+    with _raw(daemon) as good, _raw(daemon) as bad:
+        good.sendall(hello)
+        bad.sendall(hello)
+        assert _recv_frame(good) and _recv_frame(bad)
+        # Well-formed but invalid: an error naming the field, and the connection stays.
+        bad.sendall(_frame(json.dumps({"msg": "get", "id": 9, "kind": 5}).encode()))
+        err = json.loads(_recv_frame(bad) or b"null")
+        assert (err["msg"], err["id"], err["code"], err["path"]) == (
+            "error",
+            9,
+            "invalid",
+            "$.kind",
+        )
+        # Not JSON at all: an error with id -1, then the daemon closes this connection.
+        bad.sendall(_frame(b"\xff{not json"))
+        err = json.loads(_recv_frame(bad) or b"null")
+        assert (err["id"], err["code"]) == (-1, "invalid")
+        assert _recv_frame(bad) is None
+        # An oversized length prefix: too_large, closed.
+        with _raw(daemon) as huge:
+            huge.sendall(hello)
+            assert _recv_frame(huge)
+            huge.sendall(struct.pack(">I", 2**31))
+            err = json.loads(_recv_frame(huge) or b"null")
+            assert (err["id"], err["code"]) == (-1, "too_large")
+            assert _recv_frame(huge) is None
+        # The other connection never noticed.
+        good.sendall(_frame(json.dumps({"msg": "stats", "id": 1}).encode()))
+        stats = json.loads(_recv_frame(good) or b"null")
+        assert stats["msg"] == "stats_reply"
+
+
+def test_sigterm_tells_clients_and_exits_zero_within_the_grace_period(tmp_path: Path) -> None:
+    d = start_daemon(tmp_path)
+    hello = _frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
+    with _raw(d) as sock:
+        sock.sendall(hello)
+        assert _recv_frame(sock)
+        sock.sendall(_frame(json.dumps({"msg": "watch", "id": 1}).encode()))
+        assert json.loads(_recv_frame(sock) or b"null")["msg"] == "watch_reply"
+        d.proc.send_signal(signal.SIGTERM)
+        goodbye = json.loads(_recv_frame(sock) or b"null")
+        assert (goodbye["id"], goodbye["code"]) == (-1, "unavailable")
+        assert goodbye["message"] == "podium is shutting down"
+        assert _recv_frame(sock) is None
+    code, err = d.stop(timeout=15)
+    assert code == 0, err
+    assert not os.path.exists(d.unix)
+
+
+def test_bad_flags_and_policy_fail_before_serving(tmp_path: Path) -> None:
+    bad = subprocess.run(
+        [PODIUM, "serve", "--listen", "nowhere"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert "'nowhere' is not HOST:PORT" in bad.stderr
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"kind": "Policy", "predicates": [{"name": "NoSuchPredicate"}]}')
+    proc = subprocess.run(
+        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--policy", str(policy)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "NoSuchPredicate" in proc.stderr
