@@ -45,6 +45,7 @@ from podium.actors.mail import (
     CacheStatsReply,
     Explained,
     ExplainPod,
+    Handles,
     Lookup,
     LookupReply,
     QueueStats,
@@ -55,7 +56,6 @@ from podium.actors.mail import (
     SchedulerStatsReply,
 )
 from podium.actors.sending import reply, send
-from podium.actors.supervisor import Handles
 from podium.protocol.errors import (
     FrameTooLarge,
     InvalidRequest,

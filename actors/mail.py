@@ -13,11 +13,12 @@ The store's messages (Committed, Recovered, WriteObjects, BindPods, ...) are in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
-from podium.store.mail import Committed, Recovered
+from podium.store.mail import Committed, Recovered, StoreMsg
 
 if TYPE_CHECKING:
     import trio
@@ -46,6 +47,7 @@ __all__ = [
     "FilterRequest",
     "FinishBinding",
     "Forget",
+    "Handles",
     "Lookup",
     "LookupReply",
     "Pop",
@@ -405,3 +407,20 @@ class SchedulerStatsReply(_Mail, frozen=True, kw_only=True):
 
 
 SchedulerMsg: TypeAlias = BeginScheduling | ExplainPod | ReloadPlugins | SchedulerStats
+
+
+# --------------------------------------------------------------------------- runtime
+
+
+@dataclass(frozen=True, slots=True)
+class Handles:
+    """The mailboxes the caller may send to; the caller closes them to let the runtime end."""
+
+    store: trio.MemorySendChannel[StoreMsg]
+    scheduler: trio.MemorySendChannel[SchedulerMsg]
+    queue: trio.MemorySendChannel[QueueMsg]
+    cache: trio.MemorySendChannel[CacheMsg]
+
+    async def aclose(self) -> None:
+        for channel in (self.store, self.scheduler, self.queue, self.cache):
+            await channel.aclose()

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import trio
@@ -34,6 +33,7 @@ from podium.actors.mail import (
     BinderMsg,
     CacheMsg,
     FilterMsg,
+    Handles,
     QueueMsg,
     SchedulerMsg,
     ScoreMsg,
@@ -93,20 +93,6 @@ def load_plugin_set(config: SchedulerConfig, policy_file: str | None = None) -> 
         priorities=[(name, weight) for name, weight in resolved.priority_weights],
         warnings=list(resolved.warnings),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Handles:
-    """The mailboxes the caller may send to; the caller closes them to let the runtime end."""
-
-    store: trio.MemorySendChannel[StoreMsg]
-    scheduler: trio.MemorySendChannel[SchedulerMsg]
-    queue: trio.MemorySendChannel[QueueMsg]
-    cache: trio.MemorySendChannel[CacheMsg]
-
-    async def aclose(self) -> None:
-        for channel in (self.store, self.scheduler, self.queue, self.cache):
-            await channel.aclose()
 
 
 class Runtime:
