@@ -331,10 +331,11 @@ class Gateway:
         if self._stopping:
             conn.close("podium is shutting down")
         try:
-            async with stream:
-                await conn.serve()
-        except trio.BrokenResourceError:
-            pass  # the peer went away mid-write
+            try:
+                async with stream:
+                    await conn.serve()
+            except* (trio.BrokenResourceError, trio.ClosedResourceError):
+                log.debug("connection %d: the peer went away", conn.conn_id)
         except Exception:
             log.exception("connection %d failed", conn.conn_id)
         finally:
@@ -643,6 +644,18 @@ class _Connection:
                 continue
             except MalformedFrame as exc:
                 return ErrorReply(id=-1, code="invalid", message=str(exc))
+            if isinstance(msg, Watch):
+                if msg.id in self.watches:
+                    await self.send(
+                        ErrorReply(
+                            id=msg.id,
+                            code="conflict",
+                            message=f"a watch with id {msg.id} is already open on this connection",
+                            path="$.id",
+                        )
+                    )
+                    continue
+                self.watches[msg.id] = trio.CancelScope()
             requests.start_soon(self._request, msg)
 
     async def _request(self, msg: ClientMessage) -> None:
@@ -659,7 +672,28 @@ class _Connection:
     # ------------------------------------------------------------------ watches
 
     async def watch(self, msg: Watch) -> None:
-        """Serve one watch until it is cancelled, cut off, or the connection ends."""
+        """Serve one watch until it is cancelled, cut off, or the connection ends.
+
+        The reader registered the watch's cancel scope before this task started, so a Cancel
+        sent right behind the Watch finds it (request tasks start in no set order).
+        """
+        scope = self.watches.get(msg.id)
+        if scope is None:
+            return
+        key = (self.conn_id, msg.id)
+        joined: int | None = None
+        try:
+            with scope:
+                joined = await self._join(msg, key)
+        finally:
+            self.watches.pop(msg.id, None)
+            self.cancelled.discard(msg.id)
+            if joined is not None:
+                with trio.CancelScope(shield=True):
+                    await send(self.gateway._hub_tx, RemoveWatch(key=key))
+
+    async def _join(self, msg: Watch, key: tuple[int, int]) -> int | None:
+        """Register with the hub and stream; the position joined at, or None if it never was."""
         gateway = self.gateway
         unknown = sorted(set(msg.kinds) - set(KINDS))
         if unknown:
@@ -671,17 +705,7 @@ class _Connection:
                     path="$.kinds",
                 )
             )
-            return
-        if msg.id in self.watches:
-            await self.send(
-                ErrorReply(
-                    id=msg.id,
-                    code="conflict",
-                    message=f"a watch with id {msg.id} is already open on this connection",
-                    path="$.id",
-                )
-            )
-            return
+            return None
         kinds = frozenset(msg.kinds)
         backlog: list[Change] = []
         position: int | None = None
@@ -692,19 +716,19 @@ class _Connection:
             )
             if isinstance(events, StoreFailure):
                 await self.send(_failure(msg.id, events))
-                return
+                return None
             assert isinstance(events, EventsResult)
             backlog = [c for c in events.changes if not kinds or c.kind in kinds]
             position = events.revision
         changes_to, changes = trio.open_memory_channel[Change](WATCH_BUFFER)
-        key = (self.conn_id, msg.id)
-        joined = await gateway.ask(
+        joined: int | None = await gateway.ask(
             gateway._hub_tx,
             lambda **kw: AddWatch(
                 key=key, position=position, kinds=kinds, channel=changes_to, **kw
             ),
         )
         if joined is None:
+            changes_to.close()
             await self.send(
                 ErrorReply(
                     id=msg.id,
@@ -713,44 +737,33 @@ class _Connection:
                     revision=position,
                 )
             )
-            return
+            return None
         last = msg.from_revision if msg.from_revision is not None else joined
-        scope = trio.CancelScope()
-        self.watches[msg.id] = scope
-        try:
-            with scope:
-                await self.send(WatchReply(id=msg.id, revision=last))
-                for change in backlog:
-                    await self.send(event_of(msg.id, change))
-                    last = change.revision
-                async with changes:
-                    async for change in changes:
-                        await self.send(event_of(msg.id, change))
-                        last = change.revision
-                # The hub let go of us: we were too slow, or the daemon is stopping.
-                if gateway._stopping:
-                    end = ErrorReply(
-                        id=msg.id,
-                        code="unavailable",
-                        message="podium is shutting down",
-                        revision=last,
-                    )
-                else:
-                    end = ErrorReply(
-                        id=msg.id,
-                        code="overloaded",
-                        message=(
-                            f"watch fell more than {WATCH_BUFFER} events behind; "
-                            f"resume from revision {last}"
-                        ),
-                        revision=last,
-                    )
-                await self.send(end)
-        finally:
-            self.watches.pop(msg.id, None)
-            self.cancelled.discard(msg.id)
-            with trio.CancelScope(shield=True):
-                await send(gateway._hub_tx, RemoveWatch(key=key))
+        await self.send(WatchReply(id=msg.id, revision=last))
+        for change in backlog:
+            await self.send(event_of(msg.id, change))
+            last = change.revision
+        async with changes:
+            async for change in changes:
+                await self.send(event_of(msg.id, change))
+                last = change.revision
+        # The hub let go of us: we were too slow, or the daemon is stopping.
+        if gateway._stopping:
+            end = ErrorReply(
+                id=msg.id, code="unavailable", message="podium is shutting down", revision=last
+            )
+        else:
+            end = ErrorReply(
+                id=msg.id,
+                code="overloaded",
+                message=(
+                    f"watch fell more than {WATCH_BUFFER} events behind; "
+                    f"resume from revision {last}"
+                ),
+                revision=last,
+            )
+        await self.send(end)
+        return joined
 
     def cancel(self, watch_id: int) -> bool:
         """Stop the watch ``watch_id`` (its stream simply ends); False if there is none."""

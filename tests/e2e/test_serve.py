@@ -351,10 +351,17 @@ def test_json_frames_follow_the_published_schema(daemon: Daemon) -> None:
         sock.sendall(_frame(json.dumps(hello).encode()))
         reply = json.loads(_recv_frame(sock) or b"null")
         schema_validator("HelloReply").validate(reply)
-        for req in requests:
+        # Requests run concurrently; the put must be in before the others read it.
+        put, *rest = requests
+        client_schema.validate(put)
+        sock.sendall(_frame(json.dumps(put).encode()))
+        reply = json.loads(_recv_frame(sock) or b"null")
+        server_schema.validate(reply)
+        assert reply["msg"] == "put_reply", reply
+        for req in rest:
             client_schema.validate(req)
             sock.sendall(_frame(json.dumps(req).encode()))
-        answered: set[int] = set()
+        answered: set[int] = {1}
         while answered != {1, 2, 4, 5, 6, 7}:
             payload = _recv_frame(sock)
             assert payload is not None, f"closed; answered {answered}"
