@@ -33,7 +33,7 @@ from podium.actors.serve import parse_address, serve
 from podium.actors.simulate import simulate
 from podium.actors.supervisor import load_plugin_set
 from podium.protocol.config import SchedulerConfig, load_config
-from podium.protocol.errors import PodiumError
+from podium.protocol.errors import PodiumError, StoreError
 from podium.protocol.loader import load_files, load_text
 
 __all__ = ["main"]
@@ -264,6 +264,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The exceptions of a (nested) group, for one message each."""
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     try:
         config = _configured(args)
@@ -273,12 +281,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging(config.podium.log_format, config.podium.log_level)
+    failed = False
     try:
         trio.run(lambda: serve(config, version=_version()))
-    except OSError as exc:
-        print(f"error: cannot listen: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
+    except* OSError as group:
+        for error in _leaves(group):
+            print(f"error: cannot listen: {error}", file=sys.stderr)
+        failed = True
+    except* StoreError as group:
+        # Locked by another daemon, unreadable, or a commit failed: the log has the details.
+        for error in _leaves(group):
+            print(f"error: {error}", file=sys.stderr)
+        failed = True
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 # --------------------------------------------------------------------------- parser

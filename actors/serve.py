@@ -30,9 +30,8 @@ from podium.actors.mail import BeginScheduling
 from podium.actors.sending import send
 from podium.actors.supervisor import MAILBOX, Runtime, StoreFactory, load_plugin_set
 from podium.protocol.config import SchedulerConfig
-from podium.store.core import StoreCore
 from podium.store.mail import Published, StoreMsg
-from podium.store.memory import MemoryStore
+from podium.store.sqlite import SqliteStore
 
 __all__ = ["open_listeners", "parse_address", "serve"]
 
@@ -95,13 +94,20 @@ async def open_listeners(config: SchedulerConfig) -> tuple[list[trio.SocketListe
     return listeners, address
 
 
-def _memory_store(config: SchedulerConfig) -> StoreFactory:
+def _sqlite_store(config: SchedulerConfig) -> StoreFactory:
+    settings = config.podium
+
     def build(
         inbox: trio.MemoryReceiveChannel[StoreMsg],
         subscribers: Sequence[trio.MemorySendChannel[Published]],
-    ) -> MemoryStore:
-        core = StoreCore(retention=config.podium.event_retention_revisions)
-        return MemoryStore(inbox, subscribers, core)
+    ) -> SqliteStore:
+        return SqliteStore(
+            inbox,
+            subscribers,
+            settings.database,
+            synchronous=settings.synchronous,
+            retention=settings.event_retention_revisions,
+        )
 
     return build
 
@@ -121,7 +127,7 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
     runtime = Runtime(
         config,
         plugins,
-        _memory_store(config),
+        _sqlite_store(config),
         subscribers=[hub_tx.clone()],
         reload_plugins=lambda: load_plugin_set(config),
     )

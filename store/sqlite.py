@@ -1,0 +1,458 @@
+"""The durable store: the in-memory store's loop with a SQLite commit in the middle.
+
+Kubernetes counterpart: etcd behind the API server — a write is acknowledged once it is
+durable, watchers resume from a revision, and a compacted revision answers ``410 Gone``.
+
+Each round is the in-memory store's (store/memory.py): apply the batch to the
+:class:`~podium.store.core.StoreCore`, then **commit** it here — every change of the batch in
+one SQLite transaction (group commit: many client writes and bindings per transaction) —
+then publish and release the replies. So no acknowledgement and no published change (a
+Bound event included) ever precedes the durability of what it reports. A commit that fails
+stops the daemon (fail-stop): the core is ahead of the disk, and the only truthful state is
+the one a restart recovers.
+
+aiosqlite is an asyncio library; trio-asyncio fails on Python 3.14 and once let a cancelled
+write leak into the next commit (STYLE.md). So aiosqlite runs on **its own asyncio loop in its
+own thread** (:class:`_Database`): the trio side hands it a job with
+``loop.call_soon_threadsafe(queue.put_nowait, job)`` and gets the answer through
+``trio_token.run_sync_soon(channel.send_nowait, answer)``; neither side ever blocks the other,
+and a job once handed over always runs to its end (commit or rollback), whatever the trio side
+does meanwhile. asyncio and aiosqlite appear nowhere outside store/.
+
+Recovery at start: the schema is migrated, every object is loaded into the core with the
+revision and the recent tail of the event log, and the store publishes Recovered as usual,
+so the cache and the queue are rebuilt from the same stream as ever. Assumed pods were never
+written, so a binding that did not commit is simply not there: its pod is pending again.
+
+One daemon per database: an exclusive ``flock`` on ``<database>.lock`` (released by the kernel
+when the process dies, ``kill -9`` included) names its holder, so a second daemon exits
+saying who has it. Readers in other processes (``podium db check``, ``podium db backup``)
+may open the database at any time (WAL).
+
+Owns: the StoreCore, the database connection (through its thread), the lock.
+Mailbox and emits: as :class:`~podium.store.memory.MemoryStore`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import aiosqlite
+import trio
+
+from podium.protocol.errors import StoreError
+from podium.protocol.objects import KubeObject, Pod
+from podium.store.core import StoreCore, StoreRejected
+from podium.store.mail import Change, EventsResult, ReadEvents, StoreFailure, StoreMsg
+from podium.store.memory import MemoryStore, Subscriber, _replier
+from podium.store.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    decode_change,
+    decode_object,
+    event_row,
+)
+
+__all__ = ["SqliteStore", "acquire_lock"]
+
+log = logging.getLogger("podium.store")
+
+T = TypeVar("T")
+Job = Callable[[aiosqlite.Connection], Awaitable[Any]]
+
+MEMORY_LOG = 65_536
+"""Changes the core keeps in memory for watchers resuming close behind; older revisions are
+read from the database, which keeps ``eventRetentionRevisions`` of them."""
+COMPACT_EVERY = 1024
+"""Compact the event log when it has grown this far past the retention (amortised deletes)."""
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+def acquire_lock(database: str) -> int:
+    """Take the exclusive lock of ``database`` (a ``flock`` on ``<database>.lock``).
+
+    Returns:
+        The lock file's descriptor; the lock lasts until it is closed or the process ends.
+
+    Raises:
+        StoreError: another process holds it (named with its pid, host and start time).
+    """
+    path = f"{database}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        with contextlib.suppress(OSError, ValueError):
+            holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
+            os.close(fd)
+            raise StoreError(
+                f"database {database} is in use by podium pid {holder.get('pid')} on "
+                f"{holder.get('host')} (since {holder.get('since')}); stop that daemon first"
+            ) from None
+        os.close(fd)
+        raise StoreError(f"database {database} is in use by another podium") from None
+    holder = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(holder).encode(), 0)
+    return fd
+
+
+# --------------------------------------------------------------------------- the thread
+
+
+class _Database:
+    """aiosqlite on its own asyncio loop in its own thread, fed jobs from trio."""
+
+    def __init__(self, path: str, synchronous: Literal["normal", "full"]) -> None:
+        self._path = path
+        self._synchronous = synchronous
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._jobs: asyncio.Queue[tuple[Job, trio.MemorySendChannel[Any]] | None] | None = None
+        self._thread: threading.Thread | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._done = trio.Event()
+
+    async def open(self) -> None:
+        """Start the thread and open the connection (WAL, synchronous, busy timeout)."""
+        self._token = trio.lowlevel.current_trio_token()
+        opened_to, opened = trio.open_memory_channel[BaseException | None](1)
+        self._thread = threading.Thread(
+            target=self._main, args=(opened_to,), name="podium-sqlite", daemon=True
+        )
+        self._thread.start()
+        error = await opened.receive()
+        if error is not None:
+            raise _store_error(error)
+
+    def _main(self, opened: trio.MemorySendChannel[BaseException | None]) -> None:
+        try:
+            asyncio.run(self._serve(opened))
+        finally:
+            assert self._token is not None
+            with contextlib.suppress(trio.RunFinishedError):
+                self._token.run_sync_soon(self._done.set)
+
+    async def _serve(self, opened: trio.MemorySendChannel[BaseException | None]) -> None:
+        token = self._token
+        assert token is not None
+        try:
+            conn = await aiosqlite.connect(self._path, isolation_level=None)
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
+            await conn.execute("PRAGMA busy_timeout=5000")
+        except BaseException as exc:  # handed to the trio side, which raises it
+            token.run_sync_soon(opened.send_nowait, exc)
+            return
+        self._loop = asyncio.get_running_loop()
+        self._jobs = asyncio.Queue()
+        token.run_sync_soon(opened.send_nowait, None)
+        try:
+            while (item := await self._jobs.get()) is not None:
+                job, answer = item
+                try:
+                    result: tuple[bool, Any] = (True, await job(conn))
+                except Exception as exc:  # every job's failure goes back to its caller
+                    result = (False, exc)
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(_deliver, answer, result)
+        finally:
+            await conn.close()
+
+    async def call(self, job: Job) -> Any:
+        """Run ``job`` on the connection and return its result (or raise its error).
+
+        Cancellation: the job runs to its end in the database thread either way; only the
+        wait for its answer is cancelled.
+        """
+        assert self._loop is not None and self._jobs is not None
+        answer_to, answer = trio.open_memory_channel[tuple[bool, Any]](1)
+        self._loop.call_soon_threadsafe(self._jobs.put_nowait, (job, answer_to))
+        ok, value = await answer.receive()
+        if not ok:
+            raise _store_error(value)
+        return value
+
+    async def close(self) -> None:
+        """Finish the jobs handed over, close the connection, end the thread."""
+        if self._loop is None or self._jobs is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop already ended
+            self._loop.call_soon_threadsafe(self._jobs.put_nowait, None)
+        await self._done.wait()
+
+
+def _deliver(channel: trio.MemorySendChannel[Any], value: Any) -> None:
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
+        channel.send_nowait(value)
+
+
+def _store_error(exc: BaseException) -> BaseException:
+    if isinstance(exc, sqlite3.Error):
+        return StoreError(f"sqlite: {exc}")
+    return exc
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    revision: int
+    objects: list[KubeObject]
+    tail: list[Change]
+
+
+def _load_job(path: str, memory_log: int) -> Job:
+    async def load(conn: aiosqlite.Connection) -> _Loaded:
+        (version,) = (await (await conn.execute("PRAGMA user_version")).fetchone()) or (0,)
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"database {path} has schema version {version}, made by a newer Podium "
+                f"(this one knows up to {SCHEMA_VERSION})"
+            )
+        for step in range(version, SCHEMA_VERSION):
+            log.info("migrating %s from schema %d to %d", path, step, step + 1)
+            await conn.executescript(
+                f"BEGIN; {MIGRATIONS[step]} PRAGMA user_version = {step + 1}; COMMIT;"
+            )
+        row = await (await conn.execute("SELECT value FROM meta WHERE key = 'revision'")).fetchone()
+        revision = int(row[0]) if row else 0
+        rows = await conn.execute_fetchall("SELECT data FROM objects")
+        objects = [decode_object(r[0]) for r in rows]
+        tail_rows = await conn.execute_fetchall(
+            "SELECT revision, type, kind, namespace, name, node, message, data FROM events "
+            "WHERE revision > ? ORDER BY revision",
+            (revision - memory_log,),
+        )
+        tail = [decode_change(tuple(r)) for r in tail_rows]
+        return _Loaded(revision, objects, tail)
+
+    return load
+
+
+def _events_job(after: int) -> Job:
+    async def events(conn: aiosqlite.Connection) -> tuple[int | None, list[Change]]:
+        row = await (await conn.execute("SELECT MIN(revision) FROM events")).fetchone()
+        oldest = row[0] if row else None
+        if oldest is None or after + 1 < oldest:
+            return oldest, []
+        rows = await conn.execute_fetchall(
+            "SELECT revision, type, kind, namespace, name, node, message, data FROM events "
+            "WHERE revision > ? ORDER BY revision",
+            (after,),
+        )
+        return oldest, [decode_change(tuple(r)) for r in rows]
+
+    return events
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    revision: int
+    events: list[tuple[int, str, str, str, str, str, str, bytes]]
+    upserts: list[tuple[str, str, str, int, bytes]]
+    deletes: list[tuple[str, str, str]]
+    bindings: list[tuple[str, str, str, str, int]]
+    unbindings: list[tuple[str]]
+    compact_through: int | None
+
+
+def _commit_job(batch: _Batch) -> Job:
+    async def commit(conn: aiosqlite.Connection) -> None:
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            await conn.executemany(
+                "INSERT INTO events (revision, type, kind, namespace, name, node, message, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                batch.events,
+            )
+            if batch.upserts:
+                await conn.executemany(
+                    "INSERT INTO objects (kind, namespace, name, revision, data) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, namespace, name) "
+                    "DO UPDATE SET revision = excluded.revision, data = excluded.data",
+                    batch.upserts,
+                )
+            if batch.deletes:
+                await conn.executemany(
+                    "DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?",
+                    batch.deletes,
+                )
+            if batch.unbindings:
+                await conn.executemany("DELETE FROM bindings WHERE uid = ?", batch.unbindings)
+            if batch.bindings:
+                # A second binding of one uid breaks the primary key: the commit fails rather
+                # than bind a pod twice.
+                await conn.executemany(
+                    "INSERT INTO bindings (uid, namespace, name, node, revision) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    batch.bindings,
+                )
+            await conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'revision'", (str(batch.revision),)
+            )
+            if batch.compact_through is not None:
+                await conn.execute(
+                    "DELETE FROM events WHERE revision <= ?", (batch.compact_through,)
+                )
+            await conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                await conn.execute("ROLLBACK")
+            raise
+
+    return commit
+
+
+def _batch_of(changes: Sequence[Change], compact_through: int | None) -> _Batch:
+    final: dict[tuple[str, str, str], bytes | None] = {}
+    revisions: dict[tuple[str, str, str], int] = {}
+    bindings: list[tuple[str, str, str, str, int]] = []
+    unbindings: list[tuple[str]] = []
+    events = []
+    for change in changes:
+        row = event_row(change)
+        events.append(row)
+        key = (change.kind, change.namespace, change.name)
+        deleted = change.type in ("Deleted", "Preempted")
+        final[key] = None if deleted else row[-1]
+        revisions[key] = change.revision
+        obj = change.object
+        if isinstance(obj, Pod):
+            if change.type == "Bound":
+                bindings.append(
+                    (obj.metadata.uid, change.namespace, change.name, change.node, change.revision)
+                )
+            elif deleted:
+                unbindings.append((obj.metadata.uid,))
+    return _Batch(
+        revision=changes[-1].revision,
+        events=events,
+        upserts=[(*k, revisions[k], d) for k, d in final.items() if d is not None],
+        deletes=[k for k, d in final.items() if d is None],
+        bindings=bindings,
+        unbindings=unbindings,
+        compact_through=compact_through,
+    )
+
+
+# --------------------------------------------------------------------------- the actor
+
+
+class SqliteStore(MemoryStore):
+    """The store actor with SQLite underneath (see the module docstring).
+
+    Args:
+        inbox: its mailbox; the store stops when every sender has closed it.
+        subscribers: who receives Recovered and every Committed.
+        path: the database file (created when missing).
+        synchronous: ``normal`` survives ``kill -9``; ``full`` also survives power loss.
+        retention: how many changes the event log keeps.
+    """
+
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[StoreMsg],
+        subscribers: Sequence[Subscriber],
+        path: str,
+        *,
+        synchronous: Literal["normal", "full"] = "normal",
+        retention: int = 1_000_000,
+    ) -> None:
+        memory_log = min(retention, MEMORY_LOG)
+        super().__init__(inbox, subscribers, StoreCore(retention=memory_log))
+        self.path = path
+        self.retention = retention
+        self.recovery_seconds = 0.0
+        self._memory_log = memory_log
+        self._db = _Database(path, synchronous)
+        self._compacted_through = 0
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Take the lock, recover, then serve as the in-memory store does.
+
+        Raises:
+            StoreError: the database is locked by another daemon, unreadable, made by a newer
+                Podium, or a commit failed.
+        """
+        lock = acquire_lock(self.path)
+        try:
+            started = time.perf_counter()
+            await self._db.open()
+            try:
+                loaded: _Loaded = await self._db.call(_load_job(self.path, self._memory_log))
+                self.core.restore(loaded.revision, loaded.objects, loaded.tail)
+                self._compacted_through = max(0, loaded.revision - self.retention)
+                self.recovery_seconds = time.perf_counter() - started
+                log.info(
+                    "recovered %s at revision %d: %d objects in %.3f s",
+                    self.path,
+                    loaded.revision,
+                    len(loaded.objects),
+                    self.recovery_seconds,
+                )
+                await super().run(task_status=task_status)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self._db.close()
+        finally:
+            os.close(lock)
+
+    async def _serve(self, batch: list[StoreMsg]) -> None:
+        # Watchers resuming from further back than the core's memory read the database,
+        # after this batch's commit so they see it too.
+        oldest_in_memory = self.core.oldest_revision
+        deferred = [
+            m for m in batch if isinstance(m, ReadEvents) and m.after + 1 < oldest_in_memory
+        ]
+        if deferred:
+            batch = [m for m in batch if not any(m is d for d in deferred)]
+        await super()._serve(batch)
+        for msg in deferred:
+            await self._read_events(msg)
+
+    async def _read_events(self, msg: ReadEvents) -> None:
+        oldest, changes = await self._db.call(_events_job(msg.after))
+        if changes or (oldest is not None and msg.after + 1 >= oldest):
+            answer: EventsResult | StoreFailure = EventsResult(
+                revision=self.core.revision, changes=changes
+            )
+        else:
+            kept = oldest if oldest is not None else self.core.revision
+            answer = StoreRejected(
+                "gone",
+                f"revision {msg.after} is compacted; the oldest kept is {kept}: list again "
+                "and watch from the list's revision",
+                revision=kept,
+            ).failure()
+        _replier(msg.reply, answer)()
+
+    async def _commit(self, changes: list[Change]) -> None:
+        if not changes:
+            return
+        revision = changes[-1].revision
+        compact = None
+        if revision - self.retention - self._compacted_through >= COMPACT_EVERY:
+            compact = revision - self.retention
+            self._compacted_through = compact
+        # Shielded: a commit handed over finishes anyway; waiting for it lets its replies go.
+        with trio.CancelScope(shield=True):
+            await self._db.call(_commit_job(_batch_of(changes, compact)))
