@@ -28,6 +28,7 @@ from podium.actors.core.simulation import (
     build_cluster,
     final_node_infos,
 )
+from podium.actors.db_commands import register as register_db_commands
 from podium.actors.logs import configure as configure_logging
 from podium.actors.serve import parse_address, serve
 from podium.actors.simulate import simulate
@@ -421,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.set_defaults(func=cmd_serve)
     register_client_commands(sub)
+    register_db_commands(sub)
     return parser
 
 

@@ -103,8 +103,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SERVER = "127.0.0.1:7070"
 WATCH_BUFFER = 10_000
-"""Events a watch holds for a consumer that has not read them yet; one more ends the watch
-with a client-side ``overloaded`` error (the daemon would cut such a watcher off too)."""
+"""Events a watch holds for a consumer that has not read them yet. When it is full the reader
+waits for the consumer (back-pressure through TCP to the daemon, which cuts off a watcher
+that stays behind with ``overloaded``); replies to other requests on the connection wait too,
+so leave a ``watch`` block you stop reading."""
 CANCEL_TIMEOUT_SECONDS = 5.0
 _RECEIVE_BYTES = 1 << 16
 
@@ -496,7 +498,7 @@ class Client:
                 if isinstance(msg, ErrorReply) and msg.id == -1:
                     reason, reply = msg.message, msg
                     break
-                self._dispatch(msg)
+                await self._dispatch(msg)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             reason = f"the connection broke: {exc}"
         except ProtocolError as exc:
@@ -507,10 +509,10 @@ class Client:
         finally:
             self._fail(reason, reply)
 
-    def _dispatch(self, msg: ServerMessage) -> None:
+    async def _dispatch(self, msg: ServerMessage) -> None:
         state = self._watches.get(msg.id)
         if state is not None:
-            self._route_watch(state, msg)
+            await self._route_watch(state, msg)
             return
         waiter = self._waiting.pop(msg.id, None)
         if waiter is None:
@@ -519,23 +521,14 @@ class Client:
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
             waiter.send_nowait(msg)
 
-    def _route_watch(self, state: _WatchState, msg: ServerMessage) -> None:
+    async def _route_watch(self, state: _WatchState, msg: ServerMessage) -> None:
         if isinstance(msg, WatchReply | Event):
             try:
-                state.send.send_nowait(msg)
-            except trio.WouldBlock:
-                resume = state.last_revision
-                state.error = ErrorReply(
-                    id=state.id,
-                    code="overloaded",
-                    message=(
-                        f"watch {state.id} fell {self._watch_buffer} events behind on the "
-                        f"client; watch again from revision {resume}"
-                    ),
-                    revision=resume,
-                )
-                self._end_watch(state)
-                return
+                try:
+                    state.send.send_nowait(msg)
+                except trio.WouldBlock:
+                    # The consumer is behind: wait for it rather than drop or end the watch.
+                    await state.send.send(msg)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             if isinstance(msg, Event) or state.last_revision is None:

@@ -325,8 +325,9 @@ def _commit_job(batch: _Batch) -> Job:
 def _batch_of(changes: Sequence[Change], compact_through: int | None) -> _Batch:
     final: dict[tuple[str, str, str], bytes | None] = {}
     revisions: dict[tuple[str, str, str], int] = {}
-    bindings: list[tuple[str, str, str, str, int]] = []
-    unbindings: list[tuple[str]] = []
+    # uid -> its binding row, or None when the pod is gone (a pod may be bound and deleted in
+    # one batch: only the final state reaches the table).
+    bound: dict[str, tuple[str, str, str, str, int] | None] = {}
     events = []
     for change in changes:
         row = event_row(change)
@@ -337,19 +338,18 @@ def _batch_of(changes: Sequence[Change], compact_through: int | None) -> _Batch:
         revisions[key] = change.revision
         obj = change.object
         if isinstance(obj, Pod):
+            uid = obj.metadata.uid
             if change.type == "Bound":
-                bindings.append(
-                    (obj.metadata.uid, change.namespace, change.name, change.node, change.revision)
-                )
+                bound[uid] = (uid, change.namespace, change.name, change.node, change.revision)
             elif deleted:
-                unbindings.append((obj.metadata.uid,))
+                bound[uid] = None
     return _Batch(
         revision=changes[-1].revision,
         events=events,
         upserts=[(*k, revisions[k], d) for k, d in final.items() if d is not None],
         deletes=[k for k, d in final.items() if d is None],
-        bindings=bindings,
-        unbindings=unbindings,
+        bindings=[row for row in bound.values() if row is not None],
+        unbindings=[(uid,) for uid, row in bound.items() if row is None],
         compact_through=compact_through,
     )
 

@@ -24,6 +24,7 @@ from podium.store.mail import (
     Binding,
     BindPods,
     BindResult,
+    Change,
     Committed,
     EventsResult,
     ReadEvents,
@@ -205,3 +206,22 @@ async def test_a_file_from_a_newer_podium_is_refused(tmp_path: Path) -> None:
 
 def _ref(kind: str, name: str, namespace: str = "") -> ObjectRef:
     return ObjectRef(kind=kind, name=name, namespace=namespace)
+
+
+def test_a_pod_bound_and_deleted_in_one_batch_leaves_no_binding() -> None:
+    pod = make_pod("web").uid("u1").node("n1").obj()
+    changes = [
+        Change(
+            revision=1,
+            type="Bound",
+            kind="Pod",
+            namespace="default",
+            name="web",
+            object=pod,
+            node="n1",
+        ),
+        Change(revision=2, type="Deleted", kind="Pod", namespace="default", name="web", object=pod),
+    ]
+    batch = sqlite_store._batch_of(changes, None)
+    assert (batch.bindings, batch.unbindings) == ([], [("u1",)])
+    assert (batch.upserts, batch.deletes) == ([], [("Pod", "default", "web")])

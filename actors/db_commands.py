@@ -1,0 +1,226 @@
+"""``podium db check`` and ``podium db backup``: the offline database tools.
+
+Kubernetes counterpart: etcd's operator commands (``etcdctl snapshot save`` and
+``etcdctl snapshot status``, etcdctl/ctlv3/command/snapshot_command.go@v3.3); the scheduler
+itself has none.
+
+Owns: nothing; each command opens the database file itself through podium.store.tools (read-only
+for check), so both work while ``podium serve`` runs on it.
+Mailbox: none (sync functions called by the ``podium`` CLI).
+Emits: text or JSON on stdout; ``error: ...`` on stderr and a progress bar on a terminal. Exit
+codes: 0 ok (warnings allowed), 1 errors found or the command failed, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.protocol.errors import StoreError
+from podium.protocol.objects import Node, Pod
+from podium.store.tools import CheckReport, backup_database, check_database
+
+if TYPE_CHECKING:
+    from podium.actors.cli import Progress
+
+__all__ = ["cmd_backup", "cmd_check", "over_allocatable", "register"]
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def over_allocatable(node: Node, pods: Sequence[Pod]) -> list[str]:
+    """The resources ``pods`` together over-commit on ``node``, as the scheduler counts them.
+
+    Requests are PodInfo's (containers, init containers, overhead); allocatable is NodeInfo's
+    (``status.allocatable``, else ``status.capacity``); the pod count is checked against the
+    node's ``pods`` as PodFitsResources does (predicates.go@v1.14). Equal is not over.
+    """
+    info = NodeInfo(node, (PodInfo(p) for p in pods))
+    want, have = info.requested, info.allocatable
+    over: list[str] = []
+
+    def check(name: str, requested: int, allocatable: int, unit: str = "") -> None:
+        if requested > allocatable:
+            over.append(f"{name} {requested}{unit} requested of {allocatable}{unit} allocatable")
+
+    check("cpu", want.milli_cpu, have.milli_cpu, "m")
+    check("memory", want.memory, have.memory)
+    check("ephemeral-storage", want.ephemeral_storage, have.ephemeral_storage)
+    check("pods", len(info.pods), have.allowed_pod_number)
+    for name in sorted(want.scalar):
+        check(name, want.scalar[name], have.scalar.get(name, 0))
+    return over
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def _print_report(report: CheckReport) -> None:
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.objects.items())) or "none"
+    if report.events:
+        log = f"{report.events} kept, from revision {report.oldest_event_revision}"
+    else:
+        log = "empty"
+    rows = [
+        ("database", report.path),
+        ("schema", str(report.schema_version)),
+        ("revision", str(report.revision)),
+        ("objects", kinds),
+        ("pods", f"{report.bound_pods} bound, {report.bindings} bindings made by Podium"),
+        ("events", log),
+    ]
+    for label, value in rows:
+        _out(f"{label:<10}{value}")
+    for w in report.warnings:
+        _out(f"warning: {w}")
+    for e in report.errors:
+        _out(f"error: {e}")
+    _out(f"{len(report.errors)} errors, {len(report.warnings)} warnings")
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    report = check_database(args.path, over_committed=over_allocatable)
+    if args.output == "json":
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif not report.is_database:
+        # Nothing was counted: the failure itself is the whole answer.
+        for e in report.errors:
+            _err(f"error: {e}")
+    else:
+        _print_report(report)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+class _Bar:
+    """Adapts backup steps to cli.Progress, whose total is fixed when it is made."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar: Progress | None = None
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None or self.bar.total != total:
+            # Imported here: cli imports this module to register the commands.
+            from podium.actors.cli import Progress
+
+            self.bar = Progress(self.label, total, enabled=True, stream=sys.stderr)
+        self.bar.update(done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    bar = _Bar("backing up")
+    try:
+        result = backup_database(args.path, args.dest, progress=bar.update, force=args.force)
+    except StoreError as exc:
+        bar.close()
+        _err(f"error: {exc}")
+        return EXIT_FAILED
+    bar.close()
+    revision = "unknown" if result.revision is None else str(result.revision)
+    _out(f"backed up {result.path} to {result.dest} ({result.pages} pages, revision {revision})")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``db`` command group (``check``, ``backup``) to ``podium``."""
+    raw = argparse.RawDescriptionHelpFormatter
+    db = subparsers.add_parser(
+        "db",
+        formatter_class=raw,
+        help="check or back up a Podium database file (works while the daemon runs)",
+        description=(
+            "Offline tools over the SQLite database of `podium serve`. Both open the file\n"
+            "themselves (check read-only) and work while the daemon runs on it."
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium db check podium.db\n"
+            "  podium db backup podium.db /backups/podium-$(date +%F).db"
+        ),
+    )
+    sub = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "check",
+        formatter_class=raw,
+        help="verify a database's integrity and Podium's invariants",
+        description=(
+            "Verify a database: SQLite's integrity_check, every stored object and event\n"
+            "decodes, revisions are consistent, no pod is bound twice or to two nodes, and no\n"
+            "node is over its allocatable through a binding Podium made.\n\n"
+            "Prints the counts, then each warning and error. Errors break an invariant;\n"
+            "warnings are states Kubernetes allows: a node deleted under its pods, a pod\n"
+            "bound by a client to a node that does not exist or past the node's allocatable.\n"
+            "Exit 0 when there are no errors (warnings allowed), 1 with errors or when the\n"
+            "file is not a Podium database."
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium db check podium.db\n"
+            "  podium db check podium.db -o json | jq .errors\n\n"
+            "output:\n"
+            "  database  podium.db\n"
+            "  schema    1\n"
+            "  revision  1042\n"
+            "  objects   Node 3, Pod 120\n"
+            "  pods      118 bound, 97 bindings made by Podium\n"
+            "  events    1042 kept, from revision 1\n"
+            "  warning: pod default/db-0 is bound to node n9, which does not exist (...)\n"
+            "  0 errors, 1 warnings"
+        ),
+    )
+    p.add_argument("path", metavar="PATH", help="the database file (e.g. podium.db)")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="output format (default: text)",
+    )
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser(
+        "backup",
+        formatter_class=raw,
+        help="copy a database consistently, even while the daemon writes it",
+        description=(
+            "Copy a database with SQLite's online backup API: the copy holds exactly one\n"
+            "committed state, even while the daemon writes. It is written beside DEST,\n"
+            "checked (PRAGMA quick_check), then renamed onto DEST, so DEST is never a\n"
+            "partial copy. Restore by stopping the daemon and putting the copy in place."
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium db backup podium.db podium-backup.db\n"
+            "  podium db backup /var/lib/podium/podium.db /backups/podium.db --force\n\n"
+            "output:\n"
+            "  backed up podium.db to podium-backup.db (2310 pages, revision 1042)"
+        ),
+    )
+    p.add_argument("path", metavar="PATH", help="the database to copy")
+    p.add_argument("dest", metavar="DEST", help="the copy's file name")
+    p.add_argument("--force", action="store_true", help="replace DEST if it exists")
+    p.set_defaults(func=cmd_backup)
