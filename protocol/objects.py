@@ -10,6 +10,7 @@ Quantities are parsed once, at decode time, into :class:`~podium.protocol.quanti
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
@@ -69,6 +70,12 @@ ResourceList: TypeAlias = dict[str, Quantity]
 NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
 
 
+@functools.lru_cache(maxsize=4096)
+def _quantity(text: str) -> Quantity:
+    """Quantities are values, never changed after parsing: one instance per text will do."""
+    return Quantity(text)
+
+
 def dec_hook(type_: type, obj: Any) -> Any:
     """msgspec decode hook: quantities from strings or JSON numbers."""
     if type_ is Quantity:
@@ -76,7 +83,7 @@ def dec_hook(type_: type, obj: Any) -> Any:
             raise TypeError(f"Expected a quantity (string or number), got `{type(obj).__name__}`")
         text = obj if isinstance(obj, str) else repr(obj) if isinstance(obj, float) else str(obj)
         try:
-            return Quantity(text)
+            return _quantity(text)
         except QuantityError as exc:
             raise ValueError(str(exc)) from None
     raise NotImplementedError(f"cannot decode {type_!r}")

@@ -20,7 +20,8 @@ and a job once handed over always runs to its end (commit or rollback), whatever
 does meanwhile. asyncio and aiosqlite appear nowhere outside store/.
 
 Recovery at start: the schema is migrated, every object is loaded into the core with the
-revision and the recent tail of the event log, and the store publishes Recovered as usual,
+revision (the event log stays on disk, read when a watcher resumes from before the restart),
+and the store publishes Recovered as usual,
 so the cache and the queue are rebuilt from the same stream as ever. Assumed pods were never
 written, so a binding that did not commit is simply not there: its pod is pending again.
 
@@ -217,10 +218,9 @@ def _store_error(exc: BaseException) -> BaseException:
 class _Loaded:
     revision: int
     objects: list[KubeObject]
-    tail: list[Change]
 
 
-def _load_job(path: str, memory_log: int) -> Job:
+def _load_job(path: str) -> Job:
     async def load(conn: aiosqlite.Connection) -> _Loaded:
         (version,) = (await (await conn.execute("PRAGMA user_version")).fetchone()) or (0,)
         if version > SCHEMA_VERSION:
@@ -237,13 +237,7 @@ def _load_job(path: str, memory_log: int) -> Job:
         revision = int(row[0]) if row else 0
         rows = await conn.execute_fetchall("SELECT data FROM objects")
         objects = [decode_object(r[0]) for r in rows]
-        tail_rows = await conn.execute_fetchall(
-            "SELECT revision, type, kind, namespace, name, node, message, data FROM events "
-            "WHERE revision > ? ORDER BY revision",
-            (revision - memory_log,),
-        )
-        tail = [decode_change(tuple(r)) for r in tail_rows]
-        return _Loaded(revision, objects, tail)
+        return _Loaded(revision, objects)
 
     return load
 
@@ -382,7 +376,6 @@ class SqliteStore(MemoryStore):
         self.path = path
         self.retention = retention
         self.recovery_seconds = 0.0
-        self._memory_log = memory_log
         self._db = _Database(path, synchronous)
         self._compacted_through = 0
 
@@ -398,8 +391,10 @@ class SqliteStore(MemoryStore):
             started = time.perf_counter()
             await self._db.open()
             try:
-                loaded: _Loaded = await self._db.call(_load_job(self.path, self._memory_log))
-                self.core.restore(loaded.revision, loaded.objects, loaded.tail)
+                loaded: _Loaded = await self._db.call(_load_job(self.path))
+                # The log stays on disk: a watcher resuming from before the restart reads it
+                # there (decoding the tail at start would double the recovery time).
+                self.core.restore(loaded.revision, loaded.objects, ())
                 self._compacted_through = max(0, loaded.revision - self.retention)
                 self.recovery_seconds = time.perf_counter() - started
                 log.info(
