@@ -410,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument(
         "--db",
         metavar="PATH",
-        help="the SQLite database (default ./podium.db; until the SQLite store lands, state is kept in memory)",
+        help="the SQLite database holding every object and the event log (default ./podium.db)",
     )
     srv.add_argument("--seed", type=int, metavar="N", help="seed the tie-break for repeatable runs")
     srv.add_argument(

@@ -664,6 +664,10 @@ class StoreCore:
         found.sort(key=lambda item: item[0])
         return self._revision, [obj for _, obj in found]
 
+    def keeps_changes_after(self, after: int) -> bool:
+        """Whether the kept log holds every change after ``after`` (none dropped)."""
+        return after >= self.oldest_revision - (1 if self._log else 0)
+
     def events_after(self, after: int) -> tuple[int, list[Change]]:
         """The kept changes with revision > ``after``, and the current revision.
 
@@ -680,7 +684,7 @@ class StoreCore:
                 f"revision {after} is not a store revision; the current revision is "
                 f"{self._revision}",
             )
-        if after < self.oldest_revision - (1 if self._log else 0):
+        if not self.keeps_changes_after(after):
             raise StoreRejected(
                 "gone",
                 f"revision {after} is no longer kept; the oldest revision kept is "

@@ -414,9 +414,12 @@ class SqliteStore(MemoryStore):
     async def _serve(self, batch: list[StoreMsg]) -> None:
         # Watchers resuming from further back than the core's memory read the database,
         # after this batch's commit so they see it too.
-        oldest_in_memory = self.core.oldest_revision
         deferred = [
-            m for m in batch if isinstance(m, ReadEvents) and m.after + 1 < oldest_in_memory
+            m
+            for m in batch
+            if isinstance(m, ReadEvents)
+            and 0 <= m.after <= self.core.revision
+            and not self.core.keeps_changes_after(m.after)
         ]
         if deferred:
             batch = [m for m in batch if not any(m is d for d in deferred)]

@@ -168,6 +168,20 @@ async def test_watchers_resume_from_the_disk_log_and_get_gone_below_retention(
         assert [c.revision for c in after_restart.changes] == [6, 7, 8]
 
 
+async def test_a_watcher_one_change_behind_a_restart_reads_it_from_disk(tmp_path: Path) -> None:
+    db = tmp_path / "podium.db"
+    async with running(db) as s:
+        await s.write([_node("n1")])
+        await s.write([_node("n2")])
+    async with running(db) as s:
+        # Nothing is in memory after a restart: revision 2 comes from the disk log.
+        events = await s.events(1)
+        assert isinstance(events, EventsResult)
+        assert [c.revision for c in events.changes] == [2]
+        up_to_date = await s.events(2)
+        assert isinstance(up_to_date, EventsResult) and up_to_date.changes == []
+
+
 async def test_the_unschedulable_dedupe_survives_a_restart(tmp_path: Path) -> None:
     db = tmp_path / "podium.db"
     async with running(db) as s:

@@ -454,3 +454,17 @@ def test_bad_flags_and_policy_fail_before_serving(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "NoSuchPredicate" in proc.stderr
+
+
+def test_a_second_daemon_on_the_same_database_names_the_holder(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    proc = subprocess.run(
+        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--db", str(tmp_path / "podium.db")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert f"is in use by podium pid {daemon.proc.pid} on " in proc.stderr

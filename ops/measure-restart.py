@@ -1,0 +1,104 @@
+"""Time a restart: fill a database with N nodes and M bound pods through a real daemon, kill it
+with SIGKILL, then time ``podium serve`` from start to its ready line (three times), with the
+store's own recovery time from its log.
+
+Usage: python ops/measure-restart.py 5000 50000 /tmp/restart-db   (docs/reliability.md)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from podium.actors.client import connect
+from podium.protocol.loader import decode_object
+
+PODIUM = str(Path(sys.executable).with_name("podium"))
+
+
+def start(work: Path) -> tuple[subprocess.Popen[str], str, float]:
+    proc = subprocess.Popen(
+        [PODIUM, "serve", "--listen", "127.0.0.1:0"],
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    began = time.perf_counter()
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    return proc, json.loads(line)["listen"], time.perf_counter() - began
+
+
+def node(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"n{i}",
+            "labels": {
+                "topology.kubernetes.io/zone": f"z{i % 5}",
+                "kubernetes.io/hostname": f"n{i}",
+            },
+        },
+        "status": {
+            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(j: int, nodes: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"p{j}", "namespace": "default", "labels": {"app": f"a{j % 50}"}},
+        "spec": {
+            "nodeName": f"n{j % nodes}",
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.example.com/app:1.0",
+                    "resources": {"requests": {"cpu": "10m", "memory": "50Mi"}},
+                }
+            ],
+        },
+    }
+
+
+async def fill(address: str, nodes: int, pods: int) -> None:
+    async with connect(address) as client:
+        raw = [node(i) for i in range(nodes)] + [pod(j, nodes) for j in range(pods)]
+        for k in range(0, len(raw), 5000):
+            await client.put([decode_object(o) for o in raw[k : k + 5000]])
+
+
+def main() -> None:
+    nodes, pods, work = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    work.mkdir(parents=True, exist_ok=True)
+    if not (work / "podium.db").exists():
+        proc, address, _ = start(work)
+        began = time.perf_counter()
+        trio.run(fill, address, nodes, pods)
+        print(f"filled {nodes} nodes and {pods} pods in {time.perf_counter() - began:.1f} s")
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    for _ in range(3):
+        proc, _, ready = start(work)
+        proc.send_signal(signal.SIGKILL)
+        _, err = proc.communicate()
+        recovered = [line.split(": ", 1)[1] for line in err.splitlines() if "recovered" in line]
+        print(f"restart to ready: {ready:.2f} s; {recovered[0] if recovered else ''}")
+    print(f"database: {os.path.getsize(work / 'podium.db') // 2**20} MiB")
+
+
+if __name__ == "__main__":
+    main()
