@@ -61,8 +61,6 @@ class Binder:
         self._store = store
         self._cache = cache
         self._queue = queue
-        self.bound = 0
-        self.failed = 0
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with self._inbox, self._store, self._cache, self._queue:
@@ -104,10 +102,7 @@ class Binder:
             failed = {f"{f.binding.namespace}/{f.binding.name}": f.message for f in result.failed}
         for r in batch:
             message = failed.get(r.pod.key)
-            if message is None:
-                self.bound += 1
-            else:
-                self.failed += 1
+            if message is not None:
                 log.warning("binding pod %s to node %s failed: %s", r.pod.key, r.node, message)
                 await send(self._cache, Forget(key=r.pod.key))
                 await send(self._queue, Requeue(pod=r.pod, cycle=r.cycle, why="error"))

@@ -18,7 +18,7 @@ Emits to every subscriber: :class:`Recovered` once, then :class:`Committed` per 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
@@ -245,4 +245,3 @@ StoreMsg: TypeAlias = (
     WriteObjects | BindPods | RecordUnschedulable | ReadObjects | ReadEvents | ReadStats
 )
 Published: TypeAlias = Recovered | Committed
-StoreKind: TypeAlias = Literal["memory", "sqlite"]

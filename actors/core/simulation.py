@@ -16,7 +16,7 @@ import msgspec
 from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.core.node_tree import NodeTree
 from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import ClusterObjects, Snapshot
+from podium.actors.core.snapshot import ClusterObjects
 from podium.protocol.objects import (
     KubeObject,
     Node,
@@ -49,9 +49,6 @@ class Cluster:
     objects: ClusterObjects
     pending: list[PodInfo]
     warnings: list[str] = field(default_factory=list)
-
-    def snapshot(self) -> Snapshot:
-        return Snapshot([self.infos[name] for name in self.tree.list()], self.objects)
 
 
 @dataclass(slots=True)
