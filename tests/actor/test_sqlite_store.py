@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 
 import pytest
@@ -89,7 +89,7 @@ async def test_a_fresh_file_gets_the_schema_and_recovers_empty(tmp_path: Path) -
     async with running(db) as s:
         recovered = await s.published.receive()
         assert recovered == Recovered(revision=0, objects=[])
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
@@ -118,7 +118,7 @@ async def test_acknowledged_writes_and_bindings_survive_a_restart(tmp_path: Path
         # The log resumes where it stopped: the next change is revision 5.
         again = await s.write([_node("n2")])
         assert isinstance(again, WriteResult) and again.revision == 5
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT uid, node FROM bindings").fetchall() == [(uid, "n1")]
         assert [r[0] for r in conn.execute("SELECT type FROM events ORDER BY revision")] == [
             "Added",
@@ -137,7 +137,7 @@ async def test_a_deleted_pod_leaves_no_binding(tmp_path: Path) -> None:
         uid = written.objects[1].uid
         await s.bind([Binding(namespace="default", name="web", uid=uid, node="n1")])
         await s.write(deletes=[_ref("Pod", "web", "default")])
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT COUNT(*) FROM bindings").fetchone() == (0,)
         assert conn.execute("SELECT COUNT(*) FROM objects").fetchone() == (1,)
 
@@ -211,7 +211,7 @@ async def test_a_second_store_on_the_same_file_names_the_holder(tmp_path: Path) 
 
 async def test_a_file_from_a_newer_podium_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "podium.db"
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.RaisesGroup(pytest.RaisesExc(StoreError, match="made by a newer Podium")):
         async with running(db):

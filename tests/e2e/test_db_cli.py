@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -84,14 +85,15 @@ def pod(name: str, on: str, cpu: str = "1") -> o.Pod:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Db:
+def db(tmp_path: Path) -> Iterator[Db]:
     """Two nodes, a pod Podium bound and a pod a client bound; revision 4."""
     d = Db(tmp_path / "podium.db")
     d.put(node("n1"))
     d.put(node("n2"))
     d.put(pod("web-1", "n1"), podium_binds=True)
     d.put(pod("client-1", "n2"))
-    return d
+    yield d
+    d.conn.close()
 
 
 # --------------------------------------------------------------------------- in-process
