@@ -49,6 +49,7 @@ from podium.protocol.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodDisruptionBudget,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -90,6 +91,7 @@ KIND_ALIASES: dict[str, str] = {
         "ReplicationController": ("replicationcontrollers", "replicationcontroller", "rc"),
         "StatefulSet": ("statefulsets", "statefulset", "sts"),
         "PriorityClass": ("priorityclasses", "priorityclass", "pc"),
+        "PodDisruptionBudget": ("poddisruptionbudgets", "poddisruptionbudget", "pdb"),
     }.items()
     for alias in (*aliases, kind.lower())
 }
@@ -515,6 +517,18 @@ def _row(obj: KubeObject, *, wide: bool) -> tuple[list[str], list[str]]:
         case ReplicaSet() | StatefulSet():
             header = ["NAME", "SELECTOR", "AGE"]
             row = [name, _selector_text(obj.spec.selector), age]
+        case PodDisruptionBudget():
+            # kubectl's columns; ALLOWED DISRUPTIONS is <none> when no status was given (the
+            # scheduler then derives it from the matching pods, see actors/core/preemption.py).
+            spec = obj.spec
+            header = ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
+            row = [
+                name,
+                "N/A" if spec.min_available is None else str(spec.min_available),
+                "N/A" if spec.max_unavailable is None else str(spec.max_unavailable),
+                "<none>" if obj.status is None else str(obj.status.disruptions_allowed),
+                age,
+            ]
         case _:
             assert_never(obj)
     return header, row

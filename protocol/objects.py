@@ -30,6 +30,7 @@ __all__ = [
     "ContainerPort",
     "GCEPersistentDiskVolumeSource",
     "ISCSIVolumeSource",
+    "IntOrPercent",
     "KubeObject",
     "LabelSelector",
     "LabelSelectorRequirement",
@@ -48,6 +49,9 @@ __all__ = [
     "PodAffinityTerm",
     "PodAntiAffinity",
     "PodCondition",
+    "PodDisruptionBudget",
+    "PodDisruptionBudgetSpec",
+    "PodDisruptionBudgetStatus",
     "PreferredSchedulingTerm",
     "PriorityClass",
     "RBDVolumeSource",
@@ -501,6 +505,70 @@ class PriorityClass(_K8s, tag="PriorityClass", tag_field="kind", frozen=True, kw
     preemption_policy: str = "PreemptLowerPriority"
 
 
+# --------------------------------------------------------------------------- disruption budgets
+
+IntOrPercent: TypeAlias = int | str
+"""``intstr.IntOrString`` as a PodDisruptionBudget uses it: a count, or a percent like ``"50%"``."""
+
+
+def _check_int_or_percent(field: str, value: IntOrPercent | None) -> None:
+    """``ValidatePositiveIntOrPercent`` and ``IsNotMoreThan100Percent``
+    (pkg/apis/policy/validation/validation.go@v1.14.0), with Kubernetes' messages."""
+    if value is None:
+        return
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{field}: must be greater than or equal to 0")
+        return
+    digits = value[:-1]
+    if not value.endswith("%") or not digits.isdigit() or not digits.isascii():
+        raise ValueError(
+            f"{field}: a valid percent string must be a numeric string followed by an ending "
+            "'%' (e.g. '1%', or '93%')"
+        )
+    if int(digits) > 100:
+        raise ValueError(f"{field}: must not be greater than 100%")
+
+
+class PodDisruptionBudgetSpec(_K8s, frozen=True, kw_only=True):
+    """policy/v1 ``PodDisruptionBudgetSpec``: at most one of minAvailable and maxUnavailable."""
+
+    min_available: IntOrPercent | None = None
+    max_unavailable: IntOrPercent | None = None
+    selector: LabelSelector | None = None
+
+    def __post_init__(self) -> None:
+        # validation.go@v1.14.0 ValidatePodDisruptionBudgetSpec.
+        if self.min_available is not None and self.max_unavailable is not None:
+            raise ValueError("minAvailable and maxUnavailable cannot be both set")
+        _check_int_or_percent("minAvailable", self.min_available)
+        _check_int_or_percent("maxUnavailable", self.max_unavailable)
+
+
+class PodDisruptionBudgetStatus(_K8s, frozen=True, kw_only=True):
+    """policy/v1 ``PodDisruptionBudgetStatus`` (v1beta1 names the Go field
+    ``PodDisruptionsAllowed``; both serialise it as ``disruptionsAllowed``)."""
+
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+    disrupted_pods: dict[str, str] = {}
+
+
+class PodDisruptionBudget(
+    _K8s, tag="PodDisruptionBudget", tag_field="kind", frozen=True, kw_only=True
+):
+    """A PodDisruptionBudget. ``status`` is ``None`` when the object came without one (Podium
+    has no disruption controller): preemption then derives the allowed disruptions itself
+    (actors/core/preemption.py ``disruptions_allowed``)."""
+
+    api_version: str = "policy/v1"
+    metadata: ObjectMeta
+    spec: PodDisruptionBudgetSpec = PodDisruptionBudgetSpec()
+    status: PodDisruptionBudgetStatus | None = None
+
+
 KubeObject: TypeAlias = (
     Node
     | Pod
@@ -512,6 +580,7 @@ KubeObject: TypeAlias = (
     | ReplicaSet
     | StatefulSet
     | PriorityClass
+    | PodDisruptionBudget
 )
 
 KINDS: dict[str, type[KubeObject]] = {
@@ -527,6 +596,7 @@ KINDS: dict[str, type[KubeObject]] = {
         ReplicaSet,
         StatefulSet,
         PriorityClass,
+        PodDisruptionBudget,
     )
 }
 NAMESPACED_KINDS = frozenset(
@@ -537,5 +607,6 @@ NAMESPACED_KINDS = frozenset(
         "ReplicationController",
         "ReplicaSet",
         "StatefulSet",
+        "PodDisruptionBudget",
     }
 )

@@ -23,7 +23,8 @@ Rules (BRIEF.md, "Objects as a store" and "Durability"):
   the same file twice changes nothing: uid, resourceVersion and creationTimestamp (always);
   a pod's ``spec.nodeName``, ``spec.priority``/``spec.preemptionPolicy`` (when its
   priorityClassName is unchanged) and its status (when the put has none); a claim's
-  ``spec.volumeName``, status and binding annotations; a volume's ``spec.claimRef`` and status.
+  ``spec.volumeName``, status and binding annotations; a volume's ``spec.claimRef`` and status;
+  a PodDisruptionBudget's status.
 - Node ``status.allocatable`` defaults to ``status.capacity``.
 - A bound pod's spec is immutable; its status, labels and annotations may change. A pod put
   with ``spec.nodeName`` is stored bound as given.
@@ -74,6 +75,7 @@ from podium.protocol.objects import (
     PersistentVolumeClaim,
     Pod,
     PodCondition,
+    PodDisruptionBudget,
     PodStatus,
     PriorityClass,
 )
@@ -104,6 +106,7 @@ KIND_ORDER: tuple[str, ...] = (
     "ReplicaSet",
     "StatefulSet",
     "PriorityClass",
+    "PodDisruptionBudget",
     "Pod",
 )
 """The order of :meth:`StoreCore.all_objects`: nodes first, pods last (Recovered)."""
@@ -702,7 +705,8 @@ class StoreCore:
 
     def all_objects(self) -> list[KubeObject]:
         """Every object: nodes first, then PVs, PVCs, StorageClasses, Services, RCs, RSs,
-        StatefulSets, PriorityClasses, pods last; each kind sorted by (namespace, name)."""
+        StatefulSets, PriorityClasses, PodDisruptionBudgets, pods last; each kind sorted by
+        (namespace, name)."""
         out: list[KubeObject] = []
         for kind in KIND_ORDER:
             table = self._objects[kind]
@@ -832,6 +836,14 @@ def _carry_over(obj: KubeObject, old: KubeObject, classes: dict[str, PriorityCla
             pv_spec = msgspec.structs.replace(pv_spec, claim_ref=old.spec.claim_ref)
         pv_status = obj.status if obj.status.phase else old.status
         return msgspec.structs.replace(obj, spec=pv_spec, status=pv_status)
+    if (
+        isinstance(obj, PodDisruptionBudget)
+        and isinstance(old, PodDisruptionBudget)
+        and obj.status is None
+        and old.status is not None
+    ):
+        # As the API server's status subresource: a put without a status keeps the stored one.
+        return msgspec.structs.replace(obj, status=old.status)
     return obj
 
 

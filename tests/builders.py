@@ -147,6 +147,21 @@ class PodBuilder:
         self.d.setdefault("status", {})["phase"] = phase
         return self
 
+    def start_time(self, timestamp: str) -> PodBuilder:
+        """``status.startTime`` (RFC 3339, e.g. ``2019-01-01T01:01:01Z``)."""
+        self.d.setdefault("status", {})["startTime"] = timestamp
+        return self
+
+    def nominated(self, node: str) -> PodBuilder:
+        """``status.nominatedNodeName``."""
+        self.d.setdefault("status", {})["nominatedNodeName"] = node
+        return self
+
+    def terminating(self, timestamp: str = "2019-01-01T00:00:00Z") -> PodBuilder:
+        """``metadata.deletionTimestamp``: the pod is being deleted."""
+        self.d["metadata"]["deletionTimestamp"] = timestamp
+        return self
+
     def dict(self) -> dict[str, Any]:
         return copy.deepcopy(self.d)
 
@@ -218,8 +233,54 @@ class NodeBuilder:
         return NodeInfo(self.obj(), [p if isinstance(p, PodInfo) else PodInfo(p) for p in pods])
 
 
+class PdbBuilder:
+    """A PodDisruptionBudget: ``make_pdb("web").min_available(2).match_labels(app="web")``."""
+
+    def __init__(self, name: str) -> None:
+        self.d: dict[str, Any] = {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {},
+        }
+
+    def ns(self, namespace: str) -> PdbBuilder:
+        self.d["metadata"]["namespace"] = namespace
+        return self
+
+    def min_available(self, value: int | str) -> PdbBuilder:
+        self.d["spec"]["minAvailable"] = value
+        return self
+
+    def max_unavailable(self, value: int | str) -> PdbBuilder:
+        self.d["spec"]["maxUnavailable"] = value
+        return self
+
+    def match_labels(self, **labels: str) -> PdbBuilder:
+        self.d["spec"].setdefault("selector", {}).setdefault("matchLabels", {}).update(labels)
+        return self
+
+    def selector(self, selector: dict[str, Any] | None) -> PdbBuilder:
+        self.d["spec"]["selector"] = selector
+        return self
+
+    def allowed(self, disruptions_allowed: int) -> PdbBuilder:
+        """A status as the disruption controller would write it."""
+        self.d["status"] = {"disruptionsAllowed": disruptions_allowed}
+        return self
+
+    def dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self.d)
+
+    def obj(self) -> o.PodDisruptionBudget:
+        return decode(o.PodDisruptionBudget, self.d)
+
+
 def make_pod(name: str = "pod") -> PodBuilder:
     return PodBuilder(name)
+
+
+def make_pdb(name: str = "pdb") -> PdbBuilder:
+    return PdbBuilder(name)
 
 
 def make_node(name: str = "node") -> NodeBuilder:

@@ -23,6 +23,7 @@ from podium.protocol.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodDisruptionBudget,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -113,6 +114,7 @@ def build_cluster(
         ReplicaSet: objs.replica_sets,  # type: ignore[dict-item]
         StatefulSet: objs.stateful_sets,  # type: ignore[dict-item]
         PersistentVolumeClaim: objs.persistent_volume_claims,  # type: ignore[dict-item]
+        PodDisruptionBudget: objs.pod_disruption_budgets,  # type: ignore[dict-item]
     }
     for obj in objects:
         match obj:

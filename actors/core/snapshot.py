@@ -15,6 +15,7 @@ from podium.actors.core.nodeinfo import NodeInfo, PodInfo
 from podium.protocol.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
+    PodDisruptionBudget,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -41,6 +42,7 @@ class ClusterObjects:
     persistent_volume_claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)
     storage_classes: dict[str, StorageClass] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    pod_disruption_budgets: dict[str, PodDisruptionBudget] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,8 @@ class Snapshot:
         self._images: dict[str, ImageState] | None = None
         # Nodes holding pods with pod (anti-)affinity, by name; kept in step by replace_node_info.
         self._with_affinity: dict[str, NodeInfo] | None = None
+        # name -> row, built on first need, so replace_node_info finds a row in O(1).
+        self._positions: dict[str, int] | None = None
 
     @property
     def columns(self) -> NodeColumns:
@@ -123,10 +127,35 @@ class Snapshot:
             self._images = {k: ImageState(sizes[k], counts[k]) for k in sizes}
         return self._images
 
+    def copy(self) -> Snapshot:
+        """A shallow copy whose node list can be changed with :meth:`replace_node_info` while
+        this snapshot stays as it is (preemption's what-if evaluation works on one).
+
+        The NodeInfos, the objects and the image states are shared (none is ever mutated);
+        the columns are rebuilt in the copy on first use.
+        """
+        other = Snapshot.__new__(Snapshot)
+        other.node_infos = list(self.node_infos)
+        other.by_name = dict(self.by_name)
+        other.objects = self.objects
+        other.generation = self.generation
+        other._columns = None
+        other._images = self._images
+        other._with_affinity = None if self._with_affinity is None else dict(self._with_affinity)
+        other._positions = self._positions
+        return other
+
+    def _position(self, name: str) -> int:
+        if self._columns is not None:
+            return self._columns.index[name]
+        if self._positions is None:
+            self._positions = {n.name: i for i, n in enumerate(self.node_infos)}
+        return self._positions[name]
+
     def replace_node_info(self, info: NodeInfo) -> None:
         """Swap in a changed NodeInfo (same name), keeping the columns in step."""
         old = self.by_name[info.name]
-        i = self.node_infos.index(old) if self._columns is None else self._columns.index[info.name]
+        i = self._position(info.name)
         self.node_infos[i] = info
         self.by_name[info.name] = info
         if self._columns is not None:

@@ -21,7 +21,9 @@ A node passes when, in this order (the first failure decides the reasons):
    the pair (key, value) is one where an existing pod matching *all* the pod's affinity terms
    runs; else ``[..._NOT_MATCH, ERR_REASON_AFFINITY_RULES_NOT_MATCH]``. Exception ("first pod
    of a group"): when no existing pod anywhere matches all the terms and the pod matches its
-   own terms, every node passes this step;
+   own terms, every node passes this step. This failure is unresolvable (v1.14's
+   ``unresolvablePredicateFailureErrors`` lists ``ErrPodAffinityRulesNotMatch``: preemption
+   never tries such a node); the other two are resolvable;
 3. for *no* required anti-affinity term of the pod does the node share the pair of an existing
    pod matching that term; else ``[..._NOT_MATCH, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH]``.
 
@@ -426,8 +428,12 @@ class InterPodAffinity(VectorFilterPlugin):
             for key in meta.affinity_keys:
                 have = labels.get(key)
                 if have is None or (key, have) not in meta.affinity_pairs:
+                    # Unresolvable: removing pods cannot create the pod the term asks for
+                    # (v1.14 unresolvablePredicateFailureErrors lists ErrPodAffinityRulesNotMatch).
                     return unschedulable(
-                        ERR_REASON_AFFINITY_NOT_MATCH, ERR_REASON_AFFINITY_RULES_NOT_MATCH
+                        ERR_REASON_AFFINITY_NOT_MATCH,
+                        ERR_REASON_AFFINITY_RULES_NOT_MATCH,
+                        resolvable=False,
                     )
         for key in meta.anti_affinity_keys:
             have = labels.get(key)

@@ -225,7 +225,7 @@ INVALID = [
         "$.objects[0].kind",
         "unknown kind 'Deployment' at $.objects[0].kind; expected one of Node, Pod, "
         "PersistentVolume, PersistentVolumeClaim, StorageClass, Service, "
-        "ReplicationController, ReplicaSet, StatefulSet, PriorityClass",
+        "ReplicationController, ReplicaSet, StatefulSet, PriorityClass, PodDisruptionBudget",
     ),
     Invalid(
         "simulate takes only a pod",
