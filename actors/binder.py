@@ -15,6 +15,11 @@ Mailbox: :class:`~podium.actors.mail.BindRequest`.
 Emits: :class:`~podium.store.mail.BindPods` (store); :class:`~podium.actors.mail.FinishBinding`
 and :class:`~podium.actors.mail.Forget` (cache); :class:`~podium.actors.mail.Requeue` (queue);
 :class:`~podium.actors.mail.BindDone` to a requester that asked.
+
+Metrics: ``scheduler_framework_extension_point_duration_seconds{extension_point="Bind"}`` (the
+store round trip, per pod, Success or Error) and, for each pod whose bind committed,
+``scheduler_pod_scheduling_attempts`` and ``scheduler_pod_scheduling_sli_duration_seconds``
+(from its first enqueue), as Kubernetes records them at the end of a successful binding cycle.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from podium.actors.mail import (
     Requeue,
 )
 from podium.actors.sending import reply, send
+from podium.actors.tracing import DISABLED, Tracing
+from podium.protocol import metrics
 from podium.store.mail import Binding, BindPods, BindResult, StoreFailure, StoreMsg
 
 __all__ = ["Binder"]
@@ -47,6 +54,7 @@ class Binder:
     Args:
         inbox: its mailbox.
         store, cache, queue: the mailboxes it sends to (its own clones; closed when it stops).
+        tracing: records ``bind`` and ``commit`` under each sampled attempt's trace.
     """
 
     def __init__(
@@ -56,7 +64,9 @@ class Binder:
         store: trio.MemorySendChannel[StoreMsg],
         cache: trio.MemorySendChannel[CacheMsg],
         queue: trio.MemorySendChannel[QueueMsg],
+        tracing: Tracing = DISABLED,
     ) -> None:
+        self._tracing = tracing
         self._inbox = inbox
         self._store = store
         self._cache = cache
@@ -94,15 +104,32 @@ class Binder:
             # v1.14 counts the assumed pod's TTL from FinishBinding; Podium from the hand-off.
             await send(self._cache, FinishBinding(key=r.pod.key))
         answer_to, answer = trio.open_memory_channel[BindResult | StoreFailure](1)
+        started = trio.current_time()
         await send(self._store, BindPods(bindings=bindings, reply=answer_to))
         result = await answer.receive()
+        now = trio.current_time()
+        seconds = now - started
         if isinstance(result, StoreFailure):
             failed = {r.pod.key: result.message for r in batch}
         else:
             failed = {f"{f.binding.namespace}/{f.binding.name}": f.message for f in result.failed}
+        commit_seconds = 0.0 if isinstance(result, StoreFailure) else result.commit_seconds
         for r in batch:
             message = failed.get(r.pod.key)
-            if message is not None:
+            if r.trace is not None:
+                attributes = {
+                    "podium.node": r.node,
+                    "podium.result": "ok" if message is None else "error",
+                }
+                self._tracing.span_from(r.trace, "bind", started, now, attributes)
+                self._tracing.span_from(r.trace, "commit", now - commit_seconds, now)
+            if message is None:
+                metrics.BIND_SUCCESS.observe(seconds)
+                metrics.POD_SCHEDULING_ATTEMPTS.observe(r.attempts)
+                if r.arrived_at is not None:
+                    metrics.sli_duration(r.attempts).observe(now - r.arrived_at)
+            else:
+                metrics.BIND_ERROR.observe(seconds)
                 log.warning("binding pod %s to node %s failed: %s", r.pod.key, r.node, message)
                 await send(self._cache, Forget(key=r.pod.key))
                 await send(self._queue, Requeue(pod=r.pod, cycle=r.cycle, why="error"))

@@ -220,6 +220,8 @@ def _configured(args: argparse.Namespace) -> SchedulerConfig:
     }
     if getattr(args, "listen", None) == "none":
         podium_changes["listen"] = None
+    if getattr(args, "metrics", None) == "none":
+        podium_changes["metrics"] = None
     if podium_changes:
         changes["podium"] = msgspec.structs.replace(config.podium, **podium_changes)
     return dataclasses.replace(config, **changes) if changes else config
@@ -278,6 +280,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config = _configured(args)
         if config.podium.listen is not None:
             parse_address(config.podium.listen)
+        if config.podium.metrics is not None:
+            parse_address(config.podium.metrics)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -405,7 +409,10 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument(
         "--metrics",
         metavar="HOST:PORT",
-        help="HTTP address for /metrics and the health endpoints (issue 5; not served yet)",
+        help=(
+            "HTTP address for /metrics, /healthz, /livez and /readyz (default 127.0.0.1:7071; "
+            "port 0 picks one; 'none' disables)"
+        ),
     )
     srv.add_argument(
         "--db",

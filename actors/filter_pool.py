@@ -10,10 +10,16 @@ Owns: the FilterStage (predicates in policy order, percentageOfNodesToScore, the
 Mailbox: :class:`~podium.actors.mail.FilterRequest`, :class:`~podium.actors.mail.SetFilters`.
 Emits: :class:`~podium.actors.mail.ScoreRequest` to the scoring workers when some node fits,
 else the :class:`~podium.actors.mail.Decision` (FitError or error) straight to the requester.
+
+Metrics: the stage's duration travels in the ScoreRequest/Decision (the scheduler records it);
+for a random ``PLUGIN_METRICS_SAMPLE_PERCENT`` of attempts (Kubernetes'
+``pluginMetricsSamplePercent``) each predicate's time goes to
+``scheduler_plugin_execution_duration_seconds``, and the draw is passed on to the scorers.
 """
 
 from __future__ import annotations
 
+import random
 from typing import assert_never
 
 import trio
@@ -28,8 +34,11 @@ from podium.actors.mail import (
     SetFilters,
 )
 from podium.actors.sending import reply, send
+from podium.protocol import metrics
 
 __all__ = ["FilterPool"]
+
+_SAMPLE_RATIO = metrics.PLUGIN_METRICS_SAMPLE_PERCENT / 100
 
 
 class FilterPool:
@@ -39,6 +48,7 @@ class FilterPool:
         inbox: its mailbox.
         scorers: the scoring workers' mailbox (this actor's clone; closed when it stops).
         stage: the predicates to start with.
+        rng: the plugin-metrics sampling draw (not the tie-break's source).
     """
 
     def __init__(
@@ -46,10 +56,13 @@ class FilterPool:
         inbox: trio.MemoryReceiveChannel[FilterMsg],
         scorers: trio.MemorySendChannel[ScoreMsg],
         stage: FilterStage,
+        *,
+        rng: random.Random | None = None,
     ) -> None:
         self._inbox = inbox
         self._scorers = scorers
         self._stage = stage
+        self._rng = rng if rng is not None else random.Random()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with self._inbox, self._scorers:
@@ -70,7 +83,17 @@ class FilterPool:
                         assert_never(msg)
 
     async def _filter(self, msg: FilterRequest) -> None:
-        result, feasible = self._stage.run(msg.pod, msg.snapshot, explain=msg.explain, dry=msg.dry)
+        # Dry requests (explain, simulate) are not attempts: never sampled.
+        sampled = not msg.dry and self._rng.random() < _SAMPLE_RATIO
+        started = trio.current_time()
+        result, feasible = self._stage.run(
+            msg.pod,
+            msg.snapshot,
+            explain=msg.explain,
+            dry=msg.dry,
+            observe=metrics.observe_plugin if sampled else None,
+        )
+        seconds = trio.current_time() - started
         if feasible:
             await send(
                 self._scorers,
@@ -81,10 +104,18 @@ class FilterPool:
                     feasible=feasible,
                     explain=msg.explain,
                     reply=msg.reply,
+                    filter_seconds=seconds,
+                    sampled=sampled,
                 ),
             )
         else:
             reply(
                 msg.reply,
-                Decision(pod=msg.pod, node=None, result=result, generation=msg.snapshot.generation),
+                Decision(
+                    pod=msg.pod,
+                    node=None,
+                    result=result,
+                    generation=msg.snapshot.generation,
+                    filter_seconds=seconds,
+                ),
             )

@@ -22,6 +22,12 @@ Mailbox (hub): :class:`~podium.store.mail.Recovered`, :class:`~podium.store.mail
 :class:`AddWatch`, :class:`RemoveWatch`.
 Emits: store reads and writes; ExplainPod, ReloadPlugins, SchedulerStats (scheduler); Lookup,
 QueueStats (queue); CacheStats (cache).
+
+Metrics: ``podium_protocol_connections``, ``podium_protocol_requests_total{type}`` (the
+request's wire tag), ``podium_protocol_errors_total{type, code}`` (``frame`` for a frame or
+hello that could not be read, or a request that did not decode), ``podium_watchers`` and
+``podium_watcher_lag_revisions`` (the largest hub revision minus the last revision a watch's
+forwarder delivered, set at each Committed).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any, TypeAlias, TypeVar, assert_never
 
 import msgspec
 import trio
+from prometheus_client import Counter
 
 from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.core.nodeinfo import PodInfo
@@ -56,6 +63,8 @@ from podium.actors.mail import (
     SchedulerStatsReply,
 )
 from podium.actors.sending import reply, send
+from podium.actors.tracing import DISABLED, Tracing
+from podium.protocol import metrics
 from podium.protocol.errors import (
     FrameTooLarge,
     InvalidRequest,
@@ -115,7 +124,7 @@ from podium.store.mail import (
     WriteResult,
 )
 
-__all__ = ["AddWatch", "Gateway", "HubMsg", "RemoveWatch"]
+__all__ = ["AddWatch", "Gateway", "HubMsg", "RemoveWatch", "WatchCursor"]
 
 log = logging.getLogger("podium.gateway")
 
@@ -131,10 +140,20 @@ GOODBYE_SECONDS = 1.0
 
 
 @dataclass(eq=False, slots=True)
+class WatchCursor:
+    """The last revision a watch's forwarder delivered (written by the forwarder, read by the
+    hub for ``podium_watcher_lag_revisions``; both run in the gateway's own tasks)."""
+
+    delivered: int = 0
+
+
+@dataclass(eq=False, slots=True)
 class _Watch:
     kinds: frozenset[str]
     position: int
     channel: trio.MemorySendChannel[Change]
+    cursor: WatchCursor | None = None
+    handed: int = 0  # the revision of the last change put in ``channel``
 
 
 class AddWatch(msgspec.Struct, frozen=True, kw_only=True):
@@ -145,6 +164,7 @@ class AddWatch(msgspec.Struct, frozen=True, kw_only=True):
     kinds: frozenset[str]
     channel: trio.MemorySendChannel[Change]
     reply: trio.MemorySendChannel[int | None]
+    cursor: WatchCursor | None = None
 
 
 class RemoveWatch(msgspec.Struct, frozen=True, kw_only=True):
@@ -188,8 +208,22 @@ class _Hub:
                 return False
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return False
+            watch.handed = change.revision
         watch.position = change.revision
         return True
+
+    def lag(self) -> int:
+        """The largest (hub revision - last revision delivered) over the watches: a watch
+        whose forwarder has taken everything handed to it is as far as its position."""
+        worst = 0
+        for watch in self.watches.values():
+            cursor = watch.cursor
+            if cursor is None or cursor.delivered >= watch.handed:
+                behind = self.revision - watch.position
+            else:
+                behind = self.revision - cursor.delivered
+            worst = max(worst, behind)
+        return worst
 
     def committed(self, msg: Committed) -> None:
         self.ring.extend(msg.changes)
@@ -204,7 +238,7 @@ class _Hub:
         """Register a watch; answer its starting position, or None when the ring no longer
         reaches back to it (the watcher must read the log again)."""
         position = self.revision if msg.position is None else msg.position
-        watch = _Watch(msg.kinds, position, msg.channel)
+        watch = _Watch(msg.kinds, position, msg.channel, msg.cursor)
         if position < self.revision:
             if self.ring and self.ring[0].revision > position + 1:
                 return None
@@ -230,6 +264,7 @@ class Gateway:
         handles: the runtime's mailboxes (the gateway closes them when it stops).
         server_version: reported in HelloReply.
         max_frame_bytes: the largest frame accepted.
+        tracing: a span per Put, carried with its write so pod attempts link to it.
     """
 
     def __init__(
@@ -240,7 +275,9 @@ class Gateway:
         *,
         server_version: str,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        tracing: Tracing = DISABLED,
     ) -> None:
+        self._tracing = tracing
         self._hub_inbox = hub_inbox
         self._hub_tx = hub
         self._handles = handles
@@ -260,6 +297,11 @@ class Gateway:
     @property
     def revision(self) -> int:
         return self._hub.revision
+
+    @property
+    def ready(self) -> bool:
+        """Whether the hub has the store's recovered state (readiness)."""
+        return self._hub.ready.is_set()
 
     async def run(
         self,
@@ -300,14 +342,18 @@ class Gateway:
                         hub.ready.set()
                     case Committed():
                         hub.committed(msg)
+                        metrics.WATCHER_LAG.set(hub.lag())
                     case AddWatch():
                         reply(msg.reply, hub.add(msg))
                     case RemoveWatch():
                         hub.remove(msg.key)
                     case _:
                         assert_never(msg)
+                metrics.WATCHERS.set(len(hub.watches))
         for watch in hub.watches.values():
             watch.channel.close()
+        metrics.WATCHERS.set(0)
+        metrics.WATCHER_LAG.set(0)
 
     # ------------------------------------------------------------------ connections
 
@@ -328,6 +374,7 @@ class Gateway:
     async def _connection(self, stream: trio.abc.Stream) -> None:
         conn = _Connection(self, next(self._ids), stream)
         self._connections.add(conn)
+        metrics.PROTOCOL_CONNECTIONS.inc()
         if self._stopping:
             conn.close("podium is shutting down")
         try:
@@ -340,6 +387,7 @@ class Gateway:
             log.exception("connection %d failed", conn.conn_id)
         finally:
             self._connections.discard(conn)
+            metrics.PROTOCOL_CONNECTIONS.dec()
 
     # ------------------------------------------------------------------ requests
 
@@ -354,7 +402,12 @@ class Gateway:
         h = self._handles
         match msg:
             case Put():
-                result = await self.ask(h.store, lambda **kw: WriteObjects(puts=msg.objects, **kw))
+                # A Put's span is what the attempts of the pods it submits link to.
+                with self._tracing.request_span("Put", {"podium.objects": len(msg.objects)}):
+                    trace = self._tracing.inject()
+                    result = await self.ask(
+                        h.store, lambda **kw: WriteObjects(puts=msg.objects, trace=trace, **kw)
+                    )
                 return _written(msg.id, result, PutReply)
             case Delete():
                 result = await self.ask(h.store, lambda **kw: WriteObjects(deletes=msg.refs, **kw))
@@ -487,6 +540,29 @@ class Gateway:
         )
 
 
+_REQUESTS: dict[str, Counter] = {}
+_ERRORS: dict[tuple[str, str], Counter] = {}
+
+
+def _request_type(msg: ClientMessage) -> str:
+    """The request's wire tag (``put``, ``watch``, ...), the ``type`` label."""
+    return str(type(msg).__struct_config__.tag)
+
+
+def _count_request(kind: str) -> None:
+    child = _REQUESTS.get(kind)
+    if child is None:
+        child = _REQUESTS[kind] = metrics.PROTOCOL_REQUESTS.labels(type=kind)
+    child.inc()
+
+
+def _count_error(kind: str, code: str) -> None:
+    child = _ERRORS.get((kind, code))
+    if child is None:
+        child = _ERRORS[kind, code] = metrics.PROTOCOL_ERRORS.labels(type=kind, code=code)
+    child.inc()
+
+
 def _failure(request_id: int, failure: StoreFailure) -> ErrorReply:
     return ErrorReply(
         id=request_id,
@@ -549,6 +625,7 @@ class _Connection:
             if self.closing is not None:
                 fatal = ErrorReply(id=-1, code="unavailable", message=self.closing)
             if fatal is not None:
+                _count_error("frame", fatal.code)
                 await self.send(fatal)
             # The writer flushes what is queued, then ends; a peer that reads nothing gets
             # GOODBYE_SECONDS.
@@ -599,6 +676,7 @@ class _Connection:
             error = ErrorReply(
                 id=-1, code="invalid", message=f"no hello within {HANDSHAKE_SECONDS:g} seconds"
             )
+        _count_error("frame", error.code)
         await self.stream.send_all(frame(encode_hello(error)))
         return None
 
@@ -636,6 +714,7 @@ class _Connection:
             try:
                 msg = codec.decode_request(payload)
             except InvalidRequest as exc:
+                _count_error("frame", "invalid")
                 await self.send(
                     ErrorReply(
                         id=exc.request_id, code="invalid", message=exc.message, path=exc.path
@@ -644,8 +723,10 @@ class _Connection:
                 continue
             except MalformedFrame as exc:
                 return ErrorReply(id=-1, code="invalid", message=str(exc))
+            _count_request(_request_type(msg))
             if isinstance(msg, Watch):
                 if msg.id in self.watches:
+                    _count_error("watch", "conflict")
                     await self.send(
                         ErrorReply(
                             id=msg.id,
@@ -667,6 +748,8 @@ class _Connection:
             log.exception("request %s %d failed", type(msg).__name__, msg.id)
             answer = ErrorReply(id=msg.id, code="internal", message=f"internal error: {exc}")
         if answer is not None:
+            if isinstance(answer, ErrorReply):
+                _count_error(_request_type(msg), answer.code)
             await self.send(answer)
 
     # ------------------------------------------------------------------ watches
@@ -697,7 +780,7 @@ class _Connection:
         gateway = self.gateway
         unknown = sorted(set(msg.kinds) - set(KINDS))
         if unknown:
-            await self.send(
+            await self._watch_error(
                 ErrorReply(
                     id=msg.id,
                     code="invalid",
@@ -715,21 +798,22 @@ class _Connection:
                 gateway._handles.store, lambda **kw: ReadEvents(after=after, **kw)
             )
             if isinstance(events, StoreFailure):
-                await self.send(_failure(msg.id, events))
+                await self._watch_error(_failure(msg.id, events))
                 return None
             assert isinstance(events, EventsResult)
             backlog = [c for c in events.changes if not kinds or c.kind in kinds]
             position = events.revision
         changes_to, changes = trio.open_memory_channel[Change](WATCH_BUFFER)
+        cursor = WatchCursor(delivered=msg.from_revision or 0)
         joined: int | None = await gateway.ask(
             gateway._hub_tx,
             lambda **kw: AddWatch(
-                key=key, position=position, kinds=kinds, channel=changes_to, **kw
+                key=key, position=position, kinds=kinds, channel=changes_to, cursor=cursor, **kw
             ),
         )
         if joined is None:
             changes_to.close()
-            await self.send(
+            await self._watch_error(
                 ErrorReply(
                     id=msg.id,
                     code="overloaded",
@@ -739,14 +823,15 @@ class _Connection:
             )
             return None
         last = msg.from_revision if msg.from_revision is not None else joined
+        cursor.delivered = last
         await self.send(WatchReply(id=msg.id, revision=last))
         for change in backlog:
             await self.send(event_of(msg.id, change))
-            last = change.revision
+            last = cursor.delivered = change.revision
         async with changes:
             async for change in changes:
                 await self.send(event_of(msg.id, change))
-                last = change.revision
+                last = cursor.delivered = change.revision
         # The hub let go of us: we were too slow, or the daemon is stopping.
         if gateway._stopping:
             end = ErrorReply(
@@ -762,8 +847,12 @@ class _Connection:
                 ),
                 revision=last,
             )
-        await self.send(end)
+        await self._watch_error(end)
         return joined
+
+    async def _watch_error(self, error: ErrorReply) -> None:
+        _count_error("watch", error.code)
+        await self.send(error)
 
     def cancel(self, watch_id: int) -> bool:
         """Stop the watch ``watch_id`` (its stream simply ends); False if there is none."""

@@ -98,12 +98,15 @@ class Popped(_Mail, frozen=True, kw_only=True):
         cycle: the scheduling cycle this pop started (Kubernetes' schedulingCycle).
         attempts: attempts including this one.
         arrived_at: first enqueue time (trio clock), kept across retries.
+        links: trace carriers of the protocol requests that submitted the pod (its attempts'
+            traces link to them).
     """
 
     pod: PodInfo
     cycle: int
     attempts: int
     arrived_at: float
+    links: list[dict[str, str]] = []
 
 
 class QueueIdle(_Mail, frozen=True, kw_only=True):
@@ -120,11 +123,15 @@ class Requeue(_Mail, frozen=True, kw_only=True):
     set or backoffQ by the moveRequestCycle rule); ``conflict`` (AssumeConflict): straight back
     to activeQ without backoff. A pod deleted or bound meanwhile is dropped; a pod updated
     meanwhile is requeued in its latest version.
+
+    ``plugins``: the predicates that rejected the pod on some node (Kubernetes'
+    UnschedulablePlugins), counted by ``scheduler_unschedulable_pods`` while it is unschedulable.
     """
 
     pod: PodInfo
     cycle: int
     why: Literal["unschedulable", "error", "conflict"]
+    plugins: frozenset[str] = frozenset()
 
 
 class Lookup(_Mail, frozen=True, kw_only=True):
@@ -243,6 +250,8 @@ class Decision(_Mail, frozen=True, kw_only=True):
 
     ``node`` is None when nothing fits (``result.message`` has the FitError) or on error
     (``result.error``). ``volumes``/``provisions`` are the chosen node's volume decision.
+    ``filter_seconds``/``score_seconds`` are the stages' durations (``score_seconds`` None when
+    no scoring ran), for ``scheduler_framework_extension_point_duration_seconds``.
     """
 
     pod: PodInfo
@@ -251,6 +260,8 @@ class Decision(_Mail, frozen=True, kw_only=True):
     generation: int
     volumes: dict[str, str] = {}
     provisions: list[str] = []
+    filter_seconds: float = 0.0
+    score_seconds: float | None = None
 
 
 class FilterRequest(_Mail, frozen=True, kw_only=True):
@@ -280,7 +291,11 @@ FilterMsg: TypeAlias = FilterRequest | SetFilters
 
 
 class ScoreRequest(_Mail, frozen=True, kw_only=True):
-    """Score the feasible rows of ``result`` and pick a host (sent by the filter pool)."""
+    """Score the feasible rows of ``result`` and pick a host (sent by the filter pool).
+
+    ``filter_seconds`` is the filter stage's duration, passed on into the Decision; ``sampled``
+    says this attempt records per-plugin durations (drawn once per attempt by the filter pool).
+    """
 
     pod: PodInfo
     snapshot: Snapshot
@@ -288,6 +303,8 @@ class ScoreRequest(_Mail, frozen=True, kw_only=True):
     feasible: list[int]
     explain: bool
     reply: trio.MemorySendChannel[Decision]
+    filter_seconds: float = 0.0
+    sampled: bool = False
 
 
 class SetScorers(_Mail, frozen=True, kw_only=True):
@@ -314,6 +331,9 @@ class BindRequest(_Mail, frozen=True, kw_only=True):
     """Bind an assumed pod (its volumes first, in the same transaction).
 
     ``done`` (``podium simulate``) is told when the bind is committed or has failed.
+    ``attempts`` and ``arrived_at`` (the pod's first enqueue, trio clock; None: unknown) feed
+    ``scheduler_pod_scheduling_attempts`` and ``scheduler_pod_scheduling_sli_duration_seconds``
+    when the bind commits.
     """
 
     pod: PodInfo
@@ -322,6 +342,9 @@ class BindRequest(_Mail, frozen=True, kw_only=True):
     volumes: dict[str, str] = {}
     provisions: list[str] = []
     done: trio.MemorySendChannel[BindDone] | None = None
+    attempts: int = 1
+    arrived_at: float | None = None
+    trace: dict[str, str] | None = None
 
 
 BinderMsg: TypeAlias = BindRequest

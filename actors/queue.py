@@ -40,6 +40,14 @@ Emits: Popped / QueueIdle on a Pop's reply channel; LookupReply, QueueStatsReply
 Timers: the receive loop waits for mail at most until the core's next deadline (a backoff
 expiring, the next leftover flush), then flushes with the trio clock's ``now``; a parked Pop is
 answered as soon as a pod is active.
+
+Metrics: ``scheduler_pending_pods{queue}`` set after each batch of mail;
+``scheduler_queue_incoming_pods_total{queue, event}`` at each add, requeue and move, with
+Kubernetes' event names (PodAdd, ScheduleAttemptFailure, BackoffComplete,
+UnschedulableTimeout, NodeAdd, NodeUpdate, AssignedPodAdd, AssignedPodDelete, PvAdd, PvUpdate,
+PvcAdd, PvcUpdate, ServiceAdd, ServiceUpdate, ServiceDelete, StorageClassAdd);
+``scheduler_unschedulable_pods{plugin}``: each pod in the unschedulable set counts once under
+every predicate that rejected it (the Requeue's ``plugins``).
 """
 
 from __future__ import annotations
@@ -65,11 +73,14 @@ from podium.actors.mail import (
     Requeue,
 )
 from podium.actors.sending import reply
+from podium.protocol import metrics
 from podium.protocol.objects import Node, Pod, StorageClass
 from podium.protocol.quantity import Quantity
 from podium.store.mail import Change, Committed, Recovered
 
 if TYPE_CHECKING:
+    from prometheus_client import Counter, Gauge
+
     from podium.protocol.objects import KubeObject
 
 __all__ = [
@@ -87,6 +98,40 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 # Kinds whose every Added/Modified may make an unschedulable pod schedulable (v1.14 onPvAdd,
 # onPvUpdate, onPvcAdd, onPvcUpdate, onServiceAdd, onServiceUpdate; Service also on delete).
 _MOVE_ON_ADD_OR_MODIFY = frozenset({"PersistentVolume", "PersistentVolumeClaim", "Service"})
+
+# The queue_incoming_pods_total event of a move caused by (kind, change type).
+_MOVE_EVENTS = {
+    ("Node", "Added"): "NodeAdd",
+    ("Node", "Modified"): "NodeUpdate",
+    ("PersistentVolume", "Added"): "PvAdd",
+    ("PersistentVolume", "Modified"): "PvUpdate",
+    ("PersistentVolumeClaim", "Added"): "PvcAdd",
+    ("PersistentVolumeClaim", "Modified"): "PvcUpdate",
+    ("Service", "Added"): "ServiceAdd",
+    ("Service", "Modified"): "ServiceUpdate",
+    ("Service", "Deleted"): "ServiceDelete",
+    ("StorageClass", "Added"): "StorageClassAdd",
+}
+
+_INCOMING: dict[tuple[str, str], Counter] = {}
+_UNSCHEDULABLE_BY_PLUGIN: dict[str, Gauge] = {}
+
+
+def _incoming(queue: str, event: str, count: int = 1) -> None:
+    """Count pods entering ``queue`` on ``event`` (children bound on first use)."""
+    child = _INCOMING.get((queue, event))
+    if child is None:
+        child = metrics.QUEUE_INCOMING_PODS.labels(queue=queue, event=event)
+        _INCOMING[queue, event] = child
+    child.inc(count)
+
+
+def _unschedulable_gauge(plugin: str) -> Gauge:
+    child = _UNSCHEDULABLE_BY_PLUGIN.get(plugin)
+    if child is None:
+        child = metrics.UNSCHEDULABLE_PODS.labels(plugin=plugin, profile=metrics.PROFILE)
+        _UNSCHEDULABLE_BY_PLUGIN[plugin] = child
+    return child
 
 
 def is_terminated(pod: Pod) -> bool:
@@ -135,6 +180,10 @@ def node_scheduling_properties_changed(new: Node, old: Node) -> bool:
     return old_conditions != new_conditions
 
 
+MAX_LINKS = 4
+"""Trace carriers kept per pending pod (the latest requests that put it)."""
+
+
 class QueueActor:
     """Runs a :class:`SchedulingQueue` fed by the store's changes.
 
@@ -157,6 +206,7 @@ class QueueActor:
         unschedulable_flush_interval_seconds: float = 30.0,
         unschedulable_max_wait_seconds: float = 300.0,
     ) -> None:
+        self._links: dict[str, list[dict[str, str]]] = {}
         self._inbox = inbox
         self.scheduler_name = scheduler_name
         self.core = SchedulingQueue(
@@ -166,6 +216,9 @@ class QueueActor:
             unschedulable_max_wait_seconds=unschedulable_max_wait_seconds,
         )
         self._parked: Pop | None = None
+        # Pod key -> the predicates that rejected it, for every pod put in the unschedulable
+        # set (a superset of it between batches; trimmed to it after each batch).
+        self._unschedulable_plugins: dict[str, frozenset[str]] = {}
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the mailbox until it is closed.
@@ -176,27 +229,102 @@ class QueueActor:
         async with self._inbox:
             self.core.start(trio.current_time())
             task_status.started()
-            while True:
-                msg: QueueMsg | None = None
-                deadline = self.core.next_deadline()
-                with trio.move_on_at(math.inf if deadline is None else deadline):
+            try:
+                await self._serve()
+            finally:
+                # This queue's pods no longer count (tests run several queues in one process).
+                for plugins in self._unschedulable_plugins.values():
+                    for plugin in plugins:
+                        _unschedulable_gauge(plugin).dec()
+                self._unschedulable_plugins.clear()
+
+    async def _serve(self) -> None:
+        core = self.core
+        while True:
+            msg: QueueMsg | None = None
+            deadline = core.next_deadline()
+            with trio.move_on_at(math.inf if deadline is None else deadline):
+                try:
+                    msg = await self._inbox.receive()
+                except trio.EndOfChannel:
+                    return
+            if msg is not None:
+                self._handle(msg)
+                # Drain what is already waiting without passing the scheduler (STYLE.md).
+                while True:
                     try:
-                        msg = await self._inbox.receive()
-                    except trio.EndOfChannel:
-                        return
-                if msg is not None:
+                        msg = self._inbox.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
                     self._handle(msg)
-                    # Drain what is already waiting without passing the scheduler (STYLE.md).
-                    while True:
-                        try:
-                            msg = self._inbox.receive_nowait()
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
-                        self._handle(msg)
-                now = trio.current_time()
-                self.core.flush_backoff_completed(now)
-                self.core.flush_unschedulable_leftover(now)
-                self._answer_parked(now)
+            now = trio.current_time()
+            moved = core.flush_backoff_completed(now)
+            if moved:
+                _incoming("active", "BackoffComplete", moved)
+            backoff = core.backoff_count
+            moved = core.flush_unschedulable_leftover(now)
+            if moved:
+                self._count_moved("UnschedulableTimeout", moved, backoff)
+            self._answer_parked(now)
+            self._record()
+
+    # ------------------------------------------------------------------ metrics
+
+    def _record(self) -> None:
+        """Set the gauges after a batch."""
+        core = self.core
+        metrics.PENDING_ACTIVE.set(core.active_count)
+        metrics.PENDING_BACKOFF.set(core.backoff_count)
+        metrics.PENDING_UNSCHEDULABLE.set(core.unschedulable_count)
+        tracked = self._unschedulable_plugins
+        if len(tracked) > core.unschedulable_count:
+            # Some tracked pods left the unschedulable set (a move, an update): every entry
+            # was tracked, so the set is smaller than the tracking exactly when one left.
+            for key in list(tracked):
+                if core.lookup(key)[0] != "unschedulable":
+                    self._untrack(key)
+
+    def _track(self, key: str, plugins: frozenset[str]) -> None:
+        self._untrack(key)
+        self._unschedulable_plugins[key] = plugins
+        for plugin in plugins:
+            _unschedulable_gauge(plugin).inc()
+
+    def _untrack(self, key: str) -> None:
+        plugins = self._unschedulable_plugins.pop(key, None)
+        if plugins:
+            for plugin in plugins:
+                _unschedulable_gauge(plugin).dec()
+
+    def _count_moved(self, event: str, moved: int, backoff_before: int) -> None:
+        """Count ``moved`` pods leaving the unschedulable set: to backoffQ while backing off,
+        the rest to activeQ (the backoffQ growth tells them apart)."""
+        to_backoff = self.core.backoff_count - backoff_before
+        if to_backoff:
+            _incoming("backoff", event, to_backoff)
+        if moved > to_backoff:
+            _incoming("active", event, moved - to_backoff)
+
+    def _move_all(self, event: str, now: float) -> None:
+        backoff = self.core.backoff_count
+        moved = self.core.move_all_to_active_queue(now)
+        if moved:
+            self._count_moved(event, moved, backoff)
+
+    def _assigned_pod_added(self, pod: PodInfo, now: float) -> None:
+        backoff = self.core.backoff_count
+        moved = self.core.assigned_pod_added(pod, now)
+        if moved:
+            self._count_moved("AssignedPodAdd", moved, backoff)
+
+    def _add(self, pod: PodInfo, now: float) -> None:
+        self.core.add(pod, now)
+        _incoming("active", "PodAdd")
+
+    def _delete(self, pod: PodInfo) -> None:
+        where, _ = self.core.lookup(pod.key)
+        if self.core.delete(pod) and where == "unschedulable":
+            self._untrack(pod.key)
 
     # ------------------------------------------------------------------ mail
 
@@ -213,7 +341,7 @@ class QueueActor:
                     # One Pop at a time; a requester that gave up and asked again replaces it.
                     log.warning("a second Pop arrived while one was parked; the first is dropped")
                 self._parked = msg
-            case Requeue(pod=pod, cycle=cycle, why=why):
+            case Requeue(pod=pod, cycle=cycle, why=why, plugins=plugins):
                 went: QueueName | None
                 if why == "conflict":
                     went = self.core.requeue_conflict(pod, now)
@@ -221,6 +349,10 @@ class QueueActor:
                     went = self.core.add_unschedulable_if_not_present(pod, cycle, now)
                 if went is None:
                     log.debug("requeue of %s dropped: it is no longer in flight", pod.key)
+                else:
+                    _incoming(went, "ScheduleAttemptFailure")
+                    if went == "unschedulable":
+                        self._track(pod.key, plugins)
             case Lookup(key=key, reply=answer_to):
                 where, attempts = self.core.lookup(key)
                 reply(answer_to, LookupReply(queue=where, attempts=attempts))
@@ -242,7 +374,7 @@ class QueueActor:
         """Every pending pod, in the order given, and nothing else."""
         for obj in objects:
             if isinstance(obj, Pod) and is_pending(obj, self.scheduler_name):
-                self.core.add(PodInfo(obj), now)
+                self._add(PodInfo(obj), now)
 
     def _apply(self, change: Change, now: float) -> None:
         obj = change.object
@@ -250,9 +382,10 @@ class QueueActor:
             self._apply_pod(change, obj, now)
             return
         core = self.core
+        event = _MOVE_EVENTS.get((change.kind, change.type), "")
         match change.kind, change.type:
             case "Node", "Added":
-                core.move_all_to_active_queue(now)
+                self._move_all(event, now)
             case "Node", "Modified":
                 old = change.old
                 if (
@@ -263,29 +396,36 @@ class QueueActor:
                 ):
                     # With no unschedulable pod the move is cheap and still records a move
                     # request for the pod in flight (v1.14 updateNodeInCache).
-                    core.move_all_to_active_queue(now)
+                    self._move_all(event, now)
             case kind, "Added" | "Modified" if kind in _MOVE_ON_ADD_OR_MODIFY:
-                core.move_all_to_active_queue(now)
+                self._move_all(event, now)
             case "Service", "Deleted":
-                core.move_all_to_active_queue(now)
+                self._move_all(event, now)
             case "StorageClass", "Added":
                 if (
                     isinstance(obj, StorageClass)
                     and obj.volume_binding_mode == "WaitForFirstConsumer"
                 ):
-                    core.move_all_to_active_queue(now)
+                    self._move_all(event, now)
             case _:
                 pass
 
     def _apply_pod(self, change: Change, pod: Pod, now: float) -> None:
         core = self.core
         name = self.scheduler_name
+        key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+        if change.trace is not None and is_pending(pod, name):
+            # The requests that submitted the pod: its attempts' traces link to them.
+            self._links.setdefault(key, []).append(change.trace)
+            del self._links[key][:-MAX_LINKS]
+        elif change.type in ("Deleted", "Preempted", "Bound"):
+            self._links.pop(key, None)
         match change.type:
             case "Added":
                 if is_pending(pod, name):
-                    core.add(PodInfo(pod), now)
+                    self._add(PodInfo(pod), now)
                 elif _is_assigned(pod):
-                    core.assigned_pod_added(PodInfo(pod), now)
+                    self._assigned_pod_added(PodInfo(pod), now)
             case "Modified":
                 old = change.old if isinstance(change.old, Pod) else None
                 was_pending = old is not None and is_pending(old, name)
@@ -294,23 +434,23 @@ class QueueActor:
                     if was_pending or info.key in core:
                         core.update(PodInfo(old) if old is not None else None, info, now)
                     else:
-                        core.add(info, now)
+                        self._add(info, now)
                     return
                 if was_pending or info.key in core:
-                    core.delete(info)
+                    self._delete(info)
                 if _is_assigned(pod):
-                    core.assigned_pod_added(info, now)
+                    self._assigned_pod_added(info, now)
                 elif old is not None and _is_assigned(old):
-                    core.move_all_to_active_queue(now)
+                    self._move_all("AssignedPodDelete", now)
             case "Deleted" | "Preempted":
                 info = PodInfo(pod)
-                core.delete(info)
+                self._delete(info)
                 if pod.spec.node_name:
-                    core.move_all_to_active_queue(now)
+                    self._move_all("AssignedPodDelete", now)
             case "Bound":
                 info = PodInfo(pod)
-                core.delete(info)
-                core.assigned_pod_added(info, now)
+                self._delete(info)
+                self._assigned_pod_added(info, now)
             case "Unschedulable":
                 pass
             case _:
@@ -337,6 +477,7 @@ class QueueActor:
                 cycle=queued.cycle,
                 attempts=queued.attempts,
                 arrived_at=queued.arrived_at,
+                links=self._links.get(queued.pod.key, []),
             )
             try:
                 pop.reply.send_nowait(answer)

@@ -17,6 +17,13 @@ Mailbox (control): :class:`~podium.actors.mail.BeginScheduling`,
 Emits: Pop and Requeue (queue); SnapshotRequest and Assume (cache); FilterRequest (filter pool);
 SetFilters/SetScorers (filter pool, scoring workers); BindRequest (binder);
 RecordUnschedulable (store); :class:`~podium.actors.mail.Attempted` (an observer, if any).
+
+Metrics (protocol/metrics.py): ``scheduler_schedule_attempts_total`` and
+``scheduler_scheduling_attempt_duration_seconds`` by result (pop to hand-off; a conflict, an
+assume the cache refused, counts as error as Kubernetes counts an assume failure), and
+``scheduler_framework_extension_point_duration_seconds`` for Filter and Score (measured by
+the filter pool and the scoring workers, carried in the Decision) and Reserve (the assume
+round trip).
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ from podium.actors.mail import (
     SnapshotRequest,
 )
 from podium.actors.sending import reply, send
+from podium.actors.tracing import DISABLED, Attempt, Tracing
+from podium.protocol import metrics
 from podium.protocol.errors import PodiumError
 from podium.store.mail import RecordUnschedulable, StoreMsg
 
@@ -96,6 +105,8 @@ class Scheduler:
         exit_when_idle: stop when no pod is active or backing off (``podium simulate``).
         explain_attempts: keep every examined node's verdict in each attempt's report
             (``podium simulate --explain``).
+        tracing: one trace per attempt (queue_wait, filter, score, select, assume; the
+            binder adds bind and commit), linked to the requests that submitted the pod.
     """
 
     def __init__(
@@ -113,6 +124,7 @@ class Scheduler:
         sync_binds: bool = False,
         exit_when_idle: bool = False,
         explain_attempts: bool = False,
+        tracing: Tracing = DISABLED,
     ) -> None:
         self._control = control
         self._queue = queue
@@ -126,6 +138,7 @@ class Scheduler:
         self._sync_binds = sync_binds
         self._exit_when_idle = exit_when_idle
         self._explain_attempts = explain_attempts
+        self._tracing = tracing
         self._snapshot: Snapshot | None = None
         self._lock = trio.Lock()
         self._begin = trio.Event()
@@ -244,16 +257,46 @@ class Scheduler:
         if isinstance(popped, QueueIdle):
             return False
         started = trio.current_time()
+        with self._tracing.attempt(
+            popped.pod.key,
+            links=popped.links,
+            arrived_at=popped.arrived_at,
+            popped_at=started,
+            attempts=popped.attempts,
+        ) as attempt:
+            await self._attempt(popped, started, attempt)
+        return True
+
+    async def _attempt(self, popped: Popped, started: float, attempt: Attempt) -> None:
         pod = popped.pod
         async with self._lock:
             snapshot = await self._refresh()
+            deciding = trio.current_time()
             decision = await self._decide(pod, snapshot, dry=False, explain=self._explain_attempts)
+            decided = trio.current_time()
         result = decision.result
+        _observe_stages(decision)
+        if attempt.sampled:
+            filtered = deciding + decision.filter_seconds
+            attempt.record("filter", deciding, filtered)
+            scored = filtered
+            if decision.score_seconds is not None:
+                scored = min(filtered + decision.score_seconds, decided)
+                attempt.record("score", filtered, scored)
+            attempt.record("select", scored, decided)
         if decision.node is None:
             why: Literal["error", "unschedulable"] = "error" if result.error else "unschedulable"
             if result.error:
                 log.warning("scheduling pod %s failed: %s", pod.key, result.message)
-            await send(self._queue, Requeue(pod=pod, cycle=popped.cycle, why=why))
+            await send(
+                self._queue,
+                Requeue(
+                    pod=pod,
+                    cycle=popped.cycle,
+                    why=why,
+                    plugins=frozenset(result.failed_plugins),
+                ),
+            )
             await send(
                 self._store,
                 RecordUnschedulable(
@@ -263,9 +306,19 @@ class Scheduler:
                     message=result.message or "",
                 ),
             )
+            attempt.outcome(
+                why,
+                nodes_examined=result.evaluated,
+                nodes_feasible=result.feasible,
+                message=result.message or "",
+            )
             await self._report(popped, why, None, decision, started)
-            return True
-        assumed = await self._assume(decision)
+            return
+        reserving = trio.current_time()
+        with attempt.phase("assume"):
+            assumed = await self._assume(decision)
+        reserve = metrics.RESERVE_SUCCESS if assumed.status == "assumed" else metrics.RESERVE_ERROR
+        reserve.observe(trio.current_time() - reserving)
         if assumed.status != "assumed":
             status: Literal["conflict", "error"] = (
                 "conflict" if assumed.status == "conflict" else "error"
@@ -275,8 +328,21 @@ class Scheduler:
                     "assuming pod %s on %s failed: %s", pod.key, decision.node, assumed.message
                 )
             await send(self._queue, Requeue(pod=pod, cycle=popped.cycle, why=status))
+            attempt.outcome(
+                status,
+                node=decision.node,
+                nodes_examined=result.evaluated,
+                nodes_feasible=result.feasible,
+                message=assumed.message,
+            )
             await self._report(popped, status, None, decision, started)
-            return True
+            return
+        attempt.outcome(
+            "scheduled",
+            node=decision.node,
+            nodes_examined=result.evaluated,
+            nodes_feasible=result.feasible,
+        )
         done_to, done = trio.open_memory_channel[BindDone](1)
         await send(
             self._binder,
@@ -287,12 +353,14 @@ class Scheduler:
                 volumes=decision.volumes,
                 provisions=decision.provisions,
                 done=done_to if self._sync_binds else None,
+                attempts=popped.attempts,
+                arrived_at=popped.arrived_at,
+                trace=self._tracing.carrier_of(attempt),
             ),
         )
         await self._report(popped, "scheduled", decision.node, decision, started)
         if self._sync_binds:
             await done.receive()
-        return True
 
     async def _assume(self, decision: Decision) -> AssumeReply:
         assert decision.node is not None
@@ -319,6 +387,10 @@ class Scheduler:
         started: float,
     ) -> None:
         self._counts[status] += 1
+        finished = trio.current_time()
+        counter, duration = _ATTEMPT_METRICS[status]
+        counter.inc()
+        duration.observe(finished - started)
         if self._reports is None:
             return
         await send(
@@ -331,7 +403,31 @@ class Scheduler:
                 attempts=popped.attempts,
                 cycle=popped.cycle,
                 started=started,
-                finished=trio.current_time(),
+                finished=finished,
                 arrived_at=popped.arrived_at,
             ),
         )
+
+
+_ATTEMPT_METRICS = {
+    "scheduled": (metrics.ATTEMPTS_SCHEDULED, metrics.ATTEMPT_DURATION_SCHEDULED),
+    "unschedulable": (metrics.ATTEMPTS_UNSCHEDULABLE, metrics.ATTEMPT_DURATION_UNSCHEDULABLE),
+    # Kubernetes counts an assume failure as an error.
+    "error": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
+    "conflict": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
+}
+
+
+def _observe_stages(decision: Decision) -> None:
+    """The Filter and Score extension points' durations of one attempt."""
+    result = decision.result
+    scored = decision.score_seconds
+    if scored is None:
+        # Scoring never ran: the filter stage ended the attempt (no fit, or an error).
+        if result.error:
+            metrics.FILTER_ERROR.observe(decision.filter_seconds)
+        else:
+            metrics.FILTER_UNSCHEDULABLE.observe(decision.filter_seconds)
+        return
+    metrics.FILTER_SUCCESS.observe(decision.filter_seconds)
+    (metrics.SCORE_ERROR if result.error else metrics.SCORE_SUCCESS).observe(scored)

@@ -9,6 +9,10 @@ Kubernetes counterpart: pkg/scheduler/core/generic_scheduler.go@v1.14 ``Prioriti
 Owns: the ScoreStage (priorities with weights, the tie-break's random source).
 Mailbox: :class:`~podium.actors.mail.ScoreRequest`, :class:`~podium.actors.mail.SetScorers`.
 Emits: :class:`~podium.actors.mail.Decision` on the request's reply channel.
+
+Metrics: the stage's duration travels in the Decision (the scheduler records it); for attempts
+the filter pool sampled, each priority's time goes to
+``scheduler_plugin_execution_duration_seconds``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from podium.actors.mail import Decision, ScoreMsg, ScoreRequest, SetScorers
 from podium.actors.plugins import names
 from podium.actors.plugins.volume_binding import VolumeBinding
 from podium.actors.sending import reply
+from podium.protocol import metrics
 
 __all__ = ["ScoringWorkers", "volume_decision"]
 
@@ -72,22 +77,34 @@ class ScoringWorkers:
                         assert_never(msg)
 
     def _decide(self, msg: ScoreRequest) -> Decision:
-        generation = msg.snapshot.generation
+        started = trio.current_time()
+        node, result, volumes, provisions = self._score(msg)
+        return Decision(
+            pod=msg.pod,
+            node=node,
+            result=result,
+            generation=msg.snapshot.generation,
+            volumes=volumes,
+            provisions=provisions,
+            filter_seconds=msg.filter_seconds,
+            score_seconds=trio.current_time() - started,
+        )
+
+    def _score(
+        self, msg: ScoreRequest
+    ) -> tuple[str | None, ScheduleResult, dict[str, str], list[str]]:
         result = self._stage.run(
-            msg.pod, msg.snapshot, msg.result, msg.feasible, explain=msg.explain
+            msg.pod,
+            msg.snapshot,
+            msg.result,
+            msg.feasible,
+            explain=msg.explain,
+            observe=metrics.observe_plugin if msg.sampled else None,
         )
         if result.node is None or not msg.pod.pod.spec.volumes:
-            return Decision(pod=msg.pod, node=result.node, result=result, generation=generation)
+            return result.node, result, {}, []
         try:
             volumes, provisions = volume_decision(msg.pod, msg.snapshot, result.node)
         except PredicateError as exc:
-            failed = ScheduleResult(message=str(exc), error=True)
-            return Decision(pod=msg.pod, node=None, result=failed, generation=generation)
-        return Decision(
-            pod=msg.pod,
-            node=result.node,
-            result=result,
-            generation=generation,
-            volumes=volumes,
-            provisions=provisions,
-        )
+            return None, ScheduleResult(message=str(exc), error=True), {}, []
+        return result.node, result, volumes, provisions

@@ -1,14 +1,17 @@
 """``podium serve``: the daemon — listeners, the runtime, the gateway, signals.
 
 Start-up order: the policy is loaded (a bad one stops here with exit 1), the listeners are
-bound (a taken port stops here), the actors start and the store publishes its state, the
-gateway starts serving, scheduling begins, and one JSON line on stdout says where the daemon
-listens (``{"listen", "unix", "metrics", "revision"}``, with the real port when 0 was asked).
+bound, the HTTP one of ``podium.metrics`` too (a taken port stops here), the HTTP endpoint
+starts (``/healthz`` answers from now on; ``/readyz`` says ``store not recovered``), the actors
+start and the store publishes its state, the gateway starts serving, scheduling begins, and
+one JSON line on stdout says where the daemon listens (``{"listen", "unix", "metrics",
+"revision"}``, with the real port when 0 was asked; ``metrics`` null when not served).
 
 SIGTERM or SIGINT begins a clean shutdown: listeners close, every connection is told
 ``unavailable: podium is shutting down``, the scheduling cycle stops, binds in flight finish,
 and the store closes; after ``shutdownGracePeriodSeconds`` whatever is left is cancelled. Either
-way the exit code is 0. A second signal cancels at once.
+way the exit code is 0. A second signal cancels at once. ``/readyz`` answers 503 from the first
+signal on; the HTTP endpoint stops last.
 """
 
 from __future__ import annotations
@@ -26,14 +29,16 @@ from typing import TextIO
 import trio
 
 from podium.actors.gateway import Gateway, HubMsg
+from podium.actors.http import HttpServer
 from podium.actors.mail import BeginScheduling
 from podium.actors.sending import send
 from podium.actors.supervisor import MAILBOX, Runtime, StoreFactory, load_plugin_set
+from podium.actors.tracing import setup_tracing
 from podium.protocol.config import SchedulerConfig
 from podium.store.mail import Published, StoreMsg
 from podium.store.sqlite import SqliteStore
 
-__all__ = ["open_listeners", "parse_address", "serve"]
+__all__ = ["Readiness", "open_listeners", "open_metrics_listeners", "parse_address", "serve"]
 
 log = logging.getLogger("podium.serve")
 
@@ -94,6 +99,41 @@ async def open_listeners(config: SchedulerConfig) -> tuple[list[trio.SocketListe
     return listeners, address
 
 
+async def open_metrics_listeners(
+    config: SchedulerConfig,
+) -> tuple[list[trio.SocketListener], str | None]:
+    """Bind the HTTP listener of ``podium.metrics``; returns it and the real address (none and
+    None when metrics are off)."""
+    if config.podium.metrics is None:
+        return [], None
+    host, port = parse_address(config.podium.metrics)
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    return list(listeners), _format_address(listeners[0].socket.getsockname())
+
+
+class Readiness:
+    """What ``/readyz`` asks: the reasons the daemon is not ready to serve (none: ready).
+
+    Not ready until the gateway's hub has the store's recovered state, while any actor is not
+    running (a store whose commit failed stops, so this covers "the store is writable"), and
+    from the first shutdown signal on.
+    """
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.gateway: Gateway | None = None
+        self.stopping = False
+
+    def __call__(self) -> list[str]:
+        problems: list[str] = []
+        if self.stopping:
+            problems.append("podium is shutting down")
+        if self.gateway is None or not self.gateway.ready:
+            problems.append("store not recovered")
+        problems.extend(f"actor {name} not running" for name in self.runtime.not_running())
+        return problems
+
+
 def _sqlite_store(config: SchedulerConfig) -> StoreFactory:
     settings = config.podium
 
@@ -123,16 +163,24 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
     for warning in plugins.warnings:
         log.warning("%s", warning)
     listeners, address = await open_listeners(config)
+    http_listeners, metrics_address = await open_metrics_listeners(config)
     hub_tx, hub_rx = trio.open_memory_channel[HubMsg](MAILBOX)
+    tracing = setup_tracing(config.podium.tracing, service_version=version)
     runtime = Runtime(
         config,
         plugins,
         _sqlite_store(config),
         subscribers=[hub_tx.clone()],
         reload_plugins=lambda: load_plugin_set(config),
+        tracing=tracing,
     )
+    readiness = Readiness(runtime)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as outer:
+            if http_listeners:
+                # In the outer nursery: it keeps answering (/readyz 503) while the services
+                # drain, and is cancelled with the second-signal task once they have.
+                await outer.start(HttpServer(http_listeners, readiness).run)
             # The services run in their own nursery so that, once they have drained, the
             # task still listening for a second signal can be cancelled.
             async with trio.open_nursery() as nursery:
@@ -144,12 +192,14 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
                     handles,
                     server_version=version,
                     max_frame_bytes=config.podium.max_frame_bytes,
+                    tracing=tracing,
                 )
                 await nursery.start(gateway.run, listeners)
+                readiness.gateway = gateway
                 ready = {
                     "listen": address,
                     "unix": config.podium.unix,
-                    "metrics": None,
+                    "metrics": metrics_address,
                     "revision": gateway.revision,
                 }
                 out.write(json.dumps(ready) + "\n")
@@ -157,6 +207,7 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
                 log.info("podium %s ready: %s", version, ready)
                 async for signum in signals:
                     log.info("received %s: shutting down", signal.Signals(signum).name)
+                    readiness.stopping = True
                     gateway.stop()
                     runtime.stop()
                     grace = config.podium.shutdown_grace_period_seconds
@@ -169,6 +220,7 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
     if config.podium.unix is not None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(config.podium.unix)
+    await tracing.aclose()
     log.info("podium stopped")
 
 

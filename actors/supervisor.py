@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 import trio
 
@@ -44,6 +44,7 @@ from podium.actors.policy import build_plugins, default_policy, load_resolved_po
 from podium.actors.queue import QueueActor
 from podium.actors.scheduler import PluginSet, Scheduler
 from podium.actors.scorers import ScoringWorkers
+from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol.config import SchedulerConfig
 from podium.store.mail import Published, StoreMsg
 
@@ -107,6 +108,7 @@ class Runtime:
         reload_plugins: how the scheduler reads the policy again on ReloadPlugins.
         sync_binds, exit_when_idle, explain_attempts: ``podium simulate``'s modes (see
             Scheduler).
+        tracing: traces of scheduling attempts (the scheduler's and the binder's spans).
         seed: the tie-break seed (None: the config's ``randomSeed``, else random).
     """
 
@@ -122,6 +124,7 @@ class Runtime:
         sync_binds: bool = False,
         exit_when_idle: bool = False,
         explain_attempts: bool = False,
+        tracing: Tracing = DISABLED,
         seed: int | None = None,
     ) -> None:
         self.config = config
@@ -133,8 +136,15 @@ class Runtime:
         self._sync_binds = sync_binds
         self._exit_when_idle = exit_when_idle
         self._explain_attempts = explain_attempts
+        self._tracing = tracing
         self._seed = seed if seed is not None else config.podium.random_seed
         self._scheduler: Scheduler | None = None
+        self._actors: tuple[str, ...] = ()
+        self._running: set[str] = set()
+
+    def not_running(self) -> list[str]:
+        """The actors started that are no longer running (readiness: ``/readyz``)."""
+        return [name for name in self._actors if name not in self._running]
 
     def stop(self) -> None:
         """Begin a clean shutdown: no new scheduling cycles; the rest drains as its
@@ -178,7 +188,11 @@ class Runtime:
             ),
         )
         binder = Binder(
-            binder_rx, store=store_tx.clone(), cache=cache_tx.clone(), queue=queue_tx.clone()
+            binder_rx,
+            store=store_tx.clone(),
+            cache=cache_tx.clone(),
+            queue=queue_tx.clone(),
+            tracing=self._tracing,
         )
         scheduler = Scheduler(
             control_rx,
@@ -193,14 +207,39 @@ class Runtime:
             sync_binds=self._sync_binds,
             exit_when_idle=self._exit_when_idle,
             explain_attempts=self._explain_attempts,
+            tracing=self._tracing,
         )
         self._scheduler = scheduler
         # Only clones are held by actors; the originals not handed to the caller close now.
         for channel in (filter_tx, score_tx, binder_tx):
             channel.close()
+        actors: dict[str, Callable[..., Awaitable[None]]] = {
+            "cache": cache.run,
+            "queue": queue.run,
+            "scoring workers": scorers.run,
+            "filter pool": pool.run,
+            "binder": binder.run,
+            "scheduler": scheduler.run,
+            "store": store.run,
+        }
         async with trio.open_nursery() as nursery:
-            for actor in (cache, queue, scorers, pool, binder, scheduler, store):
-                await nursery.start(actor.run)
+            for name, run in actors.items():
+                await nursery.start(self._supervise, name, run)
+            self._actors = tuple(actors)
             task_status.started(
                 Handles(store=store_tx, scheduler=control_tx, queue=queue_tx, cache=cache_tx)
             )
+
+    async def _supervise(
+        self,
+        name: str,
+        run: Callable[..., Awaitable[None]],
+        *,
+        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run one actor, keeping :meth:`not_running` true to it."""
+        self._running.add(name)
+        try:
+            await run(task_status=task_status)
+        finally:
+            self._running.discard(name)

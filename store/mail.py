@@ -69,6 +69,7 @@ class Change(_Mail, frozen=True, kw_only=True):
         old: the object before the change (None for Added).
         node: for Bound, the node the pod was bound to.
         message: for Unschedulable, the FitError message.
+        trace: the trace carrier of the protocol request that made the change (not stored).
     """
 
     revision: int
@@ -80,6 +81,7 @@ class Change(_Mail, frozen=True, kw_only=True):
     old: KubeObject | None = None
     node: str = ""
     message: str = ""
+    trace: dict[str, str] | None = None
 
 
 class Committed(_Mail, frozen=True, kw_only=True):
@@ -133,6 +135,7 @@ class WriteObjects(_Mail, frozen=True, kw_only=True):
     puts: list[KubeObject] = []
     deletes: list[ObjectRef] = []
     reply: trio.MemorySendChannel[WriteResult | StoreFailure]
+    trace: dict[str, str] | None = None
 
 
 class Binding(_Mail, frozen=True, kw_only=True):
@@ -167,6 +170,7 @@ class BindResult(_Mail, frozen=True, kw_only=True):
 
     revision: int
     failed: list[BindFailure] = []
+    commit_seconds: float = 0.0
 
 
 class BindPods(_Mail, frozen=True, kw_only=True):

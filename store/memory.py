@@ -19,18 +19,25 @@ ReadObjects, ReadEvents, ReadStats).
 Emits: :class:`~podium.store.mail.Recovered` once, then one
 :class:`~podium.store.mail.Committed` per batch with changes, to every subscriber; replies on
 each request's one-shot channel.
+Metrics: ``podium_store_commit_duration_seconds`` and ``podium_store_commit_batch_size`` for
+each commit with changes (so both stores report them), ``podium_store_revision``, and
+``podium_recovery_duration_seconds`` (:attr:`MemoryStore.recovery_seconds`, 0 in memory).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import TypeAlias, TypeVar, assert_never
 
+import msgspec
 import trio
 
+from podium.protocol import metrics
 from podium.store.core import StoreCore, StoreRejected
 from podium.store.mail import (
+    BindFailure,
     BindPods,
     BindResult,
     Change,
@@ -42,6 +49,7 @@ from podium.store.mail import (
     ReadStats,
     RecordUnschedulable,
     Recovered,
+    StoreFailure,
     StoreMsg,
     WriteObjects,
     WriteResult,
@@ -80,7 +88,12 @@ class MemoryStore:
         subscribers: who receives Recovered and every Committed (the node cache, the queue,
             the watch hub); closed when the store stops.
         core: the state to serve (a fresh, empty one by default).
+
+    Attributes:
+        recovery_seconds: how long this start's recovery took (nothing to recover in memory).
     """
+
+    recovery_seconds = 0.0
 
     def __init__(
         self,
@@ -91,6 +104,7 @@ class MemoryStore:
         self._inbox = inbox
         self._subscribers = list(subscribers)
         self.core = core if core is not None else StoreCore()
+        self._commit_seconds = 0.0
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Publish Recovered, signal readiness, then serve batches until the inbox closes.
@@ -101,6 +115,8 @@ class MemoryStore:
         """
         try:
             async with self._inbox:
+                metrics.RECOVERY_DURATION.set(self.recovery_seconds)
+                metrics.STORE_REVISION.set(self.core.revision)
                 await self._publish(
                     Recovered(revision=self.core.revision, objects=self.core.all_objects())
                 )
@@ -126,11 +142,33 @@ class MemoryStore:
 
     async def _serve(self, batch: list[StoreMsg]) -> None:
         changes, replies = self._apply(batch)
-        await self._commit(changes)
+        self._commit_seconds = 0.0
         if changes:
+            started = time.perf_counter()
+            await self._commit(changes)
+            self._commit_seconds = time.perf_counter() - started
+            metrics.STORE_COMMIT_DURATION.observe(self._commit_seconds)
+            metrics.STORE_COMMIT_BATCH_SIZE.observe(len(changes))
+            metrics.STORE_REVISION.set(changes[-1].revision)
             await self._publish(Committed(revision=changes[-1].revision, changes=changes))
         for send_reply in replies:
             send_reply()
+
+    def _bind_replier(
+        self,
+        channel: trio.MemorySendChannel[BindResult | StoreFailure],
+        revision: int,
+        failed: list[BindFailure],
+    ) -> _Reply:
+        """A bind's reply, built when it is released: it reports the batch's commit time."""
+
+        def send() -> None:
+            result = BindResult(
+                revision=revision, failed=failed, commit_seconds=self._commit_seconds
+            )
+            _replier(channel, result)()
+
+        return send
 
     def _apply(self, batch: list[StoreMsg]) -> tuple[list[Change], list[_Reply]]:
         """Apply every message to the core in order; the replies wait for the commit."""
@@ -145,6 +183,10 @@ class MemoryStore:
                     except StoreRejected as exc:
                         replies.append(_replier(msg.reply, exc.failure()))
                     else:
+                        if msg.trace is not None:
+                            # The request's trace rides with its changes to the queue, so the
+                            # pod's scheduling attempts can link to it.
+                            written = [msgspec.structs.replace(c, trace=msg.trace) for c in written]
                         changes.extend(written)
                         replies.append(
                             _replier(msg.reply, WriteResult(revision=revision, objects=statuses))
@@ -152,9 +194,7 @@ class MemoryStore:
                 case BindPods():
                     revision, bound, failed = core.bind(msg.bindings)
                     changes.extend(bound)
-                    replies.append(
-                        _replier(msg.reply, BindResult(revision=revision, failed=failed))
-                    )
+                    replies.append(self._bind_replier(msg.reply, revision, failed))
                 case RecordUnschedulable():
                     change = core.record_unschedulable(
                         msg.namespace, msg.name, msg.uid, msg.message

@@ -53,6 +53,7 @@ from typing import Any, Literal, TypeVar
 import aiosqlite
 import trio
 
+from podium.protocol import metrics
 from podium.protocol.errors import StoreError
 from podium.protocol.objects import KubeObject, Pod
 from podium.store.core import StoreCore, StoreRejected
@@ -453,4 +454,9 @@ class SqliteStore(MemoryStore):
             self._compacted_through = compact
         # Shielded: a commit handed over finishes anyway; waiting for it lets its replies go.
         with trio.CancelScope(shield=True):
-            await self._db.call(_commit_job(_batch_of(changes, compact)))
+            try:
+                await self._db.call(_commit_job(_batch_of(changes, compact)))
+            except Exception:
+                # Counted on the way out: the failure stops the daemon (fail-stop).
+                metrics.STORE_COMMIT_ERRORS.inc()
+                raise

@@ -18,8 +18,9 @@ per-node loop, still using the vector masks it has. Both paths give identical an
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -44,6 +45,7 @@ __all__ = [
     "NO_NODES_AVAILABLE",
     "Algorithm",
     "FilterStage",
+    "PluginObserver",
     "ScheduleResult",
     "ScoreStage",
     "fit_error_message",
@@ -54,6 +56,11 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+PluginObserver = Callable[[str, str, str, float], None]
+"""``observe(plugin, extension_point, status, seconds)``: one plugin's time in one attempt
+(``scheduler_plugin_execution_duration_seconds``). The stages take one only for the sampled
+attempts; without one they read no clock."""
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
@@ -101,6 +108,8 @@ class ScheduleResult:
         error: True when a predicate or priority could not be evaluated (result=error).
         evaluated: nodes examined by the filter; feasible: how many of them fit.
         reasons: reason -> number of examined nodes that gave it.
+        failed_plugins: the predicates that rejected at least one examined node (Kubernetes'
+            UnschedulablePlugins, for ``scheduler_unschedulable_pods``).
         examined: the examined nodes in walk order (only with ``explain``).
         failed: node -> its reasons (only with ``explain``).
         feasible_nodes: the feasible nodes in examination order (only with ``explain``).
@@ -114,6 +123,7 @@ class ScheduleResult:
     evaluated: int = 0
     feasible: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
+    failed_plugins: set[str] = field(default_factory=set)
     examined: list[str] = field(default_factory=list)
     failed: dict[str, tuple[str, ...]] = field(default_factory=dict)
     feasible_nodes: list[str] = field(default_factory=list)
@@ -148,9 +158,18 @@ class FilterStage:
         self._vector_filters = {id(p) for p in self.filters if isinstance(p, VectorFilterPlugin)}
 
     def run(
-        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool = False, dry: bool = False
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        explain: bool = False,
+        dry: bool = False,
+        observe: PluginObserver | None = None,
     ) -> tuple[ScheduleResult, list[int]]:
         """Filter ``pod`` over ``snapshot`` (never mutated).
+
+        ``observe`` (sampled attempts) is told each predicate's time over the walk, with
+        status Unschedulable when it rejected a node, else Success.
 
         Returns:
             The result so far (reasons, counts; ``message`` set when the attempt already
@@ -166,7 +185,9 @@ class FilterStage:
             return ScheduleResult(message=NO_NODES_AVAILABLE), []
         saved = self.next_start_index
         try:
-            result, feasible = self._find_nodes_that_fit(pod, snapshot, explain=explain)
+            result, feasible = self._find_nodes_that_fit(
+                pod, snapshot, explain=explain, observe=observe
+            )
         except PredicateError as exc:
             return ScheduleResult(message=str(exc), error=True), []
         finally:
@@ -191,7 +212,7 @@ class FilterStage:
         return active
 
     def _find_nodes_that_fit(
-        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool
+        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool, observe: PluginObserver | None
     ) -> tuple[ScheduleResult, list[int]]:
         n = len(snapshot)
         start = self.next_start_index % n
@@ -203,9 +224,13 @@ class FilterStage:
         want = num_feasible_nodes_to_find(n, self.percentage)
         active = self._active_filters(pod, snapshot)
         if all(id(p) in self._vector_filters for p, _ in active):
-            result, feasible = self._fit_vector(pod, snapshot, active, start, want, explain=explain)
+            result, feasible = self._fit_vector(
+                pod, snapshot, active, start, want, explain=explain, observe=observe
+            )
         else:
-            result, feasible = self._fit_loop(pod, snapshot, active, start, want, explain=explain)
+            result, feasible = self._fit_loop(
+                pod, snapshot, active, start, want, explain=explain, observe=observe
+            )
         self.next_start_index = (start + result.evaluated) % n
         return result, feasible
 
@@ -218,18 +243,27 @@ class FilterStage:
         want: int,
         *,
         explain: bool,
+        observe: PluginObserver | None,
     ) -> tuple[ScheduleResult, list[int]]:
         cols = snapshot.columns
         n = cols.n
         alive = np.ones(n, dtype=bool)
-        # Per predicate: the rows that report its reasons, and its (reason, mask) pairs.
-        blamed: list[tuple[npt.NDArray[np.bool_], ReasonMasks]] = []
+        # Per predicate: its name, the rows that report its reasons, its (reason, mask) pairs.
+        blamed: list[tuple[str, npt.NDArray[np.bool_], ReasonMasks]] = []
         for plugin, meta in active:
-            masks = cast(VectorFilterPlugin, plugin).filter_columns(pod, meta, cols)
+            vector = cast(VectorFilterPlugin, plugin)
+            if observe is None:
+                masks = vector.filter_columns(pod, meta, cols)
+            else:
+                started = time.perf_counter()
+                masks = vector.filter_columns(pod, meta, cols)
+                seconds = time.perf_counter() - started
+                rejected = any(bool(m.any()) for _, m in masks)
+                observe(plugin.name, "Filter", "Unschedulable" if rejected else "Success", seconds)
             if not masks:
                 continue
             fails = np.logical_or.reduce([m for _, m in masks])
-            blamed.append((fails if self.check_all else fails & alive, masks))
+            blamed.append((plugin.name, fails if self.check_all else fails & alive, masks))
             alive &= ~fails
         order = np.roll(np.arange(n), -start)
         fit_in_order = alive[order]
@@ -241,17 +275,18 @@ class FilterStage:
         in_walk = np.zeros(n, dtype=bool)
         in_walk[examined] = True
         result = ScheduleResult(evaluated=evaluated, feasible=len(feasible))
-        for rows, masks in blamed:
+        for name, rows, masks in blamed:
             rows = rows & in_walk
             for reason, mask in masks:
                 count = int(np.count_nonzero(mask & rows))
                 if count:
                     result.reasons[reason] += count
+                    result.failed_plugins.add(name)
         if explain:
             result.examined = [cols.names[i] for i in examined.tolist()]
             for i in examined[~fit_in_order[:evaluated]].tolist():
                 reasons: list[str] = []
-                for rows, masks in blamed:
+                for _, rows, masks in blamed:
                     if rows[i]:
                         reasons.extend(reason for reason, mask in masks if mask[i])
                 result.failed[cols.names[i]] = tuple(reasons)
@@ -266,15 +301,22 @@ class FilterStage:
         want: int,
         *,
         explain: bool,
+        observe: PluginObserver | None,
     ) -> tuple[ScheduleResult, list[int]]:
         n = len(snapshot)
         infos = snapshot.node_infos
         # Vector predicates answer for every row up front; the others run per node.
         checks: list[tuple[FilterPlugin, object, ReasonMasks | None]] = []
+        # Sampled attempts only: seconds per predicate, summed over the walk.
+        spent: dict[str, float] = {}
         for plugin, meta in active:
             if id(plugin) in self._vector_filters:
                 vector = cast(VectorFilterPlugin, plugin)
-                checks.append((plugin, meta, vector.filter_columns(pod, meta, snapshot.columns)))
+                started = time.perf_counter() if observe is not None else 0.0
+                masks = vector.filter_columns(pod, meta, snapshot.columns)
+                if observe is not None:
+                    spent[plugin.name] = time.perf_counter() - started
+                checks.append((plugin, meta, masks))
             else:
                 checks.append((plugin, meta, None))
         result = ScheduleResult()
@@ -292,7 +334,13 @@ class FilterStage:
                 if row_masks is not None:
                     got = [reason for reason, mask in row_masks if mask[i]]
                 else:
-                    status = plugin.filter(pod, meta, infos[i])
+                    if observe is None:
+                        status = plugin.filter(pod, meta, infos[i])
+                    else:
+                        started = time.perf_counter()
+                        status = plugin.filter(pod, meta, infos[i])
+                        seconds = time.perf_counter() - started
+                        spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
                     if status.code is Code.ERROR:
                         # v1.14 counts each node's error and fails the attempt at the end.
                         errors["; ".join(status.reasons)] += 1
@@ -301,6 +349,7 @@ class FilterStage:
                     got = list(status.reasons)
                 if got:
                     reasons.extend(got)
+                    result.failed_plugins.add(plugin.name)
                     if not self.check_all:
                         break
             if erred:
@@ -313,6 +362,10 @@ class FilterStage:
             feasible.append(i)
             if len(feasible) >= want:
                 break
+        if observe is not None:
+            for name, seconds in spent.items():
+                rejected = name in result.failed_plugins
+                observe(name, "Filter", "Unschedulable" if rejected else "Success", seconds)
         if errors:
             raise PredicateError(_aggregate(errors))
         result.evaluated = evaluated
@@ -346,8 +399,12 @@ class ScoreStage:
         feasible: Sequence[int],
         *,
         explain: bool = False,
+        observe: PluginObserver | None = None,
     ) -> ScheduleResult:
-        """Pick the host among ``feasible`` rows; sets ``result.node`` (or the error)."""
+        """Pick the host among ``feasible`` rows; sets ``result.node`` (or the error).
+
+        ``observe`` (sampled attempts) is told each priority's time (map and reduce).
+        """
         infos = [snapshot.node_infos[i] for i in feasible]
         if len(infos) == 1 and not explain:
             # v1.14: "When only one node after predicate, just use it."
@@ -355,7 +412,7 @@ class ScoreStage:
             return result
         try:
             totals = self._prioritize(
-                pod, snapshot, infos, list(feasible), result if explain else None
+                pod, snapshot, infos, list(feasible), result if explain else None, observe
             )
         except PredicateError as exc:
             return ScheduleResult(message=str(exc), error=True)
@@ -373,6 +430,7 @@ class ScoreStage:
         infos: list[NodeInfo],
         rows: list[int],
         explain: ScheduleResult | None,
+        observe: PluginObserver | None,
     ) -> npt.NDArray[np.int64]:
         totals = np.zeros(len(infos), dtype=np.int64)
         if not self.scorers:
@@ -386,6 +444,7 @@ class ScoreStage:
         per_plugin: list[tuple[str, list[int]]] = []
         row_array = np.asarray(rows, dtype=np.intp)
         for plugin, weight in self.scorers:
+            started = time.perf_counter() if observe is not None else 0.0
             meta = plugin.pre_score(pod, snapshot, infos)
             if meta is SKIP:
                 raw = [0] * len(infos)
@@ -395,6 +454,8 @@ class ScoreStage:
             else:
                 raw = [plugin.score(pod, meta, info) for info in infos]
             scores = plugin.normalize(pod, meta, infos, raw)
+            if observe is not None:
+                observe(plugin.name, "Score", "Success", time.perf_counter() - started)
             totals += np.asarray(scores, dtype=np.int64) * weight
             if explain is not None:
                 per_plugin.append((plugin.name, scores))

@@ -58,7 +58,7 @@ class Ledger:
 class Daemon:
     def __init__(self, workdir: Path) -> None:
         self.proc = subprocess.Popen(
-            [PODIUM, "serve", "--listen", "127.0.0.1:0", "--seed", "1"],
+            [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "none", "--seed", "1"],
             cwd=workdir,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -70,7 +70,8 @@ class Daemon:
         self.address = json.loads(line)["listen"]
 
     def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
         assert self.proc.stdout is not None
         self.proc.stdout.close()
@@ -197,9 +198,11 @@ def test_kill_9_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) -
     async def main() -> None:
         for phase in range(KILLS):
             daemon = Daemon(tmp_path)
-            with trio.move_on_after(rng.uniform(0.2, 1.2)):
-                await _phase(daemon.address, ledger, phase, rng)
-            daemon.kill()
+            try:
+                with trio.move_on_after(rng.uniform(0.2, 1.2)):
+                    await _phase(daemon.address, ledger, phase, rng)
+            finally:
+                daemon.kill()  # also when the phase failed: never leave a daemon behind
             ledger.kills += 1
         daemon = Daemon(tmp_path)
         try:

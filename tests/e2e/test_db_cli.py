@@ -255,7 +255,18 @@ async def _until_bound(server: str, count: int) -> None:
 def test_check_and_backup_while_the_daemon_runs(tmp_path: Path) -> None:
     database = tmp_path / "podium.db"
     proc = subprocess.Popen(
-        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--db", str(database), "--seed", "1"],
+        [
+            PODIUM,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            "none",
+            "--db",
+            str(database),
+            "--seed",
+            "1",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -72,7 +72,19 @@ def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
 def start_daemon(tmp_path: Path, *extra: str) -> Daemon:
     unix = str(tmp_path / "podium.sock")
     proc = subprocess.Popen(
-        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--unix", unix, "--seed", "1", *extra],
+        [
+            PODIUM,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+            "--unix",
+            unix,
+            "--seed",
+            "1",
+            *extra,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -128,10 +140,13 @@ async def _bound(server: str, want: set[str], *, from_revision: int = 0) -> dict
 def test_ready_line_names_the_real_addresses(daemon: Daemon) -> None:
     assert daemon.address.startswith("127.0.0.1:")
     assert not daemon.address.endswith(":0")
+    metrics = daemon.ready["metrics"]
+    assert metrics.startswith("127.0.0.1:")
+    assert not metrics.endswith(":0")
     assert daemon.ready == {
         "listen": daemon.address,
         "unix": daemon.unix,
-        "metrics": None,
+        "metrics": metrics,
         "revision": 0,
     }
 
@@ -460,7 +475,16 @@ def test_a_second_daemon_on_the_same_database_names_the_holder(
     daemon: Daemon, tmp_path: Path
 ) -> None:
     proc = subprocess.run(
-        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--db", str(tmp_path / "podium.db")],
+        [
+            PODIUM,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            "none",
+            "--db",
+            str(tmp_path / "podium.db"),
+        ],
         capture_output=True,
         text=True,
         timeout=30,

@@ -1,0 +1,141 @@
+"""End to end: a real ``podium serve`` with its HTTP endpoint on port 0.
+
+The ready line names the endpoint's real address; after ``podium apply -f examples/cluster.yaml``
+``/metrics`` carries the scheduler's metrics under the Kubernetes names; ``/healthz`` and
+``/readyz`` answer 200, an unknown path 404. Only the standard library speaks HTTP here.
+"""
+
+from __future__ import annotations
+
+import json
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PODIUM = str(Path(sys.executable).with_name("podium"))
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+READY_TIMEOUT = 30.0
+
+
+@dataclass
+class Daemon:
+    proc: subprocess.Popen[str]
+    address: str
+    metrics: str
+
+
+def _ready_line(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(READY_TIMEOUT):
+            proc.kill()
+            raise AssertionError(f"podium serve printed no ready line in {READY_TIMEOUT} s")
+    return proc.stdout.readline()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    proc = subprocess.Popen(
+        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--seed", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        line = _ready_line(proc)
+        assert line, f"podium serve exited: {proc.communicate(timeout=10)[1]}"
+        ready = json.loads(line)
+        yield Daemon(proc, ready["listen"], ready["metrics"])
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err, err
+
+
+def get(daemon: Daemon, path: str, method: str = "GET") -> tuple[int, str, bytes]:
+    """Status, Content-Type and body of one request (error statuses included)."""
+    request = urllib.request.Request(f"http://{daemon.metrics}{path}", method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers["Content-Type"], response.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.headers["Content-Type"], exc.read()
+
+
+def sample(text: str, series: str) -> float:
+    """The value of one exact series line of the text exposition (0 when absent)."""
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_ready_line_names_the_metrics_address(daemon: Daemon) -> None:
+    assert daemon.metrics.startswith("127.0.0.1:")
+    assert not daemon.metrics.endswith(":0")
+    assert daemon.metrics != daemon.address
+
+
+def test_health_endpoints(daemon: Daemon) -> None:
+    assert get(daemon, "/healthz")[::2] == (200, b"ok")
+    assert get(daemon, "/livez")[::2] == (200, b"ok")
+    assert get(daemon, "/readyz")[::2] == (200, b"ok")
+    assert get(daemon, "/nope")[0] == 404
+    assert get(daemon, "/healthz", method="POST")[0] == 405
+    status, _, body = get(daemon, "/metrics", method="HEAD")
+    assert (status, body) == (200, b"")
+
+
+def test_metrics_after_applying_the_example_cluster(daemon: Daemon) -> None:
+    applied = subprocess.run(
+        [PODIUM, "apply", "-f", str(EXAMPLES / "cluster.yaml"), "--server", daemon.address],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert applied.returncode == 0, applied.stderr
+    scheduled = 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"}'
+    deadline = time.monotonic() + 30
+    while True:
+        status, content_type, body = get(daemon, "/metrics")
+        assert status == 200
+        text = body.decode()
+        if sample(text, scheduled) > 0 and sample(text, "scheduler_pod_scheduling_attempts_count"):
+            break
+        assert time.monotonic() < deadline, "no pod was scheduled within 30 s"
+        time.sleep(0.1)
+    assert content_type.startswith("text/plain; version=")
+    for name in (
+        "scheduler_schedule_attempts_total",
+        "scheduler_scheduling_attempt_duration_seconds_bucket",
+        "scheduler_pod_scheduling_sli_duration_seconds_bucket",
+        "scheduler_pending_pods",
+        "scheduler_queue_incoming_pods_total",
+        "scheduler_framework_extension_point_duration_seconds_bucket",
+        "scheduler_scheduler_cache_size",
+        "podium_store_commit_duration_seconds_bucket",
+        "podium_store_revision",
+        "podium_protocol_requests_total",
+        "podium_recovery_duration_seconds",
+        "process_resident_memory_bytes",
+    ):
+        assert f"\n{name}" in text, name
+    assert sample(text, 'podium_protocol_requests_total{type="put"}') >= 1
+    assert sample(text, 'scheduler_scheduler_cache_size{type="nodes"}') >= 1
+    assert sample(text, "podium_store_revision") >= 1
+    assert sample(text, 'scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"}') >= 1
