@@ -5,8 +5,10 @@ a revision, ``410 Gone`` for a compacted one: staging/src/k8s.io/apiserver/pkg/s
 store.go@v1.14), the pod ``binding`` subresource (pkg/registry/core/pod/storage/storage.go@v1.14
 ``assignPod``: the pod must exist, match the binding's uid and not be bound yet), the Priority
 admission plugin (plugin/pkg/admission/priority/admission.go@v1.14, with the later
-preemptionPolicy rules) and the volume binder's API updates (pkg/controller/volume/
-persistentvolume/scheduler_binder.go@v1.14 ``bindAPIUpdate``).
+preemptionPolicy rules), the volume binder's API updates (pkg/controller/volume/
+persistentvolume/scheduler_binder.go@v1.14 ``bindAPIUpdate``) and the API calls of a preemption
+(pkg/scheduler/scheduler.go@v1.14 ``preempt``: ``SetNominatedNodeName`` on the preemptor, then
+``DeletePod`` per victim with a ``Preempted`` event; here one transaction).
 
 Owns: every object by kind and ``(namespace, name)``; the append-only log of
 :class:`~podium.store.mail.Change` (at most ``retention`` kept); the revision; the last
@@ -38,6 +40,9 @@ Rules (BRIEF.md, "Objects as a store" and "Durability"):
   with ``not_found``. Deleting a node leaves its pods.
 - Each binding of a bind batch stands alone: a refused one changes nothing of its own (its
   volumes included) and the others still commit.
+- An eviction is one transaction: the preemptor must exist with its uid and be unbound, or
+  nothing is written; victims gone, re-created or moved since are skipped; the preemptor's
+  nomination is written only when it changes.
 
 Object flow of one pod (revisions are those of the changes)::
 
@@ -46,6 +51,8 @@ Object flow of one pod (revisions are those of the changes)::
                  └────────────── bind ──▶ Bound ◀─────────────┘
     put with spec.nodeName ──▶ Added (bound as given)
     any state ── delete ──▶ Deleted (the Unschedulable memory is forgotten)
+    bound ── evict (a victim) ──▶ Preempted (gone, as a delete)
+    pending ── evict (the preemptor) ──▶ Modified (status.nominatedNodeName, when it changes)
 
 The actor (store/memory.py, and issue 4's SQLite store) only receives, calls this core, commits,
 publishes and replies.
@@ -80,7 +87,7 @@ from podium.protocol.objects import (
     PriorityClass,
 )
 from podium.protocol.wire import EventType, ObjectError, ObjectRef, ObjectStatus
-from podium.store.mail import BindFailure, Binding, Change, StoreFailure, StoreStats
+from podium.store.mail import BindFailure, Binding, Change, StoreFailure, StoreStats, Victim
 
 __all__ = [
     "ANNOTATION_BIND_COMPLETED",
@@ -595,6 +602,77 @@ class StoreCore:
             return
         annotations = {**pvc.metadata.annotations, ANNOTATION_SELECTED_NODE: node}
         tx.record("Modified", _with_meta(pvc, annotations=annotations), pvc)
+
+    # ----------------------------------------------------------------------- preemption
+
+    def evict(
+        self, preemptor: Victim, node: str, victims: Sequence[Victim]
+    ) -> tuple[int, list[Change], list[str]]:
+        """Evict ``victims`` from ``node`` and nominate ``preemptor`` to it, atomically.
+
+        As kube-scheduler's ``preempt`` (scheduler.go@v1.14) does through the API: the
+        preemptor's ``status.nominatedNodeName`` and the victims' deletion, here in one
+        transaction. Each victim that still exists with its uid and is bound to ``node`` is
+        deleted with a Preempted change (its last state with the deletion's resourceVersion,
+        ``node``, and ``message`` "preempted by NS/NAME (priority P)"); a victim gone,
+        re-created or not on ``node`` is skipped (so with ``node`` "" none is evicted). Then the
+        preemptor's ``status.nominatedNodeName`` is set to ``node`` ("" clears it) with a
+        Modified change, only when that changes it.
+
+        Args:
+            preemptor: the pod to nominate (its namespace, name and uid).
+            node: the node the victims are evicted from and the preemptor is nominated to.
+            victims: the pods to evict, in order.
+
+        Returns:
+            The revision after the eviction, its changes in revision order, and the
+            ``namespace/name`` of each victim evicted.
+
+        Raises:
+            StoreRejected: ``conflict`` when the preemptor is missing, re-created or bound;
+                nothing was written.
+        """
+        namespace = preemptor.namespace or "default"
+        pod_ref = f"pod {namespace}/{preemptor.name}"
+        why = (
+            f"cannot nominate it to node {node} nor evict for it"
+            if node
+            else "cannot clear its nomination"
+        )
+        pod = self._objects["Pod"].get((namespace, preemptor.name))
+        if not isinstance(pod, Pod):
+            raise StoreRejected("conflict", f"{pod_ref} not found; {why}")
+        if pod.metadata.uid != preemptor.uid:
+            raise StoreRejected(
+                "conflict",
+                f"{pod_ref} has uid {pod.metadata.uid}, not {preemptor.uid} (deleted and "
+                f"re-created); {why}",
+            )
+        if pod.spec.node_name:
+            raise StoreRejected(
+                "conflict", f"{pod_ref} is already bound to node {pod.spec.node_name}; {why}"
+            )
+        priority = pod.spec.priority if pod.spec.priority is not None else _DEFAULT_PRIORITY
+        message = f"preempted by {namespace}/{preemptor.name} (priority {priority})"
+        tx = _Transaction(self)
+        evicted: list[str] = []
+        for victim in victims:
+            key = (victim.namespace or "default", victim.name)
+            old = tx.get("Pod", key)
+            if (
+                not isinstance(old, Pod)
+                or old.metadata.uid != victim.uid
+                or not old.spec.node_name
+                or old.spec.node_name != node
+            ):
+                continue  # gone, re-created or moved since the decision: nothing to evict
+            tx.record("Preempted", old, old, deleted=True, node=node, message=message)
+            evicted.append(f"{key[0]}/{key[1]}")
+        if pod.status.nominated_node_name != node:
+            status = msgspec.structs.replace(pod.status, nominated_node_name=node)
+            tx.record("Modified", msgspec.structs.replace(pod, status=status), pod)
+        self._commit(tx)
+        return self._revision, tx.changes, evicted
 
     # ----------------------------------------------------------------------- unschedulable
 

@@ -12,7 +12,8 @@ commit (the in-memory store's commit is immediate; SQLite's is a durable transac
 ``send_nowait`` into the reply channel never blocks: callers open it with capacity 1.
 
 Mailbox (``StoreMsg``): :class:`WriteObjects`, :class:`BindPods`,
-:class:`RecordUnschedulable`, :class:`ReadObjects`, :class:`ReadEvents`, :class:`ReadStats`.
+:class:`RecordUnschedulable`, :class:`Evict`, :class:`ReadObjects`, :class:`ReadEvents`,
+:class:`ReadStats`.
 Emits to every subscriber: :class:`Recovered` once, then :class:`Committed` per commit.
 """
 
@@ -37,6 +38,8 @@ __all__ = [
     "Change",
     "Committed",
     "EventsResult",
+    "Evict",
+    "EvictResult",
     "ReadEvents",
     "ReadObjects",
     "ReadResult",
@@ -46,6 +49,7 @@ __all__ = [
     "StoreFailure",
     "StoreMsg",
     "StoreStats",
+    "Victim",
     "WriteObjects",
     "WriteResult",
 ]
@@ -194,6 +198,49 @@ class RecordUnschedulable(_Mail, frozen=True, kw_only=True):
     message: str
 
 
+class Victim(_Mail, frozen=True, kw_only=True):
+    """A pod to evict: the uid guards against a pod deleted and re-created since."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+class EvictResult(_Mail, frozen=True, kw_only=True):
+    """The eviction is committed.
+
+    Attributes:
+        revision: the store revision after it.
+        evicted: the ``namespace/name`` of each victim actually evicted, in request order (a
+            victim already gone, re-created or no longer on the node is skipped).
+        nominated: whether the preemptor's ``status.nominatedNodeName`` was written (False when
+            it already was ``node``).
+    """
+
+    revision: int
+    evicted: list[str] = []
+    nominated: bool = False
+
+
+class Evict(_Mail, frozen=True, kw_only=True):
+    """Evict a preemptor's victims and nominate it to ``node``, in one transaction.
+
+    The preemptor (``namespace``, ``name``, ``uid``) must exist with that uid and be unbound,
+    else ``StoreFailure(code="conflict")`` and nothing is written. Each victim that still exists
+    with its uid and is bound to ``node`` is deleted with a Preempted change (``node`` the node,
+    ``message`` naming the preemptor); the others are skipped. Then the preemptor's
+    ``status.nominatedNodeName`` becomes ``node`` ("" clears it) with a Modified change, when
+    that changes it. Answered with :class:`EvictResult` once committed.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    victims: list[Victim] = []
+    reply: trio.MemorySendChannel[EvictResult | StoreFailure]
+
+
 # --------------------------------------------------------------------------- reads
 
 
@@ -246,6 +293,6 @@ class ReadStats(_Mail, frozen=True, kw_only=True):
 
 
 StoreMsg: TypeAlias = (
-    WriteObjects | BindPods | RecordUnschedulable | ReadObjects | ReadEvents | ReadStats
+    WriteObjects | BindPods | RecordUnschedulable | Evict | ReadObjects | ReadEvents | ReadStats
 )
 Published: TypeAlias = Recovered | Committed

@@ -15,7 +15,7 @@ them) and released with the other replies.
 
 Owns: the :class:`~podium.store.core.StoreCore`.
 Mailbox: :data:`~podium.store.mail.StoreMsg` (WriteObjects, BindPods, RecordUnschedulable,
-ReadObjects, ReadEvents, ReadStats).
+Evict, ReadObjects, ReadEvents, ReadStats).
 Emits: :class:`~podium.store.mail.Recovered` once, then one
 :class:`~podium.store.mail.Committed` per batch with changes, to every subscriber; replies on
 each request's one-shot channel.
@@ -43,6 +43,8 @@ from podium.store.mail import (
     Change,
     Committed,
     EventsResult,
+    Evict,
+    EvictResult,
     ReadEvents,
     ReadObjects,
     ReadResult,
@@ -51,6 +53,7 @@ from podium.store.mail import (
     Recovered,
     StoreFailure,
     StoreMsg,
+    Victim,
     WriteObjects,
     WriteResult,
 )
@@ -201,6 +204,22 @@ class MemoryStore:
                     )
                     if change is not None:
                         changes.append(change)
+                case Evict():
+                    preemptor = Victim(namespace=msg.namespace, name=msg.name, uid=msg.uid)
+                    try:
+                        revision, evicted_changes, evicted = core.evict(
+                            preemptor, msg.node, msg.victims
+                        )
+                    except StoreRejected as exc:
+                        replies.append(_replier(msg.reply, exc.failure()))
+                    else:
+                        changes.extend(evicted_changes)
+                        # The victims' changes come first; a Modified one is the nomination.
+                        nominated = any(c.type == "Modified" for c in evicted_changes)
+                        result = EvictResult(
+                            revision=revision, evicted=evicted, nominated=nominated
+                        )
+                        replies.append(_replier(msg.reply, result))
                 case ReadObjects():
                     try:
                         revision, items = core.read(msg.kind, msg.name, msg.namespace, msg.selector)

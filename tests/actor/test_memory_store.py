@@ -13,6 +13,7 @@ import trio
 import trio.testing
 from builders import make_node, make_pod
 
+from podium.protocol.objects import Pod
 from podium.protocol.wire import ObjectRef
 from podium.store.core import StoreCore
 from podium.store.mail import (
@@ -21,6 +22,8 @@ from podium.store.mail import (
     BindResult,
     Committed,
     EventsResult,
+    Evict,
+    EvictResult,
     ReadEvents,
     ReadObjects,
     ReadResult,
@@ -30,6 +33,7 @@ from podium.store.mail import (
     StoreFailure,
     StoreMsg,
     StoreStats,
+    Victim,
     WriteObjects,
     WriteResult,
 )
@@ -250,4 +254,73 @@ async def test_closing_the_inbox_stops_the_store_and_closes_subscribers(
     ]
     with pytest.raises(trio.EndOfChannel):
         sub_rx.receive_nowait()
+    assert trio.current_time() == start
+
+
+async def test_an_eviction_is_one_committed_before_its_reply(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    core = _core()
+    core.write(
+        [
+            make_node("n1").obj(),
+            make_pod("v1").node("n1").obj(),
+            make_pod("v2").node("n1").obj(),
+            make_pod("p").obj(),
+        ]
+    )
+    start = trio.current_time()
+    # Capacity 1, Recovered left in it: the store blocks publishing until we make room.
+    async with running(core, capacity=1) as h:
+        ok_tx, ok_rx = _reply()
+        refused_tx, refused_rx = _reply()
+        victims = [
+            Victim(namespace="default", name="v1", uid="uid-2"),
+            Victim(namespace="default", name="gone", uid="uid-9"),
+            Victim(namespace="default", name="v2", uid="uid-3"),
+        ]
+        h.inbox.send_nowait(
+            Evict(
+                namespace="default", name="p", uid="uid-4", node="n1", victims=victims, reply=ok_tx
+            )
+        )
+        h.inbox.send_nowait(
+            Evict(namespace="default", name="v1", uid="uid-2", node="n1", reply=refused_tx)
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        for rx in (ok_rx, refused_rx):
+            with pytest.raises(trio.WouldBlock):
+                rx.receive_nowait()  # nothing is answered before the Committed is out
+        assert isinstance(h.events.receive_nowait(), Recovered)
+        committed = await h.events.receive()
+        assert isinstance(committed, Committed)
+        by_p = "preempted by default/p (priority 0)"
+        assert committed.revision == 7
+        assert [(c.revision, c.type, c.name, c.node, c.message) for c in committed.changes] == [
+            (5, "Preempted", "v1", "n1", by_p),
+            (6, "Preempted", "v2", "n1", by_p),
+            (7, "Modified", "p", "", ""),
+        ]
+        await trio.testing.wait_all_tasks_blocked()
+        assert ok_rx.receive_nowait() == EvictResult(
+            revision=7, evicted=["default/v1", "default/v2"], nominated=True
+        )
+        # v1 was evicted by the request before it in the batch: not found, nothing written.
+        refused = refused_rx.receive_nowait()
+        assert isinstance(refused, StoreFailure)
+        assert (refused.code, refused.message) == (
+            "conflict",
+            "pod default/v1 not found; cannot nominate it to node n1 nor evict for it",
+        )
+        # Nominated already: nothing to write, nothing published, answered all the same.
+        again_tx, again_rx = _reply()
+        await h.inbox.send(
+            Evict(namespace="default", name="p", uid="uid-4", node="n1", reply=again_tx)
+        )
+        assert await again_rx.receive() == EvictResult(revision=7, evicted=[], nominated=False)
+        await trio.testing.wait_all_tasks_blocked()
+        with pytest.raises(trio.WouldBlock):
+            h.events.receive_nowait()
+        pod = h.store.core.get("Pod", "default", "p")
+        assert isinstance(pod, Pod) and pod.status.nominated_node_name == "n1"
     assert trio.current_time() == start

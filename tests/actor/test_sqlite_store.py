@@ -27,11 +27,14 @@ from podium.store.mail import (
     Change,
     Committed,
     EventsResult,
+    Evict,
+    EvictResult,
     ReadEvents,
     RecordUnschedulable,
     Recovered,
     StoreFailure,
     StoreMsg,
+    Victim,
     WriteObjects,
     WriteResult,
 )
@@ -239,3 +242,65 @@ def test_a_pod_bound_and_deleted_in_one_batch_leaves_no_binding() -> None:
     batch = sqlite_store._batch_of(changes, None)
     assert (batch.bindings, batch.unbindings) == ([], [("u1",)])
     assert (batch.upserts, batch.deletes) == ([], [("Pod", "default", "web")])
+
+
+async def test_an_eviction_and_the_nomination_survive_a_restart(tmp_path: Path) -> None:
+    db = tmp_path / "podium.db"
+    async with running(db) as s:
+        written = await s.write(
+            [
+                _node("n1"),
+                make_pod("v1").obj(),
+                make_pod("v2").obj(),
+                make_pod("keep").obj(),
+                make_pod("p").obj(),
+            ]
+        )
+        assert isinstance(written, WriteResult)
+        uid = {st.name: st.uid for st in written.objects}
+        bound = await s.bind(
+            [
+                Binding(namespace="default", name=name, uid=uid[name], node="n1")
+                for name in ("v1", "v2", "keep")
+            ]
+        )
+        assert isinstance(bound, BindResult) and not bound.failed
+        tx, rx = trio.open_memory_channel[EvictResult | StoreFailure](1)
+        await s.inbox.send(
+            Evict(
+                namespace="default",
+                name="p",
+                uid=uid["p"],
+                node="n1",
+                victims=[
+                    Victim(namespace="default", name="v1", uid=uid["v1"]),
+                    Victim(namespace="default", name="v2", uid=uid["v2"]),
+                ],
+                reply=tx,
+            )
+        )
+        assert await rx.receive() == EvictResult(
+            revision=11, evicted=["default/v1", "default/v2"], nominated=True
+        )
+    async with running(db) as s:
+        recovered = await s.published.receive()
+        assert isinstance(recovered, Recovered)
+        assert recovered.revision == 11
+        pods = {p.metadata.name: p for p in recovered.objects if isinstance(p, o.Pod)}
+        assert sorted(pods) == ["keep", "p"]
+        assert (pods["p"].status.nominated_node_name, pods["p"].spec.node_name) == ("n1", "")
+        assert pods["keep"].spec.node_name == "n1"
+        # The event log on disk holds the Preempted changes (a watcher resuming sees them).
+        events = await s.events(8)
+        assert isinstance(events, EventsResult)
+        by_p = "preempted by default/p (priority 0)"
+        assert [(c.revision, c.type, c.name, c.node, c.message) for c in events.changes] == [
+            (9, "Preempted", "v1", "n1", by_p),
+            (10, "Preempted", "v2", "n1", by_p),
+            (11, "Modified", "p", "", ""),
+        ]
+    with closing(sqlite3.connect(db)) as conn:
+        # No binding row is left for an evicted pod.
+        assert conn.execute("SELECT uid, name, node FROM bindings").fetchall() == [
+            (uid["keep"], "keep", "n1")
+        ]

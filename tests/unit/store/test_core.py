@@ -24,7 +24,7 @@ from podium.store.core import (
     StoreCore,
     StoreRejected,
 )
-from podium.store.mail import Binding, StoreFailure
+from podium.store.mail import Binding, StoreFailure, Victim
 
 T0 = 1795341600.0  # 2026-11-22T10:00:00Z
 T0_TEXT = "2026-11-22T10:00:00Z"
@@ -1155,3 +1155,232 @@ def test_the_log_keeps_changes_without_old(core: StoreCore) -> None:
     assert published.old is not None
     [logged] = core.events_after(1)[1]
     assert logged == msgspec.structs.replace(published, old=None)
+
+
+# --------------------------------------------------------------------------- evict (preemption)
+#
+# The API calls of kube-scheduler's preempt (pkg/scheduler/scheduler.go@v1.14): the preemptor's
+# nominatedNodeName and the victims' deletion, here one transaction of the store.
+
+
+def _evict_cluster(core: StoreCore) -> None:
+    """uid-1 high, uid-2 low, uid-3 n1, uid-4 n2, uid-5 v1@n1, uid-6 v2@n1, uid-7 v3@n2,
+    uid-8 other/v4@n1, uid-9 the pending preemptor hi (priority 1000)."""
+    low = {"priorityClassName": "low"}
+    core.write(
+        [
+            _pc("high", 1000),
+            _pc("low", 10),
+            make_node("n1").obj(),
+            make_node("n2").obj(),
+            make_pod("v1").spec(**low).node("n1").obj(),
+            make_pod("v2").spec(**low).node("n1").obj(),
+            make_pod("v3").spec(**low).node("n2").obj(),
+            make_pod("v4").ns("other").spec(**low).node("n1").obj(),
+            make_pod("hi").spec(priorityClassName="high").obj(),
+        ]
+    )
+
+
+def _v(name: str, uid: str, namespace: str = "default") -> Victim:
+    return Victim(namespace=namespace, name=name, uid=uid)
+
+
+HI = _v("hi", "uid-9")
+BY_HI = "preempted by default/hi (priority 1000)"
+
+
+@dataclass(frozen=True)
+class EvictCase:
+    name: str
+    node: str
+    victims: list[Victim]
+    changes: list[tuple[int, str, str, str, str, str]]  # revision, type, ns, name, node, message
+    evicted: list[str]
+    nominated_before: str = ""
+
+
+EVICT_CASES = [
+    EvictCase(
+        "victims evicted then the preemptor nominated",
+        "n1",
+        [_v("v1", "uid-5"), _v("v2", "uid-6")],
+        [
+            (10, "Preempted", "default", "v1", "n1", BY_HI),
+            (11, "Preempted", "default", "v2", "n1", BY_HI),
+            (12, "Modified", "default", "hi", "", ""),
+        ],
+        ["default/v1", "default/v2"],
+    ),
+    EvictCase(
+        "victims gone, re-created or on another node are skipped",
+        "n1",
+        [
+            _v("ghost", "uid-0"),
+            _v("v1", "uid-0"),
+            _v("v3", "uid-7"),
+            _v("v4", "uid-8", "other"),
+            _v("v4", "uid-8", "other"),  # listed twice: gone the second time
+        ],
+        [
+            (10, "Preempted", "other", "v4", "n1", BY_HI),
+            (11, "Modified", "default", "hi", "", ""),
+        ],
+        ["other/v4"],
+    ),
+    EvictCase(
+        "an empty victim namespace means default",
+        "n2",
+        [_v("v3", "uid-7", namespace="")],
+        [
+            (10, "Preempted", "default", "v3", "n2", BY_HI),
+            (11, "Modified", "default", "hi", "", ""),
+        ],
+        ["default/v3"],
+    ),
+    EvictCase("nomination only", "n2", [], [(10, "Modified", "default", "hi", "", "")], []),
+    EvictCase(
+        "nomination unchanged: only the victims",
+        "n1",
+        [_v("v2", "uid-6")],
+        [(11, "Preempted", "default", "v2", "n1", BY_HI)],
+        ["default/v2"],
+        nominated_before="n1",
+    ),
+    EvictCase("nomination unchanged, no victims: nothing", "n1", [], [], [], "n1"),
+    EvictCase(
+        "moved to another node",
+        "n2",
+        [_v("v3", "uid-7")],
+        [
+            (11, "Preempted", "default", "v3", "n2", BY_HI),
+            (12, "Modified", "default", "hi", "", ""),
+        ],
+        ["default/v3"],
+        nominated_before="n1",
+    ),
+    EvictCase(
+        "cleared: no pod is bound to node '', so no victim is evicted",
+        "",
+        [_v("v1", "uid-5")],
+        [(11, "Modified", "default", "hi", "", "")],
+        [],
+        nominated_before="n1",
+    ),
+    EvictCase("clearing no nomination: nothing", "", [], [], []),
+]
+
+
+@pytest.mark.parametrize("case", EVICT_CASES, ids=attrgetter("name"))
+def test_evict(case: EvictCase) -> None:
+    core = _core()
+    _evict_cluster(core)
+    if case.nominated_before:
+        core.write([make_pod("hi").spec(priorityClassName="high").nominated("n1").obj()])
+    before = core.revision
+    stored = {
+        (p.metadata.namespace, p.metadata.name): p
+        for p in core.all_objects()
+        if isinstance(p, o.Pod)
+    }
+    revision, changes, evicted = core.evict(HI, case.node, case.victims)
+    assert [(c.revision, c.type, c.namespace, c.name, c.node, c.message) for c in changes] == (
+        case.changes
+    )
+    assert evicted == case.evicted
+    # One revision per change, following the last one; the log holds exactly these.
+    assert [c.revision for c in changes] == list(range(before + 1, before + 1 + len(changes)))
+    assert revision == core.revision == before + len(changes)
+    assert core.events_after(before)[1] == [msgspec.structs.replace(c, old=None) for c in changes]
+    for change in changes:
+        old = stored[(change.namespace, change.name)]
+        assert change.old == old
+        assert change.object.metadata.resource_version == str(change.revision)
+        if change.type == "Preempted":
+            # The last state with the deletion's resourceVersion, and gone from the store.
+            assert change.object == msgspec.structs.replace(
+                old,
+                metadata=msgspec.structs.replace(
+                    old.metadata, resource_version=str(change.revision)
+                ),
+            )
+            assert core.get("Pod", change.namespace, change.name) is None
+    hi = _pod(core, "hi")
+    assert hi.status.nominated_node_name == case.node
+    assert hi.spec.node_name == ""
+    if changes and changes[-1].type == "Modified":
+        assert changes[-1].object == hi
+    left = {key for key in stored if core.get("Pod", *key) is not None}
+    assert left == set(stored) - {tuple(e.split("/")) for e in evicted}
+
+
+@dataclass(frozen=True)
+class EvictRefusedCase:
+    name: str
+    preemptor: Victim
+    node: str
+    message: str
+
+
+EVICT_REFUSED_CASES = [
+    EvictRefusedCase(
+        "preemptor not found",
+        _v("ghost", "uid-9"),
+        "n1",
+        "pod default/ghost not found; cannot nominate it to node n1 nor evict for it",
+    ),
+    EvictRefusedCase(
+        "preemptor re-created",
+        _v("hi", "uid-0"),
+        "n1",
+        "pod default/hi has uid uid-9, not uid-0 (deleted and re-created); cannot nominate it "
+        "to node n1 nor evict for it",
+    ),
+    EvictRefusedCase(
+        "preemptor bound",
+        _v("v3", "uid-7"),
+        "n1",
+        "pod default/v3 is already bound to node n2; cannot nominate it to node n1 nor evict "
+        "for it",
+    ),
+    EvictRefusedCase(
+        "preemptor bound, clearing",
+        _v("v3", "uid-7"),
+        "",
+        "pod default/v3 is already bound to node n2; cannot clear its nomination",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", EVICT_REFUSED_CASES, ids=attrgetter("name"))
+def test_evict_refused_writes_nothing(case: EvictRefusedCase) -> None:
+    core = _core()
+    _evict_cluster(core)
+    before, objects = core.revision, core.all_objects()
+    with pytest.raises(StoreRejected) as info:
+        core.evict(case.preemptor, case.node, [_v("v1", "uid-5"), _v("v2", "uid-6")])
+    assert (info.value.code, info.value.message) == ("conflict", case.message)
+    assert info.value.failure() == StoreFailure(code="conflict", message=case.message)
+    assert (core.revision, core.all_objects()) == (before, objects)
+
+
+def test_evict_priority_zero_without_classes_and_the_preemptors_memory_kept(
+    core: StoreCore,
+) -> None:
+    core.write([make_node("n1").obj(), make_pod("v").node("n1").obj(), make_pod("p").obj()])
+    assert core.record_unschedulable("default", "p", "uid-3", "0/1 nodes") is not None
+    _, changes, evicted = core.evict(_v("p", "uid-3"), "n1", [_v("v", "uid-2")])
+    assert [(c.type, c.name, c.message) for c in changes] == [
+        ("Preempted", "v", "preempted by default/p (priority 0)"),
+        ("Modified", "p", ""),
+    ]
+    assert evicted == ["default/v"]
+    # The nomination keeps the pod's condition and its Unschedulable dedupe.
+    nominated = changes[1].old
+    assert isinstance(nominated, o.Pod)
+    assert _pod(core, "p").status.conditions == nominated.status.conditions
+    assert core.record_unschedulable("default", "p", "uid-3", "0/1 nodes") is None
+    # An evicted pod's name starts afresh, as after a delete.
+    core.write([make_pod("v").obj()])
+    assert core.record_unschedulable("default", "v", "uid-4", "0/1 nodes") is not None
+    assert core.stats().bound_pods == 0
