@@ -110,12 +110,13 @@ class Binder:
         now = trio.current_time()
         seconds = now - started
         if isinstance(result, StoreFailure):
-            failed = {r.pod.key: result.message for r in batch}
+            failed = {r.pod.pod.metadata.uid: result.message for r in batch}
         else:
-            failed = {f"{f.binding.namespace}/{f.binding.name}": f.message for f in result.failed}
+            # By uid: a pod deleted and re-created under its name may share this batch.
+            failed = {f.binding.uid: f.message for f in result.failed}
         commit_seconds = 0.0 if isinstance(result, StoreFailure) else result.commit_seconds
         for r in batch:
-            message = failed.get(r.pod.key)
+            message = failed.get(r.pod.pod.metadata.uid)
             if r.trace is not None:
                 attributes = {
                     "podium.node": r.node,

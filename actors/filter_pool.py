@@ -4,7 +4,7 @@ Kubernetes counterpart: pkg/scheduler/core/generic_scheduler.go@v1.14 ``findNode
 (with its ``nextStartNodeIndex`` and ``numFeasibleNodesToFind``), whose workers ran the
 predicates over the nodes in parallel. Here the predicates run as vector masks over the node
 columns (actors/core/generic_scheduler.py), so one task serves; the pool is where sharding
-the columns across processes would go if the numbers ever call for it (docs/architecture.md).
+the columns across processes would go if the numbers ever call for it (issue 6 measures).
 
 Owns: the FilterStage (predicates in policy order, percentageOfNodesToScore, the start index).
 Mailbox: :class:`~podium.actors.mail.FilterRequest`, :class:`~podium.actors.mail.SetFilters`.
@@ -19,12 +19,13 @@ for a random ``PLUGIN_METRICS_SAMPLE_PERCENT`` of attempts (Kubernetes'
 
 from __future__ import annotations
 
+import logging
 import random
 from typing import assert_never
 
 import trio
 
-from podium.actors.core.generic_scheduler import FilterStage
+from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult
 from podium.actors.mail import (
     Decision,
     FilterMsg,
@@ -37,6 +38,8 @@ from podium.actors.sending import reply, send
 from podium.protocol import metrics
 
 __all__ = ["FilterPool"]
+
+log = logging.getLogger("podium.filter_pool")
 
 _SAMPLE_RATIO = metrics.PLUGIN_METRICS_SAMPLE_PERCENT / 100
 
@@ -86,13 +89,18 @@ class FilterPool:
         # Dry requests (explain, simulate) are not attempts: never sampled.
         sampled = not msg.dry and self._rng.random() < _SAMPLE_RATIO
         started = trio.current_time()
-        result, feasible = self._stage.run(
-            msg.pod,
-            msg.snapshot,
-            explain=msg.explain,
-            dry=msg.dry,
-            observe=metrics.observe_plugin if sampled else None,
-        )
+        try:
+            result, feasible = self._stage.run(
+                msg.pod,
+                msg.snapshot,
+                explain=msg.explain,
+                dry=msg.dry,
+                observe=metrics.observe_plugin if sampled else None,
+            )
+        except Exception as exc:
+            # A plugin bug fails this attempt (result=error), never the daemon.
+            log.exception("filtering pod %s failed", msg.pod.key)
+            result, feasible = ScheduleResult(message=f"internal error: {exc}", error=True), []
         seconds = trio.current_time() - started
         if feasible:
             await send(

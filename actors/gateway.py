@@ -226,7 +226,14 @@ class _Hub:
         return worst
 
     def committed(self, msg: Committed) -> None:
-        self.ring.extend(msg.changes)
+        # The ring serves watchers only: the previous object and the trace carrier are dead
+        # weight there (65 536 of them).
+        self.ring.extend(
+            c
+            if c.old is None and c.trace is None
+            else msgspec.structs.replace(c, old=None, trace=None)
+            for c in msg.changes
+        )
         self.revision = max(self.revision, msg.revision)
         for key, watch in list(self.watches.items()):
             if not all(self._deliver(watch, c) for c in msg.changes):
@@ -582,6 +589,8 @@ def _written(
     return kind(id=request_id, revision=result.revision, objects=result.objects)
 
 
+IN_FLIGHT = 256
+"""Requests one connection may have in progress at once (watches included)."""
 OUTBOX = 1024
 """Frames a connection may have waiting for its socket; a watch forwarder waits when it is full,
 so a client that does not read fills its watch's buffer and is cut off."""
@@ -595,8 +604,8 @@ class _Connection:
     codec: Codec | None = None
     outbox: trio.MemorySendChannel[bytes] | None = None
     watches: dict[int, trio.CancelScope] = field(default_factory=dict)
-    cancelled: set[int] = field(default_factory=set)
     closing: str | None = None
+    in_flight: trio.Semaphore = field(default_factory=lambda: trio.Semaphore(IN_FLIGHT))
     read_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
 
     def close(self, reason: str) -> None:
@@ -616,7 +625,13 @@ class _Connection:
                     if self.codec is not None:
                         outer.start_soon(self._write, pending)
                         fatal = await self._read(reader, self.codec, requests)
-                requests.cancel_scope.cancel()
+                if fatal is None and self.closing is None:
+                    # The client closed its side: every request it sent still gets its
+                    # answer; only the watches (which never end by themselves) stop.
+                    for scope in list(self.watches.values()):
+                        scope.cancel()
+                else:
+                    requests.cancel_scope.cancel()
             if self.codec is None:
                 # No handshake, so no encoding to speak: _handshake already said why.
                 pending.close()
@@ -695,10 +710,28 @@ class _Connection:
                 await self.stream.send_all(b"".join(frames))
 
     async def send(self, msg: ServerMessage) -> None:
-        """Queue one frame for the writer (waits while the outbox is full)."""
+        """Queue one frame for the writer (waits while the outbox is full).
+
+        A reply larger than the frame limit (a list of a huge kind) is replaced by a
+        ``too_large`` error: the client could not read it.
+        """
         assert self.codec is not None and self.outbox is not None
+        payload = self.codec.encode(msg)
+        limit = self.gateway._max_frame_bytes
+        if len(payload) > limit and not isinstance(msg, ErrorReply):
+            payload = self.codec.encode(
+                ErrorReply(
+                    id=msg.id,
+                    code="too_large",
+                    message=(
+                        f"the reply would be {len(payload)} bytes, over the {limit}-byte frame "
+                        "limit; narrow it (a namespace, a label selector) or raise "
+                        "podium.maxFrameBytes on both sides"
+                    ),
+                )
+            )
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
-            await send(self.outbox, frame(self.codec.encode(msg)))
+            await send(self.outbox, frame(payload))
 
     async def _read(
         self, reader: FrameReader, codec: Codec, requests: trio.Nursery
@@ -737,20 +770,29 @@ class _Connection:
                     )
                     continue
                 self.watches[msg.id] = trio.CancelScope()
+            # At most IN_FLIGHT requests at once: a client that pipelines without reading
+            # waits here (and TCP pushes back) instead of growing the daemon's memory.
+            await self.in_flight.acquire()
             requests.start_soon(self._request, msg)
 
     async def _request(self, msg: ClientMessage) -> None:
         try:
-            answer = await self.gateway.handle(self, msg)
-        except PodiumError as exc:
-            answer = ErrorReply(id=msg.id, code=exc.code, message=str(exc))
-        except Exception as exc:
-            log.exception("request %s %d failed", type(msg).__name__, msg.id)
-            answer = ErrorReply(id=msg.id, code="internal", message=f"internal error: {exc}")
+            answer = await self._answer(msg)
+        finally:
+            self.in_flight.release()
         if answer is not None:
             if isinstance(answer, ErrorReply):
                 _count_error(_request_type(msg), answer.code)
             await self.send(answer)
+
+    async def _answer(self, msg: ClientMessage) -> ServerMessage | None:
+        try:
+            return await self.gateway.handle(self, msg)
+        except PodiumError as exc:
+            return ErrorReply(id=msg.id, code=exc.code, message=str(exc))
+        except Exception as exc:
+            log.exception("request %s %d failed", type(msg).__name__, msg.id)
+            return ErrorReply(id=msg.id, code="internal", message=f"internal error: {exc}")
 
     # ------------------------------------------------------------------ watches
 
@@ -764,16 +806,15 @@ class _Connection:
         if scope is None:
             return
         key = (self.conn_id, msg.id)
-        joined: int | None = None
         try:
             with scope:
-                joined = await self._join(msg, key)
+                await self._join(msg, key)
         finally:
             self.watches.pop(msg.id, None)
-            self.cancelled.discard(msg.id)
-            if joined is not None:
-                with trio.CancelScope(shield=True):
-                    await send(self.gateway._hub_tx, RemoveWatch(key=key))
+            # Always: a watch cancelled while joining or streaming is still in the hub (a
+            # RemoveWatch for a key the hub never saw is harmless).
+            with trio.CancelScope(shield=True):
+                await send(self.gateway._hub_tx, RemoveWatch(key=key))
 
     async def _join(self, msg: Watch, key: tuple[int, int]) -> int | None:
         """Register with the hub and stream; the position joined at, or None if it never was."""
@@ -859,6 +900,5 @@ class _Connection:
         scope = self.watches.get(watch_id)
         if scope is None:
             return False
-        self.cancelled.add(watch_id)
         scope.cancel()
         return True

@@ -215,7 +215,8 @@ class AssumeReply(_Mail, frozen=True, kw_only=True):
 
 
 class FinishBinding(_Mail, frozen=True, kw_only=True):
-    """The binder handed the pod's binding to the store: its assumed TTL starts at ``now``."""
+    """The binder handed the pod's binding to the store: its assumed TTL starts when the cache
+    receives this."""
 
     key: str
 
@@ -395,7 +396,8 @@ class ExplainPod(_Mail, frozen=True, kw_only=True):
 
 
 class Explained(_Mail, frozen=True, kw_only=True):
-    """A dry decision, the hints that would make the pod fit, and the snapshot's generation."""
+    """A dry decision (its ``generation`` is the snapshot's) and the hints that would make the
+    pod fit."""
 
     decision: Decision
     hints: list[Hint]

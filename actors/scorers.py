@@ -17,6 +17,7 @@ the filter pool sampled, each priority's time goes to
 
 from __future__ import annotations
 
+import logging
 from typing import assert_never
 
 import trio
@@ -32,6 +33,8 @@ from podium.actors.sending import reply
 from podium.protocol import metrics
 
 __all__ = ["ScoringWorkers", "volume_decision"]
+
+log = logging.getLogger("podium.scorers")
 
 _VOLUMES = VolumeBinding(PluginArgs(name=names.CHECK_VOLUME_BINDING))
 
@@ -78,7 +81,13 @@ class ScoringWorkers:
 
     def _decide(self, msg: ScoreRequest) -> Decision:
         started = trio.current_time()
-        node, result, volumes, provisions = self._score(msg)
+        try:
+            node, result, volumes, provisions = self._score(msg)
+        except Exception as exc:
+            # A plugin bug fails this attempt (result=error), never the daemon.
+            log.exception("scoring pod %s failed", msg.pod.key)
+            node, volumes, provisions = None, {}, []
+            result = ScheduleResult(message=f"internal error: {exc}", error=True)
         return Decision(
             pod=msg.pod,
             node=node,

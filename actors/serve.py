@@ -175,52 +175,57 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
         tracing=tracing,
     )
     readiness = Readiness(runtime)
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with trio.open_nursery() as outer:
-            if http_listeners:
-                # In the outer nursery: it keeps answering (/readyz 503) while the services
-                # drain, and is cancelled with the second-signal task once they have.
-                await outer.start(HttpServer(http_listeners, readiness).run)
-            # The services run in their own nursery so that, once they have drained, the
-            # task still listening for a second signal can be cancelled.
-            async with trio.open_nursery() as nursery:
-                handles = await nursery.start(runtime.run)
-                await send(handles.scheduler, BeginScheduling())
-                gateway = Gateway(
-                    hub_rx,
-                    hub_tx,
-                    handles,
-                    server_version=version,
-                    max_frame_bytes=config.podium.max_frame_bytes,
-                    tracing=tracing,
+    try:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with trio.open_nursery() as outer:
+                if http_listeners:
+                    # In the outer nursery: it keeps answering (/readyz 503) while the services
+                    # drain, and is cancelled with the second-signal task once they have.
+                    await outer.start(HttpServer(http_listeners, readiness).run)
+                # The services run in their own nursery so that, once they have drained, the
+                # task still listening for a second signal can be cancelled.
+                async with trio.open_nursery() as nursery:
+                    handles = await nursery.start(runtime.run)
+                    await send(handles.scheduler, BeginScheduling())
+                    gateway = Gateway(
+                        hub_rx,
+                        hub_tx,
+                        handles,
+                        server_version=version,
+                        max_frame_bytes=config.podium.max_frame_bytes,
+                        tracing=tracing,
+                    )
+                    await nursery.start(gateway.run, listeners)
+                    readiness.gateway = gateway
+                    ready = {
+                        "listen": address,
+                        "unix": config.podium.unix,
+                        "metrics": metrics_address,
+                        "revision": gateway.revision,
+                    }
+                    out.write(json.dumps(ready) + "\n")
+                    out.flush()
+                    log.info("podium %s ready: %s", version, ready)
+                    async for signum in signals:
+                        log.info("received %s: shutting down", signal.Signals(signum).name)
+                        readiness.stopping = True
+                        gateway.stop()
+                        runtime.stop()
+                        grace = config.podium.shutdown_grace_period_seconds
+                        nursery.cancel_scope.deadline = trio.current_time() + grace
+                        outer.start_soon(_second_signal, signals, nursery.cancel_scope)
+                        break
+                outer.cancel_scope.cancel("shut down")
+            if nursery.cancel_scope.cancelled_caught:
+                log.warning(
+                    "shutdown did not finish within the grace period; the rest was cancelled"
                 )
-                await nursery.start(gateway.run, listeners)
-                readiness.gateway = gateway
-                ready = {
-                    "listen": address,
-                    "unix": config.podium.unix,
-                    "metrics": metrics_address,
-                    "revision": gateway.revision,
-                }
-                out.write(json.dumps(ready) + "\n")
-                out.flush()
-                log.info("podium %s ready: %s", version, ready)
-                async for signum in signals:
-                    log.info("received %s: shutting down", signal.Signals(signum).name)
-                    readiness.stopping = True
-                    gateway.stop()
-                    runtime.stop()
-                    grace = config.podium.shutdown_grace_period_seconds
-                    nursery.cancel_scope.deadline = trio.current_time() + grace
-                    outer.start_soon(_second_signal, signals, nursery.cancel_scope)
-                    break
-            outer.cancel_scope.cancel("shut down")
-        if nursery.cancel_scope.cancelled_caught:
-            log.warning("shutdown did not finish within the grace period; the rest was cancelled")
-    if config.podium.unix is not None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(config.podium.unix)
-    await tracing.aclose()
+    finally:
+        if config.podium.unix is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(config.podium.unix)
+        with trio.CancelScope(shield=True):
+            await tracing.aclose()  # flush the spans even when the daemon is failing
     log.info("podium stopped")
 
 

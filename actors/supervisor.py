@@ -1,6 +1,6 @@
 """The supervisor: every actor started in one nursery, wired by bounded mailboxes.
 
-How a pod flows (docs/architecture.md has the picture)::
+How a pod flows (README.md, "How it is built", has the whole picture)::
 
     gateway ──WriteObjects──▶ store ──Recovered/Committed──▶ cache, queue, watch hub
     scheduler: Pop ◀─ queue · SnapshotRequest ◀─ cache · FilterRequest ─▶ filter pool

@@ -54,7 +54,7 @@ Object flow of one pod (revisions are those of the changes)::
     bound ── evict (a victim) ──▶ Preempted (gone, as a delete)
     pending ── evict (the preemptor) ──▶ Modified (status.nominatedNodeName, when it changes)
 
-The actor (store/memory.py, and issue 4's SQLite store) only receives, calls this core, commits,
+The actor (store/memory.py, and the SQLite store, store/sqlite.py) only receives, calls this core, commits,
 publishes and replies.
 """
 
@@ -300,7 +300,7 @@ class StoreCore:
     def restore(
         self, revision: int, objects: Iterable[KubeObject], changes: Iterable[Change]
     ) -> None:
-        """Load a recovered state (issue 4's SQLite store) into an empty core.
+        """Load a recovered state (the SQLite store's, at start) into an empty core.
 
         Args:
             revision: the last committed revision.

@@ -4,7 +4,7 @@ Every change (a client's put or delete, a binding, an Unschedulable record) is c
 the store first; the node cache, the scheduling queue and the watch hub are views fed by the
 :class:`Committed` batches the store publishes, in revision order, after each commit. Recovery
 is "publish :class:`Recovered` with every stored object", so the views are rebuilt the same way
-at start and after a crash (issue 4 swaps the in-memory store for SQLite behind these same
+at start and after a crash (the in-memory store and the SQLite store speak these same
 messages).
 
 Requests carry a one-shot reply channel (``reply``); the store answers on it only after the

@@ -1,9 +1,9 @@
 """The in-memory store actor: the one source of truth, group-committing what its mailbox holds.
 
 Kubernetes counterpart: the API server with etcd behind it (a write is acknowledged once it is
-committed; watchers see the committed changes in revision order). Issue 4 puts SQLite behind the
-same :class:`~podium.store.core.StoreCore` and the same loop: only :meth:`MemoryStore._commit`
-changes, from "nothing to do" to one durable transaction.
+committed; watchers see the committed changes in revision order). ``podium simulate`` and the
+actor tests use it; the daemon's :class:`~podium.store.sqlite.SqliteStore` is this loop with a
+durable transaction in :meth:`MemoryStore._commit` (and the event log read from disk).
 
 Each round: receive one message, drain every message already waiting (group commit), then
 
@@ -173,6 +173,11 @@ class MemoryStore:
 
         return send
 
+    def _read_elsewhere(self, msg: ReadEvents) -> bool:
+        """Whether a store with a log beyond the core's memory answers ``msg`` itself
+        (decided in batch order, after the writes before it). In memory: never."""
+        return False
+
     def _apply(self, batch: list[StoreMsg]) -> tuple[list[Change], list[_Reply]]:
         """Apply every message to the core in order; the replies wait for the commit."""
         changes: list[Change] = []
@@ -230,6 +235,8 @@ class MemoryStore:
                             _replier(msg.reply, ReadResult(revision=revision, items=items))
                         )
                 case ReadEvents():
+                    if self._read_elsewhere(msg):
+                        continue
                     try:
                         revision, events = core.events_after(msg.after)
                     except StoreRejected as exc:
@@ -245,7 +252,7 @@ class MemoryStore:
         return changes, replies
 
     async def _commit(self, changes: list[Change]) -> None:
-        """Make the batch durable. In memory a commit is immediate; issue 4's SQLite store
+        """Make the batch durable. In memory a commit is immediate; the SQLite store
         writes ``changes`` (and the objects they carry) in one transaction here."""
 
     async def _publish(self, msg: Recovered | Committed) -> None:

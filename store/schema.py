@@ -2,7 +2,7 @@
 
 One database file holds everything (WAL mode)::
 
-    meta      key -> value: revision (the last committed), created (RFC 3339)
+    meta      key -> value: revision (the last committed)
     objects   (kind, namespace, name) -> revision, data      every stored object, msgpack
     bindings  uid -> namespace, name, node, revision          every binding Podium committed
                                                               for a pod that still exists

@@ -379,6 +379,7 @@ class SqliteStore(MemoryStore):
         self.recovery_seconds = 0.0
         self._db = _Database(path, synchronous)
         self._compacted_through = 0
+        self._deferred: list[ReadEvents] = []
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Take the lock, recover, then serve as the in-memory store does.
@@ -412,20 +413,19 @@ class SqliteStore(MemoryStore):
         finally:
             os.close(lock)
 
+    def _read_elsewhere(self, msg: ReadEvents) -> bool:
+        # Decided when the read is applied, after the batch's earlier writes (which may push
+        # ``after`` out of the core's memory): such watchers read the database instead.
+        if 0 <= msg.after <= self.core.revision and not self.core.keeps_changes_after(msg.after):
+            self._deferred.append(msg)
+            return True
+        return False
+
     async def _serve(self, batch: list[StoreMsg]) -> None:
-        # Watchers resuming from further back than the core's memory read the database,
-        # after this batch's commit so they see it too.
-        deferred = [
-            m
-            for m in batch
-            if isinstance(m, ReadEvents)
-            and 0 <= m.after <= self.core.revision
-            and not self.core.keeps_changes_after(m.after)
-        ]
-        if deferred:
-            batch = [m for m in batch if not any(m is d for d in deferred)]
+        # Deferred reads run after this batch's commit, so they see it too.
+        self._deferred = []
         await super()._serve(batch)
-        for msg in deferred:
+        for msg in self._deferred:
             await self._read_events(msg)
 
     async def _read_events(self, msg: ReadEvents) -> None:

@@ -122,21 +122,23 @@ class PodFitsResources(VectorFilterPlugin):
         r = pod.request
         if r.is_zero():
             return masks
+        # "free < asked", never "allocatable < asked + used": the sum wraps int64 for
+        # quantities that saturate at INT64_MAX, and the scalar form (Python ints) would not.
         masks.append(
-            (ERR_REASON_INSUFFICIENT_CPU, cols.alloc_milli_cpu < r.milli_cpu + cols.req_milli_cpu)
+            (ERR_REASON_INSUFFICIENT_CPU, cols.alloc_milli_cpu - cols.req_milli_cpu < r.milli_cpu)
         )
         masks.append(
-            (ERR_REASON_INSUFFICIENT_MEMORY, cols.alloc_memory < r.memory + cols.req_memory)
+            (ERR_REASON_INSUFFICIENT_MEMORY, cols.alloc_memory - cols.req_memory < r.memory)
         )
         masks.append(
             (
                 ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
-                cols.alloc_ephemeral < r.ephemeral_storage + cols.req_ephemeral,
+                cols.alloc_ephemeral - cols.req_ephemeral < r.ephemeral_storage,
             )
         )
         for name in sorted(r.scalar):
             alloc, used = cols.scalar(name)
-            masks.append((insufficient(name), np.less(alloc, r.scalar[name] + used)))
+            masks.append((insufficient(name), np.less(alloc - used, r.scalar[name])))
         return masks
 
 

@@ -304,3 +304,22 @@ async def test_an_eviction_and_the_nomination_survive_a_restart(tmp_path: Path) 
         assert conn.execute("SELECT uid, name, node FROM bindings").fetchall() == [
             (uid["keep"], "keep", "n1")
         ]
+
+
+async def test_a_read_behind_writes_of_its_own_batch_goes_to_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "MEMORY_LOG", 2)
+    db = tmp_path / "podium.db"
+    async with running(db) as s:
+        for i in range(3):
+            await s.write([_node(f"n{i}")])
+        # One batch: a write that pushes revision 2 out of memory, then a read after it.
+        write_to, write_reply = trio.open_memory_channel[WriteResult | StoreFailure](1)
+        read_to, read_reply = trio.open_memory_channel[EventsResult | StoreFailure](1)
+        s.inbox.send_nowait(WriteObjects(puts=[_node("n3"), _node("n4")], reply=write_to))
+        s.inbox.send_nowait(ReadEvents(after=2, reply=read_to))
+        assert isinstance(await write_reply.receive(), WriteResult)
+        events = await read_reply.receive()
+        assert isinstance(events, EventsResult), events
+        assert [c.revision for c in events.changes] == [3, 4, 5]

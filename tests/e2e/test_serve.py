@@ -492,3 +492,34 @@ def test_a_second_daemon_on_the_same_database_names_the_holder(
     )
     assert proc.returncode == 1
     assert f"is in use by podium pid {daemon.proc.pid} on " in proc.stderr
+
+
+async def test_a_finished_watch_leaves_the_hub(daemon: Daemon) -> None:
+    with trio.fail_after(30):
+        async with connect(daemon.address) as cl:
+            for kinds in (["Service"], ["Pod"]):
+                async with cl.watch(kinds=kinds):
+                    assert (await cl.stats()).watchers == 1
+            # Nothing of those kinds changed, yet both watches are gone from the hub.
+            assert (await cl.stats()).watchers == 0
+
+
+def test_a_client_that_closes_its_side_still_gets_every_answer(daemon: Daemon) -> None:
+    hello = _frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
+    with _raw(daemon) as sock:
+        sock.sendall(hello)
+        assert _recv_frame(sock)
+        for i, req in enumerate(
+            [
+                {"msg": "put", "objects": [_node_json("n1")]},
+                {"msg": "stats"},
+                {"msg": "get", "kind": "Node"},
+            ],
+            start=1,
+        ):
+            sock.sendall(_frame(json.dumps({**req, "id": i}).encode()))
+        sock.shutdown(socket.SHUT_WR)
+        answered = set()
+        while (payload := _recv_frame(sock)) is not None:
+            answered.add(json.loads(payload)["id"])
+        assert answered == {1, 2, 3}

@@ -433,6 +433,19 @@ def test_pod_fits_resources(case: Case) -> None:
         assert reasons_of(masks, row) == PLUGIN.filter(pod, meta, other).reasons, other.name
 
 
+@pytest.mark.parametrize("cpu", ["1e15", "1e16", "1e17", "1e30"])
+def test_absurd_requests_never_fit_in_either_form(cpu: str) -> None:
+    # Quantities saturate at INT64_MAX; "allocatable < asked + used" wrapped in int64 and let
+    # a 1e16-cpu pod onto a 4-cpu node that already ran a pod.
+    busy = make_node("busy").capacity(cpu="4", memory="8Gi", pods=110)
+    info = busy.info(make_pod("running").req(cpu="1").obj())
+    pod = PodInfo(make_pod("huge").req(cpu=cpu, memory=cpu).obj())
+    meta = PLUGIN.pre_filter(pod, Snapshot([info]))
+    want = ("Insufficient cpu", "Insufficient memory")
+    assert PLUGIN.filter(pod, meta, info).reasons == want
+    assert reasons_of(PLUGIN.filter_columns(pod, meta, NodeColumns([info])), 0) == want
+
+
 def test_node_without_node_object_is_an_error() -> None:
     pod = PodInfo(resource_pod(_r(cpu=1)))
     ghost = NodeInfo(name="ghost")
