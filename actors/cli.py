@@ -103,6 +103,8 @@ def _outcome_json(o: PodOutcome, *, explain: bool) -> dict[str, Any]:
         "message": o.message,
         "attempts": o.attempts,
     }
+    if o.preempted:
+        entry["preempted"] = list(o.preempted)
     if explain:
         r = o.result
         nodes: dict[str, Any] = {}
@@ -154,9 +156,11 @@ def _print_simulation(
 ) -> None:
     rows = [["NAMESPACE", "NAME", "NODE", "ATTEMPTS", "REASON"]]
     for o in outcomes:
-        rows.append(
-            [o.pod.namespace, o.pod.name, o.node or "<none>", str(o.attempts), o.message or ""]
-        )
+        reason = o.message or ""
+        if o.preempted:
+            evicted = f"preempted {', '.join(o.preempted)}"
+            reason = f"{evicted}; {reason}" if reason else evicted
+        rows.append([o.pod.namespace, o.pod.name, o.node or "<none>", str(o.attempts), reason])
     _table(rows, out)
     placed = sum(1 for o in outcomes if o.node is not None)
     out.write(

@@ -96,6 +96,7 @@ class FilterPool:
                 explain=msg.explain,
                 dry=msg.dry,
                 observe=metrics.observe_plugin if sampled else None,
+                nominated=msg.nominated,
             )
         except Exception as exc:
             # A plugin bug fails this attempt (result=error), never the daemon.

@@ -80,7 +80,7 @@ from podium.protocol.framing import (
     frame,
 )
 from podium.protocol.labels import parse_selector
-from podium.protocol.objects import KINDS, Pod
+from podium.protocol.objects import KINDS, Pod, PriorityClass
 from podium.protocol.wire import (
     PROTOCOL_VERSION,
     Cancel,
@@ -109,6 +109,7 @@ from podium.protocol.wire import (
     Watch,
     WatchReply,
 )
+from podium.store.core import SYSTEM_PRIORITY_CLASSES
 from podium.store.mail import (
     Change,
     Committed,
@@ -459,6 +460,7 @@ class Gateway:
                 if not pod.metadata.namespace:
                     meta = msgspec.structs.replace(pod.metadata, namespace="default")
                     pod = msgspec.structs.replace(pod, metadata=meta)
+                pod = await self._with_priority(pod)
                 explained: Explained = await self.ask(
                     h.scheduler,
                     lambda **kw: ExplainPod(pod=PodInfo(pod), explain=msg.explain, **kw),
@@ -467,7 +469,13 @@ class Gateway:
                 return SimulateReply(
                     id=msg.id,
                     revision=self._hub.revision,
-                    placement=placement(d.pod, d.result, attempts=1, explain=msg.explain),
+                    placement=placement(
+                        d.pod,
+                        d.result,
+                        attempts=1,
+                        explain=msg.explain,
+                        preempted=explained.preempted,
+                    ),
                 )
             case ReloadPolicy():
                 reloaded: Reloaded = await self.ask(h.scheduler, lambda **kw: ReloadPlugins(**kw))
@@ -483,6 +491,31 @@ class Gateway:
                 return await self._stats(msg)
             case _:
                 assert_never(msg)
+
+    async def _with_priority(self, pod: Pod) -> Pod:
+        """The pod's priority as the store's admission would set it (a simulated pod is never
+        stored): from its PriorityClass, else the global default class, else 0."""
+        if pod.spec.priority is not None:
+            return pod
+        read = await self.ask(
+            self._handles.store, lambda **kw: ReadObjects(kind="PriorityClass", **kw)
+        )
+        classes = dict(SYSTEM_PRIORITY_CLASSES)
+        if isinstance(read, ReadResult):
+            classes.update((c.metadata.name, c) for c in read.items if isinstance(c, PriorityClass))
+        name = pod.spec.priority_class_name
+        chosen = classes.get(name) if name else None
+        if chosen is None and not name:
+            defaults = [c for c in classes.values() if c.global_default]
+            chosen = min(defaults, key=lambda c: c.value) if defaults else None
+        if chosen is None:
+            return pod
+        spec = msgspec.structs.replace(
+            pod.spec,
+            priority=chosen.value,
+            preemption_policy=pod.spec.preemption_policy or chosen.preemption_policy,
+        )
+        return msgspec.structs.replace(pod, spec=spec)
 
     async def _explain(self, msg: Explain) -> ServerMessage:
         h = self._handles
@@ -515,7 +548,13 @@ class Gateway:
         return ExplainReply(
             id=msg.id,
             revision=read.revision,
-            placement=placement(info, d.result, attempts=looked.attempts, explain=True),
+            placement=placement(
+                info,
+                d.result,
+                attempts=looked.attempts,
+                explain=True,
+                preempted=explained.preempted,
+            ),
             hints=explained.hints,
         )
 

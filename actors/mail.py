@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from podium.actors.core.generic_scheduler import ScheduleResult
     from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.core.preemption import NominatedPods
     from podium.actors.core.snapshot import ClusterObjects, Snapshot
     from podium.actors.framework import FilterPlugin, ScorePlugin
     from podium.protocol.wire import Hint
@@ -100,6 +101,9 @@ class Popped(_Mail, frozen=True, kw_only=True):
         arrived_at: first enqueue time (trio clock), kept across retries.
         links: trace carriers of the protocol requests that submitted the pod (its attempts'
             traces link to them).
+        nominated: the pending pods nominated to nodes (v1.14 ``PriorityQueue.nominatedPods``),
+            a copy-on-write view the queue never mutates once handed out (the same object
+            until nominations change); None when no pod is nominated.
     """
 
     pod: PodInfo
@@ -107,6 +111,7 @@ class Popped(_Mail, frozen=True, kw_only=True):
     attempts: int
     arrived_at: float
     links: list[dict[str, str]] = []
+    nominated: NominatedPods | None = None
 
 
 class QueueIdle(_Mail, frozen=True, kw_only=True):
@@ -270,7 +275,8 @@ class FilterRequest(_Mail, frozen=True, kw_only=True):
     the survivors to the scoring workers, which answer :class:`Decision` on ``reply``.
 
     ``dry`` (explain, simulate requests): do not advance the start index. ``explain``: keep
-    every examined node's reasons and scores.
+    every examined node's reasons and scores. ``nominated``: the queue's nominated pods (from
+    :class:`Popped`), filtered with v1.14's two passes where they matter; only read.
     """
 
     pod: PodInfo
@@ -278,6 +284,7 @@ class FilterRequest(_Mail, frozen=True, kw_only=True):
     dry: bool = False
     explain: bool = False
     reply: trio.MemorySendChannel[Decision]
+    nominated: NominatedPods | None = None
 
 
 class SetFilters(_Mail, frozen=True, kw_only=True):
@@ -367,6 +374,7 @@ class Attempted(_Mail, frozen=True, kw_only=True):
         cycle: the scheduling cycle.
         started, finished: trio clock times of the attempt (pop to hand-off).
         arrived_at: the pod's first enqueue time.
+        preempted: ``namespace/name`` of the pods this attempt evicted to make room.
     """
 
     pod: PodInfo
@@ -378,6 +386,7 @@ class Attempted(_Mail, frozen=True, kw_only=True):
     started: float
     finished: float
     arrived_at: float
+    preempted: list[str] = []
 
 
 class BeginScheduling(_Mail, frozen=True, kw_only=True):
@@ -401,6 +410,7 @@ class Explained(_Mail, frozen=True, kw_only=True):
 
     decision: Decision
     hints: list[Hint]
+    preempted: list[str] = []
 
 
 class ReloadPlugins(_Mail, frozen=True, kw_only=True):

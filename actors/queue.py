@@ -30,7 +30,14 @@ StorageClass Added, WaitForFirstConsumer    move all
 anything else                               nothing
 ==========================================  ===================================================
 
-Owns: a :class:`~podium.actors.core.queue_core.SchedulingQueue` and at most one parked Pop.
+Owns: a :class:`~podium.actors.core.queue_core.SchedulingQueue`, the nominated pods
+(:class:`~podium.actors.core.queue_core.Nominations`, v1.14 ``PriorityQueue.nominatedPods``)
+and at most one parked Pop.
+
+Nominated pods: a pending pod whose ``status.nominatedNodeName`` is set (Recovered, Added,
+Modified) is nominated to that node; it stops being nominated when a Modified clears it, when
+it is bound (Bound, or a Modified that assigns it), deleted or preempted, or stops being
+pending. Every Popped carries the same immutable view until the nominations change.
 
 Mailbox (:data:`~podium.actors.mail.QueueMsg`): Recovered, Committed (from the store); Pop,
 Requeue (scheduler, binder); Lookup, QueueStats (gateway, operators).
@@ -60,7 +67,7 @@ from typing import TYPE_CHECKING, assert_never
 import trio
 
 from podium.actors.core.nodeinfo import PodInfo
-from podium.actors.core.queue_core import QueueName, SchedulingQueue
+from podium.actors.core.queue_core import Nominations, QueueName, SchedulingQueue
 from podium.actors.mail import (
     Lookup,
     LookupReply,
@@ -215,6 +222,7 @@ class QueueActor:
             unschedulable_flush_interval_seconds=unschedulable_flush_interval_seconds,
             unschedulable_max_wait_seconds=unschedulable_max_wait_seconds,
         )
+        self.nominations = Nominations()
         self._parked: Pop | None = None
         # Pod key -> the predicates that rejected it, for every pod put in the unschedulable
         # set (a superset of it between batches; trimmed to it after each batch).
@@ -374,7 +382,9 @@ class QueueActor:
         """Every pending pod, in the order given, and nothing else."""
         for obj in objects:
             if isinstance(obj, Pod) and is_pending(obj, self.scheduler_name):
-                self._add(PodInfo(obj), now)
+                info = PodInfo(obj)
+                self._add(info, now)
+                self.nominations.set(info)
 
     def _apply(self, change: Change, now: float) -> None:
         obj = change.object
@@ -423,8 +433,12 @@ class QueueActor:
         match change.type:
             case "Added":
                 if is_pending(pod, name):
-                    self._add(PodInfo(pod), now)
-                elif _is_assigned(pod):
+                    info = PodInfo(pod)
+                    self._add(info, now)
+                    self.nominations.set(info)
+                    return
+                self.nominations.delete(key)
+                if _is_assigned(pod):
                     self._assigned_pod_added(PodInfo(pod), now)
             case "Modified":
                 old = change.old if isinstance(change.old, Pod) else None
@@ -435,7 +449,10 @@ class QueueActor:
                         core.update(PodInfo(old) if old is not None else None, info, now)
                     else:
                         self._add(info, now)
+                    self.nominations.set(info)
                     return
+                # Bound, terminating, finished or not ours any more: no longer nominated.
+                self.nominations.delete(key)
                 if was_pending or info.key in core:
                     self._delete(info)
                 if _is_assigned(pod):
@@ -444,11 +461,13 @@ class QueueActor:
                     self._move_all("AssignedPodDelete", now)
             case "Deleted" | "Preempted":
                 info = PodInfo(pod)
+                self.nominations.delete(key)
                 self._delete(info)
                 if pod.spec.node_name:
                     self._move_all("AssignedPodDelete", now)
             case "Bound":
                 info = PodInfo(pod)
+                self.nominations.delete(key)
                 self._delete(info)
                 self._assigned_pod_added(info, now)
             case "Unschedulable":
@@ -478,6 +497,7 @@ class QueueActor:
                 attempts=queued.attempts,
                 arrived_at=queued.arrived_at,
                 links=self._links.get(queued.pod.key, []),
+                nominated=self.nominations.view(core.in_flight_keys),
             )
             try:
                 pop.reply.send_nowait(answer)

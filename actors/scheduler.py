@@ -29,7 +29,7 @@ round trip).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
@@ -37,8 +37,16 @@ import trio
 
 from podium.actors.core.cache_core import apply_delta
 from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.core.preemption import (
+    NominatedPods,
+    PredicateFitCheck,
+    PreemptionResult,
+    fit_error_with_preemption,
+    preempt,
+)
 from podium.actors.core.snapshot import Snapshot
 from podium.actors.explain import hints
+from podium.actors.framework import FilterPlugin
 from podium.actors.mail import (
     Assume,
     AssumeReply,
@@ -73,7 +81,14 @@ from podium.actors.sending import reply, send
 from podium.actors.tracing import DISABLED, Attempt, Tracing
 from podium.protocol import metrics
 from podium.protocol.errors import PodiumError
-from podium.store.mail import RecordUnschedulable, StoreMsg
+from podium.store.mail import (
+    Evict,
+    EvictResult,
+    RecordUnschedulable,
+    StoreFailure,
+    StoreMsg,
+    Victim,
+)
 
 __all__ = ["PluginSet", "Scheduler"]
 
@@ -107,6 +122,10 @@ class Scheduler:
             (``podium simulate --explain``).
         tracing: one trace per attempt (queue_wait, filter, score, select, assume; the
             binder adds bind and commit), linked to the requests that submitted the pod.
+        filters: the predicates in force (preemption re-checks nodes with them; a reload
+            replaces them).
+        preemption: when a pod fits nowhere, look for lower-priority pods to evict
+            (``disablePreemption: false``, the default).
     """
 
     def __init__(
@@ -125,6 +144,8 @@ class Scheduler:
         exit_when_idle: bool = False,
         explain_attempts: bool = False,
         tracing: Tracing = DISABLED,
+        filters: Sequence[FilterPlugin] = (),
+        preemption: bool = True,
     ) -> None:
         self._control = control
         self._queue = queue
@@ -139,6 +160,8 @@ class Scheduler:
         self._exit_when_idle = exit_when_idle
         self._explain_attempts = explain_attempts
         self._tracing = tracing
+        self._filters = list(filters)
+        self._preemption = preemption
         self._snapshot: Snapshot | None = None
         self._lock = trio.Lock()
         self._begin = trio.Event()
@@ -209,7 +232,15 @@ class Scheduler:
             snapshot = await self._refresh()
             decision = await self._decide(msg.pod, snapshot, dry=True, explain=msg.explain)
             found = hints(msg.pod, decision.result, snapshot) if decision.node is None else []
-        return Explained(decision=decision, hints=found)
+            would = None
+            if decision.node is None and not decision.result.error and self._preemption:
+                failed = await self._failures(msg.pod, snapshot, decision)
+                would = preempt(msg.pod, snapshot, failed, PredicateFitCheck(self._filters))
+        preempted = [v.key for v in would.victims] if would is not None else []
+        if would is not None and would.node is None and decision.result.message:
+            message = fit_error_with_preemption(decision.result.message, would)
+            decision.result.message = message
+        return Explained(decision=decision, hints=found, preempted=preempted)
 
     async def _reload(self) -> Reloaded:
         if self._load_plugins is None:
@@ -221,6 +252,7 @@ class Scheduler:
         async with self._lock:
             await send(self._filter_pool, plugins.filters)
             await send(self._scorers, plugins.scorers)
+            self._filters = list(plugins.filters.filters)
         log.info(
             "policy reloaded: %d predicates, %d priorities",
             len(plugins.predicates),
@@ -240,12 +272,80 @@ class Scheduler:
         return self._snapshot
 
     async def _decide(
-        self, pod: PodInfo, snapshot: Snapshot, *, dry: bool, explain: bool
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        dry: bool,
+        explain: bool,
+        nominated: NominatedPods | None = None,
     ) -> Decision:
         answer_to, answer = trio.open_memory_channel[Decision](1)
         await send(
             self._filter_pool,
-            FilterRequest(pod=pod, snapshot=snapshot, dry=dry, explain=explain, reply=answer_to),
+            FilterRequest(
+                pod=pod,
+                snapshot=snapshot,
+                dry=dry,
+                explain=explain,
+                nominated=nominated,
+                reply=answer_to,
+            ),
+        )
+        return await answer.receive()
+
+    async def _failures(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        decision: Decision,
+        nominated: NominatedPods | None = None,
+    ) -> dict[str, tuple[str, ...]]:
+        """Every node's reasons for a pod that fit nowhere (what preemption starts from):
+        the attempt's own when it kept them, else a dry re-run with every node's verdict."""
+        if decision.result.failed:
+            return dict(decision.result.failed)
+        again = await self._decide(pod, snapshot, dry=True, explain=True, nominated=nominated)
+        return dict(again.result.failed)
+
+    async def _carry_out(self, pod: PodInfo, preemption: PreemptionResult) -> list[str]:
+        """Evict the victims and nominate the preemptor (one store transaction), and clear the
+        nominations preemption took away. Returns the ``namespace/name`` of the evicted pods."""
+        evicted: list[str] = []
+        if preemption.node is not None:
+            metrics.PREEMPTION_ATTEMPTS.inc()
+            metrics.PREEMPTION_VICTIMS.observe(len(preemption.victims))
+            result = await self._evict(pod, preemption.node, list(preemption.victims))
+            if isinstance(result, EvictResult):
+                evicted = result.evicted
+                log.info(
+                    "pod %s preempted %s on node %s",
+                    pod.key,
+                    ", ".join(evicted) or "nothing",
+                    preemption.node,
+                )
+        for other in preemption.nominated_pods_to_clear:
+            if other.pod.status.nominated_node_name:
+                await self._evict(other, "", [])
+        return evicted
+
+    async def _evict(
+        self, pod: PodInfo, node: str, victims: list[PodInfo]
+    ) -> EvictResult | StoreFailure:
+        answer_to, answer = trio.open_memory_channel[EvictResult | StoreFailure](1)
+        await send(
+            self._store,
+            Evict(
+                namespace=pod.namespace,
+                name=pod.name,
+                uid=pod.pod.metadata.uid,
+                node=node,
+                victims=[
+                    Victim(namespace=v.namespace, name=v.name, uid=v.pod.metadata.uid)
+                    for v in victims
+                ],
+                reply=answer_to,
+            ),
         )
         return await answer.receive()
 
@@ -269,12 +369,29 @@ class Scheduler:
 
     async def _attempt(self, popped: Popped, started: float, attempt: Attempt) -> None:
         pod = popped.pod
+        preemption: PreemptionResult | None = None
         async with self._lock:
             snapshot = await self._refresh()
             deciding = trio.current_time()
-            decision = await self._decide(pod, snapshot, dry=False, explain=self._explain_attempts)
+            decision = await self._decide(
+                pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
+            )
             decided = trio.current_time()
+            if decision.node is None and not decision.result.error and self._preemption:
+                failed = await self._failures(pod, snapshot, decision, popped.nominated)
+                preemption = preempt(
+                    pod,
+                    snapshot,
+                    failed,
+                    PredicateFitCheck(self._filters, popped.nominated),
+                    nominated=popped.nominated,
+                )
         result = decision.result
+        preempted: list[str] = []
+        if preemption is not None:
+            preempted = await self._carry_out(pod, preemption)
+            if preemption.node is None and result.message:
+                result.message = fit_error_with_preemption(result.message, preemption)
         _observe_stages(decision)
         if attempt.sampled:
             filtered = deciding + decision.filter_seconds
@@ -312,7 +429,7 @@ class Scheduler:
                 nodes_feasible=result.feasible,
                 message=result.message or "",
             )
-            await self._report(popped, why, None, decision, started)
+            await self._report(popped, why, None, decision, started, preempted)
             return
         reserving = trio.current_time()
         with attempt.phase("assume"):
@@ -385,6 +502,7 @@ class Scheduler:
         node: str | None,
         decision: Decision,
         started: float,
+        preempted: list[str] | None = None,
     ) -> None:
         self._counts[status] += 1
         finished = trio.current_time()
@@ -405,6 +523,7 @@ class Scheduler:
                 started=started,
                 finished=finished,
                 arrived_at=popped.arrived_at,
+                preempted=preempted or [],
             ),
         )
 

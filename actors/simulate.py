@@ -87,6 +87,8 @@ async def _simulate(
                     if previous is None
                     else max(report.attempts, previous.attempts),
                     report.result,
+                    # Evictions stand whatever the later attempts did.
+                    [*(previous.preempted if previous else []), *report.preempted],
                 )
                 if progress is not None:
                     progress(len(outcomes))

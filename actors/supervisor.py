@@ -208,6 +208,8 @@ class Runtime:
             exit_when_idle=self._exit_when_idle,
             explain_attempts=self._explain_attempts,
             tracing=self._tracing,
+            filters=self.plugins.filters.filters,
+            preemption=not cfg.disable_preemption,
         )
         self._scheduler = scheduler
         # Only clones are held by actors; the originals not handed to the caller close now.

@@ -22,6 +22,8 @@ scheduler_plugin_execution_duration_seconds           histogram  plugin,        
                                                                  status
 scheduler_unschedulable_pods                          gauge      plugin, profile
 scheduler_scheduler_cache_size                        gauge      type
+scheduler_preemption_attempts_total                   counter
+scheduler_preemption_victims                          histogram                    exp(1,2,7)
 podium_store_commit_duration_seconds                  histogram                    exp(0.0001,2,16)
 podium_store_commit_batch_size                        histogram                    exp(1,2,14)
 podium_store_commit_errors_total                      counter
@@ -89,6 +91,8 @@ __all__ = [
     "PLUGIN_METRICS_SAMPLE_PERCENT",
     "POD_SCHEDULING_ATTEMPTS",
     "POD_SCHEDULING_SLI_DURATION",
+    "PREEMPTION_ATTEMPTS",
+    "PREEMPTION_VICTIMS",
     "PROFILE",
     "PROTOCOL_CONNECTIONS",
     "PROTOCOL_ERRORS",
@@ -213,6 +217,17 @@ CACHE_SIZE: Final = Gauge(
     "scheduler_scheduler_cache_size",
     "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
     ["type"],
+    registry=REGISTRY,
+)
+PREEMPTION_ATTEMPTS: Final = Counter(
+    "scheduler_preemption_attempts",
+    "Total preemption attempts in the cluster till now",
+    registry=REGISTRY,
+)
+PREEMPTION_VICTIMS: Final = Histogram(
+    "scheduler_preemption_victims",
+    "Number of selected preemption victims",
+    buckets=exponential_buckets(1, 2, 7),
     registry=REGISTRY,
 )
 

@@ -13,6 +13,15 @@ form, the whole walk is a few numpy operations over the node columns: "first fai
 predicate" is the mask of rows still alive when that predicate fails them, and the early stop
 is a cumulative count over the rotated feasibility mask. Otherwise the walk falls back to the
 per-node loop, still using the vector masks it has. Both paths give identical answers.
+
+Nominated pods (v1.14 ``podFitsOnNode`` with ``addNominatedPods``): when pods nominated by an
+earlier preemption, of priority equal to or higher than the pod's (the pod itself aside), wait
+for some nodes, the walk takes the per-node loop and evaluates each of those nodes twice: first
+as if those pods already ran there (the predicates' metadata recomputed over a copy of the
+snapshot holding that node's changed NodeInfo, so a nominated pod's anti-affinity counts), then,
+only when that passes, as the node is (the vector masks serve). The node fits only if both
+passes do; its reasons are those of the failing pass. Every other node is evaluated once, as
+without nominated pods; with none the vector walk runs unchanged.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +49,10 @@ from podium.actors.framework import (
     VectorScorePlugin,
 )
 from podium.actors.plugins.volume_binding import pod_passes_basic_checks
+
+if TYPE_CHECKING:
+    # preemption imports this module (fit_error_message): only the type is needed here.
+    from podium.actors.core.preemption import NominatedPods
 
 __all__ = [
     "NO_NODES_AVAILABLE",
@@ -165,11 +178,14 @@ class FilterStage:
         explain: bool = False,
         dry: bool = False,
         observe: PluginObserver | None = None,
+        nominated: NominatedPods | None = None,
     ) -> tuple[ScheduleResult, list[int]]:
         """Filter ``pod`` over ``snapshot`` (never mutated).
 
         ``observe`` (sampled attempts) is told each predicate's time over the walk, with
-        status Unschedulable when it rejected a node, else Success.
+        status Unschedulable when it rejected a node, else Success. ``nominated``: the pods
+        nominated to nodes (the queue's copy-on-write view, only read); the nodes holding
+        some of equal or higher priority than ``pod`` are evaluated with v1.14's two passes.
 
         Returns:
             The result so far (reasons, counts; ``message`` set when the attempt already
@@ -186,7 +202,7 @@ class FilterStage:
         saved = self.next_start_index
         try:
             result, feasible = self._find_nodes_that_fit(
-                pod, snapshot, explain=explain, observe=observe
+                pod, snapshot, explain=explain, observe=observe, nominated=nominated
             )
         except PredicateError as exc:
             return ScheduleResult(message=str(exc), error=True), []
@@ -211,8 +227,40 @@ class FilterStage:
                 active.append((plugin, meta))
         return active
 
+    @staticmethod
+    def _nominated_rows(
+        pod: PodInfo, snapshot: Snapshot, nominated: NominatedPods | None
+    ) -> dict[int, list[PodInfo]]:
+        """Row -> the pods nominated to that node that ``addNominatedPods`` would add for
+        ``pod`` (priority >= the pod's, not the pod itself); nodes without any are absent.
+
+        v1.14 runs the second pass whenever the node has nominated pods, even when none was
+        added; it then repeats the first pass exactly, so only nodes with added pods matter.
+        """
+        if nominated is None or not len(nominated):
+            return {}
+        rows: dict[int, list[PodInfo]] = {}
+        index: dict[str, int] | None = None
+        for node, other in nominated:
+            if other.priority < pod.priority or other.key == pod.key:
+                continue
+            info = snapshot.get(node)
+            if info is None or info.node is None:
+                # A node the snapshot lacks is never walked (v1.14: "only in tests").
+                continue
+            if index is None:
+                index = snapshot.columns.index
+            rows.setdefault(index[node], []).append(other)
+        return rows
+
     def _find_nodes_that_fit(
-        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool, observe: PluginObserver | None
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        explain: bool,
+        observe: PluginObserver | None,
+        nominated: NominatedPods | None = None,
     ) -> tuple[ScheduleResult, list[int]]:
         n = len(snapshot)
         start = self.next_start_index % n
@@ -223,13 +271,21 @@ class FilterStage:
             return ScheduleResult(evaluated=n, feasible=n, examined=examined), order
         want = num_feasible_nodes_to_find(n, self.percentage)
         active = self._active_filters(pod, snapshot)
-        if all(id(p) in self._vector_filters for p, _ in active):
+        with_nominated = self._nominated_rows(pod, snapshot, nominated)
+        if not with_nominated and all(id(p) in self._vector_filters for p, _ in active):
             result, feasible = self._fit_vector(
                 pod, snapshot, active, start, want, explain=explain, observe=observe
             )
         else:
             result, feasible = self._fit_loop(
-                pod, snapshot, active, start, want, explain=explain, observe=observe
+                pod,
+                snapshot,
+                active,
+                start,
+                want,
+                explain=explain,
+                observe=observe,
+                with_nominated=with_nominated,
             )
         self.next_start_index = (start + result.evaluated) % n
         return result, feasible
@@ -302,6 +358,7 @@ class FilterStage:
         *,
         explain: bool,
         observe: PluginObserver | None,
+        with_nominated: dict[int, list[PodInfo]] | None = None,
     ) -> tuple[ScheduleResult, list[int]]:
         n = len(snapshot)
         infos = snapshot.node_infos
@@ -323,6 +380,8 @@ class FilterStage:
         feasible: list[int] = []
         errors: Counter[str] = Counter()
         evaluated = 0
+        # The snapshot copy the first passes swap nodes into (made on first need).
+        work: Snapshot | None = None
         for step in range(n):
             i = (start + step) % n
             evaluated += 1
@@ -330,6 +389,27 @@ class FilterStage:
                 result.examined.append(infos[i].name)
             reasons: list[str] = []
             erred = False
+            added = with_nominated.get(i) if with_nominated else None
+            if added:
+                # v1.14 podFitsOnNode, first pass: as if the nominated pods ran there.
+                if work is None:
+                    work = snapshot.copy()
+                reasons, erred = self._first_pass(
+                    pod,
+                    infos[i],
+                    added,
+                    work,
+                    result,
+                    errors,
+                    spent if observe is not None else None,
+                )
+                if erred:
+                    continue
+                if reasons:
+                    result.reasons.update(reasons)
+                    if explain:
+                        result.failed[infos[i].name] = tuple(reasons)
+                    continue
             for plugin, meta, row_masks in checks:
                 if row_masks is not None:
                     got = [reason for reason, mask in row_masks if mask[i]]
@@ -371,6 +451,54 @@ class FilterStage:
         result.evaluated = evaluated
         result.feasible = len(feasible)
         return result, feasible
+
+    def _first_pass(
+        self,
+        pod: PodInfo,
+        info: NodeInfo,
+        added: list[PodInfo],
+        work: Snapshot,
+        result: ScheduleResult,
+        errors: Counter[str],
+        spent: dict[str, float] | None,
+    ) -> tuple[list[str], bool]:
+        """The predicates on ``info`` with the nominated pods ``added`` (v1.14
+        ``addNominatedPods``): their metadata recomputed over ``work`` holding the changed
+        node (v1.14 updates its metadata with ``meta.AddPod``), which is put back after.
+
+        Returns:
+            (the reasons the node fails, whether a predicate erred: its error is counted in
+            ``errors``, as the loop counts them).
+
+        Raises:
+            PredicateError: a predicate's metadata cannot be computed (fails the attempt).
+        """
+        changed = info.clone()
+        for other in added:
+            changed.add_pod(other)
+        work.replace_node_info(changed)
+        try:
+            active = self._active_filters(pod, work)
+        finally:
+            work.replace_node_info(info)
+        reasons: list[str] = []
+        for plugin, meta in active:
+            if spent is None:
+                status = plugin.filter(pod, meta, changed)
+            else:
+                started = time.perf_counter()
+                status = plugin.filter(pod, meta, changed)
+                seconds = time.perf_counter() - started
+                spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
+            if status.code is Code.ERROR:
+                errors["; ".join(status.reasons)] += 1
+                return reasons, True
+            if status.reasons:
+                reasons.extend(status.reasons)
+                result.failed_plugins.add(plugin.name)
+                if not self.check_all:
+                    break
+        return reasons, False
 
 
 class ScoreStage:

@@ -46,17 +46,19 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 import msgspec
 
 from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.core.preemption import NominatedPods
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import Pod, PodAffinityTerm, PodStatus
 
 __all__ = [
+    "Nominations",
     "QueueName",
     "QueuedPodInfo",
     "SchedulingQueue",
@@ -250,6 +252,11 @@ class SchedulingQueue:
     @property
     def in_flight_count(self) -> int:
         return len(self._in_flight)
+
+    @property
+    def in_flight_keys(self) -> Collection[str]:
+        """Keys of the popped pods not given back yet."""
+        return self._in_flight.keys()
 
     def __len__(self) -> int:
         """Every pod the queue knows, in flight included."""
@@ -618,3 +625,91 @@ class SchedulingQueue:
         e.backoff_attempts = 0
         e.backoff_updated_at = None
         e.backoff_expiry = 0.0
+
+
+class Nominations:
+    """The pending pods nominated to nodes (v1.14 ``PriorityQueue.nominatedPods``), handed out
+    copy-on-write.
+
+    v1.14 adds a pod on Add, Update (``nominatedPodMap.update``: delete then add, so the map
+    holds the latest pod object), AddUnschedulableIfNotPresent, and removes it on Delete and
+    when it is assumed. Podium keeps the map from the store's changes only: a pending pod
+    whose ``status.nominatedNodeName`` is set is here under that node; it leaves when the
+    nomination is cleared, when it is bound, deleted or stops being pending. A pod popped for
+    scheduling stays (the filter skips the pod itself, as v1.14 compares UIDs).
+
+    :meth:`view` answers one immutable :class:`NominatedPods`, rebuilt only after a change,
+    so every pop between two changes shares the same object.
+    """
+
+    __slots__ = ("_pods", "_view")
+
+    def __init__(self) -> None:
+        # Working state (never handed out): pod key -> (node, pod), in nomination order.
+        self._pods: dict[str, tuple[str, PodInfo]] = {}
+        self._view: NominatedPods | None = None
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._pods
+
+    def node_of(self, key: str) -> str | None:
+        """The node the pod with ``key`` is nominated to, or None."""
+        entry = self._pods.get(key)
+        return entry[0] if entry is not None else None
+
+    def set(self, pod: PodInfo) -> bool:
+        """Record a pending pod's latest version: nominated to its
+        ``status.nominatedNodeName``, or not nominated when that is empty.
+
+        Returns:
+            Whether the nominations changed (a nominated pod's new version is a change: the
+            filter must see its latest spec).
+        """
+        node = pod.pod.status.nominated_node_name
+        if not node:
+            return self.delete(pod.key)
+        old = self._pods.get(pod.key)
+        if old is not None and old[0] == node and old[1] is pod:
+            return False
+        # Delete then add, as nominatedPodMap.update: the pod goes last on its node.
+        self._pods.pop(pod.key, None)
+        self._pods[pod.key] = (node, pod)
+        self._view = None
+        return True
+
+    def delete(self, key: str) -> bool:
+        """Forget the pod with ``key`` (bound, deleted, no longer pending).
+
+        Returns:
+            Whether it was nominated.
+        """
+        if self._pods.pop(key, None) is None:
+            return False
+        self._view = None
+        return True
+
+    def view(self, in_flight: Collection[str] = ()) -> NominatedPods | None:
+        """The nominations as an immutable :class:`NominatedPods` (None when there are none);
+        the same object until the next change. Callers must never mutate it.
+
+        Pods in ``in_flight`` (popped and not given back) are left out: Podium schedules one
+        pod at a time, so such a pod is assumed and awaiting its bind, and v1.14 drops a pod's
+        nomination when it is assumed (its space is in the cache then, not to count twice).
+        """
+        if not self._pods:
+            return None
+        if any(key in self._pods for key in in_flight):
+            partial = NominatedPods()
+            for key, (node, pod) in self._pods.items():
+                if key not in in_flight:
+                    partial.add(pod, node)
+            return partial if len(partial) else None
+        if self._view is None:
+            view = NominatedPods()
+            for node, pod in self._pods.values():
+                view.add(pod, node)
+            self._view = view
+        return self._view

@@ -61,6 +61,7 @@ class PodOutcome:
     message: str | None
     attempts: int
     result: ScheduleResult
+    preempted: list[str] = field(default_factory=list)
 
 
 def _key(obj: KubeObject) -> str:
@@ -158,9 +159,14 @@ def build_cluster(
 
 
 def final_node_infos(cluster: Cluster, outcomes: Sequence[PodOutcome]) -> dict[str, NodeInfo]:
-    """The nodes with every placement of ``outcomes`` applied (for utilisation summaries)."""
+    """The nodes with every placement and eviction of ``outcomes`` applied (for utilisation
+    summaries)."""
     infos = {name: info.clone() for name, info in cluster.infos.items()}
+    evicted = {key for o in outcomes for key in o.preempted}
+    for info in infos.values():
+        for pod in [p for p in info.pods if p.key in evicted]:
+            info.remove_pod(pod)
     for o in outcomes:
-        if o.node is not None:
+        if o.node is not None and o.pod.key not in evicted:
             infos[o.node].add_pod(o.pod)
     return infos

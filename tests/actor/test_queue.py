@@ -685,3 +685,182 @@ def test_popped_pod_info_is_the_pods() -> None:
     # PodInfo is what the actor hands out; its priority is spec.priority or 0.
     assert PodInfo(pending("p", 7)).priority == 7
     assert PodInfo(make_pod("q").obj()).priority == 0
+
+
+# --------------------------------------------------------------------------- nominated pods
+
+
+def nominated_pod(name: str, node: str, priority: int = 0) -> o.Pod:
+    b = make_pod(name).uid(f"uid-{name}").priority(priority)
+    return (b.nominated(node) if node else b).obj()
+
+
+def nominations(got: Popped) -> dict[str, list[str]]:
+    if got.nominated is None:
+        return {}
+    out: dict[str, list[str]] = {}
+    for node, pod in got.nominated:
+        out.setdefault(node, []).append(pod.name)
+    return out
+
+
+async def test_nominated_pods_for_node_and_pods_in_flight_left_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # scheduling_queue_test.go@v1.14 TestPriorityQueue_NominatedPodsForNode: mpp and up are
+    # nominated to node1, hpp is not; popping hpp leaves node1's list as it was.
+    async with running() as h:
+        h.commit(
+            change("Added", nominated_pod("mpp", "node1", 500)),
+            change("Added", nominated_pod("up", "node1", 0)),
+            change("Added", nominated_pod("hpp", "", 1000)),
+        )
+        got = await h.popped()
+        assert got.pod.name == "hpp"
+        assert got.nominated is not None
+        assert [p.name for p in got.nominated.pods_for_node("node1")] == ["mpp", "up"]
+        assert got.nominated.pods_for_node("node2") == []
+        # A pod in flight (being scheduled, or assumed and awaiting its bind) is left out of
+        # the view: v1.14 drops a nomination when its pod is assumed.
+        again = await h.popped()
+        assert again.pod.name == "mpp" and nominations(again) == {"node1": ["up"]}
+
+
+async def test_the_same_view_is_handed_out_until_nominations_change(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The nominated pods have the lowest priority, so they stay queued (a pod in flight is
+    # left out of the view) while the others are popped.
+    async with running() as h:
+        h.commit(
+            change("Added", nominated_pod("a", "n1", -10)),
+            change("Added", pending("b")),
+            change("Added", pending("c")),
+            change("Added", pending("d", -5)),
+        )
+        first = await h.popped()
+        second = await h.popped()
+        assert first.nominated is second.nominated is not None
+        # A change elsewhere (a node, an un-nominated pod) keeps the view.
+        h.commit(change("Added", make_node("n1").obj()), change("Added", pending("e")))
+        third = await h.popped()
+        assert third.nominated is first.nominated
+        # A nomination is a change: a new object; the one handed out is left as it was.
+        h.commit(
+            change("Modified", nominated_pod("d", "n2", -5), old=pending("d", -5)),
+            change("Added", pending("f")),
+        )
+        fourth = await h.popped()
+        assert fourth.nominated is not first.nominated
+        assert nominations(first) == {"n1": ["a"]}
+        assert nominations(fourth) == {"n1": ["a"], "n2": ["d"]}
+
+
+@dataclass(frozen=True)
+class NominationCase:
+    name: str
+    changes: Callable[[], list[Change]]
+    want: dict[str, list[str]]
+
+
+def _nominated_a() -> o.Pod:
+    return nominated_pod("a", "n1")
+
+
+NOMINATION_CASES = [
+    NominationCase(
+        "added nominated",
+        lambda: [change("Added", _nominated_a())],
+        {"n1": ["a"]},
+    ),
+    NominationCase(
+        "modified to nominated",
+        lambda: [change("Added", pending("a")), change("Modified", _nominated_a(), pending("a"))],
+        {"n1": ["a"]},
+    ),
+    NominationCase(
+        "nominated to another node moves and goes last",
+        lambda: [
+            change("Added", _nominated_a()),
+            change("Added", nominated_pod("b", "n2")),
+            change("Modified", nominated_pod("a", "n2"), _nominated_a()),
+        ],
+        {"n2": ["b", "a"]},
+    ),
+    NominationCase(
+        "nomination cleared",
+        lambda: [change("Added", _nominated_a()), change("Modified", pending("a"), _nominated_a())],
+        {},
+    ),
+    NominationCase(
+        "bound",
+        lambda: [
+            change("Added", _nominated_a()),
+            change("Bound", make_pod("a").uid("uid-a").nominated("n1").node("n1").obj(), node="n1"),
+        ],
+        {},
+    ),
+    NominationCase(
+        "modified to assigned",
+        lambda: [
+            change("Added", _nominated_a()),
+            change("Modified", make_pod("a").uid("uid-a").node("n1").obj(), _nominated_a()),
+        ],
+        {},
+    ),
+    NominationCase(
+        "modified to terminating",
+        lambda: [
+            change("Added", _nominated_a()),
+            change(
+                "Modified", make_pod("a").uid("uid-a").nominated("n1").terminating().obj(), None
+            ),
+        ],
+        {},
+    ),
+    NominationCase(
+        "deleted",
+        lambda: [change("Added", _nominated_a()), change("Deleted", _nominated_a())],
+        {},
+    ),
+    NominationCase(
+        "preempted",
+        lambda: [change("Added", _nominated_a()), change("Preempted", _nominated_a())],
+        {},
+    ),
+    NominationCase(
+        "another scheduler's pod is not ours",
+        lambda: [change("Added", make_pod("a").nominated("n1").spec(schedulerName="x").obj())],
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", NOMINATION_CASES, ids=lambda c: c.name)
+async def test_nominations_follow_pod_changes(
+    case: NominationCase, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with running() as h:
+        h.commit(*case.changes())
+        h.commit(change("Added", pending("probe", priority=10**6)))
+        got = await h.popped()
+        assert got.pod.name == "probe"
+        assert nominations(got) == case.want
+        assert (got.nominated is None) == (not case.want)
+
+
+async def test_recovered_nominations(autojump_clock: trio.testing.MockClock) -> None:
+    objects: list[o.KubeObject] = [
+        make_node("n1").obj(),
+        nominated_pod("a", "n1", 5),
+        make_pod("bound").node("n1").nominated("n1").obj(),
+        nominated_pod("b", "n1"),
+    ]
+    async with running() as h:
+        h.send(Recovered(revision=3, objects=objects))
+        got = await h.popped()
+        # "a" is in flight now: left out; "b" waits, nominated.
+        assert got.pod.name == "a" and nominations(got) == {"n1": ["b"]}
+        h.commit(change("Modified", pending("b"), old=nominated_pod("b", "n1")))
+        got = await h.popped()
+        assert got.pod.name == "b" and nominations(got) == {}

@@ -234,7 +234,10 @@ async def test_unschedulable_pods_are_retried_after_node_and_pod_changes(daemon:
 
             await until(lambda e: e.type == "Bound" and e.name == "hog")
             ev = await until(lambda e: e.type == "Unschedulable" and e.name == "big")
-            assert ev.message == "0/1 nodes are available: 1 Insufficient cpu."
+            assert (
+                ev.message
+                == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+            )
             await until(lambda e: e.type == "Unschedulable" and e.name == "mid")
             # A new node that fits "big": the queue moves it back and it is bound there.
             await cl.put([_node("large", cpu="4")])

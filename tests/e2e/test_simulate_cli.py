@@ -144,7 +144,10 @@ def test_stdin_and_a_kind_list_load_as_kubectl_prints_them() -> None:
     assert proc.returncode == 0, proc.stderr
     pods = {p["name"]: p for p in json.loads(proc.stdout)["pods"]}
     assert pods["small"]["node"] == "n1"
-    assert pods["big"]["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert pods["big"]["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
 
 
 def test_bad_input_fails_naming_file_object_and_field(tmp_path: Path) -> None:

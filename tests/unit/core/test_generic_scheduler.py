@@ -14,12 +14,16 @@ from builders import make_node, make_pod
 from podium.actors.core.columns import NodeColumns
 from podium.actors.core.generic_scheduler import (
     Algorithm,
+    FilterStage,
     fit_error_message,
     num_feasible_nodes_to_find,
 )
 from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.actors.core.preemption import NominatedPods
 from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, ReasonMasks, Status, unschedulable
+from podium.actors.framework import SKIP, PluginArgs, ReasonMasks, Status, unschedulable
+from podium.actors.plugins import names
+from podium.actors.plugins.node_resources_fit import PodFitsResources
 
 
 @dataclass(frozen=True)
@@ -187,3 +191,18 @@ def test_highest_total_wins_and_ties_break_at_random_repeatably() -> None:
         for _ in range(3)
     ]
     assert len(set(again)) == 1
+
+
+def test_nominated_pods_use_the_loop_walk_and_dry_keeps_the_start_index() -> None:
+    # v1.14 podFitsOnNode: a pod nominated to n2 (equal priority, 3 of 4 cpu) takes the room
+    # an incoming 2-cpu pod needs there; the walk examines n2, n3, n0, n1 from start index 2.
+    snap = _snapshot(4)
+    nominated = NominatedPods()
+    nominated.add(make_pod("preemptor").priority(10).req(cpu="3").info(), "n2")
+    stage = FilterStage([PodFitsResources(PluginArgs(name=names.POD_FITS_RESOURCES))])
+    stage.next_start_index = 2
+    incoming = make_pod("p").priority(10).req(cpu="2").info()
+    result, feasible = stage.run(incoming, snap, explain=True, dry=True, nominated=nominated)
+    assert result.examined == ["n2", "n3", "n0", "n1"]
+    assert result.failed == {"n2": ("Insufficient cpu",)}
+    assert feasible == [3, 0, 1] and stage.next_start_index == 2

@@ -89,7 +89,10 @@ def test_unplaceable_pod_is_tried_once_and_keeps_its_message() -> None:
     (outcome,) = run(objs)
     assert outcome.node is None
     assert outcome.attempts == 1
-    assert outcome.message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert (
+        outcome.message
+        == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
 
 
 def test_capacity_used_by_earlier_placements_is_seen_by_later_pods() -> None:
@@ -157,3 +160,42 @@ def test_priority_class_resolution_and_unknown_class() -> None:
 def test_later_object_with_the_same_name_replaces_the_earlier() -> None:
     objs = [_node("n1", "a", cpu="1"), _node("n1", "a", cpu="8"), make_pod("p").req(cpu="4").obj()]
     assert [x.node for x in run(objs)] == ["n1"]
+
+
+def test_a_high_priority_pod_preempts_and_its_entry_names_the_evicted() -> None:
+    objs = [
+        _node("n1", "a", cpu="2"),
+        _class("low", 10),
+        _class("high", 1000),
+        make_pod("low-a").req(cpu="1").spec(priorityClassName="low").node("n1").obj(),
+        make_pod("low-b").req(cpu="1").spec(priorityClassName="low").node("n1").obj(),
+        make_pod("urgent").req(cpu="1500m").spec(priorityClassName="high").obj(),
+    ]
+    (outcome,) = run(objs)
+    assert outcome.pod.name == "urgent"
+    assert sorted(outcome.preempted) == ["default/low-a", "default/low-b"]
+    # Evicted, then retried when the victims' deletion moved it back: placed on n1.
+    assert (outcome.node, outcome.attempts) == ("n1", 2)
+
+
+def test_preemption_policy_never_keeps_the_pod_pending() -> None:
+    never = decode(
+        o.PriorityClass,
+        {
+            "kind": "PriorityClass",
+            "metadata": {"name": "high-never"},
+            "value": 1000,
+            "preemptionPolicy": "Never",
+        },
+    )
+    objs = [
+        _node("n1", "a", cpu="1"),
+        _class("low", 10),
+        never,
+        make_pod("low-a").req(cpu="1").spec(priorityClassName="low").node("n1").obj(),
+        make_pod("polite").req(cpu="1").spec(priorityClassName="high-never").obj(),
+    ]
+    (outcome,) = run(objs)
+    assert outcome.node is None and not outcome.preempted
+    assert outcome.message is not None
+    assert outcome.message.startswith("0/1 nodes are available: 1 Insufficient cpu. preemption: ")
