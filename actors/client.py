@@ -223,14 +223,13 @@ async def _open_stream(server: str) -> trio.abc.Stream:
 class _WatchState:
     """What the reader knows of one watch: where its events go and how it ended."""
 
-    __slots__ = ("error", "id", "last_revision", "receive", "send", "server_ended")
+    __slots__ = ("error", "id", "receive", "send", "server_ended")
 
     def __init__(self, watch_id: int, buffer: int) -> None:
         self.id = watch_id
         self.send, self.receive = trio.open_memory_channel[WatchReply | Event](buffer)
         self.error: ErrorReply | None = None
         self.server_ended = False
-        self.last_revision: int | None = None
 
 
 class WatchStream:
@@ -530,9 +529,7 @@ class Client:
                     # The consumer is behind: wait for it rather than drop or end the watch.
                     await state.send.send(msg)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return
-            if isinstance(msg, Event) or state.last_revision is None:
-                state.last_revision = msg.revision
+                pass
             return
         if isinstance(msg, ErrorReply):
             state.error = msg

@@ -299,10 +299,6 @@ class Gateway:
         self._stopping = False
 
     @property
-    def connections(self) -> int:
-        return len(self._connections)
-
-    @property
     def revision(self) -> int:
         return self._hub.revision
 
