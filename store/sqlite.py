@@ -174,7 +174,7 @@ class _Database:
                 except Exception as exc:  # every job's failure goes back to its caller
                     result = (False, exc)
                 with contextlib.suppress(trio.RunFinishedError):
-                    token.run_sync_soon(_deliver, answer, result)
+                    token.run_sync_soon(_replier(answer, result))
         finally:
             await conn.close()
 
@@ -199,11 +199,6 @@ class _Database:
         with contextlib.suppress(RuntimeError):  # the loop already ended
             self._loop.call_soon_threadsafe(self._jobs.put_nowait, None)
         await self._done.wait()
-
-
-def _deliver(channel: trio.MemorySendChannel[Any], value: Any) -> None:
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
-        channel.send_nowait(value)
 
 
 def _store_error(exc: BaseException) -> BaseException:
