@@ -80,6 +80,7 @@ from podium.actors.plugins import (
     node_pressure,
     node_selector,
     node_unschedulable,
+    pod_topology_spread,
     taint_toleration,
     volume_binding,
     volume_zone,
@@ -149,6 +150,8 @@ UNRESOLVABLE_REASONS: frozenset[str] = frozenset(
         volume_zone.ERR_VOLUME_ZONE_CONFLICT,  # ErrVolumeZoneConflict
         volume_binding.ERR_VOLUME_NODE_CONFLICT,  # ErrVolumeNodeConflict
         volume_binding.ERR_VOLUME_BIND_CONFLICT,  # ErrVolumeBindConflict
+        # Adopted with PodTopologySpread: its Filter answers UnschedulableAndUnresolvable.
+        pod_topology_spread.ERR_REASON_NODE_LABEL_NOT_MATCH,
     }
 )
 """generic_scheduler.go@v1.14 ``unresolvablePredicateFailureErrors``, as reason strings: a node

@@ -54,6 +54,7 @@ import msgspec
 
 from podium.actors.core.nodeinfo import PodInfo
 from podium.actors.core.preemption import NominatedPods
+from podium.actors.plugins.pod_topology_spread import hard_constraints_select
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import Pod, PodAffinityTerm, PodStatus
 
@@ -120,7 +121,7 @@ class _Entry:
         self.unschedulable_since = 0.0
         self.cycle = 0
         self.updated_in_flight = False
-        self.has_affinity = bool(required_pod_affinity_terms(pod.pod))
+        self.has_affinity = _moved_by_assigned_pods(pod.pod)
 
 
 def required_pod_affinity_terms(pod: Pod) -> list[PodAffinityTerm]:
@@ -131,17 +132,27 @@ def required_pod_affinity_terms(pod: Pod) -> list[PodAffinityTerm]:
     return affinity.pod_affinity.required_during_scheduling_ignored_during_execution
 
 
+def _moved_by_assigned_pods(pod: Pod) -> bool:
+    """Whether a bound pod can move ``pod``: it has required pod-affinity terms, or
+    DoNotSchedule topology spread constraints (EvenPodsSpread, adopted from later Kubernetes,
+    whose queue moves a pod rejected by PodTopologySpread when a pod it counts is added)."""
+    return bool(required_pod_affinity_terms(pod)) or any(
+        c.when_unsatisfiable == "DoNotSchedule" for c in pod.spec.topology_spread_constraints
+    )
+
+
 def _affinity_term_matches(unschedulable: PodInfo, assigned: PodInfo) -> bool:
     """Whether any required affinity term of ``unschedulable`` selects ``assigned``
     (``getUnschedulablePodsWithMatchingAffinityTerm``: a term's namespaces default to the
-    defining pod's own, then ``PodMatchesTermsNamespaceAndSelector``)."""
+    defining pod's own, then ``PodMatchesTermsNamespaceAndSelector``), or one of its
+    DoNotSchedule spread constraints counts ``assigned`` (same namespace, selected)."""
     for term in required_pod_affinity_terms(unschedulable.pod):
         namespaces = term.namespaces or (unschedulable.namespace,)
         if assigned.namespace in namespaces and label_selector_matches(
             term.label_selector, assigned.labels
         ):
             return True
-    return False
+    return hard_constraints_select(unschedulable.pod, assigned)
 
 
 def _same_pod(e: _Entry, pod: PodInfo) -> bool:
@@ -213,8 +224,8 @@ class SchedulingQueue:
         self._backoff_q: list[tuple[float, int, str]] = []
         self._backoff_n = 0
         self._unschedulable_pods: dict[str, _Entry] = {}
-        # The unschedulable pods with required pod-affinity terms: the only ones an assigned
-        # pod can move (keeps Bound handling off the whole unschedulable set).
+        # The unschedulable pods with required pod-affinity terms (or DoNotSchedule spread
+        # constraints): the only ones an assigned pod can move (keeps Bound handling off the whole unschedulable set).
         self._unschedulable_with_affinity: dict[str, _Entry] = {}
         self._in_flight: dict[str, _Entry] = {}
         self._scheduling_cycle = 0
@@ -372,8 +383,9 @@ class SchedulingQueue:
     def assigned_pod_added(self, pod: PodInfo, now: float) -> int:
         """A pod was bound (v1.14 ``AssignedPodAdded``/``AssignedPodUpdated``).
 
-        Moves the unschedulable pods with a required pod-affinity term matching ``pod`` (to
-        backoffQ while backing off, else to activeQ), and records a move request even when none
+        Moves the unschedulable pods with a required pod-affinity term matching ``pod``, or a
+        DoNotSchedule spread constraint counting it (to backoffQ while backing off, else to
+        activeQ), and records a move request even when none
         matched, as v1.14 ``movePodsToActiveQueue`` does. Returns the number moved.
         """
         moved = [
@@ -527,7 +539,7 @@ class SchedulingQueue:
     def _set_pod(self, e: _Entry, pod: PodInfo) -> None:
         e.pod = pod
         e.uid = pod.pod.metadata.uid or e.uid
-        e.has_affinity = bool(required_pod_affinity_terms(pod.pod))
+        e.has_affinity = _moved_by_assigned_pods(pod.pod)
 
     def _update_in_flight(self, e: _Entry, pod: PodInfo) -> None:
         if is_pod_updated(e.pod.pod, pod.pod):

@@ -85,6 +85,13 @@ class Snapshot:
             self._columns = NodeColumns(self.node_infos)
         return self._columns
 
+    @property
+    def has_columns(self) -> bool:
+        """Whether :attr:`columns` is built already (reading it costs no build). A plugin whose
+        metadata can use the columns or walk the nodes asks this, so that a snapshot copy used
+        for a few what-if checks (preemption, nominated pods) is not made to build them."""
+        return self._columns is not None
+
     def __len__(self) -> int:
         return len(self.node_infos)
 

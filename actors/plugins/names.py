@@ -41,6 +41,8 @@ NO_VOLUME_ZONE_CONFLICT = "NoVolumeZoneConflict"
 CHECK_NODE_MEMORY_PRESSURE = "CheckNodeMemoryPressure"
 CHECK_NODE_PID_PRESSURE = "CheckNodePIDPressure"
 CHECK_NODE_DISK_PRESSURE = "CheckNodeDiskPressure"
+EVEN_PODS_SPREAD = "EvenPodsSpread"
+"""PodTopologySpread's filter, adopted from later Kubernetes (BRIEF.md, "Precise rules")."""
 MATCH_INTER_POD_AFFINITY = "MatchInterPodAffinity"
 
 PREDICATES_ORDERING: tuple[str, ...] = (
@@ -66,9 +68,11 @@ PREDICATES_ORDERING: tuple[str, ...] = (
     CHECK_NODE_MEMORY_PRESSURE,
     CHECK_NODE_PID_PRESSURE,
     CHECK_NODE_DISK_PRESSURE,
+    EVEN_PODS_SPREAD,
     MATCH_INTER_POD_AFFINITY,
 )
-"""v1.14 ``predicatesOrdering``: the canonical static order."""
+"""v1.14 ``predicatesOrdering``: the canonical static order, with EvenPodsSpread (adopted from
+later Kubernetes) just before MatchInterPodAffinity, where v1.16+ ``predicatesOrdering`` put it."""
 
 PREDICATE_ALIASES: dict[str, str] = {
     "ValidateNodeCondition": CHECK_NODE_CONDITION,
@@ -100,6 +104,7 @@ PREDICATE_ALIASES: dict[str, str] = {
     "PIDPressureCheck": CHECK_NODE_PID_PRESSURE,
     "InterPodAffinity": MATCH_INTER_POD_AFFINITY,
     "InterPodAffinityMatches": MATCH_INTER_POD_AFFINITY,
+    "PodTopologySpread": EVEN_PODS_SPREAD,
 }
 
 MAX_PD_VOLUME_COUNT_GROUP = "MaxPDVolumeCountPredicate"
@@ -151,6 +156,8 @@ TAINT_TOLERATION = "TaintTolerationPriority"
 IMAGE_LOCALITY = "ImageLocalityPriority"
 NODE_LABEL = "NodeLabelPriority"
 SERVICE_ANTI_AFFINITY = "ServiceAntiAffinityPriority"
+EVEN_PODS_SPREAD_PRIORITY = "EvenPodsSpreadPriority"
+"""PodTopologySpread's score on the 0-10 scale, adopted from later Kubernetes (not a default)."""
 
 PRIORITIES: tuple[str, ...] = (
     EQUAL_PRIORITY,
@@ -164,6 +171,7 @@ PRIORITIES: tuple[str, ...] = (
     NODE_AFFINITY,
     TAINT_TOLERATION,
     IMAGE_LOCALITY,
+    EVEN_PODS_SPREAD_PRIORITY,
 )
 """Priorities that can be named without an argument."""
 
@@ -173,6 +181,7 @@ PRIORITY_ALIASES: dict[str, str] = {
     "BalancedDistribution": BALANCED_RESOURCE_ALLOCATION,
     "ServiceSpreading": SERVICE_SPREADING,
     "UniformPriority": EQUAL_PRIORITY,
+    "PodTopologySpread": EVEN_PODS_SPREAD_PRIORITY,
 }
 
 # Priorities that exist only with a policy argument (their entry may bear any name).

@@ -76,6 +76,7 @@ PREDICATE_MODULES: Mapping[str, tuple[str, ...]] = {
         names.CHECK_NODE_DISK_PRESSURE,
     ),
     "inter_pod_affinity": (names.MATCH_INTER_POD_AFFINITY,),
+    "pod_topology_spread": (names.EVEN_PODS_SPREAD,),
 }
 """Predicate module (in :data:`PACKAGE`) -> the canonical names its FACTORIES must provide."""
 
@@ -92,8 +93,12 @@ PRIORITY_MODULES: Mapping[str, tuple[str, ...]] = {
     "node_prefer_avoid_pods": (names.NODE_PREFER_AVOID_PODS,),
     "node_label": (names.NODE_LABEL,),
     "equal_priority": (names.EQUAL_PRIORITY,),
+    "pod_topology_spread": (names.EVEN_PODS_SPREAD_PRIORITY,),
 }
-"""Priority module (in :data:`PACKAGE`) -> the canonical names its FACTORIES must provide."""
+"""Priority module (in :data:`PACKAGE`) -> the canonical names its FACTORIES must provide.
+
+A module may appear here and in :data:`PREDICATE_MODULES` (``pod_topology_spread`` holds both
+halves of Kubernetes' PodTopologySpread); its FACTORIES must then provide both sets of names."""
 
 _PREDICATE_OWNER = {name: module for module, owned in PREDICATE_MODULES.items() for name in owned}
 _PRIORITY_OWNER = {name: module for module, owned in PRIORITY_MODULES.items() for name in owned}
@@ -111,7 +116,7 @@ class PluginModuleMissing(ImportError):
 def module_factories(module: str) -> Mapping[str, Callable[..., object]]:
     """The FACTORIES of one plugin module, checked against the names the registry expects."""
     qualified = f"{PACKAGE}.{module}"
-    owned = PREDICATE_MODULES.get(module) or PRIORITY_MODULES.get(module) or ()
+    owned = (*PREDICATE_MODULES.get(module, ()), *PRIORITY_MODULES.get(module, ()))
     try:
         loaded = importlib.import_module(qualified)
     except ModuleNotFoundError as exc:
@@ -139,7 +144,8 @@ def factories() -> Mapping[str, Callable[..., object]]:
     """
     merged: dict[str, Callable[..., object]] = {}
     origin: dict[str, str] = {}
-    for module in (*PREDICATE_MODULES, *PRIORITY_MODULES):
+    # dict.fromkeys: a module listed as both predicate and priority module is merged once.
+    for module in dict.fromkeys((*PREDICATE_MODULES, *PRIORITY_MODULES)):
         for name, factory in module_factories(module).items():
             if name in merged:
                 raise RegistryError(
