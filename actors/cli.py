@@ -20,6 +20,7 @@ from typing import Any, TextIO
 import msgspec
 import trio
 
+from podium.actors.bench import register_bench_command
 from podium.actors.commands import register as register_client_commands
 from podium.actors.core.nodeinfo import NodeInfo
 from podium.actors.core.simulation import (
@@ -434,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.set_defaults(func=cmd_serve)
     register_client_commands(sub)
     register_db_commands(sub)
+    register_bench_command(sub)
     return parser
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "MAX_PRIORITY",
     "SKIP",
     "SUCCESS",
+    "ArrayNormalizePlugin",
     "Code",
     "CycleState",
     "FilterPlugin",
@@ -111,7 +112,12 @@ ReasonMasks = list[tuple[str, "npt.NDArray[np.bool_]"]]
 
 @runtime_checkable
 class FilterPlugin(Protocol):
-    """A predicate (v1.14 FitPredicate)."""
+    """A predicate (v1.14 FitPredicate).
+
+    A predicate whose answer for a node depends only on the pod's spec and that node's
+    NodeInfo sets the class attribute ``node_local = True``: pods with the same spec then share
+    its verdicts (:mod:`podium.actors.core.equivalence`).
+    """
 
     name: str
 
@@ -173,6 +179,21 @@ class VectorScorePlugin(ScorePlugin, Protocol):
         self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         """Raw map scores for ``rows`` of ``cols``; must equal :meth:`score` row by row."""
+        ...
+
+
+@runtime_checkable
+class ArrayNormalizePlugin(Protocol):
+    """A vector priority whose reduce step also runs on an array of map scores."""
+
+    def normalize_columns(
+        self,
+        pod: PodInfo,
+        meta: object,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.int64]:
+        """The normalised scores; must equal :meth:`ScorePlugin.normalize` element by element."""
         ...
 
 

@@ -33,6 +33,7 @@ until a row changes them; so are annotation values (``annotation(key)``) and per
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,6 +45,7 @@ from podium.protocol.objects import Taint
 __all__ = ["NodeColumns"]
 
 I64 = np.int64
+_EPOCHS = itertools.count(1)
 
 # column name -> (condition type, the status that makes the flag True, or "!" + the status that
 # keeps it False: the flag is set when the condition is present with any other status).
@@ -94,6 +96,11 @@ class NodeColumns:
         self.infos = list(infos)
         n = len(self.infos)
         self.n = n
+        # Change tracking for equivalence classes: a fresh epoch per set of rows, a version
+        # bumped by every update_row and stamped on the row it changed.
+        self.epoch = next(_EPOCHS)
+        self.version = 0
+        self.row_version = np.zeros(n, dtype=np.int64)
         self.names = [i.name for i in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
 
@@ -159,6 +166,8 @@ class NodeColumns:
 
     def update_row(self, i: int, info: NodeInfo, *, labels_changed: bool = True) -> None:
         """Refresh row ``i`` from ``info`` (after a pod was added/removed or the node changed)."""
+        self.version += 1
+        self.row_version[i] = self.version
         self.infos[i] = info
         self._fill(i, info)
         for name, (alloc, req) in self._scalar.items():

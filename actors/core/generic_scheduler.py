@@ -26,6 +26,7 @@ without nominated pods; with none the vector walk runs unchanged.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections import Counter
@@ -33,13 +34,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from podium.actors.core.columns import NodeColumns
+from podium.actors.core.equivalence import (
+    Blame,
+    EquivalenceCache,
+    ScoreCache,
+    Verdict,
+    is_node_local,
+)
 from podium.actors.core.nodeinfo import NodeInfo, PodInfo
 from podium.actors.core.snapshot import Snapshot
 from podium.actors.framework import (
     SKIP,
+    ArrayNormalizePlugin,
     Code,
     FilterPlugin,
     PredicateError,
@@ -49,6 +60,7 @@ from podium.actors.framework import (
     VectorScorePlugin,
 )
 from podium.actors.plugins.volume_binding import pod_passes_basic_checks
+from podium.protocol.objects import enc_hook
 
 if TYPE_CHECKING:
     # preemption imports this module (fit_error_message): only the type is needed here.
@@ -144,6 +156,10 @@ class ScheduleResult:
     totals: dict[str, int] = field(default_factory=dict)
 
 
+_SPEC_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
+"""Encodes a pod's spec as its equivalence class key."""
+
+
 class FilterStage:
     """The filter half of an attempt: predicates in order from the carried start index.
 
@@ -154,6 +170,8 @@ class FilterStage:
         filters: predicates in the order they run.
         percentage_of_nodes_to_score: 0 (adaptive) to 100.
         always_check_all_predicates: record every failing predicate, not only the first.
+        equivalence_classes: share node-local verdicts between pods with the same spec
+            (:mod:`~podium.actors.core.equivalence`); off only to show they change nothing.
     """
 
     def __init__(
@@ -162,6 +180,7 @@ class FilterStage:
         *,
         percentage_of_nodes_to_score: int = 0,
         always_check_all_predicates: bool = False,
+        equivalence_classes: bool = True,
     ) -> None:
         self.filters = list(filters)
         self.percentage = percentage_of_nodes_to_score
@@ -169,6 +188,8 @@ class FilterStage:
         self.next_start_index = 0
         # isinstance against a runtime-checkable Protocol costs ~25 us: decide once, not per pod.
         self._vector_filters = {id(p) for p in self.filters if isinstance(p, VectorFilterPlugin)}
+        self._node_local = {id(p) for p in self.filters if is_node_local(p)}
+        self.equivalence = EquivalenceCache() if equivalence_classes else None
 
     def run(
         self,
@@ -303,30 +324,28 @@ class FilterStage:
     ) -> tuple[ScheduleResult, list[int]]:
         cols = snapshot.columns
         n = cols.n
-        alive = np.ones(n, dtype=bool)
-        # Per predicate: its name, the rows that report its reasons, its (reason, mask) pairs.
-        blamed: list[tuple[str, npt.NDArray[np.bool_], ReasonMasks]] = []
-        for plugin, meta in active:
-            vector = cast(VectorFilterPlugin, plugin)
-            if observe is None:
-                masks = vector.filter_columns(pod, meta, cols)
-            else:
-                started = time.perf_counter()
-                masks = vector.filter_columns(pod, meta, cols)
-                seconds = time.perf_counter() - started
-                rejected = any(bool(m.any()) for _, m in masks)
-                observe(plugin.name, "Filter", "Unschedulable" if rejected else "Success", seconds)
-            if not masks:
-                continue
-            fails = np.logical_or.reduce([m for _, m in masks])
-            blamed.append((plugin.name, fails if self.check_all else fails & alive, masks))
-            alive &= ~fails
-        order = np.roll(np.arange(n), -start)
-        fit_in_order = alive[order]
+        verdict: Verdict | None = None
+        key: bytes | None = None
+        if (
+            self.equivalence is not None
+            and not self.check_all
+            and all(id(p) in self._node_local for p, _ in active)
+        ):
+            key = _SPEC_ENCODER.encode(pod.pod.spec)
+            if not explain and observe is None:
+                verdict = self.equivalence.lookup(key, pod, cols, active)
+        if verdict is None:
+            verdict = self._verdict(pod, cols, active, observe)
+            if key is not None and self.equivalence is not None:
+                self.equivalence.store(key, verdict)
+        alive, blamed = verdict.alive, verdict.blamed
+        # The walk starts at ``start`` and wraps: rotate by slicing (np.roll copies twice).
+        fit_in_order = np.concatenate((alive[start:], alive[:start])) if start else alive
         counts = np.cumsum(fit_in_order)
         total = int(counts[-1])
         evaluated = n if total < want else int(np.searchsorted(counts, want)) + 1
-        examined = order[:evaluated]
+        examined = np.arange(start, start + evaluated)
+        examined[examined >= n] -= n
         feasible = examined[fit_in_order[:evaluated]].tolist()
         in_walk = np.zeros(n, dtype=bool)
         in_walk[examined] = True
@@ -347,6 +366,34 @@ class FilterStage:
                         reasons.extend(reason for reason, mask in masks if mask[i])
                 result.failed[cols.names[i]] = tuple(reasons)
         return result, feasible
+
+    def _verdict(
+        self,
+        pod: PodInfo,
+        cols: NodeColumns,
+        active: list[tuple[FilterPlugin, object]],
+        observe: PluginObserver | None,
+    ) -> Verdict:
+        """Every active predicate's vector form over every row, in order."""
+        alive = np.ones(cols.n, dtype=bool)
+        # Per predicate: its name, the rows that report its reasons, its (reason, mask) pairs.
+        blamed: list[Blame] = []
+        for plugin, meta in active:
+            vector = cast(VectorFilterPlugin, plugin)
+            if observe is None:
+                masks = vector.filter_columns(pod, meta, cols)
+            else:
+                started = time.perf_counter()
+                masks = vector.filter_columns(pod, meta, cols)
+                seconds = time.perf_counter() - started
+                rejected = any(bool(m.any()) for _, m in masks)
+                observe(plugin.name, "Filter", "Unschedulable" if rejected else "Success", seconds)
+            if not masks:
+                continue
+            fails = np.logical_or.reduce([m for _, m in masks])
+            blamed.append((plugin.name, fails if self.check_all else fails & alive, masks))
+            alive &= ~fails
+        return Verdict(alive, blamed, cols.epoch, cols.version)
 
     def _fit_loop(
         self,
@@ -510,14 +557,28 @@ class ScoreStage:
     Args:
         scorers: (priority, weight) pairs.
         rng: the tie-break's random source.
+        equivalence_classes: keep node-local map scores per class of pods with the same spec
+            (:class:`~podium.actors.core.equivalence.ScoreCache`).
     """
 
     def __init__(
-        self, scorers: Sequence[tuple[ScorePlugin, int]], *, rng: random.Random | None = None
+        self,
+        scorers: Sequence[tuple[ScorePlugin, int]],
+        *,
+        rng: random.Random | None = None,
+        equivalence_classes: bool = True,
     ) -> None:
         self.scorers = list(scorers)
         self.rng = rng if rng is not None else random.Random()
         self._vector_scorers = {id(p) for p, _ in self.scorers if isinstance(p, VectorScorePlugin)}
+        # Priorities whose reduce step also runs on arrays (``normalize_columns``).
+        self._normalize_columns: dict[int, Callable[..., npt.NDArray[np.int64]]] = {
+            id(p): p.normalize_columns
+            for p, _ in self.scorers
+            if id(p) in self._vector_scorers and isinstance(p, ArrayNormalizePlugin)
+        }
+        self._node_local = {id(p) for p, _ in self.scorers if is_node_local(p)}
+        self.classes = ScoreCache() if equivalence_classes else None
 
     def run(
         self,
@@ -571,9 +632,36 @@ class ScoreStage:
             return totals
         per_plugin: list[tuple[str, list[int]]] = []
         row_array = np.asarray(rows, dtype=np.intp)
+        key: bytes | None = None  # the pod's class, encoded when a cached priority needs it
         for plugin, weight in self.scorers:
             started = time.perf_counter() if observe is not None else 0.0
             meta = plugin.pre_score(pod, snapshot, infos)
+            normalize_columns = self._normalize_columns.get(id(plugin))
+            if normalize_columns is not None:
+                # The array path: no Python list per priority (the common case).
+                if meta is SKIP:
+                    columns = np.zeros(len(infos), dtype=np.int64)
+                else:
+                    vector = cast(VectorScorePlugin, plugin)
+                    cols = snapshot.columns
+                    if self.classes is not None and id(plugin) in self._node_local:
+                        if key is None:
+                            key = _SPEC_ENCODER.encode(pod.pod.spec)
+                        columns = self.classes.raw(
+                            (key, id(plugin)),
+                            cols,
+                            row_array,
+                            functools.partial(vector.score_columns, pod, meta, cols),
+                        )
+                    else:
+                        columns = vector.score_columns(pod, meta, cols, row_array)
+                array = normalize_columns(pod, meta, infos, columns)
+                if observe is not None:
+                    observe(plugin.name, "Score", "Success", time.perf_counter() - started)
+                totals += array * weight
+                if explain is not None:
+                    per_plugin.append((plugin.name, array.tolist()))
+                continue
             if meta is SKIP:
                 raw = [0] * len(infos)
             elif id(plugin) in self._vector_scorers:

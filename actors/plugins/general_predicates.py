@@ -43,6 +43,9 @@ NAME = names.GENERAL_PREDICATES
 class GeneralPredicates(VectorFilterPlugin):
     """v1.14 ``GeneralPredicates`` (see the module docstring)."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         # noncriticalPredicates, then EssentialPredicates, in v1.14's order.

@@ -74,16 +74,21 @@ def _add(weights: PairWeights, term: AffinityTerm, labels: Mapping[str, str], we
 
 def normalize_counts(counts: Sequence[int]) -> list[int]:
     """The v1.14 reduce: ``int(10 * ((c - min) / (max - min)))``, min <= 0 <= max, in float64."""
-    if not counts:
-        return []
-    arr = np.asarray(counts, dtype=np.int64)
-    high = max(int(arr.max()), 0)
-    low = min(int(arr.min()), 0)
+    scores: list[int] = normalize_counts_array(np.asarray(counts, dtype=np.int64)).tolist()
+    return scores
+
+
+def normalize_counts_array(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """:func:`normalize_counts` over an array."""
+    if not len(counts):
+        return counts
+    high = max(int(counts.max()), 0)
+    low = min(int(counts.min()), 0)
     if high - low <= 0:
-        return [0] * len(counts)
+        return np.zeros(len(counts), dtype=np.int64)
     # Same operation order as Go: float64(MaxPriority) * (float64(c-min) / float64(max-min)).
-    scores = float(MAX_PRIORITY) * ((arr - low).astype(np.float64) / float(high - low))
-    return [int(s) for s in scores.astype(np.int64)]
+    scores = float(MAX_PRIORITY) * ((counts - low).astype(np.float64) / float(high - low))
+    return scores.astype(np.int64)
 
 
 class InterPodAffinityPriority(VectorScorePlugin):
@@ -166,6 +171,11 @@ class InterPodAffinityPriority(VectorScorePlugin):
         self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return normalize_counts(scores)
+
+    def normalize_columns(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        return normalize_counts_array(scores)
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], InterPodAffinityPriority]] = {

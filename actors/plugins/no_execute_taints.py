@@ -43,6 +43,9 @@ _EFFECTS = frozenset({"NoExecute"})
 class NoExecuteTaints(VectorFilterPlugin):
     """v1.14 PodToleratesNodeNoExecuteTaints (see the module docstring)."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from podium.actors.framework import SKIP, PluginArgs, PredicateError, VectorScorePlugin
 from podium.actors.plugins import names
-from podium.actors.plugins.reduce import normalize_reduce
+from podium.actors.plugins.reduce import normalize_reduce, normalize_reduce_array
 from podium.protocol.labels import (
     is_qualified_name,
     is_valid_label_value,
@@ -82,6 +82,9 @@ class _Term:
 class NodeAffinity(VectorScorePlugin):
     """NodeAffinityPriority: map = matched weights, reduce = NormalizeReduce(10, false)."""
 
+    node_local = True
+    """A node's map score depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
@@ -117,6 +120,11 @@ class NodeAffinity(VectorScorePlugin):
         self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return normalize_reduce(scores, reverse=False)
+
+    def normalize_columns(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        return normalize_reduce_array(scores, reverse=False)
 
     def score_columns(
         self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]

@@ -58,6 +58,9 @@ ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 class NodeCondition(VectorFilterPlugin):
     """v1.14 CheckNodeConditionPredicate (see the module docstring)."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 

@@ -52,6 +52,9 @@ ERR_NODE_NOT_FOUND = "node not found"
 class NodeLabelPresence(VectorFilterPlugin):
     """v1.14 CheckNodeLabelPresence, configured by ``labelsPresence`` (see the module docstring)."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self.labels = args.labels

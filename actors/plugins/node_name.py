@@ -39,6 +39,9 @@ ERR_NODE_NOT_FOUND = "node not found"
 class PodFitsHost(VectorFilterPlugin):
     """v1.14 ``PodFitsHost``: ``spec.nodeName`` empty or equal to the node's name."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 

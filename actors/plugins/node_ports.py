@@ -88,6 +88,9 @@ def ports_conflict(used: Iterable[HostPort], wanted: Iterable[HostPort]) -> bool
 class PodFitsHostPorts(VectorFilterPlugin):
     """v1.14 ``PodFitsHostPorts`` (see the module docstring)."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 

@@ -182,6 +182,11 @@ class NodePreferAvoidPods(VectorScorePlugin):
     ) -> list[int]:
         return list(scores)
 
+    def normalize_columns(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        return scores
+
     def score_columns(
         self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:

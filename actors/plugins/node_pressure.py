@@ -93,6 +93,9 @@ def _last_status(node: NodeInfo, condition_type: str) -> str:
 class PressurePredicate(VectorFilterPlugin):
     """A node whose ``condition_type`` condition is ``True`` rejects the pod."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     condition_type: str
     column: str
     reason: str

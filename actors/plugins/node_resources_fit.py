@@ -102,6 +102,9 @@ def insufficient_resources(request: Resource, node: NodeInfo) -> list[str]:
 class PodFitsResources(VectorFilterPlugin):
     """v1.14 ``PodFitsResources`` (see the module docstring)."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 

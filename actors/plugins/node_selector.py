@@ -220,6 +220,9 @@ def _selector_mask(cols: NodeColumns, selector: Mapping[str, str]) -> BoolArray:
 class PodMatchNodeSelector(VectorFilterPlugin):
     """v1.14 ``PodMatchNodeSelector`` (see the module docstring)."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self._ints = _LabelIntegers()

@@ -67,6 +67,9 @@ class NodeUnschedulable(VectorFilterPlugin):
     ``pre_filter`` answers the pod's half once: whether it tolerates being on a cordoned node.
     """
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 

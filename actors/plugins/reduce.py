@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from podium.actors.framework import MAX_PRIORITY
 
-__all__ = ["go_div", "normalize_reduce"]
+__all__ = ["go_div", "normalize_reduce", "normalize_reduce_array"]
 
 
 def go_div(a: int, b: int) -> int:
@@ -33,3 +36,16 @@ def normalize_reduce(
         return [max_priority] * len(scores) if reverse else list(scores)
     scaled = [go_div(max_priority * s, highest) for s in scores]
     return [max_priority - s for s in scaled] if reverse else scaled
+
+
+def normalize_reduce_array(
+    scores: npt.NDArray[np.int64], max_priority: int = MAX_PRIORITY, *, reverse: bool
+) -> npt.NDArray[np.int64]:
+    """:func:`normalize_reduce` over an array (the same integers, element by element)."""
+    highest = int(scores.max(initial=0))
+    if highest <= 0:
+        return np.full(len(scores), max_priority, dtype=np.int64) if reverse else scores
+    product = max_priority * scores
+    # Go's division truncates toward zero; numpy's // floors, so divide magnitudes.
+    scaled: npt.NDArray[np.int64] = np.sign(product) * (np.abs(product) // highest)
+    return max_priority - scaled if reverse else scaled

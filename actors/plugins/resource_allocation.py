@@ -40,6 +40,9 @@ class ResourceAllocationPriority(VectorScorePlugin):
     arrays, one element per row) with the same arithmetic.
     """
 
+    node_local = True
+    """A node's map score depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
@@ -59,6 +62,11 @@ class ResourceAllocationPriority(VectorScorePlugin):
         self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return list(scores)
+
+    def normalize_columns(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        return scores
 
     def score_columns(
         self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]

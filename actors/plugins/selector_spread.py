@@ -311,6 +311,13 @@ class SelectorSpread(VectorScorePlugin):
             return [MAX_PRIORITY] * len(nodes)
         return spread_reduce(scores, [zone_key(n.labels) for n in nodes])
 
+    def normalize_columns(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        if meta is SKIP or not scores.any():
+            return np.full(len(nodes), MAX_PRIORITY, dtype=np.int64)
+        return np.asarray(self.normalize(pod, meta, nodes, scores.tolist()), dtype=np.int64)
+
 
 class ServiceSpreading(SelectorSpread):
     """ServiceSpreadingPriority: SelectorSpreadPriority counting Services only."""

@@ -82,6 +82,9 @@ def taint_sets_tolerated(
 class TaintToleration(VectorFilterPlugin):
     """v1.14 PodToleratesNodeTaints (see the module docstring)."""
 
+    node_local = True
+    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from podium.actors.framework import PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
-from podium.actors.plugins.reduce import normalize_reduce
+from podium.actors.plugins.reduce import normalize_reduce, normalize_reduce_array
 from podium.protocol.labels import toleration_tolerates_taint
 
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ def count_intolerable_taints(taints: Sequence[Taint], tolerations: Sequence[Tole
 class TaintTolerationPriority(VectorScorePlugin):
     """TaintTolerationPriority: map = intolerable taints, reduce = NormalizeReduce(10, true)."""
 
+    node_local = True
+    """A node's map score depends only on the pod's spec and that node (equivalence)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
@@ -66,6 +69,11 @@ class TaintTolerationPriority(VectorScorePlugin):
         self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return normalize_reduce(scores, reverse=True)
+
+    def normalize_columns(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        return normalize_reduce_array(scores, reverse=True)
 
     def score_columns(
         self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]

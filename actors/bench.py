@@ -1,0 +1,912 @@
+"""``podium bench``: the Kubernetes scheduler's benchmark workloads, end to end through the protocol.
+
+Kubernetes counterpart: ``test/integration/scheduler_perf`` (``config/performance-config.yaml``
+and its pod templates; ``util.go``'s ``throughputCollector`` for the 1 s-window metric).
+
+Each workload at each size starts a fresh ``podium serve`` (or uses ``--server``), creates the
+nodes and the pods already running, then creates the measured pods the way a client would (Put
+requests of :data:`PUT_BATCH` pods) while a watch counts their bindings. Reported per workload
+and size:
+
+- throughput: pods bound per second in 1 s windows from the first measured Put until the last
+  measured pod is bound; average and p50/p90/p99 of the windows, exactly as scheduler_perf
+  computes them (the mean of the windows; percentile ``p`` is the window at index
+  ``ceil(len * p / 100) - 1`` of the sorted list);
+- attempt latency: p50/p90/p99 of ``scheduler_scheduling_attempt_duration_seconds{result=
+  "scheduled"}`` over the measured phase, interpolated inside buckets as Prometheus'
+  ``histogram_quantile`` does;
+- the daemon's peak RSS (``VmHWM``) and the CPU seconds it spent in the measured phase;
+- after the run, a restart on the same database: ``recovery_seconds`` (the daemon's own
+  ``podium_recovery_duration_seconds``) and ``restart_seconds`` (start to ready line).
+
+Owns: nothing shared; each run's daemon is a child process in a temporary directory.
+Emits: a progress bar on stderr (on a terminal), a table or JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+from prometheus_client.parser import text_string_to_metric_families
+
+from podium.actors.client import Client, RemoteError, connect
+from podium.protocol import objects as o
+from podium.protocol.errors import PodiumError
+from podium.protocol.wire import ObjectRef
+
+__all__ = [
+    "WORKLOADS",
+    "BenchError",
+    "RunResult",
+    "Workload",
+    "histogram_quantile",
+    "register_bench_command",
+    "window_stats",
+]
+
+PUT_BATCH = 500
+"""Objects per Put request while loading the cluster and the measured pods."""
+
+STALL_SECONDS = 60.0
+"""A run with no measured pod bound for this long fails (a scheduler that stopped)."""
+
+ZONE_KEY = "topology.kubernetes.io/zone"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+ZONES = ("zone1", "zone2", "zone3")
+
+
+class BenchError(PodiumError):
+    """A benchmark run could not complete (the daemon failed to start, stalled, or exited)."""
+
+
+# --------------------------------------------------------------------------- workloads
+
+
+def _resources(cpu: str = "100m", memory: str = "500Mi", *, limits: bool = True) -> dict[str, Any]:
+    requests = {"cpu": cpu, "memory": memory}
+    return {"requests": requests, "limits": dict(requests)} if limits else {"requests": requests}
+
+
+def _pod_template(
+    spec_extra: dict[str, Any], labels: dict[str, str] | None = None, **res: Any
+) -> o.Pod:
+    """A scheduler_perf pod template (pause container, port 80, 100m / 500Mi)."""
+    data = {
+        "kind": "Pod",
+        "metadata": {"name": "template", "labels": labels or {}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "ports": [{"containerPort": 80}],
+                    "resources": _resources(**res),
+                }
+            ],
+            **spec_extra,
+        },
+    }
+    return msgspec.convert(data, o.Pod, dec_hook=o.dec_hook)
+
+
+# config/templates/pod-default.yaml
+DEFAULT_POD = _pod_template({})
+# config/pod-large-cpu.yaml: fits no 4-CPU node
+LARGE_CPU_POD = _pod_template({}, cpu="9", limits=False)
+# config/pod-with-pod-anti-affinity.yaml (namespaces left to the pod's own, so the term bites)
+ANTI_AFFINITY_POD = _pod_template(
+    {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"color": "green"}},
+                        "topologyKey": HOSTNAME_KEY,
+                    }
+                ]
+            }
+        }
+    },
+    {"color": "green"},
+)
+# config/pod-with-pod-affinity.yaml
+AFFINITY_POD = _pod_template(
+    {
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"color": "blue"}}, "topologyKey": ZONE_KEY}
+                ]
+            }
+        }
+    },
+    {"color": "blue"},
+)
+# config/pod-with-node-affinity.yaml
+NODE_AFFINITY_POD = _pod_template(
+    {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": ZONE_KEY, "operator": "In", "values": ["zone1", "zone2"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    }
+)
+# config/pod-with-topology-spreading.yaml
+SPREADING_POD = _pod_template(
+    {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 5,
+                "topologyKey": ZONE_KEY,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"color": "blue"}},
+            }
+        ]
+    },
+    {"color": "blue"},
+)
+# config/templates/pod-high-priority-large-cpu.yaml (churn): fits nowhere, tries preemption
+CHURN_POD = msgspec.structs.replace(
+    LARGE_CPU_POD,
+    spec=msgspec.structs.replace(LARGE_CPU_POD.spec, priority_class_name="system-node-critical"),
+)
+
+
+def _spreading_policy() -> dict[str, Any]:
+    from podium.actors.plugins import names
+
+    return {
+        "kind": "Policy",
+        "apiVersion": "v1",
+        "predicates": [{"name": n} for n in (*names.DEFAULT_PREDICATES, "PodTopologySpread")],
+        "priorities": [
+            {"name": n, "weight": w}
+            for n, w in (*names.DEFAULT_PRIORITIES, ("PodTopologySpread", 1))
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One scheduler_perf workload.
+
+    Attributes:
+        name: scheduler_perf's name.
+        sizes: the node counts run when no ``--nodes`` is given.
+        measured: measured pods for a node count (``--pods`` overrides).
+        init: pods created (and waited for) before measuring, for a node count.
+        init_pod, measured_pod: the templates.
+        init_binds: whether the initial pods bind (Unschedulable's never do).
+        policy: a Policy for the daemon, or None for the default provider.
+        churn: create and delete a node, a high-priority pod and a Service every second.
+        namespaces: (initial, measured) namespaces.
+        capacity: the most measured pods the cluster can place, for a node count.
+    """
+
+    name: str
+    sizes: tuple[int, ...]
+    measured: Callable[[int], int]
+    init: Callable[[int], int]
+    measured_pod: o.Pod
+    init_pod: o.Pod = DEFAULT_POD
+    init_binds: bool = True
+    policy: Callable[[], dict[str, Any]] | None = None
+    churn: bool = False
+    namespaces: tuple[str, str] = ("default", "default")
+    capacity: Callable[[int], int] = lambda n: n * PODS_PER_NODE
+
+
+SIZES = (500, 1000, 5000)
+PODS_PER_NODE = 40
+"""100m pods on a 4-CPU node."""
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(
+            "SchedulingBasic",
+            (*SIZES, 15000),
+            measured=lambda n: 10_000,
+            init=lambda n: 1000,
+            measured_pod=DEFAULT_POD,
+        ),
+        Workload(
+            "SchedulingPodAntiAffinity",
+            SIZES,
+            measured=lambda n: n // 2,
+            init=lambda n: n // 5,
+            init_pod=ANTI_AFFINITY_POD,
+            measured_pod=ANTI_AFFINITY_POD,
+            namespaces=("sched-0", "sched-1"),
+            capacity=lambda n: n,  # one per node
+        ),
+        Workload(
+            "SchedulingPodAffinity",
+            SIZES,
+            measured=lambda n: min(10_000, n * 8),
+            init=lambda n: min(1000, n),
+            init_pod=AFFINITY_POD,
+            measured_pod=AFFINITY_POD,
+            namespaces=("sched-0", "sched-1"),
+            capacity=lambda n: (n // len(ZONES)) * PODS_PER_NODE,  # all in the first pod's zone
+        ),
+        Workload(
+            "SchedulingNodeAffinity",
+            SIZES,
+            measured=lambda n: 10_000,
+            init=lambda n: min(1000, n),
+            measured_pod=NODE_AFFINITY_POD,
+        ),
+        Workload(
+            "TopologySpreading",
+            SIZES,
+            measured=lambda n: 10_000,
+            init=lambda n: 1000,
+            measured_pod=SPREADING_POD,
+            policy=_spreading_policy,
+        ),
+        Workload(
+            "Unschedulable",
+            SIZES,
+            measured=lambda n: 10_000,
+            init=lambda n: 200,
+            init_pod=LARGE_CPU_POD,
+            init_binds=False,
+            measured_pod=DEFAULT_POD,
+        ),
+        Workload(
+            "SchedulingWithMixedChurn",
+            SIZES,
+            measured=lambda n: 10_000,
+            init=lambda n: 0,
+            measured_pod=DEFAULT_POD,
+            churn=True,
+        ),
+    )
+}
+
+
+def make_node(index: int, zone: str) -> o.Node:
+    """config/templates/node-default.yaml: 4 CPU, 32 GiB, 110 pods, a zone and a hostname."""
+    name = f"node-{index}"
+    return msgspec.convert(
+        {
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {ZONE_KEY: zone, HOSTNAME_KEY: name}},
+            "status": {"capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+        },
+        o.Node,
+        dec_hook=o.dec_hook,
+    )
+
+
+def make_pods(template: o.Pod, prefix: str, namespace: str, count: int) -> list[o.Pod]:
+    """``count`` copies of ``template`` named ``prefix-0`` ... in ``namespace``."""
+    meta = template.metadata
+    return [
+        msgspec.structs.replace(
+            template,
+            metadata=msgspec.structs.replace(meta, name=f"{prefix}-{i}", namespace=namespace),
+        )
+        for i in range(count)
+    ]
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def window_stats(windows: Sequence[float]) -> dict[str, float]:
+    """scheduler_perf's SchedulingThroughput summary of 1 s windows (pods/s)."""
+    if not windows:
+        return {"average": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
+    ordered = sorted(windows)
+    n = len(ordered)
+
+    def perc(p: int) -> float:
+        return ordered[math.ceil(n * p / 100) - 1]
+
+    return {"average": sum(ordered) / n, "p50": perc(50), "p90": perc(90), "p99": perc(99)}
+
+
+def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float:
+    """Prometheus' ``histogram_quantile``: ``buckets`` are (upper bound, cumulative count),
+    sorted, ending with +Inf. Linear inside a bucket; the +Inf bucket answers its lower bound.
+    Returns NaN for an empty histogram."""
+    if not buckets or buckets[-1][1] <= 0:
+        return math.nan
+    rank = q * buckets[-1][1]
+    lower, below = 0.0, 0.0
+    for upper, count in buckets:
+        if count >= rank:
+            if math.isinf(upper):
+                return lower
+            if count == below:
+                return upper
+            return lower + (upper - lower) * (rank - below) / (count - below)
+        lower, below = upper, count
+    return lower
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+# --------------------------------------------------------------------------- the daemon
+
+
+@dataclass
+class _Metrics:
+    """What the bench reads from one /metrics scrape."""
+
+    attempt_buckets: list[tuple[float, float]]
+    cpu_seconds: float
+    rss_bytes: float
+    recovery_seconds: float
+
+
+def _scrape(address: str) -> _Metrics:
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    buckets: dict[float, float] = {}
+    cpu = rss = recovery = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if (
+                sample.name == "scheduler_scheduling_attempt_duration_seconds_bucket"
+                and sample.labels.get("result") == "scheduled"
+            ):
+                le = float(sample.labels["le"])
+                buckets[le] = buckets.get(le, 0.0) + sample.value
+            elif sample.name == "process_cpu_seconds_total":
+                cpu = sample.value
+            elif sample.name == "process_resident_memory_bytes":
+                rss = sample.value
+            elif sample.name == "podium_recovery_duration_seconds":
+                recovery = sample.value
+    return _Metrics(sorted(buckets.items()), cpu, rss, recovery)
+
+
+def _bucket_delta(
+    before: list[tuple[float, float]], after: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
+    old = dict(before)
+    return [(le, count - old.get(le, 0.0)) for le, count in after]
+
+
+class _Daemon:
+    """A ``podium serve`` child in its own directory, on free loopback ports."""
+
+    def __init__(self, directory: Path, policy: dict[str, Any] | None) -> None:
+        self.directory = directory
+        self.policy_path: Path | None = None
+        if policy is not None:
+            self.policy_path = directory / "policy.json"
+            self.policy_path.write_text(json.dumps(policy))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.server = ""
+        self.metrics = ""
+        self.started_seconds = 0.0
+
+    def start(self) -> None:
+        command = [
+            sys.executable,
+            "-m",
+            "podium.actors.cli",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+            "--db",
+            str(self.directory / "podium.db"),
+            "--log-level",
+            "warning",
+        ]
+        if self.policy_path is not None:
+            command += ["--policy", str(self.policy_path)]
+        began = time.perf_counter()
+        log = (self.directory / "serve.log").open("ab")
+        self.proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=log, cwd=self.directory
+        )
+        log.close()
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            raise BenchError(
+                f"podium serve exited {self.proc.returncode} before it was ready:\n{self.log_tail()}"
+            )
+        self.started_seconds = time.perf_counter() - began
+        ready = json.loads(line)
+        self.server, self.metrics = ready["listen"], ready["metrics"]
+
+    def log_tail(self, lines: int = 20) -> str:
+        path = self.directory / "serve.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def peak_rss_bytes(self) -> int:
+        assert self.proc is not None
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise BenchError(f"podium serve did not stop within 60 s:\n{self.log_tail()}") from None
+        finally:
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+            self.proc = None
+        if code != 0:
+            raise BenchError(f"podium serve exited {code}:\n{self.log_tail()}")
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass
+class RunResult:
+    """One run of one workload at one size."""
+
+    workload: str
+    nodes: int
+    pods: int
+    throughput: dict[str, float]
+    attempt_latency_ms: dict[str, float]
+    peak_rss_bytes: int
+    cpu_seconds: float
+    duration_seconds: float
+    windows: list[float] = field(default_factory=list)
+    recovery_seconds: float | None = None
+    restart_seconds: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "workload": self.workload,
+            "nodes": self.nodes,
+            "pods": self.pods,
+            "throughput": self.throughput,
+            "attempt_latency_ms": self.attempt_latency_ms,
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "cpu_seconds": self.cpu_seconds,
+            "duration_seconds": self.duration_seconds,
+        }
+        if self.recovery_seconds is not None:
+            out["recovery_seconds"] = self.recovery_seconds
+            out["restart_seconds"] = self.restart_seconds
+        return out
+
+
+async def _put_all(client: Client, objects: Sequence[o.KubeObject]) -> None:
+    for start in range(0, len(objects), PUT_BATCH):
+        await client.put(objects[start : start + PUT_BATCH])
+
+
+SETUP_SECONDS = 600.0
+"""The longest the setup of one run (nodes and initial pods) may take."""
+
+
+async def _wait_for(client: Client, done: Callable[[Any], bool], what: str) -> None:
+    """Poll the daemon's stats until ``done(stats)`` (setup only; the measured phase watches)."""
+    with trio.move_on_after(SETUP_SECONDS) as scope:
+        while not done(await client.stats()):  # noqa: ASYNC110 - the state is the daemon's
+            await trio.sleep(0.05)
+    if scope.cancelled_caught:
+        raise BenchError(f"{what} did not finish within {SETUP_SECONDS:.0f} s")
+
+
+class _Churn:
+    """scheduler_perf's ``churn`` op, mode recreate: every second, delete what the last tick
+    made, then create a node, a high-priority pod that fits nowhere, and a Service."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.tick = 0
+
+    async def run(self, client: Client) -> None:
+        previous: list[ObjectRef] = []
+        while True:
+            if previous:
+                await client.delete(previous)
+            i = self.tick
+            self.tick += 1
+            node = make_node(1_000_000 + i, ZONES[i % len(ZONES)])
+            pod = make_pods(CHURN_POD, f"churn-{i}", self.namespace, 1)[0]
+            service = msgspec.convert(
+                {
+                    "kind": "Service",
+                    "metadata": {"name": f"churn-{i}", "namespace": self.namespace},
+                    "spec": {"selector": {"app": f"churn-{i}"}},
+                },
+                o.Service,
+                dec_hook=o.dec_hook,
+            )
+            await client.put([node, pod, service])
+            previous = [
+                ObjectRef(kind="Node", name=node.metadata.name),
+                ObjectRef(kind="Pod", name=pod.metadata.name, namespace=self.namespace),
+                ObjectRef(kind="Service", name=service.metadata.name, namespace=self.namespace),
+            ]
+            await trio.sleep(1.0)
+
+
+class _BindingCounter:
+    """Counts the measured pods' Bound events on a watch, resuming where the daemon says when
+    it cuts the watch off for falling behind (as any client must)."""
+
+    def __init__(self, namespace: str, wanted: set[str], progress: Callable[[int], None]) -> None:
+        self.namespace = namespace
+        self.wanted = wanted
+        self.progress = progress
+        self.bound = 0
+
+    async def run(self, client: Client, from_revision: int) -> None:
+        """Return when every wanted pod is bound, or after :data:`STALL_SECONDS` without one."""
+        revision = from_revision
+        with trio.CancelScope(deadline=trio.current_time() + STALL_SECONDS) as stall:
+            while self.wanted:
+                try:
+                    async with client.watch(from_revision=revision, kinds=["Pod"]) as events:
+                        async for event in events:
+                            revision = event.revision
+                            if (
+                                event.type == "Bound"
+                                and event.namespace == self.namespace
+                                and event.name in self.wanted
+                            ):
+                                self.wanted.discard(event.name)
+                                self.bound += 1
+                                stall.deadline = trio.current_time() + STALL_SECONDS
+                                self.progress(self.bound)
+                                if not self.wanted:
+                                    return
+                except RemoteError as exc:
+                    if exc.code != "overloaded" or exc.revision is None:
+                        raise
+                    revision = exc.revision
+
+
+async def _measure(
+    server: str,
+    metrics: str | None,
+    workload: Workload,
+    nodes: int,
+    measured: int,
+    progress: Callable[[int], None],
+) -> tuple[list[float], float, _Metrics | None, _Metrics | None]:
+    """Load the cluster, then measure: returns (windows, seconds, metrics before, after)."""
+    init_ns, measured_ns = workload.namespaces
+    async with connect(server) as client:
+        base = await client.stats()
+        await _put_all(client, [make_node(i, ZONES[i % len(ZONES)]) for i in range(nodes)])
+        init = workload.init(nodes)
+        await _put_all(client, make_pods(workload.init_pod, "init", init_ns, init))
+        if workload.init_binds:
+            await _wait_for(
+                client, lambda s: s.bound >= base.bound + init, f"binding {init} initial pods"
+            )
+        else:
+            await _wait_for(
+                client,
+                lambda s: s.unschedulable >= base.unschedulable + init,
+                f"trying {init} initial pods",
+            )
+        before = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
+        pods = make_pods(workload.measured_pod, "pod", measured_ns, measured)
+        counter = _BindingCounter(measured_ns, {p.metadata.name for p in pods}, progress)
+        windows: list[float] = []
+        from_revision = (await client.stats()).revision
+        async with connect(server) as watcher, trio.open_nursery() as nursery:
+            began = trio.current_time()
+            if workload.churn:
+                nursery.start_soon(_Churn(measured_ns).run, client)
+            nursery.start_soon(_put_all, client, pods)
+
+            async def sample() -> None:
+                last_count, last_time = 0, began
+                while True:
+                    await trio.sleep_until(last_time + 1.0)
+                    now = trio.current_time()
+                    windows.append((counter.bound - last_count) / (now - last_time))
+                    last_count, last_time = counter.bound, now
+
+            nursery.start_soon(sample)
+            await counter.run(watcher, from_revision)
+            seconds = trio.current_time() - began
+            nursery.cancel_scope.cancel()
+        if counter.wanted:
+            raise BenchError(
+                f"{workload.name} at {nodes} nodes stalled: {counter.bound} of {measured} pods "
+                f"bound, none in the last {STALL_SECONDS:.0f} s"
+            )
+        after = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
+        if not windows:  # the whole phase took less than one window
+            windows.append(counter.bound / seconds)
+        return windows, seconds, before, after
+
+
+def _latency(before: _Metrics | None, after: _Metrics | None) -> dict[str, float]:
+    if before is None or after is None:
+        return {"p50": math.nan, "p90": math.nan, "p99": math.nan}
+    delta = _bucket_delta(before.attempt_buckets, after.attempt_buckets)
+    return {f"p{q}": histogram_quantile(q / 100, delta) * 1000 for q in (50, 90, 99)}
+
+
+def run_one(
+    workload: Workload, nodes: int, measured: int, *, server: str | None, progress: Any
+) -> RunResult:
+    """Run ``workload`` at ``nodes`` once, on a fresh daemon unless ``server`` is given."""
+    if server is not None:
+        windows, seconds, before, after = trio.run(
+            _measure, server, None, workload, nodes, measured, progress.update
+        )
+        return RunResult(
+            workload.name,
+            nodes,
+            measured,
+            window_stats(windows),
+            _latency(before, after),
+            0,
+            0.0,
+            seconds,
+            windows,
+        )
+    with tempfile.TemporaryDirectory(prefix="podium-bench-") as tmp:
+        daemon = _Daemon(Path(tmp), workload.policy() if workload.policy else None)
+        daemon.start()
+        try:
+            windows, seconds, before, after = trio.run(
+                _measure, daemon.server, daemon.metrics, workload, nodes, measured, progress.update
+            )
+            peak = daemon.peak_rss_bytes()
+        except BaseException:
+            with contextlib.suppress(BenchError):
+                daemon.stop()
+            raise
+        daemon.stop()
+        daemon.start()
+        restart = daemon.started_seconds
+        recovery = _scrape(daemon.metrics).recovery_seconds
+        daemon.stop()
+    assert before is not None and after is not None
+    return RunResult(
+        workload.name,
+        nodes,
+        measured,
+        window_stats(windows),
+        _latency(before, after),
+        peak,
+        after.cpu_seconds - before.cpu_seconds,
+        seconds,
+        windows,
+        recovery,
+        restart,
+    )
+
+
+def summarize(runs: Sequence[RunResult]) -> dict[str, Any]:
+    """One workload and size over its runs: the median of each figure, the peak of the peaks,
+    and every run under ``runs``."""
+    first = runs[0]
+    out: dict[str, Any] = {
+        "workload": first.workload,
+        "nodes": first.nodes,
+        "pods": first.pods,
+        "throughput": {k: _median([r.throughput[k] for r in runs]) for k in first.throughput},
+        "attempt_latency_ms": {
+            k: _median([r.attempt_latency_ms[k] for r in runs]) for k in first.attempt_latency_ms
+        },
+        "peak_rss_bytes": max(r.peak_rss_bytes for r in runs),
+        "cpu_seconds": _median([r.cpu_seconds for r in runs]),
+        "runs": [r.as_json() for r in runs],
+    }
+    recoveries = [r.recovery_seconds for r in runs if r.recovery_seconds is not None]
+    if recoveries:
+        out["recovery_seconds"] = _median(recoveries)
+    return out
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _plan(args: argparse.Namespace) -> Iterator[tuple[Workload, int, int]]:
+    names = args.workload or list(WORKLOADS)
+    for name in names:
+        workload = WORKLOADS[name]
+        sizes = (args.nodes,) if args.nodes else workload.sizes
+        for nodes in sizes:
+            measured = args.pods or workload.measured(nodes)
+            if measured > workload.capacity(nodes):
+                raise BenchError(
+                    f"{name} at {nodes} nodes can place at most {workload.capacity(nodes)} "
+                    f"measured pods; use --pods {workload.capacity(nodes)} or fewer, or more nodes"
+                )
+            yield workload, nodes, measured
+
+
+def _fmt(value: float, digits: int = 0) -> str:
+    return "-" if math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def render_table(results: Sequence[dict[str, Any]]) -> str:
+    header = (
+        "WORKLOAD",
+        "NODES",
+        "PODS",
+        "AVG/S",
+        "P50/S",
+        "P90/S",
+        "P99/S",
+        "LAT P50 MS",
+        "LAT P99 MS",
+        "PEAK RSS MIB",
+        "CPU S",
+        "RECOVERY S",
+    )
+    rows = [header]
+    for r in results:
+        t, lat = r["throughput"], r["attempt_latency_ms"]
+        rows.append(
+            (
+                r["workload"],
+                str(r["nodes"]),
+                str(r["pods"]),
+                _fmt(t["average"]),
+                _fmt(t["p50"]),
+                _fmt(t["p90"]),
+                _fmt(t["p99"]),
+                _fmt(lat["p50"], 2),
+                _fmt(lat["p99"], 2),
+                _fmt(r["peak_rss_bytes"] / 2**20) if r["peak_rss_bytes"] else "-",
+                _fmt(r["cpu_seconds"], 1),
+                _fmt(r["recovery_seconds"], 2) if "recovery_seconds" in r else "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join(
+        "   ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    )
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from podium.actors.cli import Progress
+
+    as_json = args.output == "json"
+    results: list[dict[str, Any]] = []
+    for workload, nodes, measured in list(_plan(args)):
+        runs = []
+        for run in range(args.runs):
+            label = f"{workload.name} {nodes} nodes" + (f" run {run + 1}" if args.runs > 1 else "")
+            bar = Progress(label, measured, enabled=not as_json)
+            try:
+                runs.append(run_one(workload, nodes, measured, server=args.server, progress=bar))
+            finally:
+                bar.close()
+        results.append(summarize(runs))
+        if not as_json:
+            print(
+                f"{workload.name} {nodes} nodes: {results[-1]['throughput']['average']:.0f} pods/s",
+                file=sys.stderr,
+            )
+    if as_json:
+        print(json.dumps({"results": _json_safe(results)}, indent=2))
+    else:
+        print(render_table(results))
+    return 0
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def register_bench_command(sub: Any) -> None:
+    """Add ``podium bench`` to the CLI's subparsers."""
+    bench = sub.add_parser(
+        "bench",
+        help="measure throughput and latency on the Kubernetes scheduler's benchmark workloads",
+        description=(
+            "Run the Kubernetes scheduler's benchmark workloads (test/integration/scheduler_perf) "
+            "against a fresh `podium serve` per run (or --server): create the nodes and the "
+            "initial pods through the protocol, then create the measured pods as a client would "
+            "and count their bindings. Reports throughput in 1 s windows (average, p50/p90/p99, "
+            "as scheduler_perf computes it), scheduling-attempt latency from the daemon's "
+            "histogram, the daemon's peak RSS and CPU seconds, and its recovery time on restart."
+        ),
+        epilog=(
+            "workloads: " + ", ".join(WORKLOADS) + "\n\n"
+            "examples:\n"
+            "  podium bench                                        # every workload, every size\n"
+            "  podium bench --workload SchedulingBasic --nodes 5000 --runs 3\n"
+            "  podium bench --workload SchedulingBasic --nodes 5000 --pods 150000   # memory\n"
+            "  podium bench --server 127.0.0.1:7070 --workload SchedulingBasic --nodes 500\n"
+            "\nWith --server the daemon must be empty; latency, RSS, CPU and recovery are not "
+            "measured (they need the daemon's metrics and process)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bench.add_argument(
+        "--workload",
+        action="append",
+        choices=list(WORKLOADS),
+        metavar="NAME",
+        help="a workload to run (repeatable; default: all)",
+    )
+    bench.add_argument(
+        "--nodes",
+        type=_positive,
+        metavar="N",
+        help="run at N nodes only (default: each workload's sizes)",
+    )
+    bench.add_argument(
+        "--pods", type=_positive, metavar="N", help="measured pods (default: the workload's count)"
+    )
+    bench.add_argument(
+        "--runs",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="repeat each run N times; figures are medians",
+    )
+    bench.add_argument(
+        "--server", metavar="HOST:PORT", help="use this running daemon instead of starting one"
+    )
+    bench.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "json"),
+        default="table",
+        help="output format (default: table)",
+    )
+    bench.set_defaults(func=cmd_bench)

@@ -1,0 +1,205 @@
+"""Equivalence classes: pods with the same spec share their node-local filter verdicts.
+
+Kubernetes counterpart: the v1.14 equivalence cache (``pkg/scheduler/core/equivalence``, since
+removed upstream), which cached predicate results per equivalence class and node and
+invalidated them on node and pod events. Podium keeps one verdict per class over all rows and
+re-checks only the rows that changed since it was made.
+
+A verdict is valid for another pod when every active predicate is *node-local* (its answer for
+a row depends only on the pod's spec and that row's NodeInfo: resources, ports, selectors,
+taints, conditions) and the pod's spec encodes to the same bytes. Predicates that look at other
+nodes' pods or at other objects (inter-pod affinity, spreading, volumes) are not node-local;
+a pod for which one of them is active (not SKIP) is filtered in full every time.
+
+Rows change in place (:meth:`NodeColumns.update_row` stamps ``row_version``); a new node set
+builds new columns with a new ``epoch``, which empties every verdict made on the old ones.
+The changed rows are re-judged with the predicates' scalar forms, the reference the vector
+forms are tested against, so a verdict patched row by row equals one computed afresh.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from podium.actors.core.columns import NodeColumns
+from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework import Code, FilterPlugin
+
+__all__ = ["Blame", "EquivalenceCache", "ScoreCache", "Verdict", "is_node_local"]
+
+Blame = tuple[str, npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_]]]]
+"""A predicate's name, the rows it is blamed for, and (reason, rows giving it) pairs."""
+
+CLASSES = 64
+"""Verdicts kept (least recently used dropped first)."""
+
+PATCH_LIMIT = 64
+"""Above this many changed rows a verdict is recomputed in full rather than patched."""
+
+
+def is_node_local(plugin: object) -> bool:
+    """Whether a predicate or priority declares ``node_local = True``: its answer for a row
+    depends only on the pod's spec and that row (see the module docstring)."""
+    return bool(getattr(plugin, "node_local", False))
+
+
+@dataclass(slots=True)
+class Verdict:
+    """Which rows pass every active predicate, and which predicate and reasons fail the rest.
+
+    Attributes:
+        alive: rows that pass.
+        blamed: per predicate, the rows it rejected first and their reasons.
+        epoch, version: the columns this verdict reflects (``NodeColumns.epoch`` and
+            ``NodeColumns.version`` when it was made or last patched).
+    """
+
+    alive: npt.NDArray[np.bool_]
+    blamed: list[Blame]
+    epoch: int
+    version: int
+
+
+class EquivalenceCache:
+    """Verdicts by equivalence class (the pod's encoded spec), least recently used dropped."""
+
+    def __init__(self, size: int = CLASSES) -> None:
+        self._size = size
+        self._verdicts: OrderedDict[bytes, Verdict] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._verdicts)
+
+    def lookup(
+        self,
+        key: bytes,
+        pod: PodInfo,
+        cols: NodeColumns,
+        active: list[tuple[FilterPlugin, object]],
+    ) -> Verdict | None:
+        """The class's verdict brought up to date with ``cols``, or None (compute it afresh)."""
+        verdict = self._verdicts.get(key)
+        if verdict is None or verdict.epoch != cols.epoch:
+            self.misses += 1
+            return None
+        if verdict.version != cols.version:
+            changed = np.flatnonzero(cols.row_version > verdict.version)
+            if len(changed) > PATCH_LIMIT or not _patch(verdict, pod, cols.infos, changed, active):
+                del self._verdicts[key]
+                self.misses += 1
+                return None
+            verdict.version = cols.version
+        self._verdicts.move_to_end(key)
+        self.hits += 1
+        return verdict
+
+    def store(self, key: bytes, verdict: Verdict) -> None:
+        """Keep a copy of ``verdict`` (its arrays may be the plugins' or the columns' own)."""
+        self._verdicts[key] = Verdict(
+            verdict.alive.copy(),
+            [
+                (name, rows.copy(), [(reason, mask.copy()) for reason, mask in masks])
+                for name, rows, masks in verdict.blamed
+            ],
+            verdict.epoch,
+            verdict.version,
+        )
+        self._verdicts.move_to_end(key)
+        while len(self._verdicts) > self._size:
+            self._verdicts.popitem(last=False)
+
+
+def _patch(
+    verdict: Verdict,
+    pod: PodInfo,
+    infos: list[NodeInfo],
+    rows: npt.NDArray[np.intp],
+    active: list[tuple[FilterPlugin, object]],
+) -> bool:
+    """Re-judge ``rows`` with the scalar forms; False when a predicate errs (recompute)."""
+    by_name = {name: (blame_rows, masks) for name, blame_rows, masks in verdict.blamed}
+    n = len(verdict.alive)
+    for row in rows.tolist():
+        first: tuple[str, tuple[str, ...]] | None = None
+        for plugin, meta in active:
+            status = plugin.filter(pod, meta, infos[row])
+            if status.code is Code.ERROR:
+                return False
+            if status.reasons:
+                first = (plugin.name, status.reasons)
+                break
+        for blame_rows, masks in by_name.values():
+            blame_rows[row] = False
+            for _, mask in masks:
+                mask[row] = False
+        verdict.alive[row] = first is None
+        if first is None:
+            continue
+        name, reasons = first
+        if name not in by_name:
+            by_name[name] = (np.zeros(n, dtype=bool), [])
+            verdict.blamed.append((name, *by_name[name]))
+        blame_rows, masks = by_name[name]
+        blame_rows[row] = True
+        for reason in reasons:
+            for known, mask in masks:
+                if known == reason:
+                    mask[row] = True
+                    break
+            else:
+                mask = np.zeros(n, dtype=bool)
+                mask[row] = True
+                masks.append((reason, mask))
+    return True
+
+
+@dataclass(slots=True)
+class _Scores:
+    raw: npt.NDArray[np.int64]
+    valid: npt.NDArray[np.bool_]
+    epoch: int
+    version: int
+
+
+class ScoreCache:
+    """Map scores of node-local priorities by (class, priority), computed for a row once and
+    again only after that row changed. The reduce step still runs per pod: it depends on which
+    rows are feasible."""
+
+    def __init__(self, size: int = CLASSES * 8) -> None:
+        self._size = size
+        self._scores: OrderedDict[tuple[bytes, int], _Scores] = OrderedDict()
+
+    def raw(
+        self,
+        key: tuple[bytes, int],
+        cols: NodeColumns,
+        rows: npt.NDArray[np.intp],
+        compute: Callable[[npt.NDArray[np.intp]], npt.NDArray[np.int64]],
+    ) -> npt.NDArray[np.int64]:
+        """Map scores for ``rows``; ``compute(rows)`` fills the ones not known yet."""
+        entry = self._scores.get(key)
+        if entry is None or entry.epoch != cols.epoch:
+            entry = _Scores(
+                np.zeros(cols.n, dtype=np.int64), np.zeros(cols.n, dtype=bool), cols.epoch, 0
+            )
+            entry.version = cols.version
+            self._scores[key] = entry
+            while len(self._scores) > self._size:
+                self._scores.popitem(last=False)
+        elif entry.version != cols.version:
+            entry.valid[cols.row_version > entry.version] = False
+            entry.version = cols.version
+        self._scores.move_to_end(key)
+        needed = rows[~entry.valid[rows]]
+        if len(needed):
+            entry.raw[needed] = compute(needed)
+            entry.valid[needed] = True
+        return entry.raw[rows]

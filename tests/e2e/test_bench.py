@@ -1,0 +1,52 @@
+"""``podium bench`` end to end: every workload on a real daemon, at a tiny size.
+
+The numbers are not checked (speed is recorded in docs/benchmarks.md, never asserted); the
+runs must complete, bind every measured pod, and report every figure in the documented shape.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from podium.actors.bench import WORKLOADS
+
+PODIUM = str(Path(sys.executable).with_name("podium"))
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PODIUM, "bench", *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_every_workload_runs_and_reports_the_documented_json() -> None:
+    names = [n for n in WORKLOADS if n != "SchedulingPodAntiAffinity"]
+    args = [a for n in names for a in ("--workload", n)]
+    done = _bench(*args, "--nodes", "30", "--pods", "60", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)["results"]
+    assert [r["workload"] for r in results] == names
+    for r in results:
+        assert (r["nodes"], r["pods"]) == (30, 60)
+        assert set(r["throughput"]) == {"average", "p50", "p90", "p99"}
+        assert all(v > 0 for v in r["throughput"].values()), r
+        assert set(r["attempt_latency_ms"]) == {"p50", "p90", "p99"}
+        assert all(v is not None and v > 0 for v in r["attempt_latency_ms"].values()), r
+        assert r["peak_rss_bytes"] > 10 * 2**20
+        assert r["cpu_seconds"] > 0
+        assert r["recovery_seconds"] >= 0
+        (run,) = r["runs"]
+        assert run["duration_seconds"] > 0 and run["restart_seconds"] > 0
+
+
+def test_a_table_for_people_with_repeated_runs() -> None:
+    done = _bench(
+        "--workload", "SchedulingPodAntiAffinity", "--nodes", "20", "--pods", "10", "--runs", "2"
+    )
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()
+    assert header.split()[:5] == ["WORKLOAD", "NODES", "PODS", "AVG/S", "P50/S"]
+    assert row.split()[:3] == ["SchedulingPodAntiAffinity", "20", "10"]

@@ -1,0 +1,115 @@
+"""Equivalence classes never change a decision.
+
+Two schedulers with the default policy, one sharing node-local verdicts and map scores between
+pods with the same spec (:mod:`podium.actors.core.equivalence`) and one filtering and scoring
+every pod afresh, place the
+same stream of pods (drawn from a few specs, so classes repeat) on two copies of a random
+cluster. After each placement the pod is added to its node in both copies, and now and then a
+node is replaced by a different Node object or loses a pod, as the cache's deltas do. Every
+result must be identical: node, message, reasons, nodes examined and feasible, next start index.
+"""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+from builders import make_node, make_pod
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from property.test_vector_scalar import RandomPick, incoming_pod, node
+
+from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
+from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.actors.core.snapshot import Snapshot
+from podium.actors.policy import build_plugins, default_policy
+from podium.protocol import objects as o
+
+
+def _algorithm(*, equivalence: bool, seed: int) -> Algorithm:
+    filters, scorers = build_plugins(default_policy())
+    algorithm = Algorithm(filters, scorers, rng=random.Random(seed))
+    if not equivalence:
+        algorithm.filter_stage.equivalence = None
+        algorithm.score_stage.classes = None
+    return algorithm
+
+
+def _outcome(result: ScheduleResult) -> tuple[object, ...]:
+    return (
+        result.node,
+        result.message,
+        dict(result.reasons),
+        result.evaluated,
+        result.feasible,
+        sorted(result.failed_plugins),
+    )
+
+
+def _place(snapshot: Snapshot, pod: o.Pod, node_name: str) -> None:
+    info = snapshot.by_name[node_name].clone()
+    bound = msgspec.structs.replace(
+        pod, spec=msgspec.structs.replace(pod.spec, node_name=node_name)
+    )
+    info.add_pod(PodInfo(bound))
+    snapshot.replace_node_info(info)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cluster_seed=st.integers(0, 2**32),
+    spec_seeds=st.lists(st.integers(0, 2**32), min_size=1, max_size=4),
+    picks=st.lists(st.integers(0, 3), min_size=5, max_size=40),
+    edits=st.lists(st.integers(0, 2**32), max_size=6),
+    nodes=st.integers(3, 30),
+)
+def test_equivalence_classes_never_change_a_decision(
+    cluster_seed: int, spec_seeds: list[int], picks: list[int], edits: list[int], nodes: int
+) -> None:
+    pick = RandomPick(cluster_seed)
+    names = [f"n{i}" for i in range(nodes)]
+    infos = [NodeInfo(node(pick, name)) for name in names]
+    specs = [incoming_pod(RandomPick(s), names) for s in spec_seeds]
+    shared, fresh = Snapshot(infos), Snapshot(list(infos))
+    with_classes = _algorithm(equivalence=True, seed=cluster_seed)
+    without = _algorithm(equivalence=False, seed=cluster_seed)
+    edit_at = {(seed % len(picks)): seed for seed in edits}
+    for step, which in enumerate(picks):
+        template = specs[which % len(specs)]
+        pod = msgspec.structs.replace(
+            template, metadata=msgspec.structs.replace(template.metadata, name=f"p{step}")
+        )
+        a = with_classes.schedule(PodInfo(pod), shared)
+        b = without.schedule(PodInfo(pod), fresh)
+        assert _outcome(a) == _outcome(b), f"step {step}"
+        assert with_classes.next_start_index == without.next_start_index
+        if a.node is not None:
+            _place(shared, pod, a.node)
+            _place(fresh, pod, a.node)
+        if step in edit_at:
+            edit = RandomPick(edit_at[step])
+            row = edit.integer(0, nodes - 1)
+            old = shared.node_infos[row]
+            new = NodeInfo(node(edit, old.name), old.pods)
+            shared.replace_node_info(new)
+            fresh.replace_node_info(new)
+
+
+def test_a_class_reuses_its_verdict_and_rejudges_the_changed_node() -> None:
+    nodes = [NodeInfo(make_node(f"n{i}").capacity(cpu="1", pods="110").obj()) for i in range(4)]
+    snapshot = Snapshot(nodes)
+    algorithm = _algorithm(equivalence=True, seed=1)
+    cache = algorithm.filter_stage.equivalence
+    assert cache is not None
+    placed: list[str] = []
+    for i in range(5):
+        pod = make_pod(f"p{i}").req(cpu="600m").obj()
+        result = algorithm.schedule(PodInfo(pod), snapshot)
+        if result.node is None:
+            assert result.message == "0/4 nodes are available: 4 Insufficient cpu."
+            break
+        placed.append(result.node)
+        _place(snapshot, pod, result.node)
+    # Four fit (one per node), the fifth finds every node full: each full node was re-judged.
+    assert sorted(placed) == ["n0", "n1", "n2", "n3"]
+    assert cache.hits == 4 and cache.misses == 1
