@@ -38,6 +38,9 @@ Blame = tuple[str, npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_]]
 CLASSES = 64
 """Verdicts kept (least recently used dropped first)."""
 
+SCALAR_ROWS = 16
+"""Up to this many unknown map scores are computed row by row with the scalar form."""
+
 PATCH_LIMIT = 64
 """Above this many changed rows a verdict is recomputed in full rather than patched."""
 
@@ -148,15 +151,19 @@ def _patch(
             verdict.blamed.append((name, *by_name[name]))
         blame_rows, masks = by_name[name]
         blame_rows[row] = True
+        # A reason may repeat (a node listing Ready=False twice is "not ready" twice): the
+        # k-th occurrence sets the k-th mask carrying that reason, as the vector forms do.
+        used: set[int] = set()
         for reason in reasons:
-            for known, mask in masks:
-                if known == reason:
-                    mask[row] = True
-                    break
-            else:
-                mask = np.zeros(n, dtype=bool)
-                mask[row] = True
-                masks.append((reason, mask))
+            index = next(
+                (i for i, (known, _) in enumerate(masks) if known == reason and i not in used),
+                None,
+            )
+            if index is None:
+                index = len(masks)
+                masks.append((reason, np.zeros(n, dtype=bool)))
+            used.add(index)
+            masks[index][1][row] = True
     return True
 
 
@@ -183,8 +190,11 @@ class ScoreCache:
         cols: NodeColumns,
         rows: npt.NDArray[np.intp],
         compute: Callable[[npt.NDArray[np.intp]], npt.NDArray[np.int64]],
+        compute_one: Callable[[int], int],
     ) -> npt.NDArray[np.int64]:
-        """Map scores for ``rows``; ``compute(rows)`` fills the ones not known yet."""
+        """Map scores for ``rows``; the ones not known yet come from ``compute(rows)`` (the
+        vector form) or, for a few rows, ``compute_one(row)`` (the scalar form: a numpy call
+        costs more than a handful of rows)."""
         entry = self._scores.get(key)
         if entry is None or entry.epoch != cols.epoch:
             entry = _Scores(
@@ -199,7 +209,11 @@ class ScoreCache:
             entry.version = cols.version
         self._scores.move_to_end(key)
         needed = rows[~entry.valid[rows]]
-        if len(needed):
+        if len(needed) > SCALAR_ROWS:
             entry.raw[needed] = compute(needed)
+            entry.valid[needed] = True
+        elif len(needed):
+            for row in needed.tolist():
+                entry.raw[row] = compute_one(row)
             entry.valid[needed] = True
         return entry.raw[rows]

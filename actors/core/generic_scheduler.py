@@ -27,6 +27,7 @@ without nominated pods; with none the vector walk runs unchanged.
 from __future__ import annotations
 
 import functools
+import operator
 import random
 import time
 from collections import Counter
@@ -594,7 +595,12 @@ class ScoreStage:
 
         ``observe`` (sampled attempts) is told each priority's time (map and reduce).
         """
-        infos = [snapshot.node_infos[i] for i in feasible]
+        # itemgetter builds the list in C (a comprehension costs ~25 us for 500 rows).
+        infos = (
+            list(operator.itemgetter(*feasible)(snapshot.node_infos))
+            if len(feasible) > 1
+            else [snapshot.node_infos[i] for i in feasible]
+        )
         if len(infos) == 1 and not explain:
             # v1.14: "When only one node after predicate, just use it."
             result.node = infos[0].name
@@ -647,11 +653,13 @@ class ScoreStage:
                     if self.classes is not None and id(plugin) in self._node_local:
                         if key is None:
                             key = _SPEC_ENCODER.encode(pod.pod.spec)
+                        infos_by_row = cols.infos
                         columns = self.classes.raw(
                             (key, id(plugin)),
                             cols,
                             row_array,
                             functools.partial(vector.score_columns, pod, meta, cols),
+                            lambda row: plugin.score(pod, meta, infos_by_row[row]),  # noqa: B023
                         )
                     else:
                         columns = vector.score_columns(pod, meta, cols, row_array)
