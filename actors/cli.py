@@ -31,7 +31,7 @@ from podium.actors.core.simulation import (
 )
 from podium.actors.db_commands import register as register_db_commands
 from podium.actors.logs import configure as configure_logging
-from podium.actors.serve import parse_address, serve
+from podium.actors.serve import add_serve_flags, check_access, parse_address, serve
 from podium.actors.simulate import simulate
 from podium.actors.supervisor import load_plugin_set
 from podium.protocol.config import SchedulerConfig, load_config
@@ -220,6 +220,16 @@ def _configured(args: argparse.Namespace) -> SchedulerConfig:
             ("log_format", getattr(args, "log_format", None)),
             ("log_level", getattr(args, "log_level", None)),
             ("random_seed", getattr(args, "seed", None)),
+            ("token_file", getattr(args, "token_file", None)),
+            ("tls_cert", getattr(args, "tls_cert", None)),
+            ("tls_key", getattr(args, "tls_key", None)),
+            ("insecure_plaintext", getattr(args, "insecure_plaintext", None) or None),
+            ("unix_mode", getattr(args, "unix_mode", None)),
+            ("max_connections", getattr(args, "max_connections", None)),
+            ("max_in_flight_per_connection", getattr(args, "max_in_flight", None)),
+            ("max_watchers", getattr(args, "max_watchers", None)),
+            ("watch_buffer", getattr(args, "watch_buffer", None)),
+            ("max_frame_bytes", getattr(args, "max_frame_bytes", None)),
         )
         if value is not None
     }
@@ -287,6 +297,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             parse_address(config.podium.listen)
         if config.podium.metrics is not None:
             parse_address(config.podium.metrics)
+        check_access(config.podium)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -432,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument(
         "--log-level", choices=("debug", "info", "warning", "error"), help="the lowest level logged"
     )
+    add_serve_flags(srv)
     srv.set_defaults(func=cmd_serve)
     register_client_commands(sub)
     register_db_commands(sub)

@@ -16,6 +16,12 @@ Mailbox: none; one reader task receives every frame and routes it by ``id`` to t
 request (a one-shot channel) or to the watch (a bounded channel).
 Emits: protocol frames (``Hello`` then requests).
 
+Access: ``token`` goes in the hello (:func:`read_token_file` reads one from a file); ``tls``
+(an :class:`ssl.SSLContext`, e.g. :func:`client_ssl_context`) wraps a TCP connection in TLS,
+verifying the daemon's certificate and its name against the address connected to. A TLS
+failure raises :class:`TLSFailed`; a daemon that answers in TLS a client that is not using
+it is named as such.
+
 Error handling:
     An ``ErrorReply`` raises :class:`RemoteError` (its ``code``, ``path``, ``errors`` and
     ``revision`` are attributes). A server that cannot be reached raises
@@ -36,9 +42,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
+import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
+from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
@@ -94,9 +103,12 @@ __all__ = [
     "ConnectionLost",
     "RemoteError",
     "ServerUnreachable",
+    "TLSFailed",
     "WatchStream",
+    "client_ssl_context",
     "connect",
     "parse_server",
+    "read_token_file",
 ]
 
 logger = logging.getLogger(__name__)
@@ -167,6 +179,47 @@ class ConnectionLost(ClientConnectionError):
     """The connection closed or broke while requests were waiting (or a new one was sent)."""
 
 
+class TLSFailed(ClientConnectionError):
+    """The TLS handshake failed: the daemon's certificate did not verify (unknown CA, wrong
+    name, expired) or the daemon does not speak TLS."""
+
+
+# --------------------------------------------------------------------------- access
+
+
+def client_ssl_context(ca_file: str | os.PathLike[str] | None = None) -> ssl.SSLContext:
+    """A TLS context that verifies the daemon: against ``ca_file`` (PEM) when given, else the
+    system's CAs; the certificate must name the host connected to.
+
+    Raises:
+        ValueError: ``ca_file`` cannot be read or holds no certificate.
+    """
+    try:
+        return ssl.create_default_context(cafile=os.fspath(ca_file) if ca_file else None)
+    except (OSError, ssl.SSLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ValueError(f"cannot load the CA file {ca_file}: {reason}") from None
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The token in ``path``: the first field of its first line that is not blank or a
+    comment (so a daemon's one-line token file, ``TOKEN ROLE [NAME]``, works as is).
+
+    Raises:
+        ValueError: the file cannot be read or holds no token.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ValueError(f"cannot read the token file {os.fspath(path)}: {reason}") from None
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line.split()[0]
+    raise ValueError(f"the token file {os.fspath(path)} holds no token")
+
+
 # --------------------------------------------------------------------------- addresses
 
 
@@ -207,14 +260,37 @@ def _unreachable_reason(exc: OSError) -> str:
     return str(first) or type(first).__name__
 
 
-async def _open_stream(server: str) -> trio.abc.Stream:
+async def _open_stream(server: str, tls: ssl.SSLContext | None = None) -> trio.abc.Stream:
     where = parse_server(server)
+    if tls is not None and isinstance(where, str):
+        raise ValueError(f"TLS is for TCP; {server} is a Unix socket (its file mode guards it)")
     try:
         if isinstance(where, str):
             return await trio.open_unix_socket(where)
-        return await trio.open_tcp_stream(*where)
+        tcp = await trio.open_tcp_stream(*where)
     except OSError as exc:
         raise ServerUnreachable(server, _unreachable_reason(exc)) from exc
+    if tls is None:
+        return tcp
+    stream = trio.SSLStream(tcp, tls, server_hostname=where[0])
+    try:
+        # Now, not lazily at the first read: a certificate that does not verify is reported
+        # as such rather than as a connection lost in the handshake.
+        await stream.do_handshake()
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        await trio.aclose_forcefully(tcp)
+        cause = exc.__cause__
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            detail = f"certificate verify failed: {cause.verify_message}"
+        elif isinstance(cause, ssl.SSLError) and cause.reason:
+            detail = cause.reason.lower().replace("_", " ")
+        else:
+            detail = str(cause or exc)
+        raise TLSFailed(f"TLS handshake with podium at {server} failed: {detail}") from exc
+    except BaseException:
+        await trio.aclose_forcefully(tcp)
+        raise
+    return stream
 
 
 # --------------------------------------------------------------------------- client
@@ -549,6 +625,7 @@ async def connect(
     *,
     encoding: Encoding = "msgpack",
     token: str | None = None,
+    tls: ssl.SSLContext | None = None,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     watch_buffer: int = WATCH_BUFFER,
 ) -> AsyncIterator[Client]:
@@ -558,19 +635,22 @@ async def connect(
         server: ``HOST:PORT`` (``[::1]:7070`` for IPv6) or ``unix:/path/to/socket``.
         encoding: ``msgpack`` (compact) or ``json`` (readable on the wire, for debugging).
         token: the access token, for listeners that require one.
+        tls: TLS for a TCP server (:func:`client_ssl_context`); None for plain text.
         max_frame_bytes: the largest reply frame accepted.
         watch_buffer: events each watch may hold unread (see :data:`WATCH_BUFFER`).
 
     Raises:
         ServerUnreachable: nothing answered at ``server``.
-        ValueError: ``server`` is not an address.
-        RemoteError: the daemon refused the handshake (``unauthorized``, ...).
+        ValueError: ``server`` is not an address, or ``tls`` was given for a Unix socket.
+        TLSFailed: the daemon's certificate did not verify, or it does not speak TLS.
+        RemoteError: the daemon refused the handshake (``unauthorized``: no valid token;
+            ``unavailable``: its connection limit), ...).
         ConnectionLost: the daemon closed the connection during the handshake.
 
     The body runs inside the nursery of the reader task; the reader never raises, so an
     exception from the body is re-raised as itself rather than inside an exception group.
     """
-    stream = await _open_stream(server)
+    stream = await _open_stream(server, tls)
     try:
         frames = FrameReader(max_frame_bytes)
         hello = await _handshake(stream, frames, server=server, encoding=encoding, token=token)
@@ -603,18 +683,33 @@ async def _handshake(
     token: str | None,
 ) -> HelloReply:
     hello = Hello(protocol=PROTOCOL_VERSION, encoding=encoding, token=token)
+    first = b""
     try:
         await stream.send_all(frame(encode_hello(hello)))
-        while (payload := frames.next_frame()) is None:
+        while True:
+            try:
+                payload = frames.next_frame()
+            except ProtocolError:
+                if first[:1] in (b"\x15", b"\x16") and first[1:2] == b"\x03":
+                    # A TLS record (an alert or a handshake): the daemon speaks TLS.
+                    raise TLSFailed(
+                        f"podium at {server} answered in TLS: connect with TLS (--tls or --tls-ca)"
+                    ) from None
+                raise
+            if payload is not None:
+                break
             data = await stream.receive_some(_RECEIVE_BYTES)
             if not data:
                 raise ConnectionLost(
                     f"podium at {server} closed the connection during the handshake"
+                    + ("" if isinstance(stream, trio.SSLStream) else _TLS_HINT)
                 )
+            first = first or bytes(data[:2])
             frames.feed(data)
     except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
         raise ConnectionLost(
             f"connection to podium at {server} broke during the handshake: {exc}"
+            + ("" if isinstance(stream, trio.SSLStream) else _TLS_HINT)
         ) from exc
     reply = decode_hello_reply(payload)
     if isinstance(reply, ErrorReply):
@@ -625,6 +720,9 @@ async def _handshake(
             f"{PROTOCOL_VERSION}"
         )
     return reply
+
+
+_TLS_HINT = " (if it listens with TLS, connect with --tls or --tls-ca)"
 
 
 # --------------------------------------------------------------------------- blocking
@@ -658,6 +756,7 @@ class BlockingClient:
         *,
         encoding: Encoding = "msgpack",
         token: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -667,7 +766,7 @@ class BlockingClient:
         self._closing: trio.Event | None = None
         self._thread = threading.Thread(
             target=trio.run,
-            args=(self._main, server, encoding, token),
+            args=(self._main, server, encoding, token, tls),
             name=f"podium-client {server}",
             daemon=True,  # a client a script forgot to close must not keep it alive
         )
@@ -677,10 +776,12 @@ class BlockingClient:
             self._thread.join()
             raise self._error
 
-    async def _main(self, server: str, encoding: Encoding, token: str | None) -> None:
+    async def _main(
+        self, server: str, encoding: Encoding, token: str | None, tls: ssl.SSLContext | None
+    ) -> None:
         try:
             async with (
-                connect(server, encoding=encoding, token=token) as client,
+                connect(server, encoding=encoding, token=token, tls=tls) as client,
                 trio.open_nursery() as nursery,
             ):
                 self._client = client

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import ssl
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -35,8 +36,10 @@ from podium.actors.client import (
     ClientConnectionError,
     RemoteError,
     ServerUnreachable,
+    client_ssl_context,
     connect,
     parse_server,
+    read_token_file,
 )
 from podium.actors.core.nodeinfo import PodInfo
 from podium.protocol.errors import LoadErrors
@@ -77,6 +80,7 @@ __all__ = [
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SERVER_ENV = "PODIUM_SERVER"
 TOKEN_ENV = "PODIUM_TOKEN"
+TLS_CA_ENV = "PODIUM_TLS_CA"
 
 KIND_ALIASES: dict[str, str] = {
     alias: kind
@@ -289,10 +293,14 @@ def _run(
     except ValueError as exc:
         _err(f"error: {exc}")
         return EXIT_USAGE
-    token: str | None = getattr(args, "token", None) or os.environ.get(TOKEN_ENV) or None
+    try:
+        token, tls = _access(args, server)
+    except ValueError as exc:
+        _err(f"error: {exc}")
+        return EXIT_USAGE
 
     async def main() -> int:
-        async with connect(server, token=token) as client:
+        async with connect(server, token=token, tls=tls) as client:
             return await body(client)
 
     try:
@@ -308,6 +316,30 @@ def _run(
             return EXIT_OK
         _err("interrupted")
     return EXIT_FAILED
+
+
+def _access(args: argparse.Namespace, server: str) -> tuple[str | None, ssl.SSLContext | None]:
+    """The token (--token, else --token-file, else $PODIUM_TOKEN) and the TLS context (--tls
+    or --tls-ca, else $PODIUM_TLS_CA; never for a Unix socket, whose file mode guards it).
+
+    Raises:
+        ValueError: a token file or CA file that cannot be read, or TLS asked for a Unix
+            socket.
+    """
+    token: str | None = getattr(args, "token", None)
+    token_file: str | None = getattr(args, "token_file", None)
+    if not token and token_file:
+        token = read_token_file(token_file)
+    token = token or os.environ.get(TOKEN_ENV) or None
+    ca: str | None = getattr(args, "tls_ca", None)
+    wanted = bool(getattr(args, "tls", False)) or ca is not None
+    unix = server.startswith("unix:")
+    if wanted and unix:
+        raise ValueError(f"TLS is for TCP; {server} is a Unix socket (its file mode guards it)")
+    ca = ca or os.environ.get(TLS_CA_ENV) or None
+    if unix or not (wanted or ca):
+        return token, None
+    return token, client_ssl_context(ca)
 
 
 def _print_remote_error(exc: RemoteError) -> None:
@@ -781,6 +813,21 @@ def _connection_options() -> argparse.ArgumentParser:
         "--token",
         metavar="TOKEN",
         help=f"access token for listeners that require one (default: ${TOKEN_ENV})",
+    )
+    group.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="read the token from FILE (its first field of its first line)",
+    )
+    group.add_argument(
+        "--tls",
+        action="store_true",
+        help="connect with TLS, verifying the daemon against the system's CAs",
+    )
+    group.add_argument(
+        "--tls-ca",
+        metavar="FILE",
+        help=f"connect with TLS, verifying the daemon against the CAs in FILE (default: ${TLS_CA_ENV})",
     )
     return parent
 

@@ -15,7 +15,22 @@ recent changes in a ring and hands each change to the watches that want it. A wa
 revision first reads the retained log from the store, then joins the hub at the store's answer;
 the ring fills whatever the hub saw in between, so nothing is lost or repeated. A watch whose
 buffer fills (a client that does not read) is cut off with ``overloaded`` and the revision to
-resume from, so it never grows memory or slows scheduling.
+resume from, so it never grows memory or slows scheduling: the hub never waits for a watch.
+
+Limits (``podium:`` keys, docs/protocol.md "Limits"): ``maxFrameBytes``; ``maxConnections``
+(one more is told ``unavailable: connection limit N reached`` in place of its HelloReply and
+closed); ``maxInFlightPerConnection`` (requests other than watches; the reader stops reading
+until one finishes, so TCP pushes back); ``maxWatchers`` (over every connection; one more is
+answered ``overloaded``); ``watchBuffer`` (events a watch may have waiting: a watch with events
+waiting whose next commit would take it past the buffer is cut off; a commit handed to a watch
+with none waiting is taken whole, so one large put does not cut off a watcher that keeps up).
+
+Access (docs/protocol.md "Access"): with ``tokens``, a connection from a listener that is not
+``tokenless`` must present one of them in its hello, else it is answered ``unauthorized`` and
+closed before it can read or write anything; a read-only token's put, delete and
+reload_policy are answered ``forbidden``. TLS is the listener's business (serve.py wraps the
+TCP listener in trio's SSLListener); a failed TLS handshake is logged and ends only its own
+connection.
 
 Owns: connections, watches and their positions, the ring of recent changes.
 Mailbox (hub): :class:`~podium.store.mail.Recovered`, :class:`~podium.store.mail.Committed`,
@@ -36,6 +51,8 @@ import collections
 import contextlib
 import itertools
 import logging
+import math
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar, assert_never
@@ -65,6 +82,7 @@ from podium.actors.mail import (
 from podium.actors.sending import reply, send
 from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol import metrics
+from podium.protocol.config import READ_ONLY_REQUESTS, AccessToken, authenticate
 from podium.protocol.errors import (
     FrameTooLarge,
     InvalidRequest,
@@ -135,9 +153,22 @@ RING = 65_536
 """Recent changes the hub keeps, to fill the gap between a watch's read of the log and its
 joining the hub."""
 WATCH_BUFFER = 4096
-"""Events a watch may have waiting before it is cut off as too slow."""
+"""Default ``podium.watchBuffer``: events a watch may have waiting before it is cut off as too
+slow."""
+MAX_CONNECTIONS = 1024
+"""Default ``podium.maxConnections``."""
+IN_FLIGHT = 256
+"""Default ``podium.maxInFlightPerConnection``: requests one connection may have in progress at
+once (watches aside: they are bounded by ``maxWatchers``)."""
+MAX_WATCHERS = 1024
+"""Default ``podium.maxWatchers``: watches open at once, over every connection."""
 HANDSHAKE_SECONDS = 10.0
 GOODBYE_SECONDS = 1.0
+REJECT_SECONDS = 1.0
+"""How long a connection over the limit is given to send its hello before it is told why it
+is refused (reading the hello first spares the client a reset that would hide the message)."""
+MAX_REJECTING = 64
+"""Connections over the limit being told so at once; any more are closed without a word."""
 
 
 @dataclass(eq=False, slots=True)
@@ -191,13 +222,29 @@ def event_of(watch_id: int, change: Change) -> Event:
 
 
 class _Hub:
-    """The watch hub's state (owned by the hub task)."""
+    """The watch hub's state (owned by the hub task).
 
-    def __init__(self) -> None:
+    Args:
+        watch_buffer: events a watch may have waiting (``podium.watchBuffer``).
+    """
+
+    def __init__(self, watch_buffer: int = WATCH_BUFFER) -> None:
         self.revision = 0
         self.ready = trio.Event()
         self.ring: collections.deque[Change] = collections.deque(maxlen=RING)
         self.watches: dict[tuple[int, int], _Watch] = {}
+        self.watch_buffer = watch_buffer
+
+    def _room(self, watch: _Watch, changes: Sequence[Change] | collections.deque[Change]) -> bool:
+        """Whether ``watch`` may take the changes it wants of ``changes``: always when nothing
+        is waiting for its forwarder (a commit is taken whole), else while the waiting events
+        stay within the buffer."""
+        waiting = watch.channel.statistics().current_buffer_used
+        if not waiting:
+            return True
+        position, kinds = watch.position, watch.kinds
+        wanted = sum(1 for c in changes if c.revision > position and (not kinds or c.kind in kinds))
+        return waiting + wanted <= self.watch_buffer
 
     def _deliver(self, watch: _Watch, change: Change) -> bool:
         if change.revision <= watch.position:
@@ -237,7 +284,9 @@ class _Hub:
         )
         self.revision = max(self.revision, msg.revision)
         for key, watch in list(self.watches.items()):
-            if not all(self._deliver(watch, c) for c in msg.changes):
+            if not (
+                self._room(watch, msg.changes) and all(self._deliver(watch, c) for c in msg.changes)
+            ):
                 # Too slow (or gone): cut it off; its forwarder reports where to resume.
                 watch.channel.close()
                 del self.watches[key]
@@ -250,6 +299,8 @@ class _Hub:
         if position < self.revision:
             if self.ring and self.ring[0].revision > position + 1:
                 return None
+            # A new watch has nothing waiting: it takes the whole gap (references into the
+            # ring), so a watcher that resumes while the daemon is busy still gets in.
             for change in self.ring:
                 if change.revision > position and not self._deliver(watch, change):
                     return None
@@ -271,7 +322,13 @@ class Gateway:
         hub: a sender into it, for the connections' AddWatch/RemoveWatch (closed on stop).
         handles: the runtime's mailboxes (the gateway closes them when it stops).
         server_version: reported in HelloReply.
-        max_frame_bytes: the largest frame accepted.
+        max_frame_bytes: the largest frame accepted (``podium.maxFrameBytes``).
+        max_connections: connections open at once (``podium.maxConnections``).
+        max_in_flight: requests other than watches one connection may have in progress
+            (``podium.maxInFlightPerConnection``).
+        max_watchers: watches open at once, over every connection (``podium.maxWatchers``).
+        watch_buffer: events a watch may have waiting (``podium.watchBuffer``).
+        tokens: the access tokens (``podium.tokenFile``), or None: no token is asked for.
         tracing: a span per Put, carried with its write so pod attempts link to it.
     """
 
@@ -283,6 +340,11 @@ class Gateway:
         *,
         server_version: str,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_connections: int = MAX_CONNECTIONS,
+        max_in_flight: int = IN_FLIGHT,
+        max_watchers: int = MAX_WATCHERS,
+        watch_buffer: int = WATCH_BUFFER,
+        tokens: Sequence[AccessToken] | None = None,
         tracing: Tracing = DISABLED,
     ) -> None:
         self._tracing = tracing
@@ -291,11 +353,17 @@ class Gateway:
         self._handles = handles
         self._server_version = server_version
         self._max_frame_bytes = max_frame_bytes
-        self._hub = _Hub()
+        self._max_connections = max_connections
+        self._max_in_flight = max_in_flight
+        self._max_watchers = max_watchers
+        self._watch_buffer = watch_buffer
+        self._tokens = tuple(tokens) if tokens is not None else None
+        self._hub = _Hub(watch_buffer)
         self._ids = itertools.count(1)
         self._started = trio.current_time()
         self._listen_scope = trio.CancelScope()
         self._connections: set[_Connection] = set()
+        self._rejecting = 0
         self._stopping = False
 
     @property
@@ -307,13 +375,23 @@ class Gateway:
         """Whether the hub has the store's recovered state (readiness)."""
         return self._hub.ready.is_set()
 
+    def watch_count(self) -> int:
+        """Watches open over every connection (a watch cut off whose error its client has not
+        read yet still counts: it still holds its buffer)."""
+        return sum(len(conn.watches) for conn in self._connections)
+
     async def run(
         self,
         listeners: Sequence[trio.abc.Listener[trio.abc.Stream]],
         *,
+        tokenless: Sequence[trio.abc.Listener[trio.abc.Stream]] = (),
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve ``listeners`` until :meth:`stop`; started once the store's state is in."""
+        """Serve ``listeners`` until :meth:`stop`; started once the store's state is in.
+
+        ``tokenless`` listeners (the Unix socket, guarded by its file mode) serve too, and
+        their connections need no token even when the gateway has tokens.
+        """
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._run_hub)
             await self._hub.ready.wait()
@@ -321,7 +399,9 @@ class Gateway:
                 with self._listen_scope:
                     async with trio.open_nursery() as accepting:
                         for listener in listeners:
-                            accepting.start_soon(self._accept, listener, conns)
+                            accepting.start_soon(self._accept, listener, conns, True)
+                        for listener in tokenless:
+                            accepting.start_soon(self._accept, listener, conns, False)
                         task_status.started()
                 # stop(): listeners are closed; every connection is told why, then ends.
                 for conn in list(self._connections):
@@ -362,7 +442,10 @@ class Gateway:
     # ------------------------------------------------------------------ connections
 
     async def _accept(
-        self, listener: trio.abc.Listener[trio.abc.Stream], nursery: trio.Nursery
+        self,
+        listener: trio.abc.Listener[trio.abc.Stream],
+        nursery: trio.Nursery,
+        token_required: bool,
     ) -> None:
         async with listener:
             while True:
@@ -373,25 +456,91 @@ class Gateway:
                     log.error("accept failed: %s", exc)
                     await trio.sleep(0.1)
                     continue
-                nursery.start_soon(self._connection, stream)
+                if len(self._connections) >= self._max_connections:
+                    nursery.start_soon(self._reject, stream)
+                else:
+                    # Counted here, not when its task starts: a burst of accepts cannot
+                    # overshoot the limit.
+                    nursery.start_soon(
+                        self._connection, self._open(stream, token_required=token_required)
+                    )
 
-    async def _connection(self, stream: trio.abc.Stream) -> None:
-        conn = _Connection(self, next(self._ids), stream)
+    def _open(self, stream: trio.abc.Stream, *, token_required: bool = False) -> _Connection:
+        conn = _Connection(
+            self,
+            next(self._ids),
+            stream,
+            in_flight=trio.Semaphore(self._max_in_flight),
+            token_required=token_required and self._tokens is not None,
+            peer=_peer(stream),
+        )
         self._connections.add(conn)
         metrics.PROTOCOL_CONNECTIONS.inc()
+        return conn
+
+    async def _connection(self, conn: _Connection) -> None:
+        stream = conn.stream
         if self._stopping:
             conn.close("podium is shutting down")
         try:
             try:
                 async with stream:
                     await conn.serve()
-            except* (trio.BrokenResourceError, trio.ClosedResourceError):
-                log.debug("connection %d: the peer went away", conn.conn_id)
+            except* (trio.BrokenResourceError, trio.ClosedResourceError) as group:
+                tls = _tls_failure(group)
+                if tls is not None and conn.codec is None and not isinstance(tls, ssl.SSLEOFError):
+                    # Before the hello: a plain-text client, a wrong CA, a TLS version the
+                    # daemon refuses. Later TLS errors are a peer that left without close_notify.
+                    log.warning(
+                        "connection %d from %s: TLS handshake failed (%s); closed",
+                        conn.conn_id,
+                        conn.peer,
+                        tls,
+                    )
+                else:
+                    log.debug("connection %d: the peer went away", conn.conn_id)
         except Exception:
             log.exception("connection %d failed", conn.conn_id)
         finally:
             self._connections.discard(conn)
             metrics.PROTOCOL_CONNECTIONS.dec()
+
+    async def _reject(self, stream: trio.abc.Stream) -> None:
+        """Refuse a connection over ``max_connections``: read its hello (briefly), answer
+        ``unavailable`` in its place, close."""
+        if self._rejecting >= MAX_REJECTING:
+            await trio.aclose_forcefully(stream)
+            return
+        self._rejecting += 1
+        limit = self._max_connections
+        log.warning("connection limit %d reached; a new connection was refused", limit)
+        _count_error("frame", "unavailable")
+        error = ErrorReply(
+            id=-1,
+            code="unavailable",
+            message=(
+                f"connection limit {limit} reached (podium.maxConnections); "
+                "retry later or raise the limit"
+            ),
+        )
+        try:
+            with trio.move_on_after(REJECT_SECONDS) as scope:
+                reader = FrameReader(self._max_frame_bytes)
+                while reader.next_frame() is None:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        break
+                    reader.feed(data)
+                await stream.send_all(frame(encode_hello(error)))
+            if scope.cancelled_caught:
+                await trio.aclose_forcefully(stream)
+            else:
+                with trio.move_on_after(GOODBYE_SECONDS):
+                    await stream.aclose()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, PodiumError):
+            await trio.aclose_forcefully(stream)
+        finally:
+            self._rejecting -= 1
 
     # ------------------------------------------------------------------ requests
 
@@ -434,7 +583,11 @@ class Gateway:
                     ),
                 )
                 if isinstance(read, StoreFailure):
-                    return _failure(msg.id, read)
+                    failed = _failure(msg.id, read)
+                    # The store refuses only an unknown kind as invalid: name the field.
+                    if read.code == "invalid":
+                        failed = msgspec.structs.replace(failed, path="$.kind")
+                    return failed
                 assert isinstance(read, ReadResult)
                 return GetReply(id=msg.id, revision=read.revision, items=read.items)
             case Watch():
@@ -605,6 +758,35 @@ def _count_error(kind: str, code: str) -> None:
     child.inc()
 
 
+def _tls_failure(group: BaseExceptionGroup[BaseException]) -> ssl.SSLError | None:
+    """The TLS error behind a broken stream (trio's SSLStream raises BrokenResourceError from
+    the ssl module's error), or None when the peer simply went away."""
+    for exc in group.exceptions:
+        cause = exc.__cause__
+        if isinstance(cause, ssl.SSLError):
+            return cause
+        if isinstance(exc, BaseExceptionGroup) and (inner := _tls_failure(exc)) is not None:
+            return inner
+    return None
+
+
+def _peer(stream: trio.abc.Stream) -> str:
+    """The peer's address, for logs (``unix`` for a Unix socket, ``?`` when unknown)."""
+    while isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    sock = getattr(stream, "socket", None)
+    if sock is None:
+        return "?"
+    try:
+        name = sock.getpeername()
+    except OSError:
+        return "?"
+    if isinstance(name, tuple) and len(name) >= 2:
+        host, port = name[0], name[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return "unix"
+
+
 def _failure(request_id: int, failure: StoreFailure) -> ErrorReply:
     return ErrorReply(
         id=request_id,
@@ -624,11 +806,10 @@ def _written(
     return kind(id=request_id, revision=result.revision, objects=result.objects)
 
 
-IN_FLIGHT = 256
-"""Requests one connection may have in progress at once (watches included)."""
-OUTBOX = 1024
-"""Frames a connection may have waiting for its socket; a watch forwarder waits when it is full,
-so a client that does not read fills its watch's buffer and is cut off."""
+OUTBOX_PER_REQUEST = 4
+"""A connection's outbox holds this many frames per request it may have in flight (1024 by
+default); a watch forwarder waits when it is full, so a client that does not read fills its
+watch's buffer and is cut off."""
 
 
 @dataclass(eq=False)
@@ -642,6 +823,11 @@ class _Connection:
     closing: str | None = None
     in_flight: trio.Semaphore = field(default_factory=lambda: trio.Semaphore(IN_FLIGHT))
     read_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    token_required: bool = False
+    token: AccessToken | None = None
+    """The token the hello presented (None where none is asked for: then read-write)."""
+    peer: str = "?"
+    """The peer's address, for logs."""
 
     def close(self, reason: str) -> None:
         """End the connection: stop reading and serving, tell the client ``reason``."""
@@ -650,7 +836,9 @@ class _Connection:
 
     async def serve(self) -> None:
         reader = FrameReader(self.gateway._max_frame_bytes)
-        outbox, pending = trio.open_memory_channel[bytes](OUTBOX)
+        outbox, pending = trio.open_memory_channel[bytes](
+            OUTBOX_PER_REQUEST * self.gateway._max_in_flight
+        )
         self.outbox = outbox
         async with trio.open_nursery() as outer:
             fatal: ErrorReply | None = None
@@ -710,6 +898,8 @@ class _Connection:
                         ),
                         path="$.protocol",
                     )
+                elif (refusal := self._authenticate(hello.token)) is not None:
+                    error = refusal
                 else:
                     welcome = HelloReply(
                         protocol=PROTOCOL_VERSION,
@@ -729,6 +919,49 @@ class _Connection:
         _count_error("frame", error.code)
         await self.stream.send_all(frame(encode_hello(error)))
         return None
+
+    def _authenticate(self, presented: str | None) -> ErrorReply | None:
+        """Check the hello's token where one is required; the refusal, or None to go on."""
+        tokens = self.gateway._tokens
+        if not self.token_required or tokens is None:
+            return None
+        self.token = authenticate(tokens, presented)
+        if self.token is not None:
+            log.debug(
+                "connection %d from %s: token %s (%s)",
+                self.conn_id,
+                self.peer,
+                self.token.name,
+                self.token.role,
+            )
+            return None
+        why = "no token was given" if not presented else "the token is not valid"
+        log.warning("connection %d from %s: refused: %s", self.conn_id, self.peer, why)
+        return ErrorReply(
+            id=-1,
+            code="unauthorized",
+            message=f"this listener requires an access token and {why}",
+            path="$.token",
+        )
+
+    def _forbidden(self, msg: ClientMessage) -> ErrorReply | None:
+        """A read-only token's put, delete or reload_policy: the refusal. (Read-only tokens
+        may make the requests listed, so a request type added later is refused to them until
+        it is listed.)"""
+        token = self.token
+        if token is None or not token.read_only:
+            return None
+        kind = _request_type(msg)
+        if kind in READ_ONLY_REQUESTS:
+            return None
+        return ErrorReply(
+            id=msg.id,
+            code="forbidden",
+            message=(
+                f"token {token.name!r} is read-only: {kind} is not allowed "
+                f"(a read-only token may {', '.join(READ_ONLY_REQUESTS)})"
+            ),
+        )
 
     async def _write(self, pending: trio.MemoryReceiveChannel[bytes]) -> None:
         async with pending:
@@ -792,6 +1025,10 @@ class _Connection:
             except MalformedFrame as exc:
                 return ErrorReply(id=-1, code="invalid", message=str(exc))
             _count_request(_request_type(msg))
+            if (refusal := self._forbidden(msg)) is not None:
+                _count_error(_request_type(msg), refusal.code)
+                await self.send(refusal)
+                continue
             if isinstance(msg, Watch):
                 if msg.id in self.watches:
                     _count_error("watch", "conflict")
@@ -804,17 +1041,35 @@ class _Connection:
                         )
                     )
                     continue
+                limit = self.gateway._max_watchers
+                if self.gateway.watch_count() >= limit:
+                    _count_error("watch", "overloaded")
+                    await self.send(
+                        ErrorReply(
+                            id=msg.id,
+                            code="overloaded",
+                            message=(
+                                f"watcher limit {limit} reached (podium.maxWatchers); "
+                                "retry later or raise the limit"
+                            ),
+                        )
+                    )
+                    continue
                 self.watches[msg.id] = trio.CancelScope()
-            # At most IN_FLIGHT requests at once: a client that pipelines without reading
-            # waits here (and TCP pushes back) instead of growing the daemon's memory.
+                # A watch holds no in-flight slot: it lasts, and maxWatchers bounds it.
+                requests.start_soon(self._request, msg, False)
+                continue
+            # At most max_in_flight requests at once: a client that pipelines without
+            # reading waits here (and TCP pushes back) instead of growing the daemon's memory.
             await self.in_flight.acquire()
-            requests.start_soon(self._request, msg)
+            requests.start_soon(self._request, msg, True)
 
-    async def _request(self, msg: ClientMessage) -> None:
+    async def _request(self, msg: ClientMessage, counted: bool) -> None:
         try:
             answer = await self._answer(msg)
         finally:
-            self.in_flight.release()
+            if counted:
+                self.in_flight.release()
         if answer is not None:
             if isinstance(answer, ErrorReply):
                 _count_error(_request_type(msg), answer.code)
@@ -874,12 +1129,17 @@ class _Connection:
                 gateway._handles.store, lambda **kw: ReadEvents(after=after, **kw)
             )
             if isinstance(events, StoreFailure):
-                await self._watch_error(_failure(msg.id, events))
+                # Beyond the current revision (invalid) or compacted (gone): the field is
+                # from_revision.
+                failed = msgspec.structs.replace(_failure(msg.id, events), path="$.from_revision")
+                await self._watch_error(failed)
                 return None
             assert isinstance(events, EventsResult)
             backlog = [c for c in events.changes if not kinds or c.kind in kinds]
             position = events.revision
-        changes_to, changes = trio.open_memory_channel[Change](WATCH_BUFFER)
+        # Unbounded: the hub counts what waits here against podium.watchBuffer and cuts the
+        # watch off rather than ever wait for it.
+        changes_to, changes = trio.open_memory_channel[Change](math.inf)
         cursor = WatchCursor(delivered=msg.from_revision or 0)
         joined: int | None = await gateway.ask(
             gateway._hub_tx,
@@ -888,13 +1148,17 @@ class _Connection:
             ),
         )
         if joined is None:
+            # Nothing was sent yet (not even the log's backlog): resume where the client
+            # asked to start.
             changes_to.close()
             await self._watch_error(
                 ErrorReply(
                     id=msg.id,
                     code="overloaded",
-                    message=f"the daemon moved on too fast; resume from revision {position}",
-                    revision=position,
+                    message=(
+                        f"the daemon moved on too fast; resume from revision {msg.from_revision}"
+                    ),
+                    revision=msg.from_revision,
                 )
             )
             return None
@@ -918,8 +1182,8 @@ class _Connection:
                 id=msg.id,
                 code="overloaded",
                 message=(
-                    f"watch fell more than {WATCH_BUFFER} events behind; "
-                    f"resume from revision {last}"
+                    f"watch fell more than {gateway._watch_buffer} events behind "
+                    f"(podium.watchBuffer); resume from revision {last}"
                 ),
                 revision=last,
             )

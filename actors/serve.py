@@ -7,6 +7,13 @@ start and the store publishes its state, the gateway starts serving, scheduling 
 one JSON line on stdout says where the daemon listens (``{"listen", "unix", "metrics",
 "revision"}``, with the real port when 0 was asked; ``metrics`` null when not served).
 
+Access (docs/protocol.md "Access"): listening beyond loopback needs ``podium.tokenFile``
+(every TCP connection then presents a token) and TLS (``podium.tlsCert``/``tlsKey``: the TCP
+listener is wrapped in trio's SSLListener) unless ``podium.insecurePlaintext`` says to send
+tokens in plain text; :func:`check_access` refuses anything else before a socket is bound.
+The Unix socket is created with ``podium.unixMode`` (0600) before it listens, and asks for no
+token: its file mode is its guard.
+
 SIGTERM or SIGINT begins a clean shutdown: listeners close, every connection is told
 ``unavailable: podium is shutting down``, the scheduling cycle stops, binds in flight finish,
 and the store closes; after ``shutdownGracePeriodSeconds`` whatever is left is cancelled. Either
@@ -16,14 +23,19 @@ signal on; the HTTP endpoint stops last.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import functools
+import ipaddress
 import json
 import logging
 import os
+import re
 import signal
+import ssl
 import stat
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TextIO
 
 import trio
@@ -34,11 +46,27 @@ from podium.actors.mail import BeginScheduling
 from podium.actors.sending import send
 from podium.actors.supervisor import MAILBOX, Runtime, StoreFactory, load_plugin_set
 from podium.actors.tracing import setup_tracing
-from podium.protocol.config import SchedulerConfig
+from podium.protocol.config import (
+    AccessToken,
+    PodiumSettings,
+    SchedulerConfig,
+    load_token_file,
+)
+from podium.protocol.errors import ConfigError
 from podium.store.mail import Published, StoreMsg
 from podium.store.sqlite import SqliteStore
 
-__all__ = ["Readiness", "open_listeners", "open_metrics_listeners", "parse_address", "serve"]
+__all__ = [
+    "Readiness",
+    "add_serve_flags",
+    "check_access",
+    "is_loopback",
+    "open_listeners",
+    "open_metrics_listeners",
+    "parse_address",
+    "serve",
+    "server_ssl_context",
+]
 
 log = logging.getLogger("podium.serve")
 
@@ -60,8 +88,157 @@ def _format_address(sockname: tuple[str, int] | tuple[str, int, int, int]) -> st
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-async def _open_unix_listener(path: str) -> trio.SocketListener:
-    """A listening Unix socket at ``path``; a stale socket file left by a crash is replaced."""
+def _at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"{low}-{high}" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {value}")
+        return value
+
+    return parse
+
+
+def _file_mode(text: str) -> str:
+    if not re.fullmatch(r"0?[0-7]{3}", text):
+        raise argparse.ArgumentTypeError(f"expected an octal file mode such as 0600, got {text!r}")
+    return text
+
+
+def add_serve_flags(parser: argparse.ArgumentParser) -> None:
+    """The access and limit flags of ``podium serve`` (each overrides its ``podium:`` key)."""
+    defaults = PodiumSettings()
+    access = parser.add_argument_group("access (docs/protocol.md, Access)")
+    access.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=(
+            "access tokens, one per line: TOKEN read-only|read-write [NAME]; every TCP "
+            "connection must then present one (podium.tokenFile; required beyond loopback)"
+        ),
+    )
+    access.add_argument(
+        "--tls-cert", metavar="FILE", help="PEM certificate chain: TCP speaks TLS (podium.tlsCert)"
+    )
+    access.add_argument(
+        "--tls-key", metavar="FILE", help="PEM private key of --tls-cert (podium.tlsKey)"
+    )
+    access.add_argument(
+        "--insecure-plaintext",
+        action="store_true",
+        help="allow listening beyond loopback without TLS (podium.insecurePlaintext)",
+    )
+    access.add_argument(
+        "--unix-mode",
+        type=_file_mode,
+        metavar="MODE",
+        help=f"file mode of the Unix socket (podium.unixMode, default {defaults.unix_mode})",
+    )
+    limits = parser.add_argument_group("limits (docs/protocol.md, Limits)")
+    for flag, key, low, high in (
+        ("--max-connections", "maxConnections", 1, None),
+        ("--max-in-flight", "maxInFlightPerConnection", 1, None),
+        ("--max-watchers", "maxWatchers", 1, None),
+        ("--watch-buffer", "watchBuffer", 1, None),
+        ("--max-frame-bytes", "maxFrameBytes", 1024, 2**32 - 1),
+    ):
+        default = getattr(defaults, _snake(key))
+        limits.add_argument(
+            flag,
+            type=_at_least(low, high),
+            metavar="N",
+            help=f"podium.{key} (default {default})",
+        )
+
+
+def _snake(camel: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listen host is loopback only (``localhost``, ``127.0.0.0/8``, ``::1``); any
+    other name, ``0.0.0.0`` and ``::`` are not."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_access(settings: PodiumSettings) -> list[str]:
+    """Refuse an unsafe access setup before anything is bound; the warnings of a tolerated one.
+
+    Raises:
+        ValueError: a TLS certificate without its key (or the reverse); a TCP listener beyond
+            loopback without a token file; or beyond loopback without TLS and without
+            ``insecurePlaintext``.
+    """
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        raise ValueError("give both --tls-cert and --tls-key (podium.tlsCert, podium.tlsKey)")
+    warnings: list[str] = []
+    if settings.listen is None:
+        if settings.tls_cert is not None:
+            warnings.append("--tls-cert is set but TCP is off (--listen none): TLS is unused")
+        return warnings
+    host, _ = parse_address(settings.listen)
+    if is_loopback(host):
+        return warnings
+    if settings.token_file is None:
+        raise ValueError(
+            f"listening on {settings.listen} (beyond loopback) requires --token-file "
+            "(podium.tokenFile): every client must present a token"
+        )
+    if settings.tls_cert is None:
+        if not settings.insecure_plaintext:
+            raise ValueError(
+                f"listening on {settings.listen} (beyond loopback) without TLS would send "
+                "tokens in plain text: give --tls-cert and --tls-key, or --insecure-plaintext "
+                "to accept that"
+            )
+        warnings.append(
+            f"listening on {settings.listen} beyond loopback without TLS "
+            "(--insecure-plaintext): tokens and objects cross the network in plain text"
+        )
+    return warnings
+
+
+def server_ssl_context(cert: str, key: str) -> ssl.SSLContext:
+    """The TCP listener's TLS context: the certificate chain and key, TLS 1.2 or later, no
+    client certificates (clients present tokens).
+
+    Raises:
+        ConfigError: the certificate or key cannot be read or do not match.
+    """
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(
+            [("podium.tlsCert", f"cannot load the certificate {cert} with the key {key}: {reason}")]
+        ) from None
+    return context
+
+
+def _load_tokens(path: str) -> tuple[AccessToken, ...]:
+    """The token file's entries; a warning when other users may read it."""
+    tokens = load_token_file(path)
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    if mode & 0o077:
+        log.warning(
+            "token file %s is readable by other users (mode %04o); chmod 600 it", path, mode
+        )
+    return tokens
+
+
+async def _open_unix_listener(path: str, mode: int = 0o600) -> trio.SocketListener:
+    """A listening Unix socket at ``path`` with file mode ``mode`` (set before it listens, so
+    no one connects in between); a stale socket file left by a crash is replaced."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -79,24 +256,31 @@ async def _open_unix_listener(path: str) -> trio.SocketListener:
         finally:
             probe.close()
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
-    await sock.bind(path)
-    sock.listen(128)
+    try:
+        await sock.bind(path)
+        os.chmod(path, mode)
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
     return trio.SocketListener(sock)
 
 
-async def open_listeners(config: SchedulerConfig) -> tuple[list[trio.SocketListener], str | None]:
-    """Bind the protocol's TCP and Unix listeners; returns them and the real TCP address."""
+async def open_listeners(
+    config: SchedulerConfig,
+) -> tuple[list[trio.SocketListener], list[trio.SocketListener], str | None]:
+    """Bind the protocol's listeners: the TCP ones, the Unix one, and the real TCP address."""
     settings = config.podium
-    listeners: list[trio.SocketListener] = []
+    tcp: list[trio.SocketListener] = []
+    unix: list[trio.SocketListener] = []
     address = None
     if settings.listen is not None:
         host, port = parse_address(settings.listen)
-        tcp = await trio.open_tcp_listeners(port, host=host)
-        listeners.extend(tcp)
+        tcp.extend(await trio.open_tcp_listeners(port, host=host))
         address = _format_address(tcp[0].socket.getsockname())
     if settings.unix is not None:
-        listeners.append(await _open_unix_listener(settings.unix))
-    return listeners, address
+        unix.append(await _open_unix_listener(settings.unix, int(settings.unix_mode, 8)))
+    return tcp, unix, address
 
 
 async def open_metrics_listeners(
@@ -157,12 +341,26 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
 
     Raises:
         PolicyError: the policy file is bad.
+        ConfigError: the token file, certificate or key is bad.
+        ValueError: the access setup is unsafe (:func:`check_access`).
         OSError: a listener cannot be bound.
     """
+    settings = config.podium
     plugins = load_plugin_set(config)
     for warning in plugins.warnings:
         log.warning("%s", warning)
-    listeners, address = await open_listeners(config)
+    for warning in check_access(settings):
+        log.warning("%s", warning)
+    tokens = _load_tokens(settings.token_file) if settings.token_file is not None else None
+    tls = (
+        server_ssl_context(settings.tls_cert, settings.tls_key)
+        if settings.tls_cert is not None and settings.tls_key is not None
+        else None
+    )
+    tcp, unix, address = await open_listeners(config)
+    listeners: list[trio.abc.Listener[trio.abc.Stream]] = (
+        [trio.SSLListener(listener, tls) for listener in tcp] if tls is not None else list(tcp)
+    )
     http_listeners, metrics_address = await open_metrics_listeners(config)
     hub_tx, hub_rx = trio.open_memory_channel[HubMsg](MAILBOX)
     tracing = setup_tracing(config.podium.tracing, service_version=version)
@@ -192,10 +390,15 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
                         hub_tx,
                         handles,
                         server_version=version,
-                        max_frame_bytes=config.podium.max_frame_bytes,
+                        max_frame_bytes=settings.max_frame_bytes,
+                        max_connections=settings.max_connections,
+                        max_in_flight=settings.max_in_flight_per_connection,
+                        max_watchers=settings.max_watchers,
+                        watch_buffer=settings.watch_buffer,
+                        tokens=tokens,
                         tracing=tracing,
                     )
-                    await nursery.start(gateway.run, listeners)
+                    await nursery.start(functools.partial(gateway.run, listeners, tokenless=unix))
                     readiness.gateway = gateway
                     ready = {
                         "listen": address,

@@ -38,9 +38,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hmac
 import os
 import types
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -54,14 +56,22 @@ __all__ = [
     "HONOURED_KEYS",
     "IGNORED_KEYS",
     "KIND",
+    "MIN_TOKEN_CHARS",
+    "READ_ONLY_REQUESTS",
+    "TOKEN_ROLES",
+    "AccessToken",
     "AlgorithmSource",
     "PodiumSettings",
     "PolicyFileSource",
     "PolicySource",
     "SchedulerConfig",
+    "TokenRole",
     "TracingSettings",
+    "authenticate",
     "decode_config",
     "load_config",
+    "load_token_file",
+    "parse_token_file",
 ]
 
 KIND = "KubeSchedulerConfiguration"
@@ -104,6 +114,7 @@ class _ConfigStruct(
 
 
 Address = Annotated[str, msgspec.Meta(min_length=1)]
+FilePath = Annotated[str, msgspec.Meta(min_length=1)]
 Seconds = Annotated[float, msgspec.Meta(ge=0)]
 
 
@@ -140,7 +151,28 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
         log_format: ``text`` or ``json``.
         log_level: ``debug``, ``info``, ``warning`` or ``error``.
         event_retention_revisions: how many revisions the event log keeps.
-        max_frame_bytes: the largest protocol frame accepted.
+        max_frame_bytes: the largest protocol frame accepted (both ways: a larger reply is
+            answered ``too_large``).
+        max_connections: protocol connections open at once; one more is answered
+            ``unavailable`` (``connection limit N reached``) and closed.
+        max_in_flight_per_connection: requests (watches aside) one connection may have in
+            progress; the daemon reads no further request from it until one finishes. The
+            connection's outgoing queue holds four times as many frames.
+        max_watchers: watches open at once, over every connection; one more is answered
+            ``overloaded`` (``watcher limit N reached``).
+        watch_buffer: events a watch may have waiting for its client; a watch that falls
+            further behind is cut off with ``overloaded`` and the revision to resume from (a
+            single commit larger than this is still handed whole to a watch that is keeping up).
+        token_file: the access tokens (see :func:`parse_token_file`); when set, every TCP
+            connection must present one of them in its hello. Required to listen beyond
+            loopback. Relative to the config file.
+        tls_cert: a PEM certificate chain: the TCP listener speaks TLS. Relative to the config
+            file; needs ``tls_key``.
+        tls_key: the PEM private key of ``tls_cert``.
+        insecure_plaintext: allow listening beyond loopback without TLS (tokens then cross the
+            network in plain text).
+        unix_mode: the file mode of the Unix socket (octal, default ``0600``: only the daemon's
+            user may connect). The Unix socket asks for no token.
         tracing: OpenTelemetry settings.
     """
 
@@ -155,8 +187,151 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     event_retention_revisions: Annotated[int, msgspec.Meta(ge=1)] = 1_000_000
-    max_frame_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 16 * 1024 * 1024
+    max_frame_bytes: Annotated[int, msgspec.Meta(ge=1024, le=2**32 - 1)] = 16 * 1024 * 1024
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] = 1024
+    max_in_flight_per_connection: Annotated[int, msgspec.Meta(ge=1)] = 256
+    max_watchers: Annotated[int, msgspec.Meta(ge=1)] = 1024
+    watch_buffer: Annotated[int, msgspec.Meta(ge=1)] = 4096
+    token_file: FilePath | None = None
+    tls_cert: FilePath | None = None
+    tls_key: FilePath | None = None
+    insecure_plaintext: bool = False
+    unix_mode: Annotated[str, msgspec.Meta(pattern="^0?[0-7]{3}$")] = "0600"
     tracing: TracingSettings = TracingSettings()
+
+
+# --------------------------------------------------------------------------- access tokens
+
+
+TokenRole = Literal["read-only", "read-write"]
+TOKEN_ROLES: tuple[TokenRole, ...] = ("read-only", "read-write")
+MIN_TOKEN_CHARS = 16
+"""The shortest token accepted: a token is a password, guessing must be hopeless
+(``openssl rand -hex 32`` makes a good one)."""
+READ_ONLY_REQUESTS = ("get", "watch", "cancel", "explain", "simulate", "stats")
+"""The requests a read-only token may make (by wire tag); put, delete and reload_policy need
+a read-write token."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AccessToken:
+    """One line of a token file.
+
+    Attributes:
+        token: the secret (never printed: ``repr`` leaves it out).
+        role: ``read-only`` (get, watch, cancel, explain, simulate, stats) or ``read-write``
+            (everything).
+        name: who holds it, for logs and errors (default ``line N``).
+        line: its line in the file (1-based).
+    """
+
+    token: str = dataclasses.field(repr=False)
+    role: TokenRole
+    name: str
+    line: int
+
+    @property
+    def read_only(self) -> bool:
+        return self.role == "read-only"
+
+
+def parse_token_file(text: str, *, source: str | None = None) -> tuple[AccessToken, ...]:
+    """Read a token file: one token per line, ``TOKEN ROLE [NAME]``::
+
+        # podium tokens: TOKEN ROLE [NAME]; ROLE is read-only or read-write
+        3f0c9a...e1   read-write  ci-deployer
+        77b2d4...0a   read-only   dashboard
+
+    Fields are separated by whitespace; blank lines and lines starting with ``#`` are
+    skipped. A token is at least :data:`MIN_TOKEN_CHARS` printable ASCII characters without
+    spaces; ``NAME`` (one word, default ``line N``) names the holder in logs and errors.
+
+    Raises:
+        ConfigError: every bad line, each naming its line number (``line 3: ...``); never
+            the token itself. A file without any token is an error too (no client could
+            connect).
+    """
+    tokens: list[AccessToken] = []
+    problems: list[Problem] = []
+    seen: dict[str, int] = {}
+    names: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"line {number}"
+        fields = line.split()
+        if len(fields) not in (2, 3):
+            problems.append(
+                (
+                    where,
+                    f"expected TOKEN ROLE [NAME] (ROLE: read-only or read-write), got {len(fields)} fields",
+                )
+            )
+            continue
+        token, role = fields[0], fields[1]
+        name = fields[2] if len(fields) == 3 else where
+        if role not in TOKEN_ROLES:
+            problems.append((where, f"role must be read-only or read-write, got {role!r}"))
+            continue
+        if not (token.isascii() and token.isprintable()):
+            problems.append((where, "a token must be printable ASCII"))
+            continue
+        if len(token) < MIN_TOKEN_CHARS:
+            problems.append(
+                (
+                    where,
+                    f"the token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
+                    "(e.g. `openssl rand -hex 32`)",
+                )
+            )
+            continue
+        if token in seen:
+            problems.append((where, f"the same token as line {seen[token]}"))
+            continue
+        if name in names:
+            problems.append((where, f"the name {name!r} is already used on line {names[name]}"))
+            continue
+        seen[token] = names[name] = number
+        tokens.append(AccessToken(token=token, role=role, name=name, line=number))
+    if problems:
+        raise ConfigError(problems, source=source)
+    if not tokens:
+        raise ConfigError(
+            [("", "no tokens: every line is blank or a comment, so no client could connect")],
+            source=source,
+        )
+    return tuple(tokens)
+
+
+def load_token_file(path: str | os.PathLike[str]) -> tuple[AccessToken, ...]:
+    """Read and parse the token file at ``path`` (see :func:`parse_token_file`).
+
+    Raises:
+        ConfigError: the file cannot be read, is not UTF-8, or has a bad line.
+    """
+    source = os.fspath(path)
+    try:
+        text = Path(source).read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError([("", f"cannot read: {exc.strerror or exc}")], source=source) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([("", f"not UTF-8: {exc.reason}")], source=source) from None
+    return parse_token_file(text, source=source)
+
+
+def authenticate(tokens: Sequence[AccessToken], presented: str | None) -> AccessToken | None:
+    """The entry whose token is ``presented``, or None.
+
+    Every entry is compared, each with :func:`hmac.compare_digest`, so the time taken says
+    nothing about which entry (or how much of one) matched.
+    """
+    given = (presented or "").encode("utf-8", "surrogatepass")
+    found: AccessToken | None = None
+    for entry in tokens:
+        if hmac.compare_digest(entry.token.encode("ascii"), given):
+            found = entry
+    return found
 
 
 # --------------------------------------------------------------------------- kube keys
@@ -310,10 +485,28 @@ def decode_config(raw: Any, *, source: str | None = None) -> SchedulerConfig:
         hard_pod_affinity_symmetric_weight=config.hard_pod_affinity_symmetric_weight,
         disable_preemption=config.disable_preemption,
         bind_timeout_seconds=config.bind_timeout_seconds,
-        podium=config.podium,
+        podium=_anchor_files(config.podium, source),
         source=source,
         warnings=tuple(warnings),
     )
+
+
+def _anchor_files(podium: PodiumSettings, source: str | None) -> PodiumSettings:
+    """The token, certificate and key paths made absolute against the config file's folder
+    (as the policy path is); flags, applied later, stay relative to the working directory."""
+    if source is None:
+        return podium
+    changes: dict[str, str] = {}
+    for key in ("token_file", "tls_cert", "tls_key"):
+        value: str | None = getattr(podium, key)
+        if value is None:
+            continue
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            path = (Path(source).parent / path).absolute()
+        if str(path) != value:
+            changes[key] = str(path)
+    return msgspec.structs.replace(podium, **changes) if changes else podium
 
 
 def _policy_file(algorithm: AlgorithmSource, source: str | None) -> Path | None:
@@ -393,6 +586,13 @@ def _check(config: _KubeSchedulerConfiguration) -> list[Problem]:
             problems.append(
                 ("algorithmSource.policy.file.path", "the policy file path must not be empty")
             )
+    if (config.podium.tls_cert is None) != (config.podium.tls_key is None):
+        present, missing = (
+            ("tlsCert", "tlsKey") if config.podium.tls_key is None else ("tlsKey", "tlsCert")
+        )
+        problems.append(
+            (f"podium.{missing}", f"podium.{present} is set without podium.{missing}; give both")
+        )
     for key, address in (
         ("podium.listen", config.podium.listen),
         ("podium.metrics", config.podium.metrics),

@@ -1,0 +1,259 @@
+"""End to end: the limits of a real ``podium serve`` — frame size, connections, in-flight
+requests per connection, watchers, and the per-watcher buffer that cuts off a slow watcher.
+
+Each test starts a daemon (tests/e2e/test_serve.py's helpers) with small limits given as
+flags, so reaching them takes a handful of requests.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from builders import make_node, make_pod
+from e2e.test_serve import Daemon, _frame, _recv_frame, start_daemon
+
+from podium.actors.client import RemoteError, connect
+from podium.protocol import objects as o
+
+HELLO = _frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
+
+
+@pytest.fixture
+def daemons() -> Iterator[Callable[..., Daemon]]:
+    """Start daemons with extra flags; each is stopped after the test and must exit 0."""
+    started: list[Daemon] = []
+
+    def start(tmp_path: Path, *extra: str) -> Daemon:
+        d = start_daemon(tmp_path, "--metrics", "none", *extra)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        code, err = d.stop()
+        assert code == 0, err
+        assert "Traceback" not in err, err
+
+
+def _raw(address: str, *, receive_buffer: int | None = None) -> socket.socket:
+    host, port = address.rsplit(":", 1)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if receive_buffer is not None:
+        # Before connecting: the window the daemon may fill is as small as the kernel allows.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.settimeout(10)
+    sock.connect((host, int(port)))
+    return sock
+
+
+def _json(sock: socket.socket) -> dict[str, Any]:
+    payload = _recv_frame(sock)
+    assert payload is not None, "the daemon closed the connection"
+    doc: dict[str, Any] = json.loads(payload)
+    return doc
+
+
+async def _eventually(check: Callable[[], Any], *, seconds: float = 5.0) -> None:
+    """Retry ``check`` (an async callable that raises until the daemon has caught up)."""
+    with trio.fail_after(seconds):
+        while True:
+            try:
+                await check()
+            except (AssertionError, RemoteError):
+                await trio.sleep(0.02)
+            else:
+                return
+
+
+def _node(name: str) -> o.Node:
+    return make_node(name).capacity(cpu="64", memory="256Gi", pods=110).obj()
+
+
+# --------------------------------------------------------------------------- frames
+
+
+async def test_the_frame_limit_is_configurable_both_ways(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    d = daemons(tmp_path, "--max-frame-bytes", "4096")
+    with trio.fail_after(20):
+        async with connect(d.address) as cl:
+            for i in range(3):
+                await cl.put([make_pod(f"p{i}").annotation("a", "x" * 1500).obj()])
+            # A reply over the limit: too_large for that request only; the connection stays.
+            with pytest.raises(RemoteError) as large_reply:
+                await cl.get("Pod")
+            assert large_reply.value.code == "too_large"
+            assert "over the 4096-byte frame limit" in str(large_reply.value)
+            assert (await cl.stats()).pods == 3
+        # A request over the limit: too_large with id -1, and that connection is closed.
+        big = make_pod("big").annotation("a", "x" * 5000).obj()
+        with pytest.raises(RemoteError) as large_request:
+            async with connect(d.address) as cl:
+                await cl.put([big])
+        assert large_request.value.code == "too_large"
+        assert "exceeds the limit of 4096 bytes" in str(large_request.value)
+        async with connect(d.address) as cl:
+            assert (await cl.stats()).pods == 3
+
+
+# --------------------------------------------------------------------------- connections
+
+
+async def test_a_connection_over_the_limit_is_told_and_closed(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    d = daemons(tmp_path, "--max-connections", "2")
+    with trio.fail_after(20):
+        async with connect(d.address) as first, connect(f"unix:{d.unix}") as second:
+            for server in (d.address, f"unix:{d.unix}"):
+                with pytest.raises(RemoteError) as refused:
+                    async with connect(server):
+                        pass
+                assert (refused.value.code, str(refused.value)) == (
+                    "unavailable",
+                    "connection limit 2 reached (podium.maxConnections); "
+                    "retry later or raise the limit",
+                )
+            # The two it holds are unharmed.
+            assert (await first.stats()).connections == 2
+            assert (await second.stats()).connections == 2
+
+        # Once one goes, a new one gets in.
+        async def again() -> None:
+            async with connect(d.address) as cl:
+                assert (await cl.stats()).connections == 1
+
+        await _eventually(again)
+    code, err = d.stop()
+    assert code == 0, err
+    assert "connection limit 2 reached; a new connection was refused" in err
+
+
+async def test_requests_beyond_the_in_flight_limit_wait_and_are_all_answered(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    d = daemons(tmp_path, "--max-in-flight", "1")
+
+    def pipeline() -> set[int]:
+        with _raw(d.address) as sock:
+            sock.sendall(HELLO)
+            assert _json(sock)["msg"] == "hello_reply"
+            # Two watches (they hold no in-flight slot) and 30 requests, none read yet.
+            frames = [_frame(json.dumps({"msg": "watch", "id": i}).encode()) for i in (1, 2)]
+            frames += [_frame(json.dumps({"msg": "stats", "id": i}).encode()) for i in range(3, 33)]
+            sock.sendall(b"".join(frames))
+            answered: set[int] = set()
+            while len(answered) < 32:
+                answered.add(_json(sock)["id"])
+            return answered
+
+    with trio.fail_after(20):
+        assert await trio.to_thread.run_sync(pipeline) == set(range(1, 33))
+
+
+# --------------------------------------------------------------------------- watchers
+
+
+async def test_a_watch_over_the_watcher_limit_is_refused(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    d = daemons(tmp_path, "--max-watchers", "1")
+    with trio.fail_after(20):
+        async with connect(d.address) as a, connect(d.address) as b:
+            async with a.watch():
+                with pytest.raises(RemoteError) as refused:
+                    async with b.watch():
+                        pass
+                assert (refused.value.code, str(refused.value)) == (
+                    "overloaded",
+                    "watcher limit 1 reached (podium.maxWatchers); retry later or raise the limit",
+                )
+                assert (await b.stats()).watchers == 1
+
+            async def watch_again() -> None:
+                async with b.watch():
+                    pass
+
+            await _eventually(watch_again)
+
+
+def _big_pod(name: str) -> o.Pod:
+    """A pod whose every event is ~64 KiB: the socket buffers fill after a few dozen."""
+    return make_pod(name).req(cpu="10m").annotation("bulk", "x" * 65536).obj()
+
+
+async def test_a_watcher_that_never_reads_is_cut_off_and_scheduling_goes_on(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    # watchBuffer 8; maxInFlight 4 makes the connection's outbox 16 frames. 120 pods make 240
+    # events of 64 KiB (15 MiB): far more than the socket buffers (4 MiB at most here) hold.
+    d = daemons(tmp_path, "--watch-buffer", "8", "--max-in-flight", "4")
+    pods = 120
+    with trio.fail_after(25), _raw(d.address, receive_buffer=4096) as slow:
+        async with connect(d.address) as cl:
+            start = (await cl.put([_node(f"n{i}") for i in range(4)])).revision
+            slow.sendall(HELLO)
+            assert _json(slow)["msg"] == "hello_reply"
+            slow.sendall(_frame(json.dumps({"msg": "watch", "id": 7, "kinds": ["Pod"]}).encode()))
+            assert _json(slow) == {"msg": "watch_reply", "id": 7, "revision": start}
+            # From here the slow watcher reads nothing while 120 pods are put and bound.
+            for batch in range(6):
+                await cl.put([_big_pod(f"p{batch}-{i}") for i in range(pods // 6)])
+
+            async def all_bound_and_slow_one_gone() -> None:
+                stats = await cl.stats()
+                # Scheduling went on, and the hub let go of the slow watch (its events stop
+                # piling up in the daemon).
+                assert (stats.bound, stats.watchers) == (pods, 0)
+
+            await _eventually(all_bound_and_slow_one_gone, seconds=15)
+
+        # What the slow watcher finds when it finally reads: events, then where to resume.
+        def drain() -> tuple[list[tuple[int, str, str]], dict[str, Any]]:
+            got: list[tuple[int, str, str]] = []
+            while (msg := _json(slow))["msg"] == "event":
+                got.append((msg["revision"], msg["type"], msg["name"]))
+            return got, msg
+
+        got, end = await trio.to_thread.run_sync(drain)
+        last = got[-1][0]
+        assert 0 < len(got) < 2 * pods
+        assert (end["id"], end["code"], end["revision"]) == (7, "overloaded", last)
+        assert end["message"] == (
+            f"watch fell more than 8 events behind (podium.watchBuffer); "
+            f"resume from revision {last}"
+        )
+        async with connect(d.address) as cl:
+            # Resuming from there gives the rest: with what it got, every event exactly once.
+            async with cl.watch(from_revision=last, kinds=["Pod"]) as rest:
+                async for ev in rest:
+                    got.append((ev.revision, ev.type, ev.name))
+                    if len(got) == 2 * pods:
+                        break
+            everything: list[tuple[int, str, str]] = []
+            async with cl.watch(from_revision=start, kinds=["Pod"]) as events:
+                async for ev in events:
+                    everything.append((ev.revision, ev.type, ev.name))
+                    if len(everything) == 2 * pods:
+                        break
+        assert got == everything
+        assert sum(t == "Bound" for _, t, _ in everything) == pods
+
+
+async def test_one_large_put_does_not_cut_off_a_watcher_that_keeps_up(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    d = daemons(tmp_path, "--watch-buffer", "8")
+    with trio.fail_after(20):
+        async with connect(d.address) as cl, cl.watch(kinds=["Node"]) as events:
+            await cl.put([_node(f"n{i}") for i in range(50)])  # one commit of 50 > 8
+            names = [(await events.__anext__()).name for _ in range(50)]
+            assert names == [f"n{i}" for i in range(50)]
+            assert (await cl.stats()).watchers == 1
