@@ -1,6 +1,7 @@
 """Time a restart: fill a database with N nodes and M bound pods through a real daemon, kill it
 with SIGKILL, then time ``podium serve`` from start to its ready line (three times), with the
-store's own recovery time from its log.
+store's own recovery time from its log. Also prints the daemon's resident memory holding them
+(VmRSS and peak VmHWM from /proc) after the fill and after each restart.
 
 Usage: python ops/measure-restart.py 5000 50000 /tmp/restart-db   (docs/reliability.md)
 """
@@ -36,6 +37,14 @@ def start(work: Path) -> tuple[subprocess.Popen[str], str, float]:
     assert proc.stdout is not None
     line = proc.stdout.readline()
     return proc, json.loads(line)["listen"], time.perf_counter() - began
+
+
+def memory(proc: subprocess.Popen[str]) -> str:
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+    )
+    rss, peak = (int(fields[k].split()[0]) // 1024 for k in ("VmRSS", "VmHWM"))
+    return f"RSS {rss} MiB (peak {peak} MiB)"
 
 
 def node(i: int) -> dict[str, Any]:
@@ -89,14 +98,16 @@ def main() -> None:
         began = time.perf_counter()
         trio.run(fill, address, nodes, pods)
         print(f"filled {nodes} nodes and {pods} pods in {time.perf_counter() - began:.1f} s")
+        print(f"holding them: {memory(proc)}")
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
     for _ in range(3):
         proc, _, ready = start(work)
+        held = memory(proc)
         proc.send_signal(signal.SIGKILL)
         _, err = proc.communicate()
         recovered = [line.split(": ", 1)[1] for line in err.splitlines() if "recovered" in line]
-        print(f"restart to ready: {ready:.2f} s; {recovered[0] if recovered else ''}")
+        print(f"restart to ready: {ready:.2f} s; {recovered[0] if recovered else ''}; {held}")
     print(f"database: {os.path.getsize(work / 'podium.db') // 2**20} MiB")
 
 

@@ -7,6 +7,7 @@ controllers, PVs, PVCs, storage classes).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +26,11 @@ from podium.protocol.objects import (
 )
 
 __all__ = ["ClusterObjects", "ImageState", "Snapshot"]
+
+JOURNAL = 4096
+"""Node changes a snapshot remembers (older ones are dropped half at a time)."""
+
+_TOKENS = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -72,6 +78,7 @@ class Snapshot:
         self.by_name = {n.name: n for n in self.node_infos}
         self.objects = objects if objects is not None else ClusterObjects()
         self.generation = generation
+        self._init_journal()
         self._columns: NodeColumns | None = None
         self._images: dict[str, ImageState] | None = None
         # Nodes holding pods with pod (anti-)affinity, by name; kept in step by replace_node_info.
@@ -146,6 +153,7 @@ class Snapshot:
         other.by_name = dict(self.by_name)
         other.objects = self.objects
         other.generation = self.generation
+        other._init_journal()
         other._columns = None
         other._images = self._images
         other._with_affinity = None if self._with_affinity is None else dict(self._with_affinity)
@@ -159,9 +167,41 @@ class Snapshot:
             self._positions = {n.name: i for i, n in enumerate(self.node_infos)}
         return self._positions[name]
 
+    # ------------------------------------------------------------------ journal
+
+    def _init_journal(self) -> None:
+        # A fresh token per snapshot object (copies included): state kept against one
+        # snapshot's journal never applies to another.
+        self.token = next(_TOKENS)
+        self._journal: list[tuple[NodeInfo, NodeInfo]] = []
+        self._journal_base = 0
+
+    @property
+    def journal_position(self) -> int:
+        """How many node changes this snapshot has seen (see :meth:`changes_since`)."""
+        return self._journal_base + len(self._journal)
+
+    def changes_since(self, position: int) -> Sequence[tuple[NodeInfo, NodeInfo]] | None:
+        """The (old, new) NodeInfos swapped in since ``position``, oldest first; ``None`` when
+        the journal no longer reaches back that far. Plugins that keep counts per topology
+        domain (inter-pod affinity) apply these instead of walking every pod again."""
+        if position < self._journal_base:
+            return None
+        return self._journal[position - self._journal_base :]
+
     def replace_node_info(self, info: NodeInfo) -> None:
         """Swap in a changed NodeInfo (same name), keeping the columns in step."""
         old = self.by_name[info.name]
+        if old is info:
+            # Changed in place (preemption's what-if steps): nothing to diff against, so state
+            # kept against this journal is void.
+            self._init_journal()
+        else:
+            self._journal.append((old, info))
+        if len(self._journal) > JOURNAL:
+            half = len(self._journal) // 2
+            del self._journal[:half]
+            self._journal_base += half
         i = self._position(info.name)
         self.node_infos[i] = info
         self.by_name[info.name] = info

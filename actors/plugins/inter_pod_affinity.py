@@ -43,10 +43,12 @@ recomputes without metadata from its pod lister, with the same outcome).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
+import msgspec
 import numpy as np
 
 from podium.actors.framework import (
@@ -61,6 +63,7 @@ from podium.actors.framework import (
 )
 from podium.actors.plugins import names
 from podium.protocol.labels import label_selector_is_valid
+from podium.protocol.objects import enc_hook
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -78,11 +81,14 @@ __all__ = [
     "FACTORIES",
     "NAME",
     "AffinityTerm",
+    "ClassCounts",
     "InterPodAffinity",
     "InterPodAffinityMeta",
     "PodTerms",
     "TermCache",
+    "affinity_class_key",
     "compile_term",
+    "node_changes",
 ]
 
 NAME = names.MATCH_INTER_POD_AFFINITY
@@ -376,6 +382,114 @@ def _incoming_pairs(
     return affinity_pairs, anti_pairs
 
 
+# --------------------------------------------------------------------------- incremental counts
+
+CLASSES = 64
+"""Classes of incoming pods whose counts are kept between pods (least recently used dropped)."""
+
+_KEY_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
+
+S = TypeVar("S")
+
+
+def affinity_class_key(pod: PodInfo) -> bytes:
+    """Incoming pods with the same namespace, labels and spec match and are matched alike."""
+    meta = pod.pod.metadata
+    return _KEY_ENCODER.encode((meta.namespace, meta.labels, pod.pod.spec))
+
+
+def node_changes(
+    changes: Iterable[tuple[NodeInfo, NodeInfo]],
+) -> Iterator[tuple[NodeInfo, list[PodInfo], int]]:
+    """(node, pods, -1) for pods a change took away and (node, pods, +1) for pods it brought,
+    each with the NodeInfo whose labels they counted under. A node whose labels changed has
+    all its old pods taken away and all its new ones brought."""
+    for old, new in changes:
+        if old.node is not new.node and (
+            old.node is None or new.node is None or old.labels != new.labels
+        ):
+            yield old, old.pods, -1
+            yield new, new.pods, 1
+            continue
+        old_ids = {id(p) for p in old.pods}
+        new_ids = {id(p) for p in new.pods}
+        removed = [p for p in old.pods if id(p) not in new_ids]
+        added = [p for p in new.pods if id(p) not in old_ids]
+        if removed:
+            yield old, removed, -1
+        if added:
+            yield new, added, 1
+
+
+class ClassCounts(Generic[S]):
+    """Per-class counts (``S``) kept against one snapshot's journal.
+
+    :meth:`find` answers the state made for this class on this snapshot and the node changes
+    since; the caller applies them and hands the state back with :meth:`keep`. Another snapshot
+    (a what-if copy, a new node set), a journal that no longer reaches back, or a class not seen
+    lately answers ``None``: the caller counts afresh over every pod.
+    """
+
+    def __init__(self, size: int = CLASSES) -> None:
+        self._size = size
+        self._entries: OrderedDict[bytes, tuple[int, int, S]] = OrderedDict()
+
+    def find(
+        self, key: bytes, snapshot: Snapshot
+    ) -> tuple[S, Sequence[tuple[NodeInfo, NodeInfo]]] | None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return None
+        token, position, state = entry
+        if token != snapshot.token:
+            return None
+        changes = snapshot.changes_since(position)
+        return None if changes is None else (state, changes)
+
+    def keep(self, key: bytes, snapshot: Snapshot, state: S) -> None:
+        self._entries[key] = (snapshot.token, snapshot.journal_position, state)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+
+def _bump(pairs: dict[TopologyPair, int], key: str, labels: Mapping[str, str], sign: int) -> None:
+    value = labels.get(key)
+    if value is None:
+        return
+    pair = (key, value)
+    count = pairs.get(pair, 0) + sign
+    if count:
+        pairs[pair] = count
+    else:
+        del pairs[pair]
+
+
+def _apply_changes(
+    meta: InterPodAffinityMeta,
+    pod: PodInfo,
+    affinity: Sequence[AffinityTerm],
+    anti: Sequence[AffinityTerm],
+    changes: Iterable[tuple[NodeInfo, NodeInfo]],
+) -> None:
+    """Bring the three pair counts of ``meta`` up to date with ``changes`` (what
+    :func:`_existing_anti_pairs` and :func:`_incoming_pairs` would count afresh)."""
+    for info, pods, sign in node_changes(changes):
+        if info.node is None:
+            continue
+        labels = info.labels
+        for existing in pods:
+            if existing.has_affinity:
+                for term in PodTerms(existing).required_anti_affinity():
+                    if term.matches(pod):
+                        _bump(meta.existing_anti_pairs, term.topology_key, labels, sign)
+            if affinity and all(t.matches(existing) for t in affinity):
+                for t in affinity:
+                    _bump(meta.affinity_pairs, t.topology_key, labels, sign)
+            for t in anti:
+                if t.matches(existing):
+                    _bump(meta.anti_affinity_pairs, t.topology_key, labels, sign)
+
+
 # --------------------------------------------------------------------------- plugin
 
 
@@ -392,28 +506,46 @@ def _hits(table: Mapping[str, int], values: Iterable[str]) -> npt.NDArray[np.boo
 class InterPodAffinity(VectorFilterPlugin):
     """v1.14 MatchInterPodAffinity (see the module docstring)."""
 
+    incremental = True
+    """Keep each class's pair counts between pods (off only to test that it changes nothing)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self._terms = TermCache()
+        self._classes: ClassCounts[InterPodAffinityMeta] = ClassCounts()
 
     def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+        """The pair counts, made afresh over every pod, or for a pod whose class was seen on
+        this snapshot, brought up to date from the nodes changed since (the meta handed out
+        is that class's state: valid until the next ``pre_filter``)."""
         own = PodTerms(pod)
         affinity, anti = own.required_affinity(), own.required_anti_affinity()
-        self._terms.begin()
-        existing = _existing_anti_pairs(pod, snapshot, self._terms)
-        if not affinity and not anti and not existing:
+        key = affinity_class_key(pod) if self.incremental else None
+        found = self._classes.find(key, snapshot) if key is not None else None
+        if found is not None:
+            meta, changes = found
+            _apply_changes(meta, pod, affinity, anti, changes)
+        else:
+            self._terms.begin()
+            existing = _existing_anti_pairs(pod, snapshot, self._terms)
+            affinity_pairs, anti_pairs = (
+                _incoming_pairs(snapshot, affinity, anti) if affinity or anti else ({}, {})
+            )
+            meta = InterPodAffinityMeta(
+                existing_anti_pairs=existing,
+                affinity_pairs=affinity_pairs,
+                anti_affinity_pairs=anti_pairs,
+                affinity_keys=tuple(t.topology_key for t in affinity),
+                anti_affinity_keys=tuple(t.topology_key for t in anti),
+            )
+        if key is not None:
+            self._classes.keep(key, snapshot, meta)
+        if not affinity and not anti and not meta.existing_anti_pairs:
             return SKIP
-        affinity_pairs, anti_pairs = _incoming_pairs(snapshot, affinity, anti)
-        return InterPodAffinityMeta(
-            existing_anti_pairs=existing,
-            affinity_pairs=affinity_pairs,
-            anti_affinity_pairs=anti_pairs,
-            affinity_keys=tuple(t.topology_key for t in affinity),
-            anti_affinity_keys=tuple(t.topology_key for t in anti),
-            first_of_group=bool(affinity)
-            and not affinity_pairs
-            and all(t.matches(pod) for t in affinity),
+        meta.first_of_group = (
+            bool(affinity) and not meta.affinity_pairs and all(t.matches(pod) for t in affinity)
         )
+        return meta
 
     def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
         if not isinstance(meta, InterPodAffinityMeta):

@@ -43,7 +43,14 @@ import numpy as np
 
 from podium.actors.framework import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
-from podium.actors.plugins.inter_pod_affinity import AffinityTerm, PodTerms, TermCache
+from podium.actors.plugins.inter_pod_affinity import (
+    AffinityTerm,
+    ClassCounts,
+    PodTerms,
+    TermCache,
+    affinity_class_key,
+    node_changes,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -94,10 +101,14 @@ def normalize_counts_array(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int6
 class InterPodAffinityPriority(VectorScorePlugin):
     """v1.14 InterPodAffinityPriority (see the module docstring)."""
 
+    incremental = True
+    """Keep each class's weights between pods (off only to test that it changes nothing)."""
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self.hard_pod_affinity_weight = args.hard_pod_affinity_symmetric_weight
         self._terms = TermCache()
+        self._classes: ClassCounts[PairWeights] = ClassCounts()
 
     def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
         own = PodTerms(pod)
@@ -109,12 +120,54 @@ class InterPodAffinityPriority(VectorScorePlugin):
             if has_affinity or has_anti
             else ()
         )
+        # Without preferred terms of its own, only existing pods' terms can score the pod: the
+        # nodes and pods without affinity need no visit, and the class's weights can be kept
+        # from pod to pod, brought up to date from the nodes changed since.
+        scan_all = bool(preferred)
+        key = affinity_class_key(pod) if self.incremental and not scan_all else None
+        found = self._classes.find(key, snapshot) if key is not None else None
+        if found is not None:
+            weights, changes = found
+            self._apply_changes(weights, pod, changes)
+        else:
+            weights = self._count(pod, snapshot, preferred, scan_all)
+        if key is not None:
+            self._classes.keep(key, snapshot, weights)
+        if not any(any(v for v in per_value.values()) for per_value in weights.values()):
+            return SKIP
+        return weights
+
+    def _apply_changes(
+        self, weights: PairWeights, pod: PodInfo, changes: Sequence[tuple[NodeInfo, NodeInfo]]
+    ) -> None:
+        hard = self.hard_pod_affinity_weight
+        for info, pods, sign in node_changes(changes):
+            if info.node is None:
+                continue
+            labels = info.labels
+            for existing in pods:
+                if not existing.has_affinity:
+                    continue
+                terms = PodTerms(existing)
+                if hard > 0:
+                    for term in terms.required_affinity():
+                        if term.matches(pod):
+                            _add(weights, term, labels, sign * hard)
+                for term in terms.preferred_affinity() + terms.preferred_anti_affinity():
+                    if term.matches(pod):
+                        _add(weights, term, labels, sign * term.weight)
+
+    def _count(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        preferred: tuple[AffinityTerm, ...],
+        scan_all: bool,
+    ) -> PairWeights:
+        """The weights afresh, over every pod (with ``scan_all``) or every pod with affinity."""
         hard = self.hard_pod_affinity_weight
         weights: PairWeights = {}
         self._terms.begin()
-        # Without preferred terms of its own, only existing pods' terms can score the pod: the
-        # nodes and pods without affinity need no visit.
-        scan_all = bool(preferred)
         for info in snapshot.node_infos if scan_all else snapshot.node_infos_with_affinity():
             if info.node is None:
                 continue
@@ -133,8 +186,6 @@ class InterPodAffinityPriority(VectorScorePlugin):
                 for term in terms.preferred_affinity() + terms.preferred_anti_affinity():
                     if term.matches(pod):
                         _add(weights, term, labels, term.weight)
-        if not any(any(v for v in per_value.values()) for per_value in weights.values()):
-            return SKIP
         return weights
 
     def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:

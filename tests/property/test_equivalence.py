@@ -1,8 +1,8 @@
 """Equivalence classes never change a decision.
 
 Two schedulers with the default policy, one sharing node-local verdicts and map scores between
-pods with the same spec (:mod:`podium.actors.core.equivalence`) and one filtering and scoring
-every pod afresh, place the
+pods with the same spec (:mod:`podium.actors.core.equivalence`) and keeping inter-pod affinity
+counts per class from pod to pod, and one filtering, counting and scoring every pod afresh, place the
 same stream of pods (drawn from a few specs, so classes repeat) on two copies of a random
 cluster. After each placement the pod is added to its node in both copies, and now and then a
 node is replaced by a different Node object or loses a pod, as the cache's deltas do. Every
@@ -32,6 +32,9 @@ def _algorithm(*, equivalence: bool, seed: int) -> Algorithm:
     if not equivalence:
         algorithm.filter_stage.equivalence = None
         algorithm.score_stage.classes = None
+        for plugin in [*filters, *(p for p, _ in scorers)]:
+            if hasattr(plugin, "incremental"):
+                plugin.incremental = False  # inter-pod affinity counts afresh for every pod
     return algorithm
 
 
@@ -115,3 +118,52 @@ def test_a_class_reuses_its_verdict_and_rejudges_the_changed_node() -> None:
     # Four fit (one per node), the fifth finds every node full: each full node was re-judged.
     assert sorted(placed) == ["n0", "n1", "n2", "n3"]
     assert cache.hits == 4 and cache.misses == 1
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def _anti_pod(name: str) -> o.Pod:
+    term = {
+        "labelSelector": {"matchLabels": {"app": "web"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    pod: o.Pod = (
+        make_pod(name)
+        .labels({"app": "web"})
+        .affinity({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+        .obj()
+    )
+    return pod
+
+
+def test_affinity_counts_follow_placements_and_in_place_changes() -> None:
+    nodes = [
+        NodeInfo(make_node(f"n{i}").capacity(cpu="4", pods="110").label(HOSTNAME, f"n{i}").obj())
+        for i in range(3)
+    ]
+    shared, fresh = Snapshot(nodes), Snapshot(list(nodes))
+    with_classes = _algorithm(equivalence=True, seed=3)
+    without = _algorithm(equivalence=False, seed=3)
+    placed = []
+    for i in range(4):
+        pod = _anti_pod(f"web-{i}")
+        a = with_classes.schedule(PodInfo(pod), shared)
+        b = without.schedule(PodInfo(pod), fresh)
+        assert _outcome(a) == _outcome(b)
+        if a.node is None:
+            break
+        placed.append(a.node)
+        _place(shared, pod, a.node)
+        _place(fresh, pod, a.node)
+    assert sorted(placed) == ["n0", "n1", "n2"]  # one per node; the fourth fits nowhere
+    assert a.message == (
+        "0/3 nodes are available: 3 node(s) didn't match pod affinity/anti-affinity, "
+        "3 node(s) didn't satisfy existing pods anti-affinity rules."
+    )
+    # A NodeInfo changed in place (as preemption's what-if steps do) voids the kept counts.
+    info = shared.by_name["n1"]
+    info.remove_pod(info.pods[0])
+    shared.replace_node_info(info)
+    again = with_classes.schedule(PodInfo(_anti_pod("web-9")), shared)
+    assert again.node == "n1"
