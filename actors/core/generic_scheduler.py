@@ -325,40 +325,46 @@ class FilterStage:
     ) -> tuple[ScheduleResult, list[int]]:
         cols = snapshot.columns
         n = cols.n
-        verdict: Verdict | None = None
-        key: bytes | None = None
-        if (
-            self.equivalence is not None
-            and not self.check_all
-            and all(id(p) in self._node_local for p, _ in active)
-        ):
+        # The node-local predicates at the head of the active list share a verdict with every
+        # pod of the same spec; the others (inter-pod affinity, spreading, volumes), which
+        # come after them in the canonical order, run on top of it for each pod.
+        local = 0
+        if self.equivalence is not None and not self.check_all:
+            while local < len(active) and id(active[local][0]) in self._node_local:
+                local += 1
+        if local:
+            assert self.equivalence is not None
+            head, tail = active[:local], active[local:]
             key = _SPEC_ENCODER.encode(pod.pod.spec)
+            verdict = None
             if not explain and observe is None:
-                verdict = self.equivalence.lookup(key, pod, cols, active)
-        if verdict is None:
-            verdict = self._verdict(pod, cols, active, observe)
-            if key is not None and self.equivalence is not None:
+                verdict = self.equivalence.lookup(key, pod, cols, head)
+            if verdict is None:
+                verdict = self._verdict(pod, cols, head, observe)
                 self.equivalence.store(key, verdict)
+            if tail:
+                verdict = self._verdict(pod, cols, tail, observe, after=verdict)
+        else:
+            verdict = self._verdict(pod, cols, active, observe)
         alive, blamed = verdict.alive, verdict.blamed
         # The walk starts at ``start`` and wraps: rotate by slicing (np.roll copies twice).
         fit_in_order = np.concatenate((alive[start:], alive[:start])) if start else alive
         counts = np.cumsum(fit_in_order)
         total = int(counts[-1])
         evaluated = n if total < want else int(np.searchsorted(counts, want)) + 1
-        examined = np.arange(start, start + evaluated)
-        examined[examined >= n] -= n
-        feasible = examined[fit_in_order[:evaluated]].tolist()
-        in_walk = np.zeros(n, dtype=bool)
-        in_walk[examined] = True
+        # The examined rows are one span, or two when the walk wraps past the last row.
+        end = start + evaluated
+        spans = [(start, end)] if end <= n else [(start, n), (0, end - n)]
+        feasible = [i for a, b in spans for i in (np.flatnonzero(alive[a:b]) + a).tolist()]
         result = ScheduleResult(evaluated=evaluated, feasible=len(feasible))
         for name, rows, masks in blamed:
-            rows = rows & in_walk
             for reason, mask in masks:
-                count = int(np.count_nonzero(mask & rows))
+                count = sum(int(np.count_nonzero(mask[a:b] & rows[a:b])) for a, b in spans)
                 if count:
                     result.reasons[reason] += count
                     result.failed_plugins.add(name)
         if explain:
+            examined = np.concatenate([np.arange(a, b) for a, b in spans])
             result.examined = [cols.names[i] for i in examined.tolist()]
             for i in examined[~fit_in_order[:evaluated]].tolist():
                 reasons: list[str] = []
@@ -374,11 +380,16 @@ class FilterStage:
         cols: NodeColumns,
         active: list[tuple[FilterPlugin, object]],
         observe: PluginObserver | None,
+        *,
+        after: Verdict | None = None,
     ) -> Verdict:
-        """Every active predicate's vector form over every row, in order."""
-        alive = np.ones(cols.n, dtype=bool)
-        # Per predicate: its name, the rows that report its reasons, its (reason, mask) pairs.
-        blamed: list[Blame] = []
+        """Every active predicate's vector form over every row, in order; ``after`` the
+        verdict of the predicates before them (not changed: a new verdict is returned)."""
+        if after is None:
+            alive = np.ones(cols.n, dtype=bool)
+            blamed: list[Blame] = []
+        else:
+            alive, blamed = after.alive.copy(), list(after.blamed)
         for plugin, meta in active:
             vector = cast(VectorFilterPlugin, plugin)
             if observe is None:
@@ -392,8 +403,12 @@ class FilterStage:
             if not masks:
                 continue
             fails = np.logical_or.reduce([m for _, m in masks])
-            blamed.append((plugin.name, fails if self.check_all else fails & alive, masks))
+            rows = fails if self.check_all else fails & alive
             alive &= ~fails
+            # Only what some row is blamed for is kept: most predicates reject no node, and
+            # counting their reasons per pod would cost a numpy call each.
+            if rows.any():
+                blamed.append((plugin.name, rows, [(r, m) for r, m in masks if (m & rows).any()]))
         return Verdict(alive, blamed, cols.epoch, cols.version)
 
     def _fit_loop(

@@ -243,10 +243,11 @@ class _SpecCounts:
 
     Counts are kept per NodeInfo object (a snapshot never mutates a NodeInfo; a changed node is
     a new object), so a node's pods are visited again only after it changed: per object for
-    the scalar walk, and as a matrix over the rows of the node columns for the vector one.
+    the scalar walk, and as a matrix over the rows of the node columns for the vector one (rows
+    stamped by ``NodeColumns.update_row`` since the last count are counted again).
     """
 
-    __slots__ = ("_ids", "_infos", "_matrix", "_new", "_old", "namespace", "selectors")
+    __slots__ = ("_infos", "_matrix", "_new", "_old", "_seen", "_version", "namespace", "selectors")
 
     def __init__(self, namespace: str, selectors: tuple[SpreadSelector, ...]) -> None:
         self.namespace = namespace
@@ -256,8 +257,10 @@ class _SpecCounts:
         # The rows' NodeInfos the matrix was counted over (kept alive, so equal ids mean the
         # same objects), their ids, and the matrix (rows x selectors).
         self._infos: list[NodeInfo] = []
-        self._ids: npt.NDArray[np.int64] | None = None
         self._matrix: npt.NDArray[np.int64] | None = None
+        # The columns (epoch, rows) and version the matrix was counted at.
+        self._seen: tuple[int, int] = (0, 0)
+        self._version = 0
 
     def begin(self) -> None:
         """Start a pass: per-object counts the last pass did not use are forgotten after it."""
@@ -287,11 +290,11 @@ class _SpecCounts:
     def matrix(self, cols: NodeColumns) -> tuple[npt.NDArray[np.int64], list[NodeInfo]]:
         """Per row of ``cols`` (rows x selectors), the counts, and the NodeInfos counted per
         row; neither is changed once returned."""
-        ids = np.fromiter(map(id, cols.infos), dtype=np.int64, count=cols.n)
         infos = cols.infos
         k = len(self.selectors)
-        if self._matrix is not None and self._ids is not None and len(self._ids) == cols.n:
-            changed = np.flatnonzero(ids != self._ids).tolist()
+        if self._matrix is not None and self._seen == (cols.epoch, cols.n):
+            # The same columns: only rows stamped since the last count can differ.
+            changed = np.flatnonzero(cols.row_version > self._version).tolist()
             if not changed:
                 return self._matrix, self._infos
             matrix = self._matrix.copy()
@@ -302,7 +305,8 @@ class _SpecCounts:
             matrix = np.zeros((cols.n, k), dtype=np.int64)
             for r in np.flatnonzero(cols.pod_count > 0).tolist():
                 matrix[r] = self.count(infos[r])
-        self._infos, self._ids, self._matrix = list(infos), ids, matrix
+        self._infos, self._matrix = list(infos), matrix
+        self._seen, self._version = (cols.epoch, cols.n), cols.version
         return matrix, self._infos
 
 
