@@ -98,7 +98,7 @@ from podium.protocol.framing import (
     frame,
 )
 from podium.protocol.labels import parse_selector
-from podium.protocol.objects import KINDS, Pod, PriorityClass
+from podium.protocol.objects import KINDS, Pod, PriorityClass, enc_hook
 from podium.protocol.wire import (
     PROTOCOL_VERSION,
     Cancel,
@@ -108,6 +108,7 @@ from podium.protocol.wire import (
     DeleteReply,
     ErrorReply,
     Event,
+    EventFrame,
     Explain,
     ExplainReply,
     Get,
@@ -148,6 +149,9 @@ __all__ = ["AddWatch", "Gateway", "HubMsg", "RemoveWatch", "WatchCursor"]
 log = logging.getLogger("podium.gateway")
 
 T = TypeVar("T")
+
+ENCODED_OBJECTS = 8192
+"""Committed objects whose encodings are kept for the watches still sending them."""
 
 RING = 65_536
 """Recent changes the hub keeps, to fill the gap between a watch's read of the log and its
@@ -219,6 +223,58 @@ def event_of(watch_id: int, change: Change) -> Event:
         node=change.node,
         message=change.message,
     )
+
+
+_OBJECT_ENCODERS: dict[str, Any] = {
+    "msgpack": msgspec.msgpack.Encoder(enc_hook=enc_hook),
+    "json": msgspec.json.Encoder(enc_hook=enc_hook),
+}
+"""The same encoders the connections' codecs use (``protocol/framing.py``)."""
+
+
+class EncodedObjects:
+    """Each committed object encoded once per encoding and shared by every watch sending it:
+    with 20 watchers, encoding every Pod for each of them was the daemon's largest cost.
+
+    Holds the last :data:`ENCODED_OBJECTS` (object, encoding) pairs; an object is kept beside
+    its bytes, so a recycled ``id()`` never answers another object's bytes.
+    """
+
+    def __init__(self, size: int = ENCODED_OBJECTS) -> None:
+        self._size = size
+        self._raw: collections.OrderedDict[tuple[int, str], tuple[object, msgspec.Raw]] = (
+            collections.OrderedDict()
+        )
+
+    def frame(self, encoding: str, watch_id: int, change: Change) -> bytes:
+        """The payload of ``change``'s event for watch ``watch_id``, equal to encoding
+        :func:`event_of` with the connection's codec."""
+        obj = change.object
+        raw = None
+        if obj is not None:
+            key = (id(obj), encoding)
+            hit = self._raw.get(key)
+            if hit is not None and hit[0] is obj:
+                raw = hit[1]
+            else:
+                raw = msgspec.Raw(_OBJECT_ENCODERS[encoding].encode(obj))
+                self._raw[key] = (obj, raw)
+                if len(self._raw) > self._size:
+                    self._raw.popitem(last=False)
+        payload: bytes = _OBJECT_ENCODERS[encoding].encode(
+            EventFrame(
+                id=watch_id,
+                revision=change.revision,
+                type=change.type,
+                kind=change.kind,
+                namespace=change.namespace,
+                name=change.name,
+                object=raw,
+                node=change.node,
+                message=change.message,
+            )
+        )
+        return payload
 
 
 class _Hub:
@@ -359,6 +415,7 @@ class Gateway:
         self._watch_buffer = watch_buffer
         self._tokens = tuple(tokens) if tokens is not None else None
         self._hub = _Hub(watch_buffer)
+        self.encoded = EncodedObjects()
         self._ids = itertools.count(1)
         self._started = trio.current_time()
         self._listen_scope = trio.CancelScope()
@@ -998,6 +1055,11 @@ class _Connection:
                     ),
                 )
             )
+        await self.send_payload(payload)
+
+    async def send_payload(self, payload: bytes) -> None:
+        """Queue one encoded message for the writer (waits while the outbox is full)."""
+        assert self.outbox is not None
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await send(self.outbox, frame(payload))
 
@@ -1165,12 +1227,13 @@ class _Connection:
         last = msg.from_revision if msg.from_revision is not None else joined
         cursor.delivered = last
         await self.send(WatchReply(id=msg.id, revision=last))
+        encoded, encoding = gateway.encoded, self.codec.encoding
         for change in backlog:
-            await self.send(event_of(msg.id, change))
+            await self.send_payload(encoded.frame(encoding, msg.id, change))
             last = cursor.delivered = change.revision
         async with changes:
             async for change in changes:
-                await self.send(event_of(msg.id, change))
+                await self.send_payload(encoded.frame(encoding, msg.id, change))
                 last = cursor.delivered = change.revision
         # The hub let go of us: we were too slow, or the daemon is stopping.
         if gateway._stopping:

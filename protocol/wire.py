@@ -44,6 +44,7 @@ __all__ = [
     "Encoding",
     "ErrorReply",
     "Event",
+    "EventFrame",
     "EventType",
     "Explain",
     "ExplainReply",
@@ -340,6 +341,21 @@ class Event(Reply, tag="event", frozen=True, kw_only=True):
     namespace: str
     name: str
     object: KubeObject | None = None
+    node: str = ""
+    message: str = ""
+
+
+class EventFrame(Reply, tag="event", frozen=True, kw_only=True):
+    """An :class:`Event` as the daemon writes it, its object already encoded (``msgspec.Raw``
+    in the connection's encoding), so every watch of one change shares that encoding. Encode
+    only; the bytes equal the :class:`Event`'s."""
+
+    revision: Revision
+    type: EventType
+    kind: str
+    namespace: str
+    name: str
+    object: msgspec.Raw | None = None
     node: str = ""
     message: str = ""
 

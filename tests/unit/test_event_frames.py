@@ -1,0 +1,54 @@
+"""Events are written with each object encoded once and shared by every watch
+(``gateway.EncodedObjects``); the bytes must equal encoding the Event itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from builders import make_node, make_pod
+
+from podium.actors.gateway import EncodedObjects, event_of
+from podium.protocol.framing import Codec
+from podium.store.mail import Change
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    change: Change
+
+
+POD = make_pod("web-1").ns("shop").req(cpu="250m", memory="1Gi").labels({"app": "web"}).obj()
+NODE = make_node("n1").capacity(cpu="4", memory="32Gi", pods="110").label("zone", "a").obj()
+
+CASES = [
+    Case("added pod", Change(revision=7, type="Added", kind="Pod", namespace="shop", name="web-1", object=POD)),
+    Case("bound pod", Change(revision=8, type="Bound", kind="Pod", namespace="shop", name="web-1", object=POD, node="n1")),
+    Case("unschedulable with a message", Change(revision=9, type="Unschedulable", kind="Pod", namespace="shop", name="web-1", object=POD, message='0/1 nodes are available: 1 Insufficient cpu "quoted".')),
+    Case("node", Change(revision=10, type="Modified", kind="Node", namespace="", name="n1", object=NODE)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_a_shared_frame_equals_the_encoded_event(case: Case, encoding: str) -> None:
+    encoded = EncodedObjects()
+    want = Codec(encoding).encode(event_of(3, case.change))  # type: ignore[arg-type]
+    assert encoded.frame(encoding, 3, case.change) == want
+    # Another watch of the same change reuses the object's bytes and keeps its own id.
+    assert encoded.frame(encoding, 41, case.change) == Codec(encoding).encode(  # type: ignore[arg-type]
+        event_of(41, case.change)
+    )
+
+
+def test_the_cache_keeps_each_object_beside_its_bytes_and_stays_bounded() -> None:
+    encoded = EncodedObjects(size=2)
+    changes = [
+        Change(revision=i, type="Added", kind="Pod", namespace="shop", name=f"p{i}", object=make_pod(f"p{i}").obj())
+        for i in range(5)
+    ]  # fmt: skip
+    codec = Codec("msgpack")
+    for change in changes + changes:
+        assert encoded.frame("msgpack", 1, change) == codec.encode(event_of(1, change))
+    assert len(encoded._raw) == 2
