@@ -364,7 +364,6 @@ class _Metrics:
 
     attempt_buckets: list[tuple[float, float]]
     cpu_seconds: float
-    rss_bytes: float
     recovery_seconds: float
 
 
@@ -372,7 +371,7 @@ def _scrape(address: str) -> _Metrics:
     with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
         text = response.read().decode()
     buckets: dict[float, float] = {}
-    cpu = rss = recovery = 0.0
+    cpu = recovery = 0.0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if (
@@ -383,11 +382,9 @@ def _scrape(address: str) -> _Metrics:
                 buckets[le] = buckets.get(le, 0.0) + sample.value
             elif sample.name == "process_cpu_seconds_total":
                 cpu = sample.value
-            elif sample.name == "process_resident_memory_bytes":
-                rss = sample.value
             elif sample.name == "podium_recovery_duration_seconds":
                 recovery = sample.value
-    return _Metrics(sorted(buckets.items()), cpu, rss, recovery)
+    return _Metrics(sorted(buckets.items()), cpu, recovery)
 
 
 def _bucket_delta(
@@ -505,6 +502,7 @@ class RunResult:
             "peak_rss_bytes": self.peak_rss_bytes,
             "cpu_seconds": self.cpu_seconds,
             "duration_seconds": self.duration_seconds,
+            "windows": self.windows,
         }
         if self.recovery_seconds is not None:
             out["recovery_seconds"] = self.recovery_seconds
@@ -832,11 +830,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
             finally:
                 bar.close()
         results.append(summarize(runs))
-        if not as_json:
-            print(
-                f"{workload.name} {nodes} nodes: {results[-1]['throughput']['average']:.0f} pods/s",
-                file=sys.stderr,
-            )
+        # One line per finished workload and size, on stderr in either format: a long
+        # machine-read run still shows that it moves.
+        print(
+            f"{workload.name} {nodes} nodes: {results[-1]['throughput']['average']:.0f} pods/s",
+            file=sys.stderr,
+        )
     if as_json:
         print(json.dumps({"results": _json_safe(results)}, indent=2))
     else:

@@ -68,6 +68,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from podium.actors.core.equivalence import is_node_local
 from podium.actors.core.generic_scheduler import fit_error_message
 from podium.actors.core.nodeinfo import NodeInfo, PodInfo
 from podium.actors.core.snapshot import Snapshot
@@ -289,6 +290,9 @@ it fits). ``snapshot`` holds ``node_info`` in place of that node's own NodeInfo;
 swap other NodeInfos in with ``replace_node_info`` but must put ``node_info`` back."""
 
 
+_NOT_MADE = object()
+
+
 class PredicateFitCheck:
     """The default :data:`FitCheck`: v1.14 ``podFitsOnNode`` on one node.
 
@@ -310,6 +314,11 @@ class PredicateFitCheck:
     ) -> None:
         self.filters = list(filters)
         self.nominated = nominated
+        # The node-local predicates' metadata depends on the pod alone: made once per pod,
+        # not once per node examined (preemption may check every node several times).
+        self._local = {id(p) for p in self.filters if is_node_local(p)}
+        self._metas: dict[int, object] = {}
+        self._metas_pod: PodInfo | None = None
 
     def __call__(self, pod: PodInfo, node_info: NodeInfo, snapshot: Snapshot) -> tuple[str, ...]:
         added, with_nominated = add_nominated_pods(pod, node_info, self.nominated)
@@ -324,11 +333,17 @@ class PredicateFitCheck:
         return self._run(pod, node_info, snapshot)
 
     def _run(self, pod: PodInfo, node_info: NodeInfo, snapshot: Snapshot) -> tuple[str, ...]:
+        if self._metas_pod is not pod:
+            self._metas, self._metas_pod = {}, pod
         for plugin in self.filters:
-            try:
-                meta = plugin.pre_filter(pod, snapshot)
-            except PredicateError as exc:
-                return (str(exc),)
+            meta = self._metas.get(id(plugin), _NOT_MADE)
+            if meta is _NOT_MADE:
+                try:
+                    meta = plugin.pre_filter(pod, snapshot)
+                except PredicateError as exc:
+                    return (str(exc),)
+                if id(plugin) in self._local:
+                    self._metas[id(plugin)] = meta
             if meta is SKIP:
                 continue
             status = plugin.filter(pod, meta, node_info)
