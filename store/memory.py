@@ -27,6 +27,7 @@ each commit with changes (so both stores report them), ``podium_store_revision``
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import TypeAlias, TypeVar, assert_never
@@ -108,6 +109,9 @@ class MemoryStore:
         self._subscribers = list(subscribers)
         self.core = core if core is not None else StoreCore()
         self._commit_seconds = 0.0
+        # Seconds a batch waits after the previous one began, gathering writes (0: none).
+        self.commit_window = 0.0
+        self._last_commit = -math.inf
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Publish Recovered, signal readiness, then serve batches until the inbox closes.
@@ -130,6 +134,10 @@ class MemoryStore:
                         batch = [await self._inbox.receive()]
                     except trio.EndOfChannel:
                         return
+                    if self.commit_window:
+                        # Group commit: let more writes join this batch, so that a commit's
+                        # fixed cost (the hand-over to the database thread) is paid less often.
+                        await trio.sleep_until(self._last_commit + self.commit_window)
                     while True:
                         try:
                             batch.append(self._inbox.receive_nowait())
@@ -138,6 +146,7 @@ class MemoryStore:
                         except trio.EndOfChannel:
                             closed = True
                             break
+                    self._last_commit = trio.current_time()
                     await self._serve(batch)
         finally:
             for subscriber in self._subscribers:

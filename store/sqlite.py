@@ -81,6 +81,11 @@ read from the database, which keeps ``eventRetentionRevisions`` of them."""
 SWITCH_INTERVAL_SECONDS = 0.0002
 """The interpreter's GIL switch interval while a database thread runs (default 0.005)."""
 
+COMMIT_WINDOW_SECONDS = 0.005
+"""Group commit: a batch begins at least this long after the previous one, so that writes
+arriving meanwhile share its transaction (each hand-over to the database thread costs the
+scheduler's thread a GIL round trip)."""
+
 COMPACT_EVERY = 1024
 """Compact the event log when it has grown this far past the retention (amortised deletes)."""
 
@@ -383,6 +388,7 @@ class SqliteStore(MemoryStore):
         self._db = _Database(path, synchronous)
         self._compacted_through = 0
         self._deferred: list[ReadEvents] = []
+        self.commit_window = COMMIT_WINDOW_SECONDS
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Take the lock, recover, then serve as the in-memory store does.
