@@ -1227,6 +1227,7 @@ class _Connection:
         last = msg.from_revision if msg.from_revision is not None else joined
         cursor.delivered = last
         await self.send(WatchReply(id=msg.id, revision=last))
+        assert self.codec is not None  # a watch runs only after the handshake
         encoded, encoding = gateway.encoded, self.codec.encoding
         for change in backlog:
             await self.send_payload(encoded.frame(encoding, msg.id, change))
