@@ -856,11 +856,11 @@ def register_bench_command(sub: Any) -> None:
         "bench",
         help="measure throughput and latency on the Kubernetes scheduler's benchmark workloads",
         description=(
-            "Run the Kubernetes scheduler's benchmark workloads (test/integration/scheduler_perf) "
-            "against a fresh `podium serve` per run (or --server): create the nodes and the "
-            "initial pods through the protocol, then create the measured pods as a client would "
-            "and count their bindings. Reports throughput in 1 s windows (average, p50/p90/p99, "
-            "as scheduler_perf computes it), scheduling-attempt latency from the daemon's "
+            "Run the Kubernetes scheduler's benchmark workloads (test/integration/scheduler_perf)\n"
+            "against a fresh `podium serve` per run (or --server): create the nodes and the\n"
+            "initial pods through the protocol, then create the measured pods as a client would\n"
+            "and count their bindings. Reports throughput in 1 s windows (average, p50/p90/p99,\n"
+            "as scheduler_perf computes it), scheduling-attempt latency from the daemon's\n"
             "histogram, the daemon's peak RSS and CPU seconds, and its recovery time on restart."
         ),
         epilog=(
@@ -868,7 +868,7 @@ def register_bench_command(sub: Any) -> None:
             "examples:\n"
             "  podium bench                                        # every workload, every size\n"
             "  podium bench --workload SchedulingBasic --nodes 5000 --runs 3\n"
-            "  podium bench --workload SchedulingBasic --nodes 5000 --pods 150000   # memory\n"
+            "  podium bench --workload SchedulingBasic --nodes 5000 --pods 150000   # RSS, ~5 min\n"
             "  podium bench --server 127.0.0.1:7070 --workload SchedulingBasic --nodes 500\n"
             "\nWith --server the daemon must be empty; latency, RSS, CPU and recovery are not "
             "measured (they need the daemon's metrics and process)."
