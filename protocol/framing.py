@@ -19,15 +19,23 @@ Error handling:
 
     - a header announcing more than the limit raises :class:`FrameTooLarge` (reply ``too_large``
       with id -1, then close the connection);
-    - bytes that are not msgpack/JSON at all raise :class:`MalformedFrame` (reply ``invalid``
-      with id -1, then close);
+    - bytes that are not msgpack/JSON at all (a msgpack string that is not UTF-8 included)
+      raise :class:`MalformedFrame` (reply ``invalid`` with id -1, then close);
     - a payload that decodes but does not validate (``msgspec.ValidationError``: a wrong type, a
-      missing field, an unknown ``msg``) raises :class:`InvalidRequest` carrying the request's
-      ``id`` when it could be read and the field's path; the connection stays open.
+      missing field, an unknown ``msg``, a number no type holds such as ``1e999``) raises
+      :class:`InvalidRequest` carrying the request's ``id`` when it could be read and the
+      field's path; the connection stays open. So does a well-formed payload nested deeper
+      than msgspec's recursion guard allows (about Python's recursion limit, 1000, less the
+      caller's stack): its path is found by an iterative scan (:data:`NESTING_LIMIT`).
+      Reasons and paths are cut short (about 1 KiB), whatever length the client sent.
+
+Nothing else escapes :meth:`Codec.decode_request` (tests/property/test_fuzz_frames.py).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import struct
 import types
@@ -56,6 +64,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "HEADER_BYTES",
     "MAX_FRAME_BYTES_LIMIT",
+    "NESTING_LIMIT",
     "Codec",
     "FrameReader",
     "decode_hello",
@@ -188,10 +197,49 @@ class _Format:
         """The integer ``id`` of a payload that is a map, else -1."""
         try:
             request_id = self.decode_id(payload).id
-        except msgspec.DecodeError:  # not a map, or an id that is not an integer
+        except (msgspec.DecodeError, UnicodeDecodeError):  # not a map, or not an integer id
             return -1
-        # An id outside RequestId's range cannot be echoed in an ErrorReply.
-        return request_id if 0 <= request_id <= 2**63 - 1 else -1
+        except RecursionError:  # nested too deep to skip: scan for the id instead
+            return (_msgpack_nesting if self is _MSGPACK else _json_nesting)(payload)[1]
+        return _echoable(request_id)
+
+    def decode_lenient(self, payload: bytes) -> Any:
+        """Decode untyped a payload whose untyped msgspec decoding failed validation.
+
+        msgspec refuses numbers it cannot represent untyped (a JSON integer beyond 64 bits, a
+        float beyond a double such as ``1e999``) although the document is well formed; the
+        standard library reads those (as ``inf``), so the error's path can still be walked.
+        msgpack has no such numbers: None (the path is then left as msgspec gave it).
+
+        Raises:
+            ValueError: the payload is not well-formed JSON after all.
+        """
+        if self is not _JSON:
+            return None
+        if payload.count(b"[") + payload.count(b"{") > NESTING_LIMIT:
+            # Maybe deep: the standard library's parser recurses on the C stack, and under a
+            # raised recursion limit (Hypothesis raises it) deep enough to overflow it.
+            return None
+        return json.loads(
+            payload.decode("utf-8"),  # msgspec reads UTF-8 only; json would guess UTF-16/32
+            parse_int=_lenient_int,
+            parse_constant=_no_constant,  # NaN/Infinity are not JSON, as msgspec says
+        )
+
+
+def _echoable(request_id: int) -> int:
+    """``request_id`` when an ErrorReply can echo it (RequestId's range), else -1."""
+    return request_id if 0 <= request_id <= 2**63 - 1 else -1
+
+
+def _lenient_int(text: str) -> int | float:
+    # int() refuses more than 4300 digits (sys.get_int_max_str_digits); such a number is as
+    # useless as infinity.
+    return int(text) if len(text) <= 4000 else math.inf
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")
 
 
 _JSON: Final = _Format("JSON", msgspec.json)
@@ -313,19 +361,41 @@ def _decode(
         return decode(payload)
     except msgspec.ValidationError as exc:  # a DecodeError subclass: caught first
         invalid = str(exc)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        # (msgspec's msgpack decoder raises UnicodeDecodeError for a str that is not UTF-8.)
         raise _malformed(payload, fmt, exc) from None
+    except RecursionError:
+        # Nesting deeper than msgspec's recursion guard, in a field the types ignore (a typed
+        # field fails on its type first). The frame itself is intact: answer, keep reading.
+        raise _too_deep(payload, fmt, echo_id=echo_id) from None
     # msgspec validates while it parses, so a truncated payload can fail validation before
     # its end is reached: decoding it untyped tells a malformed frame from an invalid message
     # (and gives the raw value, walked to improve the path).
+    raw: Any = None
     try:
         raw = fmt.decode_any(payload)
-    except msgspec.DecodeError as exc:
+    except msgspec.ValidationError:
+        # Well formed but for a number msgspec cannot hold untyped (1e999, a 30-digit
+        # integer): the typed error stands, and the standard library can still tell a
+        # truncated payload.
+        try:
+            raw = fmt.decode_lenient(payload)
+        except RecursionError:
+            pass
+        except ValueError as exc:
+            raise MalformedFrame(
+                f"cannot decode a {len(payload)}-byte frame as {fmt.name}: {exc}"
+            ) from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise _malformed(payload, fmt, exc) from None
+    except RecursionError:
+        pass  # the typed error stands; its path is left as msgspec gave it
     raise _invalid(invalid, payload, raw, fmt, root, echo_id=echo_id)
 
 
-def _malformed(payload: bytes, fmt: _Format, exc: msgspec.DecodeError) -> MalformedFrame:
+def _malformed(
+    payload: bytes, fmt: _Format, exc: msgspec.DecodeError | UnicodeDecodeError
+) -> MalformedFrame:
     return MalformedFrame(f"cannot decode a {len(payload)}-byte frame as {fmt.name}: {exc}")
 
 
@@ -335,6 +405,8 @@ def _invalid(
     """Map msgspec's validation message about ``payload`` (``raw`` when decoded untyped),
     decoded as ``root``, to an InvalidRequest."""
     reason, path = split_validation_message(text)
+    # msgspec quotes the offending value: a client's megabyte-long string is not echoed whole.
+    reason = _clip(reason)
     message = f"{reason} at {path}" if path else reason
     key_error = reason.endswith("(a key)")
     if path is not None and ("[...]" in path or key_error):
@@ -355,8 +427,252 @@ def _invalid(
             what = "message" if field == "msg" else field
             expected = f"'{tags[0]}'" if len(tags) == 1 else "one of " + ", ".join(tags)
             message = f"unknown {what} {got} at {path}; expected {expected}"
+    if path is not None and len(path) > _MAX_PATH:
+        # An unknown field's name comes from the client and may be megabytes long.
+        short = _clip(path, _MAX_PATH)
+        message, path = message.replace(path, short), short
     request_id = fmt.request_id(payload) if echo_id else -1
     return InvalidRequest(message, request_id=request_id, path=path)
+
+
+_MAX_PATH = 512
+"""The longest path an error carries."""
+_MAX_REASON = 1024
+"""The longest reason an error carries (msgspec's text, with the offending value quoted)."""
+_MAX_KEY = 64
+"""The longest mapping key a repaired path spells out."""
+
+
+def _clip(text: str, limit: int = _MAX_REASON) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def _too_deep(payload: bytes, fmt: _Format, *, echo_id: bool) -> InvalidRequest:
+    """The InvalidRequest for a payload nested deeper than msgspec decodes."""
+    scan = _msgpack_nesting if fmt is _MSGPACK else _json_nesting
+    path, request_id = scan(payload)
+    where = f" at {path}" if path is not None else ""
+    return InvalidRequest(
+        f"the {fmt.name} payload nests deeper than the decoder allows (more than "
+        f"{NESTING_LIMIT} levels{where}); no message is that deep",
+        request_id=request_id if echo_id else -1,
+        path=path,
+    )
+
+
+# --------------------------------------------------------------------------- nesting scans
+#
+# msgspec decodes recursively and raises RecursionError (no path, no id) on nesting deeper
+# than Python's recursion limit. These iterative scans find where a payload first nests
+# deeper than NESTING_LIMIT, and its top-level integer ``id``. They stop at the end of the
+# root value, at bytes that make no sense, or after _SCAN_ITEMS items (a few tens of
+# milliseconds; an ``id`` further on is not found).
+
+NESTING_LIMIT: Final = 100
+"""Nesting beyond this is reported as too deep (a put's deepest field is about 12 levels)."""
+_PATH_SEGMENTS = 12  # a too-deep path is reported down to here: enough to name the field
+_SCAN_ITEMS = 1 << 15
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _Open:
+    """A container the scan is inside: a map's last key, or an array's next index."""
+
+    __slots__ = ("index", "is_map", "key", "remaining")
+
+    def __init__(self, is_map: bool, remaining: int = -1) -> None:
+        self.is_map = is_map
+        self.index = 0  # entries seen (a map counts keys and values)
+        self.key: object = None
+        self.remaining = remaining  # msgpack: items still to come
+
+
+def _segment(top: _Open) -> str:
+    """The path segment of the next value in ``top``."""
+    if not top.is_map:
+        return f"[{top.index}]"
+    key = top.key
+    if isinstance(key, str) and _IDENTIFIER.fullmatch(key) and len(key) <= _MAX_KEY:
+        return f".{key}"
+    return f"[{_short_key(key)}]"
+
+
+def _short_key(key: object) -> str:
+    """``repr(key)``; a long string key as the quoted start of it and ``...``."""
+    text = repr(key)
+    if len(text) <= _MAX_KEY:
+        return text
+    if isinstance(key, str):
+        return f"{key[: _MAX_KEY - 8]!r}..."
+    return f"{text[: _MAX_KEY - 3]}..."
+
+
+def _deep_path(segments: list[str]) -> str:
+    return "$" + "".join(segments[:_PATH_SEGMENTS])
+
+
+def _json_nesting(payload: bytes) -> tuple[str | None, int]:
+    stack: list[_Open] = []
+    segments: list[str] = []  # one per open container but the root
+    deep: str | None = None
+    request_id = -1
+    for count, match in enumerate(_JSON_TOKEN.finditer(payload)):
+        if count >= _SCAN_ITEMS:
+            break
+        token = match[0]
+        top = stack[-1] if stack else None
+        if token in (b"{", b"["):
+            if top is not None:
+                segments.append(_segment(top))
+            stack.append(_Open(token == b"{"))
+            if deep is None and len(stack) > NESTING_LIMIT:
+                deep = _deep_path(segments)
+        elif token in (b"}", b"]"):
+            if not stack:
+                break
+            stack.pop()
+            if segments and stack:
+                segments.pop()
+        elif top is None:
+            break
+        elif token == b",":
+            top.index += 1  # the next element; in a map, from a value to the next key
+        elif token == b":":
+            pass
+        elif top.is_map and top.index % 2 == 0:
+            top.key = _json_key(token)
+            top.index += 1  # odd: the key's value comes next
+        elif len(stack) == 1 and top.is_map and top.key == "id" and token.isdigit():
+            request_id = _echoable(int(token)) if len(token) <= 20 else -1
+    return deep, request_id
+
+
+def _json_key(token: bytes) -> object:
+    try:
+        return json.loads(token)
+    except ValueError:
+        return token.decode("utf-8", "replace")
+
+
+# msgpack headers 0xc0-0xdf: (what, width of the length or value).
+_MSGPACK_HEADS: Final[dict[int, tuple[str, int]]] = {
+    0xC0: ("skip", 0),
+    0xC2: ("skip", 0),
+    0xC3: ("skip", 0),
+    0xC4: ("bin", 1),
+    0xC5: ("bin", 2),
+    0xC6: ("bin", 4),
+    0xC7: ("ext", 1),
+    0xC8: ("ext", 2),
+    0xC9: ("ext", 4),
+    0xCA: ("skip", 4),
+    0xCB: ("skip", 8),
+    0xCC: ("uint", 1),
+    0xCD: ("uint", 2),
+    0xCE: ("uint", 4),
+    0xCF: ("uint", 8),
+    0xD0: ("int", 1),
+    0xD1: ("int", 2),
+    0xD2: ("int", 4),
+    0xD3: ("int", 8),
+    0xD4: ("skip", 2),
+    0xD5: ("skip", 3),
+    0xD6: ("skip", 5),
+    0xD7: ("skip", 9),
+    0xD8: ("skip", 17),
+    0xD9: ("str", 1),
+    0xDA: ("str", 2),
+    0xDB: ("str", 4),
+    0xDC: ("array", 2),
+    0xDD: ("array", 4),
+    0xDE: ("map", 2),
+    0xDF: ("map", 4),
+}
+_CONTAINER: Final = object()
+
+
+def _msgpack_nesting(payload: bytes) -> tuple[str | None, int]:
+    stack: list[_Open] = []
+    segments: list[str] = []  # one per open container but the root
+    deep: str | None = None
+    request_id = -1
+    pos, size = 0, len(payload)
+    for _ in range(_SCAN_ITEMS):
+        if pos >= size:
+            break
+        head = payload[pos]
+        pos += 1
+        item: object = None
+        entries = -1  # a container's items (a map's keys and values)
+        if head <= 0x7F:
+            item = head
+        elif head <= 0x8F:
+            entries = 2 * (head & 0x0F)
+        elif head <= 0x9F:
+            entries = head & 0x0F
+        elif head <= 0xBF:
+            end = pos + (head & 0x1F)
+            item, pos = payload[pos:end], end
+        elif head >= 0xE0:
+            item = head - 0x100
+        else:
+            what, width = _MSGPACK_HEADS.get(head, ("bad", 0))
+            if what == "bad" or pos + width > size:
+                break
+            number = int.from_bytes(payload[pos : pos + width], "big", signed=what == "int")
+            if what == "skip":
+                pos += width
+            elif what in ("uint", "int"):
+                pos += width
+                item = number
+            elif what in ("bin", "str", "ext"):
+                pos += width + number + (1 if what == "ext" else 0)
+                item = payload[pos - number : pos] if what == "str" else None
+            else:
+                pos += width
+                entries = 2 * number if what == "map" else number
+        if pos > size:
+            break
+        top = stack[-1] if stack else None
+        if entries > 0:
+            if top is not None:
+                segments.append(_segment(top))
+            stack.append(_Open(head in (0xDE, 0xDF) or 0x80 <= head <= 0x8F, entries))
+            if deep is None and len(stack) > NESTING_LIMIT:
+                deep = _deep_path(segments)
+            continue
+        if entries == 0:
+            item = _CONTAINER
+        # One item is complete: account for it in its container, closing the full ones.
+        while stack:
+            top = stack[-1]
+            if top.is_map and top.index % 2 == 0:
+                top.key = _msgpack_key(item)
+            elif len(stack) == 1 and top.is_map and top.key == "id" and isinstance(item, int):
+                request_id = _echoable(item)
+            top.index += 1
+            top.remaining -= 1
+            if top.remaining > 0:
+                break
+            stack.pop()
+            if segments and stack:
+                segments.pop()
+            item = _CONTAINER
+        else:
+            break  # the root is complete
+    return deep, request_id
+
+
+def _msgpack_key(item: object) -> object:
+    if isinstance(item, bytes):
+        try:
+            return item.decode("utf-8")
+        except UnicodeDecodeError:
+            return item
+    return "..." if item is _CONTAINER else item
 
 
 # --------------------------------------------------------------------------- path repair
@@ -403,7 +719,7 @@ def _walk(raw: Any, tp: Any, path: str) -> tuple[str, Any]:
             if key is None:
                 return path, None
             tp, value = args[1], value[key]
-            out += f"[{key!r}]"
+            out += f"[{_short_key(key)}]"
     return out, tp
 
 
@@ -412,7 +728,7 @@ def _first_bad_entry(mapping: dict[Any, Any], key_type: Any, value_type: Any) ->
         for candidate, tp in ((key, key_type), (item, value_type)):
             try:
                 msgspec.convert(candidate, type=tp, dec_hook=dec_hook)
-            except msgspec.ValidationError:
+            except (msgspec.ValidationError, RecursionError):
                 return key
     return None
 

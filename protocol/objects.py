@@ -71,7 +71,12 @@ __all__ = [
 ]
 
 ResourceList: TypeAlias = dict[str, Quantity]
-NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+# Kubernetes' Go types bound every integer (an int32 priority, an int64 image size): a value
+# beyond them is refused at decode, as the API server refuses it, and so never reaches the
+# msgpack encoding of the store and the wire (64-bit at most).
+Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -159,7 +164,7 @@ class NodeSelector(_K8s, frozen=True, kw_only=True):
 
 
 class PreferredSchedulingTerm(_K8s, frozen=True, kw_only=True):
-    weight: int
+    weight: Int32
     preference: NodeSelectorTerm
 
 
@@ -175,7 +180,7 @@ class PodAffinityTerm(_K8s, frozen=True, kw_only=True):
 
 
 class WeightedPodAffinityTerm(_K8s, frozen=True, kw_only=True):
-    weight: int
+    weight: Int32
     pod_affinity_term: PodAffinityTerm
 
 
@@ -207,11 +212,11 @@ class Toleration(_K8s, frozen=True, kw_only=True):
     operator: str = ""
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 class TopologySpreadConstraint(_K8s, frozen=True, kw_only=True):
-    max_skew: Annotated[int, msgspec.Meta(ge=1)]
+    max_skew: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
     topology_key: str
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
     label_selector: LabelSelector | None = None
@@ -223,14 +228,14 @@ class TopologySpreadConstraint(_K8s, frozen=True, kw_only=True):
 class GCEPersistentDiskVolumeSource(_K8s, frozen=True, kw_only=True):
     pd_name: str
     fs_type: str = ""
-    partition: int = 0
+    partition: Int32 = 0
     read_only: bool = False
 
 
 class AWSElasticBlockStoreVolumeSource(_K8s, frozen=True, kw_only=True):
     volume_id: str = msgspec.field(name="volumeID")
     fs_type: str = ""
-    partition: int = 0
+    partition: Int32 = 0
     read_only: bool = False
 
 
@@ -244,7 +249,7 @@ class RBDVolumeSource(_K8s, frozen=True, kw_only=True):
 class ISCSIVolumeSource(_K8s, frozen=True, kw_only=True):
     target_portal: str = ""
     iqn: str = ""
-    lun: int = 0
+    lun: Int32 = 0
     read_only: bool = False
 
 
@@ -282,8 +287,8 @@ class Volume(_K8s, frozen=True, kw_only=True):
 
 
 class ContainerPort(_K8s, frozen=True, kw_only=True):
-    container_port: int = 0
-    host_port: int = 0
+    container_port: Int32 = 0
+    host_port: Int32 = 0
     protocol: str = "TCP"
     host_ip: str = msgspec.field(default="", name="hostIP")
 
@@ -309,7 +314,7 @@ class PodSpec(_K8s, frozen=True, kw_only=True):
     affinity: Affinity | None = None
     tolerations: list[Toleration] = []
     volumes: list[Volume] = []
-    priority: int | None = None
+    priority: Int32 | None = None
     priority_class_name: str = ""
     preemption_policy: str | None = None
     scheduler_name: str = "default-scheduler"
@@ -500,14 +505,14 @@ class StatefulSet(_K8s, tag="StatefulSet", tag_field="kind", frozen=True, kw_onl
 class PriorityClass(_K8s, tag="PriorityClass", tag_field="kind", frozen=True, kw_only=True):
     api_version: str = "scheduling.k8s.io/v1"
     metadata: ObjectMeta
-    value: int = 0
+    value: Int32 = 0
     global_default: bool = False
     preemption_policy: str = "PreemptLowerPriority"
 
 
 # --------------------------------------------------------------------------- disruption budgets
 
-IntOrPercent: TypeAlias = int | str
+IntOrPercent: TypeAlias = Int32 | str
 """``intstr.IntOrString`` as a PodDisruptionBudget uses it: a count, or a percent like ``"50%"``."""
 
 
@@ -526,7 +531,8 @@ def _check_int_or_percent(field: str, value: IntOrPercent | None) -> None:
             f"{field}: a valid percent string must be a numeric string followed by an ending "
             "'%' (e.g. '1%', or '93%')"
         )
-    if int(digits) > 100:
+    # (len() first: int() refuses more than 4300 digits with a ValueError of its own.)
+    if len(digits.lstrip("0")) > 3 or int(digits) > 100:
         raise ValueError(f"{field}: must not be greater than 100%")
 
 
@@ -549,10 +555,10 @@ class PodDisruptionBudgetStatus(_K8s, frozen=True, kw_only=True):
     """policy/v1 ``PodDisruptionBudgetStatus`` (v1beta1 names the Go field
     ``PodDisruptionsAllowed``; both serialise it as ``disruptionsAllowed``)."""
 
-    disruptions_allowed: int = 0
-    current_healthy: int = 0
-    desired_healthy: int = 0
-    expected_pods: int = 0
+    disruptions_allowed: Int32 = 0
+    current_healthy: Int32 = 0
+    desired_healthy: Int32 = 0
+    expected_pods: Int32 = 0
     disrupted_pods: dict[str, str] = {}
 
 

@@ -43,6 +43,10 @@ _QUANTITY = re.compile(
 )
 # An exponent beyond this cannot describe a real resource and would make fractions huge.
 _MAX_EXPONENT = 64
+# Likewise a number with more digits (Kubernetes keeps at most 19 significant ones and
+# nanounits).
+_MAX_DIGITS = 128
+_MAX_SHOWN = 64
 
 
 class QuantityError(ValueError):
@@ -99,28 +103,39 @@ def parse_quantity(text: str) -> Fraction:
     Raises:
         QuantityError: naming the text and what is wrong with it.
     """
+    shown = _shown(text)
     m = _QUANTITY.fullmatch(text)
     if m is None:
         raise QuantityError(
-            f"quantity {text!r} does not match the Kubernetes quantity grammar "
+            f"quantity {shown} does not match the Kubernetes quantity grammar "
             "(e.g. '100m', '1.5', '1Gi', '2e3', '500M')"
         )
+    if len(m["num"]) > _MAX_DIGITS or (m["exp"] is not None and len(m["exp"]) > _MAX_DIGITS):
+        # Also keeps int() under Python's 4300-digit limit (a ValueError, not ours).
+        raise QuantityError(f"quantity {shown} has more than {_MAX_DIGITS} digits")
     number = (
         Fraction(m["num"].rstrip(".") or "0")
         if m["num"].rstrip(".") not in ("", "+", "-")
         else None
     )
     if number is None:
-        raise QuantityError(f"quantity {text!r} has no digits")
+        raise QuantityError(f"quantity {shown} has no digits")
     if m["bin"]:
         value = number * _BINARY[m["bin"]]
     elif m["exp"] is not None:
         exponent = int(m["exp"])
         if abs(exponent) > _MAX_EXPONENT:
-            raise QuantityError(f"quantity {text!r} has an exponent beyond ±{_MAX_EXPONENT}")
+            raise QuantityError(f"quantity {shown} has an exponent beyond ±{_MAX_EXPONENT}")
         value = number * Fraction(10) ** exponent
     else:
         value = number * _DECIMAL[m["dec"] or ""]
     if value < 0:
-        raise QuantityError(f"quantity {text!r} is negative")
+        raise QuantityError(f"quantity {shown} is negative")
     return value
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message, cut short when a client sent a long one."""
+    if len(text) <= _MAX_SHOWN:
+        return repr(text)
+    return f"{text[:_MAX_SHOWN]!r}... ({len(text)} characters)"

@@ -45,6 +45,7 @@ from podium.protocol.objects import Taint
 __all__ = ["NodeColumns"]
 
 I64 = np.int64
+_INT64_MAX = 2**63 - 1
 _EPOCHS = itertools.count(1)
 
 # column name -> (condition type, the status that makes the flag True, or "!" + the status that
@@ -144,12 +145,14 @@ class NodeColumns:
         self.alloc_memory[i] = a.memory
         self.alloc_ephemeral[i] = a.ephemeral_storage
         self.alloc_pods[i] = a.allowed_pod_number
-        self.req_milli_cpu[i] = r.milli_cpu
-        self.req_memory[i] = r.memory
-        self.req_ephemeral[i] = r.ephemeral_storage
+        # Sums over a node's pods may pass int64 (each quantity saturates there alone): they
+        # saturate too, instead of raising OverflowError for every attempt on the cluster.
+        self.req_milli_cpu[i] = min(r.milli_cpu, _INT64_MAX)
+        self.req_memory[i] = min(r.memory, _INT64_MAX)
+        self.req_ephemeral[i] = min(r.ephemeral_storage, _INT64_MAX)
         self.pod_count[i] = len(info.pods)
-        self.nz_milli_cpu[i] = info.non_zero_milli_cpu
-        self.nz_memory[i] = info.non_zero_memory
+        self.nz_milli_cpu[i] = min(info.non_zero_milli_cpu, _INT64_MAX)
+        self.nz_memory[i] = min(info.non_zero_memory, _INT64_MAX)
         node = info.node
         self.has_node[i] = node is not None
         self.has_used_ports[i] = bool(info.used_ports)
@@ -172,7 +175,7 @@ class NodeColumns:
         self._fill(i, info)
         for name, (alloc, req) in self._scalar.items():
             alloc[i] = info.allocatable.scalar.get(name, 0)
-            req[i] = info.requested.scalar.get(name, 0)
+            req[i] = min(info.requested.scalar.get(name, 0), _INT64_MAX)
         if labels_changed and self._labels:
             self._labels.clear()
         if labels_changed:
@@ -188,7 +191,9 @@ class NodeColumns:
             alloc = np.fromiter(
                 (i.allocatable.scalar.get(name, 0) for i in self.infos), I64, self.n
             )
-            req = np.fromiter((i.requested.scalar.get(name, 0) for i in self.infos), I64, self.n)
+            req = np.fromiter(
+                (min(i.requested.scalar.get(name, 0), _INT64_MAX) for i in self.infos), I64, self.n
+            )
             cols = self._scalar[name] = (alloc, req)
         return cols
 

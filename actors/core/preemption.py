@@ -346,7 +346,11 @@ class PredicateFitCheck:
                     self._metas[id(plugin)] = meta
             if meta is SKIP:
                 continue
-            status = plugin.filter(pod, meta, node_info)
+            try:
+                status = plugin.filter(pod, meta, node_info)
+            except PredicateError as exc:
+                # As the class says (selectVictimsOnNode logs it): a misfit, not a crash.
+                return (str(exc),)
             if status.code is not Code.SUCCESS:
                 return status.reasons or (plugin.name,)
         return ()

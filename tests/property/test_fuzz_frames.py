@@ -1,0 +1,758 @@
+"""Fuzzing the frame reader and the codecs (protocol/framing.py): bad bytes never escape as
+anything but the protocol's own errors.
+
+What is fed: arbitrary bytes; frames cut into arbitrary pieces; length prefixes up to 4 GiB;
+valid requests of every kind (both encodings) with one to three mutations each (a field
+replaced by a value of any type, removed, or added; huge and out-of-range numbers such as
+``1e999`` and 30-digit integers; nesting thousands of levels deep) and then, sometimes,
+truncated, extended or bit-flipped.
+
+Properties (docs/protocol.md, "Frames"):
+
+- :meth:`Codec.decode_request` returns a request or raises :class:`InvalidRequest` or
+  :class:`MalformedFrame`; nothing else. A payload that is well-formed JSON/msgpack is never
+  ``MalformedFrame`` (the connection stays open). An InvalidRequest of a map names a path (a
+  prefix of, or inside, a mutated field when no tag was touched), echoes the map's integer
+  ``id`` when it is in range (a payload too deep to read may not get its id), and keeps its
+  message short whatever the client sent.
+- :class:`FrameReader` returns exactly the frames fed, in order, however they are cut, and
+  raises :class:`FrameTooLarge` as soon as an oversized header is complete, before any of the
+  body is read or allocated.
+
+CI runs a short form. The long form::
+
+    PODIUM_FUZZ_EXAMPLES=20000 pytest tests/property/test_fuzz_frames.py
+
+(docs/reliability.md, "Fuzzing", records a run.)
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import os
+import struct
+import sys
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import strategies as st
+
+from podium.protocol.errors import FrameTooLarge, InvalidRequest, MalformedFrame
+from podium.protocol.framing import (
+    HEADER_BYTES,
+    MAX_FRAME_BYTES_LIMIT,
+    Codec,
+    FrameReader,
+    decode_hello,
+    decode_hello_reply,
+    frame,
+)
+from podium.protocol.wire import Hello, HelloReply, Request
+
+# A failing example holding a megabyte string is printed whole: let the failure, not
+# Hypothesis' warning about the size of its report, be what fails.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning"
+)
+
+EXAMPLES = int(os.environ.get("PODIUM_FUZZ_EXAMPLES", "0"))
+"""0: the short CI form; otherwise the number of examples of each fuzz test."""
+
+
+def fuzz(short: int) -> settings:
+    """``short`` examples in CI, PODIUM_FUZZ_EXAMPLES in the long form."""
+    return settings(
+        max_examples=EXAMPLES or short,
+        deadline=None,
+        database=None,
+        print_blob=True,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+ENCODINGS = ("json", "msgpack")
+CODECS = {name: Codec(name) for name in ENCODINGS}  # type: ignore[arg-type]
+MAX_MESSAGE = 4096
+"""An error message (reason and path) stays under this, whatever the client sent."""
+
+# --------------------------------------------------------------------------- seeds
+
+POD: dict[str, Any] = {
+    "kind": "Pod",
+    "apiVersion": "v1",
+    "metadata": {"name": "web-1", "namespace": "shop", "labels": {"app": "web"}},
+    "spec": {
+        "containers": [
+            {
+                "name": "c",
+                "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}, "limits": {"cpu": 1}},
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+            }
+        ],
+        "nodeSelector": {"disk": "ssd"},
+        "priority": 5,
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "topologyKey": "zone",
+                        "labelSelector": {
+                            "matchExpressions": [
+                                {"key": "app", "operator": "In", "values": ["web"]}
+                            ]
+                        },
+                    }
+                ]
+            }
+        },
+        "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+        "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}],
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+    },
+}
+NODE: dict[str, Any] = {
+    "kind": "Node",
+    "metadata": {"name": "n1", "labels": {"zone": "a"}},
+    "spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]},
+    "status": {
+        "capacity": {"cpu": "4", "memory": "16Gi", "pods": 110},
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "images": [{"names": ["nginx"], "sizeBytes": 1000}],
+    },
+}
+PDB: dict[str, Any] = {
+    "kind": "PodDisruptionBudget",
+    "metadata": {"name": "b", "namespace": "shop"},
+    "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
+}
+CLASS: dict[str, Any] = {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100}
+CLAIM: dict[str, Any] = {
+    "kind": "PersistentVolumeClaim",
+    "metadata": {"name": "data", "namespace": "shop"},
+    "spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "1Gi"}}},
+}
+STORAGE: dict[str, Any] = {
+    "kind": "StorageClass",
+    "metadata": {"name": "fast"},
+    "volumeBindingMode": "WaitForFirstConsumer",
+}
+
+SEEDS: list[dict[str, Any]] = [
+    {"msg": "put", "id": 1, "objects": [POD, NODE, PDB, CLASS, CLAIM, STORAGE]},
+    {"msg": "delete", "id": 2, "refs": [{"kind": "Pod", "name": "web-1", "namespace": "shop"}]},
+    {"msg": "get", "id": 3, "kind": "Pod", "namespace": "shop", "label_selector": "app=web"},
+    {"msg": "watch", "id": 4, "from_revision": 0, "kinds": ["Pod"]},
+    {"msg": "cancel", "id": 5, "target": 4},
+    {"msg": "explain", "id": 6, "name": "web-1", "namespace": "shop"},
+    {"msg": "simulate", "id": 7, "pod": POD, "explain": True},
+    {"msg": "reload_policy", "id": 8},
+    {"msg": "stats", "id": 9},
+]
+TAGS = frozenset({"msg", "kind"})
+
+# --------------------------------------------------------------------------- values
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Deep:
+    """Nesting ``depth`` levels deep, written straight into the payload (no recursion)."""
+
+    depth: int
+    as_map: bool = False
+
+
+@dataclass(frozen=True)
+class BigNumber:
+    """A JSON number msgspec cannot hold untyped (msgpack gets the largest it can carry)."""
+
+    text: str
+
+
+def _raw(value: Any, encoding: str) -> Any:
+    """The tree with its Deep/BigNumber leaves as msgspec.Raw of the encoding."""
+    if isinstance(value, Deep):
+        if encoding == "json":
+            opening, closing = (b'{"a":', b"}") if value.as_map else (b"[", b"]")
+            return msgspec.Raw(opening * value.depth + b"0" + closing * value.depth)
+        opening = b"\x81\xa1a" if value.as_map else b"\x91"
+        return msgspec.Raw(opening * value.depth + b"\x00")
+    if isinstance(value, BigNumber):
+        if encoding == "json":
+            return msgspec.Raw(value.text.encode())
+        return float("inf") if "e" in value.text.lower() else 2**64 - 1
+    if type(value) is int and not -(2**63) <= value <= 2**64 - 1:
+        # msgpack carries 64-bit integers; JSON gets the digits as written.
+        if encoding == "json":
+            return msgspec.Raw(str(value).encode())
+        return -(2**63) if value < 0 else 2**64 - 1
+    if isinstance(value, dict):
+        return {k: _raw(v, encoding) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_raw(v, encoding) for v in value]
+    return value
+
+
+def encode(value: Any, encoding: str) -> bytes:
+    tree = _raw(value, encoding)
+    if encoding == "json":
+        return msgspec.json.encode(tree)
+    return msgspec.msgpack.encode(tree)
+
+
+NUMBERS = st.one_of(
+    st.integers(min_value=-(2**64), max_value=2**64 - 1),
+    st.sampled_from([0, -1, 2**63 - 1, 2**63, 2**64 - 1, -(2**63), 10**18]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["1e999", "-1e999", "9" * 30, "-" + "9" * 30, "1E+400", "9" * 5000]).map(
+        BigNumber
+    ),
+)
+STRINGS = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from(
+        [
+            "",
+            "1e999",
+            "-1",
+            "9999999999999999999Ei",
+            "1" * 200,
+            "0.0000000001",
+            "NaN",
+            "50%",
+            "101%",
+            "In",
+            "Gt",
+            "Pod",
+            "Node",
+            "put",
+            "x" * 50_000,
+        ]
+    ),
+)
+SCALARS = st.one_of(st.none(), st.booleans(), NUMBERS, STRINGS)
+PLAIN_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(STRINGS, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+DEEP = st.builds(
+    Deep,
+    # Whether a few hundred to a few thousand levels decode depends on the recursion limit
+    # and on how deep the caller's stack already is (msgspec stops at Python's recursion
+    # limit, which Hypothesis raises by 2000 while a test runs): the daemon and a test would
+    # disagree.
+    st.integers(1, 200) | st.integers(5000, 8000),
+    st.booleans(),
+)
+VALUES = st.integers(0, 9).flatmap(lambda pick: DEEP if pick == 0 else PLAIN_VALUES)
+"""Any value; one in ten is a deep nesting."""
+
+
+def _paths(value: Any, prefix: Path = ()) -> list[Path]:
+    out = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out.extend(_paths(item, (*prefix, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out.extend(_paths(item, (*prefix, index)))
+    return out
+
+
+def _replace(value: Any, path: Path, new: Any) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: _replace(value[head], rest, new)}
+    copy = list(value)
+    copy[head] = _replace(copy[head], rest, new)  # type: ignore[index]
+    return copy
+
+
+def _remove(value: Any, path: Path) -> Any:
+    if len(path) == 1:
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if k != path[0]}
+        return [v for i, v in enumerate(value) if i != path[0]]
+    head = path[0]
+    if isinstance(value, dict):
+        return {**value, head: _remove(value[head], path[1:])}
+    copy = list(value)
+    copy[head] = _remove(copy[head], path[1:])  # type: ignore[index]
+    return copy
+
+
+def _at(value: Any, path: Path) -> Any:
+    for step in path:
+        value = value[step]
+    return value
+
+
+@dataclass
+class Mutated:
+    """A seed request after its mutations, and where they happened."""
+
+    value: Any
+    paths: list[Path] = field(default_factory=list)
+    touched_tag: bool = False
+
+
+@st.composite
+def mutated_requests(draw: st.DrawFn) -> Mutated:
+    seed = draw(st.sampled_from(SEEDS))
+    out = Mutated(seed)
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(out.value)
+        path = draw(st.sampled_from(paths))
+        target = _at(out.value, path)
+        action = draw(st.sampled_from(["replace", "replace", "remove", "add"]))
+        if action == "remove" and path:
+            out.value = _remove(out.value, path)
+            if isinstance(path[-1], int):
+                path = path[:-1]  # later elements moved up: the list is what changed
+        elif action == "add" and isinstance(target, dict):
+            key = draw(STRINGS)
+            out.value = _replace(out.value, path, {**target, key: draw(VALUES)})
+            path = (*path, key)
+        else:
+            out.value = _replace(out.value, path, draw(VALUES))
+        out.paths.append(path)
+        # A changed tag makes the rest of its map read as another struct: errors may be
+        # anywhere in it.
+        out.touched_tag |= any(step in TAGS for step in path)
+    return out
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _segments(path: str) -> list[str]:
+    """``$.objects[0].spec.x['a']`` -> ``['objects', '0', 'spec', 'x', 'a']``; a key cut short
+    (``['abc'...]``) as ``abc...``."""
+    out: list[str] = []
+    position = 1
+    while position < len(path):
+        if path[position] == ".":
+            end = position + 1
+            while end < len(path) and path[end] not in ".[":
+                end += 1
+            out.append(path[position + 1 : end])
+            position = end
+        elif path.startswith("[...]", position):
+            out.append("*")
+            position += 5
+        elif path[position] == "[" and path[position + 1 : position + 2] in ("'", '"'):
+            quote, end = path[position + 1], position + 2
+            while end < len(path) and path[end] != quote:
+                end += 2 if path[end] == "\\" else 1
+            key = ast.literal_eval(path[position + 1 : end + 1])
+            cut = path.startswith("...", end + 1)
+            out.append(f"{key}..." if cut else key)
+            position = path.index("]", end + 1) + 1
+        elif path[position] == "[":
+            end = path.index("]", position)
+            out.append(path[position + 1 : end])
+            position = end + 1
+        else:
+            break
+    return out
+
+
+def _compatible(reported: list[str], mutated: Path) -> bool:
+    """One path is a prefix of the other (``*`` and a shortened key match anything)."""
+    for a, b in zip(reported, (str(step) for step in mutated), strict=False):
+        if a in ("*", "...") or (a.endswith("...") and b.startswith(a[:-3])):
+            continue
+        if a != b:
+            return False
+    return True
+
+
+def _well_formed(payload: bytes, encoding: str) -> bool | None:
+    """Whether an independent reader takes the payload as one JSON/msgpack document (None:
+    too many brackets to ask; the standard library's JSON parser recurses on the C stack)."""
+    if payload.count(b"[") + payload.count(b"{") > 200:
+        return None
+    try:
+        if encoding == "json":
+            json.loads(payload.decode("utf-8"), parse_constant=_refuse)
+        else:
+            msgspec.msgpack.decode(payload)
+    except (ValueError, msgspec.DecodeError):
+        return False
+    except RecursionError:
+        return True  # too deep to read, but not malformed
+    return True
+
+
+def _refuse(text: str) -> Any:
+    raise ValueError(text)
+
+
+def _echoable_id(value: Any) -> int | None:
+    if isinstance(value, dict):
+        request_id = value.get("id")
+        if type(request_id) is int and 0 <= request_id <= 2**63 - 1:
+            return request_id
+    return None
+
+
+def check_decode(
+    codec: Codec, payload: bytes, value: Any | None, mutated: Mutated | None = None
+) -> None:
+    """Decode ``payload``; ``value`` is the tree it encodes (None: arbitrary bytes)."""
+    outcome: Request | InvalidRequest | MalformedFrame
+    try:
+        outcome = codec.decode_request(payload)
+    except (MalformedFrame, InvalidRequest) as exc:
+        outcome = exc
+    if isinstance(outcome, MalformedFrame):
+        note(f"malformed: {outcome}")
+        assert value is None, "a well-formed payload was called malformed"
+        if codec.encoding == "json":
+            assert _well_formed(payload, "json") is not True, str(outcome)
+    elif isinstance(outcome, InvalidRequest):
+        note(f"invalid: {outcome.request_id} {outcome.path} {outcome.message[:300]}")
+        check_invalid(outcome, value, mutated)
+    else:
+        assert isinstance(outcome, Request)
+
+
+def check_invalid(exc: InvalidRequest, value: Any | None, mutated: Mutated | None) -> None:
+    assert exc.code == "invalid"
+    assert len(exc.message) + len(exc.path or "") < MAX_MESSAGE, len(exc.message)
+    assert exc.path is None or exc.path.startswith("$"), exc.path
+    too_deep = "nests deeper" in exc.message
+    if value is None:
+        assert exc.request_id >= -1
+        return
+    want = _echoable_id(value)
+    if too_deep:
+        assert exc.request_id in (-1, want), (exc.request_id, want)
+    else:
+        assert exc.request_id == (-1 if want is None else want), (exc.request_id, want)
+    if isinstance(value, dict) and not too_deep:
+        assert exc.path is not None, exc.message
+    if mutated is not None and not mutated.touched_tag and exc.path is not None:
+        reported = _segments(exc.path)
+        assert any(_compatible(reported, p) for p in mutated.paths), (exc.path, mutated.paths)
+
+
+# --------------------------------------------------------------------------- decode
+
+
+@fuzz(300)
+@given(encoding=st.sampled_from(ENCODINGS), payload=st.binary(max_size=300))
+def test_arbitrary_bytes_decode_or_raise_a_protocol_error(encoding: str, payload: bytes) -> None:
+    check_decode(CODECS[encoding], payload, None)
+
+
+@fuzz(300)
+@given(encoding=st.sampled_from(ENCODINGS), value=VALUES)
+def test_any_well_formed_value_is_a_request_or_invalid(encoding: str, value: Any) -> None:
+    payload = encode(value, encoding)
+    check_decode(CODECS[encoding], payload, value)
+
+
+@fuzz(600)
+@given(encoding=st.sampled_from(ENCODINGS), mutated=mutated_requests())
+def test_mutated_requests_are_invalid_at_the_mutated_field(encoding: str, mutated: Mutated) -> None:
+    note(f"paths: {mutated.paths}")
+    payload = encode(mutated.value, encoding)
+    check_decode(CODECS[encoding], payload, mutated.value, mutated)
+
+
+@fuzz(300)
+@given(
+    encoding=st.sampled_from(ENCODINGS),
+    mutated=mutated_requests(),
+    edit=st.sampled_from(["truncate", "append", "flip", "splice"]),
+    data=st.data(),
+)
+def test_corrupted_requests_never_escape_the_protocol_errors(
+    encoding: str, mutated: Mutated, edit: str, data: st.DataObject
+) -> None:
+    payload = encode(mutated.value, encoding)
+    assume(len(payload) < 1_000_000)
+    at = data.draw(st.integers(0, len(payload)), label="at")
+    if edit == "truncate":
+        payload = payload[:at]
+    elif edit == "append":
+        payload += data.draw(st.binary(min_size=1, max_size=8), label="tail")
+    elif edit == "flip" and payload:
+        at = min(at, len(payload) - 1)
+        bit = data.draw(st.integers(0, 7), label="bit")
+        payload = payload[:at] + bytes([payload[at] ^ (1 << bit)]) + payload[at + 1 :]
+    else:
+        payload = payload[:at] + data.draw(st.binary(max_size=16), label="spliced") + payload[at:]
+    check_decode(CODECS[encoding], payload, None)
+
+
+@fuzz(200)
+@given(encoding=st.sampled_from(ENCODINGS), payload=st.binary(max_size=200))
+def test_replies_decode_or_raise_a_protocol_error(encoding: str, payload: bytes) -> None:
+    """The client's side reads the daemon's frames with the same machinery."""
+    with contextlib.suppress(InvalidRequest, MalformedFrame):
+        CODECS[encoding].decode_reply(payload)
+
+
+@fuzz(200)
+@given(value=VALUES | st.fixed_dictionaries({"msg": st.just("hello"), "protocol": VALUES}))
+def test_a_hello_is_a_hello_or_invalid_without_an_id(value: Any) -> None:
+    payload = encode(value, "json")
+    for decode in (decode_hello, decode_hello_reply):
+        outcome: msgspec.Struct | InvalidRequest
+        try:
+            outcome = decode(payload)
+        except InvalidRequest as exc:
+            outcome = exc
+        if isinstance(outcome, InvalidRequest):
+            assert outcome.request_id == -1
+            assert len(outcome.message) < MAX_MESSAGE
+        else:
+            assert isinstance(outcome, Hello | HelloReply | msgspec.Struct)
+
+
+# --------------------------------------------------------------------------- nesting
+
+
+def _at_stack_depth(depth: int, call: Callable[[], Any]) -> Any:
+    """Run ``call`` ``depth`` Python frames further down the stack."""
+    if depth <= 0:
+        return call()
+    return _at_stack_depth(depth - 1, call)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("where", ["unknown field", "typed field", "top level", "id after"])
+@pytest.mark.parametrize("depth", [1000, 8000])
+def test_deep_nesting_is_invalid_with_its_id_and_path(
+    encoding: str, where: str, depth: int
+) -> None:
+    deep = Deep(depth)
+    value: Any
+    if where == "unknown field":
+        value = {"msg": "put", "id": 7, "objects": [{**NODE, "extra": deep}]}
+    elif where == "typed field":
+        value = {"msg": "get", "id": 7, "kind": deep}
+    elif where == "top level":
+        value = deep
+    else:
+        value = {"msg": "stats", "extra": deep, "id": 7}
+    payload = encode(value, encoding)
+    for stack in (0, sys.getrecursionlimit() // 2):
+        with pytest.raises(InvalidRequest) as info:
+            _at_stack_depth(stack, lambda: CODECS[encoding].decode_request(payload))
+        exc = info.value
+        if where == "top level":
+            assert exc.request_id == -1
+            continue
+        assert exc.request_id == 7, exc.message
+        assert exc.path is not None, exc.message
+        if where == "unknown field" and "nests deeper" in exc.message:
+            assert exc.path.startswith("$.objects[0].extra[0][0]"), exc.path
+        if where == "typed field":
+            assert exc.path == "$.kind"
+
+
+def test_a_deep_map_of_unknown_fields_names_its_keys() -> None:
+    payload = encode({"msg": "stats", "id": 3, "x": Deep(2000, as_map=True)}, "msgpack")
+    with pytest.raises(InvalidRequest) as info:
+        CODECS["msgpack"].decode_request(payload)
+    assert (info.value.request_id, info.value.path) == (3, "$.x.a.a.a.a.a.a.a.a.a.a.a")
+
+
+# --------------------------------------------------------------------------- frames
+
+
+@dataclass
+class Stream:
+    frames: list[bytes]
+    data: bytes
+    cuts: list[int]
+    limit: int
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> Stream:
+    limit = draw(st.sampled_from([0, 1, 16, 300, MAX_FRAME_BYTES_LIMIT]))
+    frames = draw(st.lists(st.binary(max_size=400), max_size=8))
+    data = b"".join(frame(f) for f in frames)
+    if draw(st.booleans()):
+        # A header announcing far more than anyone sends, maybe with a little body.
+        size = draw(st.sampled_from([2**24 + 1, 2**31, 2**32 - 1]))
+        data += struct.pack(">I", size) + draw(st.binary(max_size=16))
+    elif draw(st.booleans()):
+        data += draw(st.binary(max_size=8))  # a trailing partial frame
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=10)))
+    return Stream(frames, data, cuts, limit)
+
+
+@fuzz(300)
+@given(stream=streams())
+def test_the_reader_returns_exactly_the_frames_however_they_are_cut(stream: Stream) -> None:
+    reader = FrameReader(stream.limit)
+    got: list[bytes] = []
+    fed = 0
+    too_large: FrameTooLarge | None = None
+    for end in [*stream.cuts, len(stream.data)]:
+        reader.feed(stream.data[fed:end])
+        fed = max(fed, end)
+        try:
+            while (payload := reader.next_frame()) is not None:
+                got.append(payload)
+        except FrameTooLarge as exc:
+            too_large = exc
+            break
+        assert reader.buffered() <= fed
+    # A reference cut of the same bytes.
+    want: list[bytes] = []
+    position = 0
+    want_too_large: int | None = None
+    while len(stream.data) - position >= HEADER_BYTES:
+        (size,) = struct.unpack_from(">I", stream.data, position)
+        if size > stream.limit:
+            want_too_large = size
+            break
+        if len(stream.data) - position - HEADER_BYTES < size:
+            break
+        want.append(stream.data[position + HEADER_BYTES : position + HEADER_BYTES + size])
+        position += HEADER_BYTES + size
+    assert got == want
+    if want_too_large is None:
+        assert too_large is None
+        assert reader.buffered() == len(stream.data) - position
+    else:
+        assert too_large is not None
+        assert (too_large.size, too_large.limit) == (want_too_large, stream.limit)
+        # Raised as soon as the header was complete: no more of the body was waited for.
+        assert fed <= max(position + HEADER_BYTES, *stream.cuts, 0) or fed == len(stream.data)
+
+
+@pytest.mark.parametrize("size", [2**24 + 1, 2**31, 2**32 - 1])
+def test_an_oversized_header_is_refused_before_its_body_is_allocated(size: int) -> None:
+    reader = FrameReader()
+    tracemalloc.start()
+    try:
+        for byte in struct.pack(">I", size)[:-1]:
+            reader.feed(bytes([byte]))
+            assert reader.next_frame() is None
+        reader.feed(struct.pack(">I", size)[-1:])
+        with pytest.raises(FrameTooLarge) as info:
+            reader.next_frame()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert info.value.size == size
+    assert peak < 1 << 20, f"{peak} bytes allocated for a {size}-byte announcement"
+
+
+def test_a_header_within_a_4_gib_limit_waits_without_allocating() -> None:
+    reader = FrameReader(MAX_FRAME_BYTES_LIMIT)
+    tracemalloc.start()
+    try:
+        reader.feed(struct.pack(">I", MAX_FRAME_BYTES_LIMIT) + b"x" * 1000)
+        assert reader.next_frame() is None
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert reader.buffered() == HEADER_BYTES + 1000
+    assert peak < 1 << 20
+
+
+# --------------------------------------------------------------------------- regressions
+# Each found by the tests above; the minimal example of each, fixed in protocol/.
+
+
+def test_a_msgpack_string_that_is_not_utf8_is_malformed() -> None:
+    # msgspec raised UnicodeDecodeError, which escaped the codec: the gateway logged a
+    # traceback and dropped the connection without an answer.
+    for payload in (b"\xa2\x00\x80", b"\x83\xa3msg\xa3get\xa2id\x01\xa4kind\xa2\x00\x80"):
+        with pytest.raises(MalformedFrame, match="as msgpack"):
+            CODECS["msgpack"].decode_request(payload)
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        (
+            b'{"containers":[{"resources":{"requests":{"cpu":1e999}}}]}',
+            "$.objects[0].spec.containers[0].resources.requests['cpu']",
+        ),
+        (b'{"priority":' + b"9" * 5000 + b"}", "$.objects[0].spec.priority"),
+    ],
+)
+def test_a_number_beyond_a_double_or_64_bits_is_invalid_not_malformed(
+    spec: bytes, path: str
+) -> None:
+    # Valid JSON that msgspec cannot decode untyped was called malformed (connection closed).
+    payload = (
+        b'{"msg":"put","id":4,"objects":[{"kind":"Pod","metadata":{"name":"p"},"spec":'
+        + spec
+        + b"}]}"
+    )
+    with pytest.raises(InvalidRequest) as info:
+        CODECS["json"].decode_request(payload)
+    assert (info.value.request_id, info.value.path) == (4, path)
+
+
+def test_a_deep_unknown_field_is_invalid_with_id_and_path_not_a_recursion_error() -> None:
+    payload = b'{"msg":"stats","id":5,"x":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    with pytest.raises(InvalidRequest) as info:
+        CODECS["json"].decode_request(payload)
+    assert info.value.request_id == 5
+    assert info.value.path == "$.x" + "[0]" * 11
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "path", "message"),
+    [
+        ("value", 10**30, "$.objects[0].value", "Expected `int` <= 2147483647"),
+        ("value", -(2**31) - 1, "$.objects[0].value", "Expected `int` >= -2147483648"),
+    ],
+)
+def test_integers_beyond_their_kubernetes_type_are_invalid(
+    field: str, value: int, path: str, message: str
+) -> None:
+    # A PriorityClass value of 10**30 decoded, was stored, and then could not be encoded in
+    # msgpack (the SQLite store's commit, every msgpack reply and watch): OverflowError.
+    obj = {"kind": "PriorityClass", "metadata": {"name": "x"}, field: value}
+    payload = json.dumps({"msg": "put", "id": 2, "objects": [obj]}).encode()
+    with pytest.raises(InvalidRequest) as info:
+        CODECS["json"].decode_request(payload)
+    assert (info.value.request_id, info.value.path) == (2, path)
+    assert info.value.message.startswith(message)
+
+
+def test_a_long_unknown_field_or_value_is_not_echoed_whole() -> None:
+    long = "k" * 100_000
+    hello = json.dumps({"msg": "hello", long: 1}).encode()
+    request = json.dumps({"msg": long, "id": 3}).encode()
+    for decode, payload in ((decode_hello, hello), (CODECS["json"].decode_request, request)):
+        with pytest.raises(InvalidRequest) as info:
+            decode(payload)
+        assert len(info.value.message) < 2000
+        assert len(info.value.path or "") < 600
+
+
+def test_quantities_with_thousands_of_digits_are_quantity_errors() -> None:
+    from podium.protocol.quantity import QuantityError, parse_quantity
+
+    for text in ("9" * 5000, "1e" + "9" * 5000, "0." + "0" * 5000 + "1"):
+        with pytest.raises(QuantityError, match="more than 128 digits") as info:
+            parse_quantity(text)
+        assert len(str(info.value)) < 200

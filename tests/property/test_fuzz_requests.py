@@ -1,0 +1,1122 @@
+"""Fuzzing every request against the store core, and the scheduler on what it accepted.
+
+Hypothesis writes sequences of requests the way a client sends them (a msgpack or JSON frame
+through :class:`~podium.protocol.framing.Codec`) and applies them to a
+:class:`~podium.store.core.StoreCore` as the store actor does: puts of every kind with
+odd-but-typed fields (label maps of thousands of entries, selectors with every operator and
+with keys, values and integers Kubernetes would refuse, quantities from ``0.0000000001`` to
+``9999999999999999999Ei`` and past them to ``1e999``, ``-1`` and 200 digits, integers past
+int32/int64), duplicate names within one request, pods naming missing claims, classes and
+nodes; deletes of present, missing and unknown-kind objects; gets with selector strings; watches
+from any revision.
+
+Properties:
+
+- a request is decoded, or refused with an :class:`InvalidRequest` naming ``$.objects[i]...``;
+- a write is committed, or refused with :class:`StoreRejected` and then nothing changed: the
+  revision, every object, the log and the counts are as before. Each :class:`ObjectError`
+  names the object's index, kind and name; an ``invalid`` one names the field (``$.spec...``);
+- an accepted object is stored as sent but for the store's own fields (uid, resourceVersion,
+  creationTimestamp, namespace defaulting, admission's priority, the carried-over fields of a
+  replace), and goes back over the wire (both encodings) unchanged;
+- the store's invariants hold after every request (revisions, resourceVersions, uids, one
+  default PriorityClass, every pod admitted, a bound pod's spec frozen);
+- reads and watches answer or refuse (``invalid``, ``not_found``, ``gone``), never raise
+  anything else;
+- every pending pod of the result goes through one scheduling decision (the default policy as
+  the daemon runs it, stopping at a node's first failing predicate; and every predicate and
+  priority through their per-node forms, checking all), then preemption and the explain hints
+  when it fits nowhere: a node, a FitError or a predicate error, never an exception.
+
+CI runs a short form; ``PODIUM_FUZZ_EXAMPLES=20000`` runs the long one (docs/reliability.md,
+"Fuzzing").
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, currently_in_test_context, event, given, note, settings
+from hypothesis import strategies as st
+
+from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
+from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.actors.core.preemption import PredicateFitCheck, fit_error_with_preemption, preempt
+from podium.actors.core.simulation import build_cluster
+from podium.actors.core.snapshot import Snapshot
+from podium.actors.explain import hints
+from podium.actors.framework import FilterPlugin, ScorePlugin, Status
+from podium.actors.plugins import names
+from podium.actors.policy import build_plugins, default_policy, resolve_policy
+from podium.protocol import objects as o
+from podium.protocol.errors import InvalidRequest
+from podium.protocol.framing import Codec
+from podium.protocol.labels import parse_selector
+from podium.protocol.policy import decode_policy
+from podium.protocol.wire import Delete, GetReply, ObjectError, Put
+from podium.store.core import (
+    ANNOTATION_BIND_COMPLETED,
+    ANNOTATION_SELECTED_NODE,
+    StoreCore,
+    StoreRejected,
+)
+
+# A failing example holding a megabyte string is printed whole: let the failure, not
+# Hypothesis' warning about the size of its report, be what fails.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning"
+)
+
+EXAMPLES = int(os.environ.get("PODIUM_FUZZ_EXAMPLES", "0"))
+"""0: the short CI form; otherwise the number of examples of each fuzz test."""
+
+
+def fuzz(short: int) -> settings:
+    return settings(
+        max_examples=EXAMPLES or short,
+        deadline=None,
+        database=None,
+        print_blob=True,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+CODECS = {"json": Codec("json"), "msgpack": Codec("msgpack")}
+INT32 = 2**31 - 1
+
+# --------------------------------------------------------------------------- vocabularies
+
+NODE_NAMES = ("n1", "n2", "n3", "ghost")
+CLAIMS = ("data", "logs", "missing")
+CLASSES = ("high", "low", "missing", "system-node-critical")
+NAMES = ("a", "b", "web-1", "data", "high", "x" * 300, "ü", "a.b")
+NAMESPACES = ("", "default", "shop")
+LABEL_KEYS = (
+    "app",
+    "disk",
+    "topology.kubernetes.io/zone",
+    "kubernetes.io/hostname",
+    "example.com/x",
+    "a/b/c",
+    "",
+    "-bad",
+    "k" * 70,
+)
+LABEL_VALUES = ("web", "db", "a", "", "ssd", "1", "-3", "99999999999999999999", "v" * 70, "x y")
+INTEGER_TEXT = ("1", "-3", "+5", "0x10", "99999999999999999999", "x", "")
+RESOURCES = (
+    "cpu",
+    "memory",
+    "pods",
+    "ephemeral-storage",
+    "example.com/gpu",
+    "hugepages-2Mi",
+    "attachable-volumes-gce-pd",
+    "requests.cpu",
+    "",
+)
+GOOD_QUANTITIES: tuple[Any, ...] = (
+    "0",
+    "1",
+    "100m",
+    "1Gi",
+    "0.5",
+    "2e3",
+    "1e64",
+    "1e-64",
+    "0.0000000001",
+    "+1",
+    ".5",
+    "1.",
+    "9999999999999999999Ei",
+    "999999999999",
+    4,
+    0,
+    0.25,
+    2**63 - 1,
+)
+BAD_QUANTITIES: tuple[Any, ...] = ("1e999", "-1", "9" * 200, "abc", "1Ki1", "NaN", "", -1, True)
+INTS = st.one_of(
+    st.integers(-(2**31), INT32),
+    st.sampled_from([0, 1, -1, 100, INT32, -(2**31)]),
+    st.sampled_from([0, 1, -1, INT32, -(2**31), 2**31, 2**63 - 1, 2**64 - 1, -(2**63)]),
+)
+
+labels = st.one_of(
+    st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES), max_size=4),
+    st.integers(100, 3000).map(lambda n: {f"k{i}": f"v{i}" for i in range(n)}),
+)
+# Mostly good: one bad quantity refuses the whole put at decode.
+quantities = st.sampled_from(GOOD_QUANTITIES * 6 + BAD_QUANTITIES)
+resource_lists = st.dictionaries(st.sampled_from(RESOURCES), quantities, max_size=4)
+
+
+def metadata(names: Sequence[str] = NAMES) -> st.SearchStrategy[dict[str, Any]]:
+    terminating = st.sampled_from([{}] * 8 + [{"deletionTimestamp": "2026-01-01T00:00:00Z"}])
+    return st.tuples(_metadata(names), terminating).map(lambda parts: {**parts[0], **parts[1]})
+
+
+def _metadata(names: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"name": st.sampled_from(names)},
+        optional={
+            "namespace": st.sampled_from(NAMESPACES),
+            "labels": labels,
+            "annotations": st.dictionaries(st.sampled_from(LABEL_KEYS), st.text(max_size=5)),
+            "uid": st.sampled_from(["", "forged"]),
+            "resourceVersion": st.sampled_from(["", "99"]),
+            "ownerReferences": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "kind": st.sampled_from(["ReplicaSet", "StatefulSet", "Job", ""]),
+                        "name": st.sampled_from(NAMES),
+                    },
+                    optional={"controller": st.booleans()},
+                ),
+                max_size=2,
+            ),
+        },
+    )
+
+
+def requirement(operators: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {
+            "key": st.sampled_from(LABEL_KEYS),
+            "operator": st.sampled_from([*operators * 4, "Bogus"]),
+        },
+        optional={
+            "values": st.lists(st.sampled_from(LABEL_VALUES + INTEGER_TEXT), max_size=4)
+            | st.integers(0, 500).map(lambda n: [f"v{i}" for i in range(n)])
+        },
+    )
+
+
+label_selector = st.fixed_dictionaries(
+    {},
+    optional={
+        "matchLabels": st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES)),
+        "matchExpressions": st.lists(
+            requirement(["In", "NotIn", "Exists", "DoesNotExist"]), max_size=5
+        ),
+    },
+)
+node_selector_term = st.fixed_dictionaries(
+    {},
+    optional={
+        "matchExpressions": st.lists(
+            requirement(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]), max_size=5
+        ),
+        "matchFields": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "key": st.sampled_from(["metadata.name", "metadata.namespace", "x"]),
+                    "operator": st.sampled_from(["In", "NotIn", "Exists", "Gt"]),
+                    "values": st.lists(st.sampled_from(NODE_NAMES), max_size=2),
+                }
+            ),
+            max_size=2,
+        ),
+    },
+)
+node_selector = st.fixed_dictionaries(
+    {"nodeSelectorTerms": st.lists(node_selector_term, max_size=4)}
+)
+affinity_term = st.fixed_dictionaries(
+    {"topologyKey": st.sampled_from(LABEL_KEYS)},
+    optional={
+        "labelSelector": label_selector | st.none(),
+        "namespaces": st.lists(st.sampled_from(NAMESPACES), max_size=2),
+    },
+)
+weighted_term = st.fixed_dictionaries({"weight": INTS, "podAffinityTerm": affinity_term})
+pod_affinity = st.fixed_dictionaries(
+    {},
+    optional={
+        "requiredDuringSchedulingIgnoredDuringExecution": st.lists(affinity_term, max_size=3),
+        "preferredDuringSchedulingIgnoredDuringExecution": st.lists(weighted_term, max_size=3),
+    },
+)
+affinity = st.fixed_dictionaries(
+    {},
+    optional={
+        "nodeAffinity": st.fixed_dictionaries(
+            {},
+            optional={
+                "requiredDuringSchedulingIgnoredDuringExecution": node_selector,
+                "preferredDuringSchedulingIgnoredDuringExecution": st.lists(
+                    st.fixed_dictionaries({"weight": INTS, "preference": node_selector_term}),
+                    max_size=3,
+                ),
+            },
+        ),
+        "podAffinity": pod_affinity,
+        "podAntiAffinity": pod_affinity,
+    },
+)
+container = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.sampled_from(["c", "d", ""]),
+        "image": st.sampled_from(["nginx", "app:1", ""]),
+        "resources": st.fixed_dictionaries(
+            {}, optional={"requests": resource_lists, "limits": resource_lists}
+        ),
+        "ports": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "containerPort": INTS,
+                    "hostPort": st.sampled_from([0, 80, 8080, -1, 70000]) | INTS,
+                    "protocol": st.sampled_from(["TCP", "UDP", "SCTP", "tcp", ""]),
+                    "hostIP": st.sampled_from(["", "0.0.0.0", "127.0.0.1", "::", "bogus"]),
+                },
+            ),
+            max_size=3,
+        ),
+    },
+)
+volume = st.fixed_dictionaries(
+    {"name": st.sampled_from(["v", "w", ""])},
+    optional={
+        "persistentVolumeClaim": st.fixed_dictionaries({"claimName": st.sampled_from(CLAIMS)}),
+        "gcePersistentDisk": st.fixed_dictionaries(
+            {"pdName": st.sampled_from(["pd", ""])},
+            optional={"readOnly": st.booleans(), "partition": INTS},
+        ),
+        "awsElasticBlockStore": st.fixed_dictionaries({"volumeID": st.sampled_from(["vol", ""])}),
+        "rbd": st.fixed_dictionaries(
+            {"monitors": st.lists(st.sampled_from(["m1", "m2"]), max_size=2)},
+            optional={"image": st.just("img")},
+        ),
+        "iscsi": st.fixed_dictionaries(
+            {"targetPortal": st.just("p"), "iqn": st.just("q")}, optional={"lun": INTS}
+        ),
+    },
+)
+toleration = st.fixed_dictionaries(
+    {},
+    optional={
+        "key": st.sampled_from(LABEL_KEYS),
+        "operator": st.sampled_from(["Equal", "Exists", "", "Bogus"]),
+        "value": st.sampled_from(LABEL_VALUES),
+        "effect": st.sampled_from(["NoSchedule", "PreferNoSchedule", "NoExecute", "", "Bogus"]),
+        "tolerationSeconds": INTS,
+    },
+)
+spread = st.fixed_dictionaries(
+    {
+        "maxSkew": INTS,
+        "topologyKey": st.sampled_from(LABEL_KEYS),
+        "whenUnsatisfiable": st.sampled_from(["DoNotSchedule", "ScheduleAnyway", "Bogus"]),
+    },
+    optional={"labelSelector": label_selector},
+)
+
+
+def kind(name: str, body: dict[str, Any], **meta: Any) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"kind": st.just(name), "metadata": metadata(**meta)},
+        optional=body,
+    )
+
+
+pods = kind(
+    "Pod",
+    {
+        "spec": st.tuples(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "containers": st.lists(container, max_size=3),
+                    "initContainers": st.lists(container, max_size=2),
+                    "overhead": resource_lists,
+                    "nodeSelector": labels,
+                    "affinity": affinity,
+                    "tolerations": st.lists(toleration, max_size=3),
+                    "volumes": st.lists(volume, max_size=3),
+                    "priorityClassName": st.sampled_from(CLASSES),
+                    "hostNetwork": st.booleans(),
+                    "topologySpreadConstraints": st.lists(spread, max_size=2),
+                },
+            ),
+            # A priority or preemptionPolicy the pod sets itself is refused by admission
+            # unless it matches its class, and a bound or foreign pod is not scheduled:
+            # rarely sent, so that most pods are admitted and pending.
+            st.sampled_from([{}] * 6)
+            | st.fixed_dictionaries(
+                {},
+                optional={
+                    "priority": INTS,
+                    "preemptionPolicy": st.sampled_from(["Never", "PreemptLowerPriority", "Bogus"]),
+                    "nodeName": st.sampled_from(NODE_NAMES),
+                    "schedulerName": st.sampled_from(["default-scheduler", "other"]),
+                },
+            ),
+        ).map(lambda parts: {**parts[0], **parts[1]}),
+        "status": st.fixed_dictionaries(
+            {},
+            optional={
+                "phase": st.sampled_from(["Pending", "Running", "Succeeded", "Failed", ""]),
+                "nominatedNodeName": st.sampled_from(NODE_NAMES),
+                "startTime": st.sampled_from(["2026-01-01T00:00:00Z", "not a time"]),
+            },
+        ),
+    },
+)
+nodes = kind(
+    "Node",
+    {
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "unschedulable": st.booleans(),
+                "taints": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "key": st.sampled_from(LABEL_KEYS),
+                            "effect": st.sampled_from(["NoSchedule", "NoExecute", "Bogus", ""]),
+                        },
+                        optional={"value": st.sampled_from(LABEL_VALUES)},
+                    ),
+                    max_size=3,
+                ),
+            },
+        ),
+        "status": st.fixed_dictionaries(
+            {},
+            optional={
+                "capacity": resource_lists,
+                "allocatable": resource_lists,
+                "conditions": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "type": st.sampled_from(
+                                ["Ready", "MemoryPressure", "NetworkUnavailable", "OutOfDisk", "X"]
+                            ),
+                            "status": st.sampled_from(["True", "False", "Unknown", ""]),
+                        }
+                    ),
+                    max_size=4,
+                ),
+                "images": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "names": st.lists(st.sampled_from(["nginx", "app:1", ""]), max_size=2),
+                            "sizeBytes": INTS | st.just(2**63 - 1),
+                        }
+                    ),
+                    max_size=3,
+                ),
+            },
+        ),
+    },
+    names=NODE_NAMES,
+)
+volumes = kind(
+    "PersistentVolume",
+    {
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "capacity": resource_lists,
+                "accessModes": st.lists(st.sampled_from(["ReadWriteOnce", "ReadOnlyMany", "X"])),
+                "storageClassName": st.sampled_from(["fast", "", "missing"]),
+                "claimRef": st.fixed_dictionaries(
+                    {"namespace": st.sampled_from(NAMESPACES), "name": st.sampled_from(CLAIMS)}
+                ),
+                "nodeAffinity": st.fixed_dictionaries({"required": node_selector}),
+                "gcePersistentDisk": st.fixed_dictionaries({"pdName": st.just("pd")}),
+                "csi": st.fixed_dictionaries({"driver": st.sampled_from(["d", ""])}),
+            },
+        )
+    },
+    names=("pv1", "pv2"),
+)
+claims = kind(
+    "PersistentVolumeClaim",
+    {
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "volumeName": st.sampled_from(["pv1", "pv2", "ghost", ""]),
+                "storageClassName": st.sampled_from(["fast", "", "missing"]) | st.none(),
+                "resources": st.fixed_dictionaries({"requests": resource_lists}),
+                "selector": label_selector,
+                "accessModes": st.lists(st.sampled_from(["ReadWriteOnce", "X"]), max_size=2),
+            },
+        )
+    },
+    names=CLAIMS,
+)
+storage_classes = kind(
+    "StorageClass",
+    {
+        "provisioner": st.sampled_from(["p", ""]),
+        "volumeBindingMode": st.sampled_from(["Immediate", "WaitForFirstConsumer", "Bogus"]),
+    },
+    names=("fast", "slow"),
+)
+services = kind("Service", {"spec": st.fixed_dictionaries({}, optional={"selector": labels})})
+controllers = kind(
+    "ReplicationController", {"spec": st.fixed_dictionaries({}, optional={"selector": labels})}
+)
+replica_sets = st.sampled_from(["ReplicaSet", "StatefulSet"]).flatmap(
+    lambda k: kind(k, {"spec": st.fixed_dictionaries({}, optional={"selector": label_selector})})
+)
+priority_classes = kind(
+    "PriorityClass",
+    {
+        "value": INTS,
+        "globalDefault": st.booleans(),
+        "preemptionPolicy": st.sampled_from(["Never", "PreemptLowerPriority"]),
+    },
+    names=CLASSES,
+)
+int_or_percent = INTS | st.sampled_from(["0%", "50%", "100%", "101%", "5", "x%", "%", "-1%"])
+budgets = kind(
+    "PodDisruptionBudget",
+    {
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "minAvailable": int_or_percent,
+                "maxUnavailable": int_or_percent,
+                "selector": label_selector | st.none(),
+            },
+        ),
+        "status": st.fixed_dictionaries(
+            {}, optional={"disruptionsAllowed": INTS, "expectedPods": INTS}
+        ),
+    },
+)
+# one_of() would fold the repeats into one branch: sampled_from keeps the weights.
+objects = st.sampled_from(
+    [
+        pods,
+        pods,
+        pods,
+        pods,
+        pods,
+        pods,
+        nodes,
+        nodes,
+        volumes,
+        claims,
+        storage_classes,
+        services,
+        controllers,
+        replica_sets,
+        priority_classes,
+        budgets,
+    ]
+).flatmap(lambda strategy: strategy)
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class PutRequest:
+    objects: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class DeleteRequest:
+    refs: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class GetRequest:
+    kind: str
+    name: str
+    namespace: str | None
+    selector: str
+
+
+@dataclass(frozen=True)
+class WatchRequest:
+    from_revision: int
+
+
+KIND_NAMES = (*o.KINDS, "Deployment", "pod", "")
+
+requests = st.one_of(
+    st.builds(PutRequest, st.lists(objects, min_size=1, max_size=6)),
+    st.builds(PutRequest, st.lists(objects, min_size=1, max_size=6)),
+    st.builds(
+        DeleteRequest,
+        st.lists(
+            st.fixed_dictionaries(
+                {"kind": st.sampled_from(KIND_NAMES), "name": st.sampled_from(NAMES + NODE_NAMES)},
+                optional={"namespace": st.sampled_from(NAMESPACES)},
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+    ),
+    st.builds(
+        GetRequest,
+        st.sampled_from(KIND_NAMES),
+        st.sampled_from(("", *NAMES[:3], *NODE_NAMES[:2])),
+        st.sampled_from((None, *NAMESPACES)),
+        st.sampled_from(["", "app=web", "app in (web,db),!disk", "a in (", "x>1", "k" * 70])
+        | st.text(max_size=12),
+    ),
+    st.builds(WatchRequest, st.integers(-5, 40) | st.just(2**63 - 1)),
+)
+# A cluster to start from, so that pods find nodes, claims and classes some of the time.
+BASE: list[dict[str, Any]] = [
+    {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+        "status": {"capacity": {"cpu": "4", "memory": "16Gi", "pods": 110}},
+    }
+    for name, zone in (("n1", "a"), ("n2", "b"))
+] + [
+    {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+    {"kind": "PriorityClass", "metadata": {"name": "low"}, "value": -5},
+    {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "shop"},
+        "spec": {"volumeName": "pv1"},
+    },
+    {"kind": "PersistentVolume", "metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": 1}}},
+]
+
+# --------------------------------------------------------------------------- the store
+
+
+def new_core() -> StoreCore:
+    uids = iter(range(1, 1 << 30))
+    core = StoreCore(wall_clock=lambda: 1795341600.0, new_uid=lambda: f"uid-{next(uids)}")
+    put = CODECS["json"].decode_request(_frame("json", {"msg": "put", "id": 0, "objects": BASE}))
+    assert isinstance(put, Put)
+    core.write(put.objects)
+    return core
+
+
+def _frame(encoding: str, message: dict[str, Any]) -> bytes:
+    if encoding == "json":
+        return msgspec.json.encode(message)
+    return msgspec.msgpack.encode(message)
+
+
+@dataclass
+class State:
+    """Everything a refused request must leave as it was."""
+
+    revision: int
+    objects: list[o.KubeObject]
+    log: list[Any]
+    stats: Any
+
+    @classmethod
+    def of(cls, core: StoreCore) -> State:
+        return cls(
+            core.revision,
+            core.all_objects(),
+            core.events_after(max(0, core.oldest_revision - 1))[1],
+            core.stats(),
+        )
+
+
+@dataclass
+class Tally:
+    """What a run did, for Hypothesis' statistics (``--hypothesis-show-statistics``)."""
+
+    decoded: int = 0
+    refused_at_decode: int = 0
+    committed: int = 0
+    rejected: int = 0
+    reads: int = 0
+    decisions: int = 0
+    frozen: dict[str, o.PodSpec] = field(default_factory=dict)  # bound pod uid -> its spec
+
+
+def _event(text: str) -> None:
+    """Count ``text`` in Hypothesis' statistics (the regression tests run outside Hypothesis)."""
+    if currently_in_test_context():
+        event(text)
+
+
+def check_decode_error(exc: InvalidRequest, what: str) -> None:
+    assert exc.request_id == 1, exc.message
+    assert exc.path is not None and exc.path.startswith(f"$.{what}"), (exc.path, exc.message)
+    assert len(exc.message) < 4096
+
+
+def apply_put(core: StoreCore, request: PutRequest, encoding: str, tally: Tally) -> None:
+    payload = _frame(encoding, {"msg": "put", "id": 1, "objects": request.objects})
+    try:
+        msg = CODECS[encoding].decode_request(payload)
+    except InvalidRequest as exc:
+        note(f"refused at decode: {exc.path}: {exc.message[:200]}")
+        check_decode_error(exc, "objects[")
+        _event(f"put refused at decode: {exc.message.split(' at ')[0][:40]}")
+        tally.refused_at_decode += 1
+        return
+    assert isinstance(msg, Put)
+    tally.decoded += 1
+    before = State.of(core)
+    try:
+        revision, statuses, changes = core.write(msg.objects)
+    except StoreRejected as exc:
+        note(f"rejected: {exc.code}: {exc.message[:200]}")
+        _event(f"put rejected at {exc.errors[0].path}")
+        tally.rejected += 1
+        assert State.of(core) == before, "a rejected put wrote something"
+        check_rejection(exc, msg.objects, [])
+        return
+    tally.committed += 1
+    check_committed(core, before, revision, changes)
+    assert [(s.kind, s.name) for s in statuses] == [
+        (type(x).__name__, x.metadata.name) for x in msg.objects
+    ]
+    last: dict[tuple[str, str, str], o.KubeObject] = {}
+    for obj in msg.objects:
+        kind = type(obj).__name__
+        namespace = (obj.metadata.namespace or "default") if kind in o.NAMESPACED_KINDS else ""
+        last[(kind, namespace, obj.metadata.name)] = obj
+    for (kind, namespace, name), sent in last.items():
+        stored = core.get(kind, namespace, name)
+        assert stored is not None, (kind, namespace, name)
+        assert stored == as_stored(sent, stored), (kind, namespace, name)
+        check_round_trip(stored)
+
+
+def apply_delete(core: StoreCore, request: DeleteRequest, encoding: str, tally: Tally) -> None:
+    payload = _frame(encoding, {"msg": "delete", "id": 1, "refs": request.refs})
+    msg = CODECS[encoding].decode_request(payload)
+    assert isinstance(msg, Delete)
+    before = State.of(core)
+    try:
+        revision, statuses, changes = core.write((), msg.refs)
+    except StoreRejected as exc:
+        tally.rejected += 1
+        assert State.of(core) == before, "a rejected delete wrote something"
+        check_rejection(exc, [], msg.refs)
+        return
+    tally.committed += 1
+    check_committed(core, before, revision, changes)
+    assert all(s.action == "deleted" for s in statuses)
+    for ref in msg.refs:
+        namespace = (ref.namespace or "default") if ref.kind in o.NAMESPACED_KINDS else ""
+        assert core.get(ref.kind, namespace, ref.name) is None
+
+
+def check_rejection(exc: StoreRejected, puts: Sequence[o.KubeObject], refs: Sequence[Any]) -> None:
+    assert exc.errors, exc.message
+    assert exc.code in ("invalid", "not_found"), exc.code
+    assert exc.message.endswith("nothing was written") or "nothing was written" in exc.message
+    missing = 0
+    for error in exc.errors:
+        assert isinstance(error, ObjectError)
+        assert 0 <= error.index < len(puts) + len(refs), error
+        if error.index < len(puts):
+            obj = puts[error.index]
+            assert (error.kind, error.name) == (type(obj).__name__, obj.metadata.name), error
+            assert error.path is not None and error.path.startswith("$."), error
+        else:
+            ref = refs[error.index - len(puts)]
+            assert (error.kind, error.name) == (ref.kind, ref.name), error
+            if error.path is None:
+                assert "not found" in error.message, error
+                missing += 1
+            else:
+                assert error.path == "$.kind", error
+        assert error.message
+    assert (exc.code == "not_found") == (missing == len(exc.errors)), exc.code
+
+
+def check_committed(core: StoreCore, before: State, revision: int, changes: Sequence[Any]) -> None:
+    assert revision == core.revision
+    assert [c.revision for c in changes] == list(range(before.revision + 1, revision + 1))
+
+
+def as_stored(sent: o.KubeObject, stored: o.KubeObject) -> o.KubeObject:
+    """``sent`` with the fields the store owns taken from ``stored`` (core.py's docstring)."""
+    meta = msgspec.structs.replace(
+        sent.metadata,
+        namespace=stored.metadata.namespace,
+        uid=stored.metadata.uid,
+        resource_version=stored.metadata.resource_version,
+        creation_timestamp=stored.metadata.creation_timestamp,
+    )
+    obj: Any = msgspec.structs.replace(sent, metadata=meta)
+    if isinstance(obj, o.Node) and isinstance(stored, o.Node) and not obj.status.allocatable:
+        obj = msgspec.structs.replace(
+            obj, status=msgspec.structs.replace(obj.status, allocatable=stored.status.allocatable)
+        )
+    elif isinstance(obj, o.Pod) and isinstance(stored, o.Pod):
+        spec = msgspec.structs.replace(
+            obj.spec,
+            priority=stored.spec.priority,
+            preemption_policy=stored.spec.preemption_policy,
+            node_name=obj.spec.node_name or stored.spec.node_name,
+        )
+        status = stored.status if obj.status == o.PodStatus() else obj.status
+        obj = msgspec.structs.replace(obj, spec=spec, status=status)
+    elif isinstance(obj, o.PersistentVolumeClaim) and isinstance(stored, o.PersistentVolumeClaim):
+        spec = msgspec.structs.replace(
+            obj.spec, volume_name=obj.spec.volume_name or stored.spec.volume_name
+        )
+        annotations = dict(obj.metadata.annotations)
+        for key in (ANNOTATION_BIND_COMPLETED, ANNOTATION_SELECTED_NODE):
+            if key not in annotations and key in stored.metadata.annotations:
+                annotations[key] = stored.metadata.annotations[key]
+        obj = msgspec.structs.replace(
+            obj,
+            spec=spec,
+            status=obj.status if obj.status.phase else stored.status,
+            metadata=msgspec.structs.replace(obj.metadata, annotations=annotations),
+        )
+    elif isinstance(obj, o.PersistentVolume) and isinstance(stored, o.PersistentVolume):
+        spec = msgspec.structs.replace(
+            obj.spec, claim_ref=obj.spec.claim_ref or stored.spec.claim_ref
+        )
+        status = obj.status if obj.status.phase else stored.status
+        obj = msgspec.structs.replace(obj, spec=spec, status=status)
+    elif (
+        isinstance(obj, o.PodDisruptionBudget)
+        and isinstance(stored, o.PodDisruptionBudget)
+        and obj.status is None
+    ):
+        obj = msgspec.structs.replace(obj, status=stored.status)
+    result: o.KubeObject = obj
+    return result
+
+
+def check_round_trip(stored: o.KubeObject) -> None:
+    """What the store accepted goes back to a client, in both encodings, unchanged."""
+    reply = GetReply(id=1, revision=1, items=[stored])
+    for codec in CODECS.values():
+        assert codec.decode_reply(codec.encode(reply)) == reply
+
+
+def check_invariants(core: StoreCore, tally: Tally) -> None:
+    objects = core.all_objects()
+    log = core.events_after(max(0, core.oldest_revision - 1))[1]
+    revisions = [c.revision for c in log]
+    assert revisions == sorted(set(revisions))
+    assert not log or log[-1].revision == core.revision
+    last_change = {(c.kind, c.namespace, c.name): c.revision for c in log}
+    uids = [x.metadata.uid for x in objects]
+    assert len(uids) == len(set(uids)), "two objects share a uid"
+    defaults = 0
+    counts: dict[str, int] = {}
+    for obj in objects:
+        kind = type(obj).__name__
+        counts[kind] = counts.get(kind, 0) + 1
+        meta = obj.metadata
+        assert (meta.namespace != "") == (kind in o.NAMESPACED_KINDS), (kind, meta.namespace)
+        assert meta.uid and meta.creation_timestamp
+        assert int(meta.resource_version) == last_change[(kind, meta.namespace, meta.name)]
+        assert core.get(kind, meta.namespace, meta.name) is obj
+        if isinstance(obj, o.PriorityClass) and obj.global_default:
+            defaults += 1
+        if isinstance(obj, o.Node):
+            assert obj.status.allocatable or not obj.status.capacity
+        if isinstance(obj, o.Pod):
+            assert obj.spec.priority is not None, "a stored pod was not admitted"
+            if obj.spec.node_name:
+                frozen = tally.frozen.setdefault(meta.uid, obj.spec)
+                assert obj.spec == frozen, "a bound pod's spec changed"
+    assert defaults <= 1, "two default PriorityClasses"
+    stats = core.stats()
+    assert stats.revision == core.revision
+    assert {k: v for k, v in stats.objects.items() if v} == counts
+
+
+def apply_get(core: StoreCore, request: GetRequest, tally: Tally) -> None:
+    tally.reads += 1
+    before = State.of(core)
+    selector = parse_selector_or_none(request.selector)
+    if selector is False:
+        return
+    outcome: tuple[int, list[o.KubeObject]] | StoreRejected
+    try:
+        outcome = core.read(request.kind, request.name, request.namespace, selector)
+    except StoreRejected as exc:
+        outcome = exc
+    if isinstance(outcome, StoreRejected):
+        if outcome.code == "invalid":
+            assert request.kind not in o.KINDS
+        else:
+            assert (outcome.code, bool(request.name)) == ("not_found", True), outcome.code
+    else:
+        revision, items = outcome
+        assert revision == core.revision
+        assert all(type(x).__name__ == request.kind for x in items)
+    assert State.of(core) == before
+
+
+def parse_selector_or_none(text: str) -> o.LabelSelector | bool | None:
+    """The parsed selector (None for ""), or False when it is refused (as it must be: with a
+    ValueError naming the selector)."""
+    if not text:
+        return None
+    refused: ValueError
+    try:
+        return parse_selector(text)
+    except ValueError as exc:
+        refused = exc
+    assert "couldn't parse the label selector" in str(refused)
+    return False
+
+
+def apply_watch(core: StoreCore, request: WatchRequest, tally: Tally) -> None:
+    tally.reads += 1
+    outcome: tuple[int, list[Any]] | StoreRejected
+    try:
+        outcome = core.events_after(request.from_revision)
+    except StoreRejected as exc:
+        outcome = exc
+    if isinstance(outcome, StoreRejected):
+        valid = 0 <= request.from_revision <= core.revision
+        assert outcome.code == ("gone" if valid else "invalid"), outcome.code
+    else:
+        revision, changes = outcome
+        assert revision == core.revision
+        assert all(c.revision > request.from_revision for c in changes)
+
+
+# --------------------------------------------------------------------------- scheduling
+
+
+class ScalarFilter:
+    """A predicate with its vector form hidden, so the per-node form runs."""
+
+    def __init__(self, inner: FilterPlugin) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+        return self.inner.pre_filter(pod, snapshot)
+
+    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+        return self.inner.filter(pod, meta, node)
+
+
+class ScalarScore:
+    """A priority with its vector form hidden."""
+
+    def __init__(self, inner: ScorePlugin) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+        return self.inner.pre_score(pod, snapshot, nodes)
+
+    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+        return self.inner.score(pod, meta, node)
+
+    def normalize(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+    ) -> list[int]:
+        return self.inner.normalize(pod, meta, nodes, scores)
+
+
+@cache
+def policies() -> list[tuple[list[Any], list[tuple[Any, int]]]]:
+    """The default policy (vector forms), and every predicate and priority (scalar forms)."""
+    default = build_plugins(default_policy())
+    every = {
+        "kind": "Policy",
+        "apiVersion": "v1",
+        "predicates": [
+            {"name": name}
+            for name in names.PREDICATES_ORDERING
+            if name not in (names.CHECK_NODE_LABEL_PRESENCE, names.CHECK_SERVICE_AFFINITY)
+        ]
+        + [
+            {
+                "name": "presence",
+                "argument": {"labelsPresence": {"labels": ["disk"], "presence": True}},
+            },
+            {"name": "affinity", "argument": {"serviceAffinity": {"labels": ["app"]}}},
+        ],
+        "priorities": [
+            {"name": name, "weight": 1 + i % 3} for i, name in enumerate(names.PRIORITIES)
+        ]
+        + [
+            {
+                "name": "preference",
+                "weight": 2,
+                "argument": {"labelPreference": {"label": "disk", "presence": True}},
+            },
+            {"name": "spread", "weight": 3, "argument": {"serviceAntiAffinity": {"label": "app"}}},
+        ],
+    }
+    filters, scorers = build_plugins(resolve_policy(decode_policy(every).policy))
+    return [
+        default,
+        ([ScalarFilter(f) for f in filters], [(ScalarScore(s), w) for s, w in scorers]),
+    ]
+
+
+def schedule_pending(core: StoreCore, tally: Tally, limit: int = 3) -> None:
+    cluster = build_cluster(core.all_objects())
+    _event(f"pending pods: {min(len(cluster.pending), limit)}")
+    for pod in cluster.pending[:limit]:
+        for check_all, (filters, scorers) in zip((False, True), policies(), strict=True):
+            snapshot = Snapshot([cluster.infos[n] for n in cluster.tree.list()], cluster.objects)
+            algorithm = Algorithm(
+                filters, scorers, always_check_all_predicates=check_all, rng=random.Random(1)
+            )
+            result = algorithm.schedule(pod, snapshot, explain=True)
+            tally.decisions += 1
+            check_result(result, snapshot)
+            if result.node is None and not result.error:
+                would = preempt(pod, snapshot, result.failed, PredicateFitCheck(filters))
+                assert would.node is None or snapshot.get(would.node) is not None
+                assert fit_error_with_preemption(result.message or "", would)
+                hints(pod, result, snapshot)
+
+
+def check_result(result: ScheduleResult, snapshot: Snapshot) -> None:
+    assert isinstance(result, ScheduleResult)
+    if result.node is not None:
+        assert snapshot.get(result.node) is not None
+        assert not result.error
+    else:
+        assert result.message, result
+
+
+# --------------------------------------------------------------------------- tests
+
+
+@fuzz(60)
+@given(
+    encoding=st.sampled_from(["msgpack", "json"]),
+    requests=st.lists(requests, min_size=1, max_size=8),
+)
+def test_requests_commit_or_change_nothing_and_the_scheduler_copes(
+    encoding: str, requests: list[Any]
+) -> None:
+    core = new_core()
+    tally = Tally()
+    for request in requests:
+        event(type(request).__name__)
+        match request:
+            case PutRequest():
+                apply_put(core, request, encoding, tally)
+            case DeleteRequest():
+                apply_delete(core, request, encoding, tally)
+            case GetRequest():
+                apply_get(core, request, tally)
+            case WatchRequest():
+                apply_watch(core, request, tally)
+        check_invariants(core, tally)
+    schedule_pending(core, tally)
+    event("puts committed", tally.committed)
+    event("puts refused at decode", tally.refused_at_decode)
+    event("writes rejected by the store", tally.rejected)
+    event("scheduling decisions", tally.decisions)
+
+
+@fuzz(150)
+@given(encoding=st.sampled_from(["msgpack", "json"]), obj=objects)
+def test_one_object_is_stored_as_sent_or_refused_with_its_path(
+    encoding: str, obj: dict[str, Any]
+) -> None:
+    core = new_core()
+    tally = Tally()
+    apply_put(core, PutRequest([obj]), encoding, tally)
+    event(
+        "committed"
+        if tally.committed
+        else "rejected by the store"
+        if tally.rejected
+        else "refused at decode"
+    )
+    check_invariants(core, tally)
+    if tally.committed:
+        schedule_pending(core, tally, limit=1)
+
+
+@fuzz(300)
+@given(text=st.text(alphabet=st.sampled_from(list("ab=!(),<> inotx-/.0")), max_size=20) | st.text())
+def test_any_selector_string_parses_or_is_a_value_error(text: str) -> None:
+    parse_selector_or_none(text)
+
+
+# --------------------------------------------------------------------------- regressions
+
+
+def test_requests_summing_past_int64_on_one_node_leave_scheduling_working() -> None:
+    """Found by this fuzzing: two pods bound to one node, each requesting
+    ``9999999999999999999Ei`` cpu (saturated to int64 alone), sum past int64. Building the
+    snapshot's columns raised OverflowError, so every attempt on the whole cluster failed."""
+    huge = "9999999999999999999Ei"
+    objects: list[dict[str, Any]] = [
+        {"kind": "Node", "metadata": {"name": "n3"}, "status": {"capacity": {"cpu": huge}}},
+        *(
+            {
+                "kind": "Pod",
+                "metadata": {"name": name},
+                "spec": {
+                    "nodeName": "n3",
+                    "containers": [
+                        {"resources": {"requests": {"cpu": huge, "example.com/gpu": huge}}}
+                    ],
+                },
+            }
+            for name in ("a", "b")
+        ),
+        {
+            "kind": "Pod",
+            "metadata": {"name": "c"},
+            "spec": {
+                "containers": [{"resources": {"requests": {"cpu": "1", "example.com/gpu": 1}}}]
+            },
+        },
+    ]
+    core = new_core()
+    tally = Tally()
+    apply_put(core, PutRequest(objects), "json", tally)
+    assert tally.committed == 1
+    schedule_pending(core, tally)
+    assert tally.decisions == 2
+
+
+def test_preemption_counts_a_predicate_error_as_a_misfit() -> None:
+    """Found by the daemon fuzzing: a pod with an unbound Immediate claim fails PodFitsResources
+    everywhere (so the attempt never reaches the volume predicate); preemption then re-checks a
+    node without its victims, the volume predicate raises PredicateError, and it escaped
+    ``PredicateFitCheck``: the scheduler actor died, and the daemon with it. v1.14's
+    ``selectVictimsOnNode`` logs such an error and treats the node as unfit."""
+    objects: list[dict[str, Any]] = [
+        {
+            "kind": "Node",
+            "metadata": {"name": "n3"},
+            "status": {"capacity": {"cpu": "5", "memory": "1Gi", "pods": 10}},
+        },
+        {
+            "kind": "Pod",
+            "metadata": {"name": "victim"},
+            "spec": {"nodeName": "n3", "containers": [{"resources": {"requests": {"cpu": "5"}}}]},
+        },
+        {"kind": "PersistentVolumeClaim", "metadata": {"name": "unbound"}},
+        {
+            "kind": "Pod",
+            "metadata": {"name": "preemptor"},
+            "spec": {
+                "priorityClassName": "high",
+                "containers": [{"resources": {"requests": {"cpu": "5"}}}],
+                "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "unbound"}}],
+            },
+        },
+    ]
+    core = new_core()
+    tally = Tally()
+    apply_put(core, PutRequest(objects), "json", tally)
+    assert tally.committed == 1
+    schedule_pending(core, tally)
+    assert tally.decisions == 2
