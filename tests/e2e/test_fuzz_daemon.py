@@ -40,7 +40,7 @@ from builders import decode, make_node, make_pod
 from e2e.test_serve import Daemon, start_daemon
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
-from property.test_fuzz_frames import VALUES, encode, mutated_requests
+from property.test_fuzz_frames import DECODER_DEPTH, VALUES, encode, mutated_requests
 from property.test_fuzz_requests import (
     NAMES,
     NAMESPACES,
@@ -528,7 +528,8 @@ def test_found_by_fuzzing_each_answered_and_the_daemon_keeps_serving(fresh: Serv
                 )
                 assert (answer.id, answer.path) == (2, "$.pod.spec.overhead['cpu']")
                 # Nesting past the recursion limit raised RecursionError: no answer, a traceback.
-                deep = b'{"msg":"stats","id":3,"x":' + b"[" * 5000 + b"]" * 5000 + b"}"
+                depth = DECODER_DEPTH
+                deep = b'{"msg":"stats","id":3,"x":' + b"[" * depth + b"]" * depth + b"}"
                 answer = await _ask(stream, reader, json_codec, deep)
                 assert (answer.id, answer.path) == (3, "$.x" + "[0]" * 11)
                 # Still open.
