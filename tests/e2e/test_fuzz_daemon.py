@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
 import struct
 import tempfile
 import threading
@@ -31,7 +30,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import msgspec
 import pytest
@@ -158,17 +157,8 @@ def fresh() -> Iterator[Served]:
         yield from _serve(Path(workdir))
 
 
-def _drain(stream: IO[str], into: list[str]) -> None:
-    """Keep reading the daemon's log: a full pipe would block its every write, and it."""
-    into.extend(stream)
-
-
 def _serve(workdir: Path) -> Iterator[Served]:
     daemon = start_daemon(workdir)
-    log: list[str] = []
-    assert daemon.proc.stderr is not None
-    drain = threading.Thread(target=_drain, args=(daemon.proc.stderr, log), name="daemon-log")
-    drain.start()
     good = GoodClient(daemon.address)
     thread = threading.Thread(target=good.run, name="good-client")
     thread.start()
@@ -186,13 +176,7 @@ def _serve(workdir: Path) -> Iterator[Served]:
                 ready = response.status
         except OSError as exc:
             ready = str(exc)
-        daemon.proc.send_signal(signal.SIGTERM)
-        code = daemon.proc.wait(timeout=30)
-        drain.join(timeout=30)
-        for pipe in (daemon.proc.stdout, daemon.proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        err = "".join(log)
+        code, err = daemon.stop(timeout=30)
         # The daemon's own account first: if it died, that is the story.
         assert code == 0, err[-20_000:]
         assert "Traceback" not in err, err[-20_000:]

@@ -14,9 +14,10 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,17 @@ class Daemon:
     address: str
     unix: str
     ready: dict[str, Any]
+    log: list[str] = field(default_factory=list)
+    """What the daemon wrote on stderr so far, a line an entry."""
+    _drain: threading.Thread | None = None
+
+    def __post_init__(self) -> None:
+        # Keep reading its log: a full pipe would block the daemon's every write, and it.
+        assert self.proc.stderr is not None
+        self._drain = threading.Thread(
+            target=self.log.extend, args=(self.proc.stderr,), name="daemon-log", daemon=True
+        )
+        self._drain.start()
 
     def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -55,8 +67,13 @@ class Daemon:
         """SIGTERM (if still running); the exit code and everything it wrote on stderr."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        _, err = self.proc.communicate(timeout=timeout)
-        return self.proc.returncode, err
+        code = self.proc.wait(timeout=timeout)
+        if self._drain is not None:
+            self._drain.join(timeout=timeout)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return code, "".join(self.log)
 
 
 def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
