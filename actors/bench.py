@@ -45,6 +45,7 @@ import trio
 from prometheus_client.parser import text_string_to_metric_families
 
 from podium.actors.client import Client, RemoteError, connect
+from podium.actors.commands import at_least
 from podium.protocol import objects as o
 from podium.protocol.errors import PodiumError
 from podium.protocol.wire import ObjectRef
@@ -843,13 +844,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def register_bench_command(sub: Any) -> None:
     """Add ``podium bench`` to the CLI's subparsers."""
     bench = sub.add_parser(
@@ -884,16 +878,19 @@ def register_bench_command(sub: Any) -> None:
     )
     bench.add_argument(
         "--nodes",
-        type=_positive,
+        type=at_least(1),
         metavar="N",
         help="run at N nodes only (default: each workload's sizes)",
     )
     bench.add_argument(
-        "--pods", type=_positive, metavar="N", help="measured pods (default: the workload's count)"
+        "--pods",
+        type=at_least(1),
+        metavar="N",
+        help="measured pods (default: the workload's count)",
     )
     bench.add_argument(
         "--runs",
-        type=_positive,
+        type=at_least(1),
         default=1,
         metavar="N",
         help="repeat each run N times; figures are medians",

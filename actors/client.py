@@ -47,9 +47,11 @@ import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
 import trio
 
 from podium.protocol.errors import ErrorCode, InvalidRequest, PodiumError, ProtocolError
@@ -95,6 +97,7 @@ from podium.protocol.wire import (
 
 __all__ = [
     "CANCEL_TIMEOUT_SECONDS",
+    "DEFAULT_CHUNK_SIZE",
     "DEFAULT_SERVER",
     "WATCH_BUFFER",
     "BlockingClient",
@@ -114,6 +117,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_SERVER = "127.0.0.1:7070"
+DEFAULT_CHUNK_SIZE = 2000
+"""Objects a Get of a list asks for at a time (kubectl's ``--chunk-size`` is 500; a daemon
+list page costs a scan of the kind, so fewer, larger pages read a big list faster)."""
 WATCH_BUFFER = 10_000
 """Events a watch holds for a consumer that has not read them yet. When it is full the reader
 waits for the consumer (back-pressure through TCP to the daemon, which cuts off a watcher
@@ -406,11 +412,57 @@ class Client:
         name: str = "",
         namespace: str | None = None,
         label_selector: str = "",
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
     ) -> GetReply:
-        """Read one object (``name``) or list a kind (``namespace`` None: every namespace)."""
+        """Read one object (``name``) or list a kind (``namespace`` None: every namespace).
+
+        A list is read ``chunk_size`` objects a request (0: in one request, which fails with
+        ``too_large`` past the frame limit) and returned whole, with its first page's revision:
+        a watch from it sees every change made while the pages were read. A page the daemon
+        finds too large for a frame is asked for again at half the size.
+        """
+        if name or chunk_size <= 0:
+            return await self.get_page(kind, name, namespace, label_selector)
+        first: GetReply | None = None
+        items: list[KubeObject] = []
+        token = ""
+        while first is None or token:
+            try:
+                page = await self.get_page(
+                    kind, "", namespace, label_selector, limit=chunk_size, continue_=token
+                )
+            except RemoteError as exc:
+                if exc.code != "too_large" or chunk_size == 1:
+                    raise
+                chunk_size //= 2
+                continue
+            first = first or page
+            items.extend(page.items)
+            token = page.continue_
+        return msgspec.structs.replace(first, items=items, continue_="", remaining=0)
+
+    async def get_page(
+        self,
+        kind: str,
+        name: str = "",
+        namespace: str | None = None,
+        label_selector: str = "",
+        *,
+        limit: int = 0,
+        continue_: str = "",
+    ) -> GetReply:
+        """One Get request: at most ``limit`` objects (0: all) after the page whose reply's
+        ``continue_`` token is given."""
         return await self._call(
             lambda i: Get(
-                id=i, kind=kind, name=name, namespace=namespace, label_selector=label_selector
+                id=i,
+                kind=kind,
+                name=name,
+                namespace=namespace,
+                label_selector=label_selector,
+                limit=limit,
+                continue_=continue_,
             ),
             GetReply,
         )
@@ -821,9 +873,33 @@ class BlockingClient:
         name: str = "",
         namespace: str | None = None,
         label_selector: str = "",
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
     ) -> GetReply:
         """See :meth:`Client.get`."""
-        result: GetReply = self._run(self._live().get, kind, name, namespace, label_selector)
+        result: GetReply = self._run(
+            partial(self._live().get, chunk_size=chunk_size), kind, name, namespace, label_selector
+        )
+        return result
+
+    def get_page(
+        self,
+        kind: str,
+        name: str = "",
+        namespace: str | None = None,
+        label_selector: str = "",
+        *,
+        limit: int = 0,
+        continue_: str = "",
+    ) -> GetReply:
+        """See :meth:`Client.get_page`."""
+        result: GetReply = self._run(
+            partial(self._live().get_page, limit=limit, continue_=continue_),
+            kind,
+            name,
+            namespace,
+            label_selector,
+        )
         return result
 
     def explain(self, namespace: str, name: str) -> ExplainReply:

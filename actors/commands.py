@@ -31,6 +31,7 @@ import trio
 import yaml
 
 from podium.actors.client import (
+    DEFAULT_CHUNK_SIZE,
     DEFAULT_SERVER,
     Client,
     ClientConnectionError,
@@ -592,7 +593,11 @@ def cmd_get(args: argparse.Namespace) -> int:
 
     async def body(client: Client) -> int:
         reply = await client.get(
-            kind, name=args.name or "", namespace=namespace, label_selector=args.selector or ""
+            kind,
+            name=args.name or "",
+            namespace=namespace,
+            label_selector=args.selector or "",
+            chunk_size=args.chunk_size,
         )
         items = reply.items
         if args.output in ("json", "yaml"):
@@ -792,6 +797,22 @@ def cmd_protocol_schema(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- parser
 
 
+def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` (to ``high``), else a usage error saying so."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"{low}-{high}" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {value}")
+        return value
+
+    return parse
+
+
 def _server_arg(value: str) -> str:
     try:
         parse_server(value)
@@ -948,6 +969,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--selector",
         metavar="SELECTOR",
         help="label selector: app=web,tier!=db,env in (a,b),!legacy",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=at_least(0),
+        default=DEFAULT_CHUNK_SIZE,
+        metavar="N",
+        help=(
+            f"read a long list N objects a request (default {DEFAULT_CHUNK_SIZE}); 0 asks for "
+            "it all at once, which the daemon refuses past its frame limit"
+        ),
     )
     _output(p, ("table", "wide", "json", "yaml"), "table")
     p.set_defaults(func=cmd_get)

@@ -47,6 +47,7 @@ forwarder delivered, set at each Committed).
 
 from __future__ import annotations
 
+import base64
 import collections
 import contextlib
 import itertools
@@ -629,6 +630,14 @@ class Gateway:
                     return ErrorReply(
                         id=msg.id, code="invalid", message=str(exc), path="$.label_selector"
                     )
+                first: tuple[int, tuple[str, str]] | None = None
+                if msg.continue_:
+                    try:
+                        first = _read_continue(msg)
+                    except ValueError as exc:
+                        return ErrorReply(
+                            id=msg.id, code="invalid", message=str(exc), path="$.continue"
+                        )
                 read = await self.ask(
                     h.store,
                     lambda **kw: ReadObjects(
@@ -636,6 +645,8 @@ class Gateway:
                         name=msg.name,
                         namespace=msg.namespace,
                         selector=selector,
+                        after=first[1] if first else None,
+                        limit=msg.limit,
                         **kw,
                     ),
                 )
@@ -646,7 +657,18 @@ class Gateway:
                         failed = msgspec.structs.replace(failed, path="$.kind")
                     return failed
                 assert isinstance(read, ReadResult)
-                return GetReply(id=msg.id, revision=read.revision, items=read.items)
+                revision = first[0] if first else read.revision
+                token = ""
+                if read.remaining != 0:
+                    last = read.items[-1].metadata
+                    token = _continue_token(revision, msg.kind, (last.namespace, last.name))
+                return GetReply(
+                    id=msg.id,
+                    revision=revision,
+                    items=read.items,
+                    continue_=token,
+                    remaining=read.remaining,
+                )
             case Watch():
                 await conn.watch(msg)
                 return None
@@ -842,6 +864,40 @@ def _peer(stream: trio.abc.Stream) -> str:
         host, port = name[0], name[1]
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
     return "unix"
+
+
+_CONTINUE = msgspec.msgpack.Decoder(tuple[int, int, str, str, str])
+"""A continue token: (format 1, the list's revision, kind, last namespace, last name)."""
+
+
+def _continue_token(revision: int, kind: str, last: tuple[str, str]) -> str:
+    """The opaque token for the page after the one ending at ``last``."""
+    raw = msgspec.msgpack.encode((1, revision, kind, *last))
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _read_continue(msg: Get) -> tuple[int, tuple[str, str]]:
+    """The list's revision and the key its next page starts after.
+
+    Raises:
+        ValueError: the token is not one Podium made for this kind of list.
+    """
+    if msg.name:
+        raise ValueError("a read by name is one object: it has no pages to continue")
+    try:
+        text = msg.continue_ + "=" * (-len(msg.continue_) % 4)
+        version, revision, kind, namespace, name = _CONTINUE.decode(
+            base64.urlsafe_b64decode(text.encode("ascii"))
+        )
+    except (ValueError, msgspec.DecodeError):
+        raise ValueError(
+            "not a continue token (pass the `continue` of the previous page's reply)"
+        ) from None
+    if version != 1 or revision < 0:
+        raise ValueError("not a continue token this daemon made")
+    if kind != msg.kind:
+        raise ValueError(f"the continue token is for a list of {kind}, not of {msg.kind}")
+    return revision, (namespace, name)
 
 
 def _failure(request_id: int, failure: StoreFailure) -> ErrorReply:
@@ -1050,8 +1106,8 @@ class _Connection:
                     code="too_large",
                     message=(
                         f"the reply would be {len(payload)} bytes, over the {limit}-byte frame "
-                        "limit; narrow it (a namespace, a label selector) or raise "
-                        "podium.maxFrameBytes on both sides"
+                        "limit; read a list in pages (a get's limit and continue), narrow it "
+                        "(a namespace, a label selector) or raise podium.maxFrameBytes"
                     ),
                 )
             )

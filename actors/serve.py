@@ -35,11 +35,12 @@ import signal
 import ssl
 import stat
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TextIO
 
 import trio
 
+from podium.actors.commands import at_least
 from podium.actors.gateway import Gateway, HubMsg
 from podium.actors.http import HttpServer
 from podium.actors.mail import BeginScheduling
@@ -88,20 +89,6 @@ def _format_address(sockname: tuple[str, int] | tuple[str, int, int, int]) -> st
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _at_least(low: int, high: int | None = None) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            bound = f"{low}-{high}" if high is not None else f">= {low}"
-            raise argparse.ArgumentTypeError(f"expected {bound}, got {value}")
-        return value
-
-    return parse
-
-
 def _file_mode(text: str) -> str:
     if not re.fullmatch(r"0?[0-7]{3}", text):
         raise argparse.ArgumentTypeError(f"expected an octal file mode such as 0600, got {text!r}")
@@ -148,7 +135,7 @@ def add_serve_flags(parser: argparse.ArgumentParser) -> None:
         default = getattr(defaults, _snake(key))
         limits.add_argument(
             flag,
-            type=_at_least(low, high),
+            type=at_least(low, high),
             metavar="N",
             help=f"podium.{key} (default {default})",
         )

@@ -235,7 +235,7 @@ class Delete(Request, tag="delete", frozen=True, kw_only=True):
 
 
 class Get(Request, tag="get", frozen=True, kw_only=True):
-    """Read one object (``name`` set) or list a kind.
+    """Read one object (``name`` set) or list a kind, whole or a page at a time.
 
     Attributes:
         kind: an object kind (``Pod``, ``Node``, ...).
@@ -243,12 +243,18 @@ class Get(Request, tag="get", frozen=True, kw_only=True):
         namespace: for namespaced kinds; None lists every namespace (a get by name reads
             ``default`` then).
         label_selector: Kubernetes selector syntax: ``app=web,tier!=db,env in (a,b),!legacy``.
+        limit: a list's page size: at most this many items, and a ``continue`` token when
+            more follow (0: every item in one reply, which may be ``too_large``).
+        continue_: (``continue`` on the wire) the token of the previous page's reply, to
+            read the next page of the same list.
     """
 
     kind: str
     name: str = ""
     namespace: str | None = None
     label_selector: str = ""
+    limit: Annotated[int, msgspec.Meta(ge=0)] = 0
+    continue_: str = msgspec.field(default="", name="continue")
 
 
 class Watch(Request, tag="watch", frozen=True, kw_only=True):
@@ -311,10 +317,19 @@ class DeleteReply(Reply, tag="delete_reply", frozen=True, kw_only=True):
 
 class GetReply(Reply, tag="get_reply", frozen=True, kw_only=True):
     """The objects (sorted by namespace, then name) and the revision they reflect: a watch from
-    that revision misses nothing."""
+    that revision misses nothing.
+
+    A page of a list (the request had a ``limit``) also has ``continue``, the token for the next
+    page ("" on the last), and ``remaining``, how many matching items follow it now (null with
+    a label selector, as Kubernetes' ``remainingItemCount``: counting would match the rest).
+    Each page is read when it is asked for; every page of one list carries its first page's
+    revision, so a watch from it sees every change made while the pages were read.
+    """
 
     revision: Revision
     items: list[KubeObject]
+    continue_: str = msgspec.field(default="", name="continue")
+    remaining: int | None = 0
 
 
 class WatchReply(Reply, tag="watch_reply", frozen=True, kw_only=True):

@@ -60,6 +60,7 @@ publishes and replies.
 
 from __future__ import annotations
 
+import bisect
 import time
 import uuid
 from collections import deque
@@ -276,6 +277,9 @@ class StoreCore:
         self._wall_clock = wall_clock
         self._new_uid = new_uid
         self._objects: dict[str, dict[Key, KubeObject]] = {kind: {} for kind in KIND_ORDER}
+        # A kind's keys in order, for lists; dropped when a key comes or goes (not when an
+        # object changes: bindings do not touch it).
+        self._sorted_keys: dict[str, list[Key]] = {}
         self._log: deque[Change] = deque(maxlen=retention)
         self._revision = 0
         # Pod key -> (uid, message) of the last Unschedulable change recorded for it.
@@ -312,6 +316,7 @@ class StoreCore:
         for obj in objects:
             kind = type(obj).__name__
             self._objects[kind][(obj.metadata.namespace, obj.metadata.name)] = obj
+            self._sorted_keys.pop(kind, None)
             if isinstance(obj, Pod) and not obj.spec.node_name:
                 # The dedupe survives a restart: the pod's condition holds the last message.
                 for cond in obj.status.conditions:
@@ -464,10 +469,14 @@ class StoreCore:
         """Make a transaction's staged objects and changes the committed state."""
         for (kind, namespace, name), obj in tx.staged.items():
             table = self._objects[kind]
+            key = (namespace, name)
             if obj is None:
-                table.pop((namespace, name), None)
+                if table.pop(key, None) is not None:
+                    self._sorted_keys.pop(kind, None)
             else:
-                table[(namespace, name)] = obj
+                if key not in table:
+                    self._sorted_keys.pop(kind, None)
+                table[key] = obj
             if kind == "Pod" and (obj is None or (isinstance(obj, Pod) and obj.spec.node_name)):
                 # Deleted or bound: a later pod of that name starts with a clean slate.
                 self._unschedulable.pop((namespace, name), None)
@@ -722,28 +731,59 @@ class StoreCore:
         Raises:
             StoreRejected: ``invalid`` for an unknown kind, ``not_found`` for a missing name.
         """
+        if not name:
+            revision, items, _ = self.read_page(kind, namespace, selector)
+            return revision, items
+        if kind not in KINDS:
+            raise StoreRejected("invalid", _unknown_kind(kind))
+        ns = _namespace(kind, namespace)
+        obj = self._objects[kind].get((ns, name))
+        if obj is None:
+            raise StoreRejected("not_found", f"{_ref(kind, ns, name)} not found")
+        if selector is not None and not label_selector_matches(selector, obj.metadata.labels):
+            return self._revision, []
+        return self._revision, [obj]
+
+    def read_page(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        selector: LabelSelector | None = None,
+        after: Key | None = None,
+        limit: int = 0,
+    ) -> tuple[int, list[KubeObject], int | None]:
+        """List a kind (as :meth:`read`) a page at a time: the first ``limit`` objects (0: all)
+        whose (namespace, name) sorts after ``after``, and how many more match: 0 when none
+        do, None when some may (with a selector: counting would match the whole rest).
+
+        Raises:
+            StoreRejected: ``invalid`` for an unknown kind.
+        """
         if kind not in KINDS:
             raise StoreRejected("invalid", _unknown_kind(kind))
         table = self._objects[kind]
-        if name:
-            ns = _namespace(kind, namespace)
-            obj = table.get((ns, name))
-            if obj is None:
-                raise StoreRejected("not_found", f"{_ref(kind, ns, name)} not found")
-            found = [((ns, name), obj)]
-        elif kind in NAMESPACED_KINDS and namespace is not None:
+        keys = self._sorted_keys.get(kind)
+        if keys is None:
+            keys = self._sorted_keys[kind] = sorted(table)
+        start, end = 0, len(keys)
+        if kind in NAMESPACED_KINDS and namespace is not None:
             ns = namespace or "default"
-            found = [(key, obj) for key, obj in table.items() if key[0] == ns]
-        else:
-            found = list(table.items())
-        if selector is not None:
-            found = [
-                (key, obj)
-                for key, obj in found
-                if label_selector_matches(selector, obj.metadata.labels)
-            ]
-        found.sort(key=lambda item: item[0])
-        return self._revision, [obj for _, obj in found]
+            # (ns,) sorts before every (ns, name), and (ns + NUL,) after them all.
+            start = bisect.bisect_left(keys, (ns,))
+            end = bisect.bisect_left(keys, (ns + "\0",), start)
+        if after is not None:
+            start = max(start, bisect.bisect_right(keys, after, start, end))
+        if selector is None:
+            stop = end if limit == 0 else min(end, start + limit)
+            return self._revision, [table[key] for key in keys[start:stop]], end - stop
+        items: list[KubeObject] = []
+        for index in range(start, end):
+            obj = table[keys[index]]
+            if label_selector_matches(selector, obj.metadata.labels):
+                if len(items) == limit > 0:
+                    return self._revision, items, None
+                items.append(obj)
+        return self._revision, items, 0
 
     def keeps_changes_after(self, after: int) -> bool:
         """Whether the kept log holds every change after ``after`` (none dropped)."""

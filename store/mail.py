@@ -245,10 +245,12 @@ class Evict(_Mail, frozen=True, kw_only=True):
 
 
 class ReadResult(_Mail, frozen=True, kw_only=True):
-    """Objects sorted by (namespace, name), and the revision they reflect."""
+    """Objects sorted by (namespace, name), the revision they reflect, and (a page) how many
+    matching objects follow them (None: some, not counted)."""
 
     revision: int
     items: list[KubeObject]
+    remaining: int | None = 0
 
 
 class ReadObjects(_Mail, frozen=True, kw_only=True):
@@ -256,13 +258,16 @@ class ReadObjects(_Mail, frozen=True, kw_only=True):
 
     ``namespace`` None means every namespace (a read by name then looks in ``default``).
     A read by name of a missing object answers ``StoreFailure(code="not_found")``; an unknown
-    kind ``StoreFailure(code="invalid")``.
+    kind ``StoreFailure(code="invalid")``. A list can be read a page at a time: the first
+    ``limit`` objects (0: all) whose (namespace, name) sorts after ``after``.
     """
 
     kind: str
     name: str = ""
     namespace: str | None = None
     selector: LabelSelector | None = None
+    after: tuple[str, str] | None = None
+    limit: int = 0
     reply: trio.MemorySendChannel[ReadResult | StoreFailure]
 
 

@@ -235,14 +235,21 @@ class MemoryStore:
                         )
                         replies.append(_replier(msg.reply, result))
                 case ReadObjects():
+                    remaining: int | None = 0
                     try:
-                        revision, items = core.read(msg.kind, msg.name, msg.namespace, msg.selector)
+                        if msg.name:
+                            revision, items = core.read(
+                                msg.kind, msg.name, msg.namespace, msg.selector
+                            )
+                        else:
+                            revision, items, remaining = core.read_page(
+                                msg.kind, msg.namespace, msg.selector, msg.after, msg.limit
+                            )
                     except StoreRejected as exc:
                         replies.append(_replier(msg.reply, exc.failure()))
                     else:
-                        replies.append(
-                            _replier(msg.reply, ReadResult(revision=revision, items=items))
-                        )
+                        read = ReadResult(revision=revision, items=items, remaining=remaining)
+                        replies.append(_replier(msg.reply, read))
                 case ReadEvents():
                     if self._read_elsewhere(msg):
                         continue

@@ -183,6 +183,7 @@ def message_examples() -> list[Any]:
         w.Get(
             id=4, kind="Pod", name="web-1", namespace="default", label_selector="app=web,!legacy"
         ),
+        w.Get(id=4, kind="Pod", namespace=None, limit=500, continue_="kwEsp1BvZKdkZWZhdWx0oWE"),
         w.Watch(id=5),
         w.Watch(id=6, from_revision=40, kinds=["Pod", "Node"]),
         w.Cancel(id=7, target=5),
@@ -193,6 +194,7 @@ def message_examples() -> list[Any]:
         w.PutReply(id=1, revision=43, objects=[_status("created"), _status("unchanged")]),
         w.DeleteReply(id=2, revision=44, objects=[_status("deleted")]),
         w.GetReply(id=3, revision=44, items=objects),
+        w.GetReply(id=4, revision=44, items=objects[:1], continue_="kwEs", remaining=1200),
         w.WatchReply(id=5, revision=44),
         w.Event(
             id=5,

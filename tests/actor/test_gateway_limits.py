@@ -201,4 +201,11 @@ async def test_watches_hold_no_in_flight_slot() -> None:
         await peer.send({"msg": "get", "id": 4, "kind": "Pod"})
         await trio.testing.wait_all_tasks_blocked()
         store.release(1)
-        assert await peer.receive() == {"msg": "get_reply", "id": 4, "revision": 1, "items": []}
+        assert await peer.receive() == {
+            "msg": "get_reply",
+            "id": 4,
+            "revision": 1,
+            "items": [],
+            "continue": "",
+            "remaining": 0,
+        }

@@ -88,10 +88,12 @@ async def test_the_frame_limit_is_configurable_both_ways(
                 await cl.put([make_pod(f"p{i}").annotation("a", "x" * 1500).obj()])
             # A reply over the limit: too_large for that request only; the connection stays.
             with pytest.raises(RemoteError) as large_reply:
-                await cl.get("Pod")
+                await cl.get("Pod", chunk_size=0)
             assert large_reply.value.code == "too_large"
             assert "over the 4096-byte frame limit" in str(large_reply.value)
             assert (await cl.stats()).pods == 3
+            # In pages (halved until one fits) the list is read whole.
+            assert len((await cl.get("Pod")).items) == 3
         # A request over the limit: too_large with id -1, and that connection is closed.
         big = make_pod("big").annotation("a", "x" * 5000).obj()
         with pytest.raises(RemoteError) as large_request:

@@ -543,3 +543,81 @@ def test_a_client_that_closes_its_side_still_gets_every_answer(daemon: Daemon) -
         while (payload := _recv_frame(sock)) is not None:
             answered.add(json.loads(payload)["id"])
         assert answered == {1, 2, 3}
+
+
+# --------------------------------------------------------------------------- long lists
+
+
+def test_a_list_past_the_frame_limit_is_read_in_pages(tmp_path: Path) -> None:
+    d = start_daemon(tmp_path, "--max-frame-bytes", "65536")
+    try:
+
+        async def main() -> None:
+            async with connect(d.address) as cl:
+                for start in range(0, 600, 100):
+                    batch = [
+                        make_pod(f"p{i:03d}").ns(f"ns{i % 3}").req(cpu="100m").obj()
+                        for i in range(start, start + 100)
+                    ]
+                    await cl.put(batch)
+                every = sorted((f"ns{i % 3}", f"p{i:03d}") for i in range(600))
+                with pytest.raises(RemoteError) as whole:
+                    await cl.get("Pod", chunk_size=0)
+                assert whole.value.code == "too_large"
+                # The client halves a page the daemon finds too large until one fits.
+                listed = await cl.get("Pod", chunk_size=5000)
+                assert [(p.metadata.namespace, p.metadata.name) for p in listed.items] == every
+
+                first = await cl.get_page("Pod", limit=100)
+                assert (len(first.items), first.remaining) == (100, 500)
+                assert first.continue_
+                # Between pages: one not yet read goes, one comes.
+                await cl.delete([ObjectRef(kind="Pod", namespace="ns2", name="p599")])
+                await cl.put([make_pod("p000a").ns("ns1").obj()])
+                pages = [first]
+                while pages[-1].continue_:
+                    page = await cl.get_page("Pod", limit=100, continue_=pages[-1].continue_)
+                    assert page.revision == first.revision  # the list's revision
+                    pages.append(page)
+                keys = [(p.metadata.namespace, p.metadata.name) for pg in pages for p in pg.items]
+                assert keys == sorted({*every, ("ns1", "p000a")} - {("ns2", "p599")})
+                assert len(pages) == 6 and pages[-1].remaining == 0
+                # A watch from the list's revision sees what changed while it was read.
+                async with cl.watch(first.revision, kinds=["Pod"]) as events:
+                    seen = [(e.type, e.name) async for e in _take(events, 2)]
+                assert seen == [("Deleted", "p599"), ("Added", "p000a")]
+
+                # With a selector the count of what follows is not known (as Kubernetes).
+                selected = await cl.get_page("Pod", label_selector="!nope", limit=10)
+                assert (len(selected.items), selected.remaining) == (10, None)
+
+                for bad, message in [
+                    ({"continue_": "garbage!"}, "not a continue token"),
+                    ({"continue_": first.continue_, "kind": "Node"}, "for a list of Pod"),
+                    ({"continue_": first.continue_, "name": "p000"}, "has no pages"),
+                ]:
+                    args: dict[str, Any] = {"kind": "Pod", **bad}
+                    kind = args.pop("kind")
+                    with pytest.raises(RemoteError) as refused:
+                        await cl.get_page(kind, **args)
+                    assert (refused.value.code, refused.value.path) == ("invalid", "$.continue")
+                    assert message in str(refused.value)
+
+        trio.run(main)
+        cli = d.cli("get", "pods", "-A", "--chunk-size", "64", "-o", "json")
+        assert cli.returncode == 0, cli.stderr
+        assert len(json.loads(cli.stdout)["items"]) == 600
+        whole = d.cli("get", "pods", "-A", "--chunk-size", "0")
+        assert whole.returncode != 0
+        assert "over the 65536-byte frame limit; read a list in pages" in whole.stderr
+    finally:
+        code, err = d.stop()
+    assert code == 0, err
+
+
+async def _take(events: Any, count: int) -> Any:
+    async for event in events:
+        yield event
+        count -= 1
+        if not count:
+            return

@@ -21,6 +21,7 @@ from builders import make_node, make_pod
 from fakeserver import DROP, Outgoing, fake_server, fake_server_thread
 
 from podium.actors.client import (
+    DEFAULT_CHUNK_SIZE,
     BlockingClient,
     Client,
     ConnectionLost,
@@ -224,7 +225,9 @@ async def test_every_method_round_trips(proto: Encoding) -> None:
         sent_put = server.requests[0]
         assert isinstance(sent_put, Put)
         assert sent_put.objects == [node, pod]
-        assert server.requests[2] == Get(id=3, kind="Node", label_selector="zone=a")
+        assert server.requests[2] == Get(
+            id=3, kind="Node", label_selector="zone=a", limit=DEFAULT_CHUNK_SIZE
+        )
         assert server.requests[4] == Simulate(id=5, pod=pod, explain=True)
         assert [r.id for r in server.requests] == [1, 2, 3, 4, 5, 6, 7]
 

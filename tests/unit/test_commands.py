@@ -25,6 +25,7 @@ from builders import decode, make_node, make_pod
 from fakeserver import FakeServer, Handler, Outgoing, fake_server_thread
 
 from podium.actors import commands
+from podium.actors.client import DEFAULT_CHUNK_SIZE
 from podium.actors.commands import human_duration, register, resolve_kind
 from podium.protocol import objects as o
 from podium.protocol.wire import (
@@ -461,10 +462,16 @@ def test_get_sends_namespace_and_selector(serve: Any, capsys: pytest.CaptureFixt
     podium("get", "pods", "-l", "app=web,tier!=db", "--server", server.address)
     podium("get", "pods", "-A", "--server", server.address)
     podium("get", "nodes", "-n", "shop", "--server", server.address)
+    podium("get", "nodes", "--chunk-size", "0", "--server", server.address)
+    podium("get", "node", "n1", "--server", server.address)
+    page = DEFAULT_CHUNK_SIZE
     assert server.requests == [
-        Get(id=1, kind="Pod", namespace="default", label_selector="app=web,tier!=db"),
-        Get(id=1, kind="Pod", namespace=None),
-        Get(id=1, kind="Node", namespace=None),  # cluster-scoped: the namespace is not sent
+        Get(id=1, kind="Pod", namespace="default", label_selector="app=web,tier!=db", limit=page),
+        Get(id=1, kind="Pod", namespace=None, limit=page),
+        # cluster-scoped: the namespace is not sent
+        Get(id=1, kind="Node", namespace=None, limit=page),
+        Get(id=1, kind="Node", namespace=None),
+        Get(id=1, kind="Node", name="n1"),  # one object: no pages
     ]
 
 

@@ -100,6 +100,8 @@ def test_the_json_encoding_is_plain_json_with_msg_tags_and_k8s_field_names() -> 
         "name": "",
         "namespace": None,
         "label_selector": "",
+        "limit": 0,
+        "continue": "",
     }
     put = next(m for m in EXAMPLES if isinstance(m, w.Put))
     pod = json.loads(codec.encode(put))["objects"][1]

@@ -1089,6 +1089,57 @@ def test_read_errors(core: StoreCore) -> None:
     assert unknown.value.code == "invalid"
 
 
+@pytest.mark.parametrize(
+    ("namespace", "selector", "after", "limit", "want", "remaining"),
+    [
+        (None, None, None, 2, ["alpha/a", "default/a"], 2),
+        (None, None, ("default", "a"), 2, ["default/b", "zeta/c"], 0),
+        (None, None, ("default", "a"), 1, ["default/b"], 1),
+        (None, None, ("default", "aa"), 0, ["default/b", "zeta/c"], 0),  # a gone key
+        (None, None, ("zeta", "c"), 2, [], 0),
+        (None, None, None, 4, ["alpha/a", "default/a", "default/b", "zeta/c"], 0),
+        ("default", None, None, 1, ["default/a"], 1),
+        ("default", None, ("alpha", "z"), 5, ["default/a", "default/b"], 0),
+        ("default", None, ("default", "b"), 5, [], 0),
+        ("", None, ("default", "a"), 1, ["default/b"], 0),
+        ("defaul", None, None, 5, [], 0),  # a prefix of a namespace is not it
+        # A selector: Kubernetes' remainingItemCount is unset then, so is ``remaining``.
+        (None, WEB, None, 1, ["alpha/a"], None),
+        (None, WEB, ("alpha", "a"), 1, ["default/b"], 0),
+        (None, WEB, None, 2, ["alpha/a", "default/b"], 0),
+    ],
+)
+def test_read_page(
+    core: StoreCore,
+    namespace: str | None,
+    selector: o.LabelSelector | None,
+    after: tuple[str, str] | None,
+    limit: int,
+    want: list[str],
+    remaining: int | None,
+) -> None:
+    _read_cluster(core)
+    revision, items, left = core.read_page("Pod", namespace, selector, after, limit)
+    assert revision == 6
+    assert [f"{i.metadata.namespace}/{i.metadata.name}" for i in items] == want
+    assert left == remaining
+
+
+def test_pages_follow_keys_that_come_and_go_and_objects_that_change(core: StoreCore) -> None:
+    def page(after: tuple[str, str] | None = None) -> list[str]:
+        items = core.read_page("Pod", None, None, after, 10)[1]
+        return [f"{i.metadata.namespace}/{i.metadata.name}:{i.spec.node_name}" for i in items]
+
+    _read_cluster(core)
+    assert page() == ["alpha/a:", "default/a:", "default/b:", "zeta/c:"]
+    core.write([make_pod("aa").obj(), make_pod("b").node("n1").obj()])
+    assert page(("alpha", "a")) == ["default/a:", "default/aa:", "default/b:n1", "zeta/c:"]
+    core.write(
+        [], [ObjectRef(kind="Pod", name="a"), ObjectRef(kind="Pod", name="c", namespace="zeta")]
+    )
+    assert page() == ["alpha/a:", "default/aa:", "default/b:n1"]
+
+
 def test_all_objects_order_and_stats(core: StoreCore) -> None:
     core.write(
         [
