@@ -85,6 +85,7 @@ from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol import metrics
 from podium.protocol.config import READ_ONLY_REQUESTS, AccessToken, authenticate
 from podium.protocol.errors import (
+    ErrorCode,
     FrameTooLarge,
     InvalidRequest,
     MalformedFrame,
@@ -466,6 +467,32 @@ class Gateway:
                     conn.close("podium is shutting down")
             await self._hub_tx.aclose()
             await self._handles.aclose()
+
+    def set_tokens(self, tokens: Sequence[AccessToken]) -> int:
+        """Replace the access tokens (the token file was read again).
+
+        New connections must present one of ``tokens``. A connection whose token is no longer
+        there (or has another role now) is closed with ``unauthorized``: a revoked token
+        reads and writes nothing more. Returns how many connections were closed.
+        """
+        self._tokens = tuple(tokens)
+        kept = {(entry.token, entry.role) for entry in self._tokens}
+        closed = 0
+        for conn in list(self._connections):
+            token = conn.token
+            if token is not None and (token.token, token.role) not in kept:
+                log.warning(
+                    "connection %d from %s: token %s was revoked: closing it",
+                    conn.conn_id,
+                    conn.peer,
+                    token.name,
+                )
+                conn.close(
+                    f"token {token.name!r} was revoked (the token file was reloaded)",
+                    code="unauthorized",
+                )
+                closed += 1
+        return closed
 
     def stop(self) -> None:
         """Stop accepting; close every connection with ``unavailable: podium is shutting down``."""
@@ -934,6 +961,7 @@ class _Connection:
     outbox: trio.MemorySendChannel[bytes] | None = None
     watches: dict[int, trio.CancelScope] = field(default_factory=dict)
     closing: str | None = None
+    closing_code: ErrorCode = "unavailable"
     in_flight: trio.Semaphore = field(default_factory=lambda: trio.Semaphore(IN_FLIGHT))
     read_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     token_required: bool = False
@@ -942,9 +970,10 @@ class _Connection:
     peer: str = "?"
     """The peer's address, for logs."""
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, code: ErrorCode = "unavailable") -> None:
         """End the connection: stop reading and serving, tell the client ``reason``."""
         self.closing = reason
+        self.closing_code = code
         self.read_scope.cancel(reason)
 
     async def serve(self) -> None:
@@ -974,7 +1003,7 @@ class _Connection:
                 outbox.close()
                 return
             if self.closing is not None:
-                fatal = ErrorReply(id=-1, code="unavailable", message=self.closing)
+                fatal = ErrorReply(id=-1, code=self.closing_code, message=self.closing)
             if fatal is not None:
                 _count_error("frame", fatal.code)
                 await self.send(fatal)

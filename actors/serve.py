@@ -18,7 +18,8 @@ SIGTERM or SIGINT begins a clean shutdown: listeners close, every connection is 
 ``unavailable: podium is shutting down``, the scheduling cycle stops, binds in flight finish,
 and the store closes; after ``shutdownGracePeriodSeconds`` whatever is left is cancelled. Either
 way the exit code is 0. A second signal cancels at once. ``/readyz`` answers 503 from the first
-signal on; the HTTP endpoint stops last.
+signal on; the HTTP endpoint stops last. SIGHUP reads the token file and the TLS certificate
+and key again (:func:`reload_access`).
 """
 
 from __future__ import annotations
@@ -212,6 +213,49 @@ def server_ssl_context(cert: str, key: str) -> ssl.SSLContext:
     return context
 
 
+def reload_access(settings: PodiumSettings, gateway: Gateway, tls: ssl.SSLContext | None) -> None:
+    """SIGHUP: read the token file and the TLS certificate and key again.
+
+    New connections use what was read; connections whose token is gone are closed
+    (:meth:`Gateway.set_tokens`); established TLS sessions go on. A file that cannot be read or
+    is bad is logged and the old tokens or certificate are kept.
+    """
+    if settings.token_file is None and tls is None:
+        log.info("received SIGHUP: there is no token file or certificate to reload")
+        return
+    if settings.token_file is not None:
+        try:
+            tokens = _load_tokens(settings.token_file)
+        except (ConfigError, OSError) as exc:
+            log.error("received SIGHUP: kept the old tokens: %s", exc)
+        else:
+            closed = gateway.set_tokens(tokens)
+            log.info(
+                "received SIGHUP: %d access tokens read from %s; %d connections closed",
+                len(tokens),
+                settings.token_file,
+                closed,
+            )
+    if tls is not None and settings.tls_cert is not None and settings.tls_key is not None:
+        try:
+            server_ssl_context(settings.tls_cert, settings.tls_key)  # all good, or nothing
+            tls.load_cert_chain(settings.tls_cert, settings.tls_key)
+        except (ConfigError, OSError, ssl.SSLError) as exc:
+            log.error("received SIGHUP: kept the old TLS certificate: %s", exc)
+        else:
+            log.info("received SIGHUP: TLS certificate %s read again", settings.tls_cert)
+
+
+async def _reload_on_hangup(
+    hangups: AsyncIterator[int],
+    settings: PodiumSettings,
+    gateway: Gateway,
+    tls: ssl.SSLContext | None,
+) -> None:
+    async for _ in hangups:
+        reload_access(settings, gateway, tls)
+
+
 def _load_tokens(path: str) -> tuple[AccessToken, ...]:
     """The token file's entries; a warning when other users may read it."""
     tokens = load_token_file(path)
@@ -361,7 +405,10 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
     )
     readiness = Readiness(runtime)
     try:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        with (
+            trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals,
+            trio.open_signal_receiver(signal.SIGHUP) as hangups,
+        ):
             async with trio.open_nursery() as outer:
                 if http_listeners:
                     # In the outer nursery: it keeps answering (/readyz 503) while the services
@@ -386,6 +433,9 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
                         tracing=tracing,
                     )
                     await nursery.start(functools.partial(gateway.run, listeners, tokenless=unix))
+                    # In the outer nursery, like the HTTP server: cancelled once the services
+                    # have drained.
+                    outer.start_soon(_reload_on_hangup, hangups, settings, gateway, tls)
                     readiness.gateway = gateway
                     ready = {
                         "listen": address,

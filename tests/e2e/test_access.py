@@ -17,8 +17,9 @@ import socket
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import trio
@@ -40,6 +41,7 @@ RW_TOKEN = "rw-" + "a1" * 16
 RO_TOKEN = "ro-" + "b2" * 16
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
+_T = TypeVar("_T")
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -62,7 +64,8 @@ def _make_ca(cwd: Path, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """ca.pem signs server.pem (localhost, 127.0.0.1); other-ca.pem signs nothing used."""
+    """ca.pem signs server.pem (localhost, 127.0.0.1), other-ca.pem other-server.pem (the same
+    names, for a certificate rotated in)."""
     if shutil.which("openssl") is None:
         pytest.fail("the openssl command is needed to make the test certificates")
     cwd = tmp_path_factory.mktemp("certs")
@@ -76,18 +79,21 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "subjectKeyIdentifier=hash\n"
         "authorityKeyIdentifier=keyid,issuer\n"
     )
-    _openssl(
-        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost",
-        cwd=cwd,
-    )  # fmt: skip
-    _openssl(
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "server.ext",
-        cwd=cwd,
-    )  # fmt: skip
-    return {name: str(cwd / f"{name}.pem") for name in ("ca", "other-ca", "server")} | {
-        "key": str(cwd / "server.key")
+    for server, ca in (("server", "ca"), ("other-server", "other-ca")):
+        _openssl(
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", f"{server}.key", "-out", f"{server}.csr", "-subj", "/CN=localhost",
+            cwd=cwd,
+        )  # fmt: skip
+        _openssl(
+            "x509", "-req", "-in", f"{server}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
+            "-CAcreateserial", "-out", f"{server}.pem", "-days", "2", "-extfile", "server.ext",
+            cwd=cwd,
+        )  # fmt: skip
+    names = ("ca", "other-ca", "server", "other-server")
+    return {name: str(cwd / f"{name}.pem") for name in names} | {
+        "key": str(cwd / "server.key"),
+        "other-key": str(cwd / "other-server.key"),
     }
 
 
@@ -332,6 +338,86 @@ async def test_tls_listener_verifies_and_refuses_plain_text(
     code, err = d.stop()
     assert code == 0, err
     assert f"from {host}:" in err and "TLS handshake failed" in err
+
+
+# --------------------------------------------------------------------------- SIGHUP
+
+
+async def _eventually(attempt: Callable[[], Awaitable[_T]]) -> _T:
+    """``await attempt()`` until it stops raising (the daemon reads its files on SIGHUP in
+    its own time), for at most 20 s."""
+    for _ in range(400):
+        try:
+            return await attempt()
+        except (RemoteError, ClientConnectionError):
+            await trio.sleep(0.05)
+    return await attempt()
+
+
+def _files(*copies: tuple[str | Path, Path], tokens: tuple[Path, str] | None = None) -> None:
+    for source, target in copies:
+        shutil.copy(source, target)
+    if tokens is not None:
+        tokens[0].write_text(tokens[1])
+
+
+async def test_sighup_reloads_the_tokens_and_the_certificate(
+    tmp_path: Path,
+    token_file: Path,
+    certs: dict[str, str],
+    daemons: Callable[..., Daemon],
+) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    _files((certs["server"], cert), (certs["key"], key))
+    d = daemons(tmp_path, *_tokens(token_file), "--tls-cert", str(cert), "--tls-key", str(key))
+    old_tls, new_tls = client_ssl_context(certs["ca"]), client_ssl_context(certs["other-ca"])
+    new_token = "new-" + "c3" * 16
+    async with (
+        connect(d.address, token=RW_TOKEN, tls=old_tls) as deployer,
+        connect(d.address, token=RO_TOKEN, tls=old_tls) as dashboard,
+    ):
+        await deployer.put([make_node("n1").obj()])
+        # The deployer's token is revoked, a new one issued; the certificate is rotated.
+        _files(
+            (certs["other-server"], cert),
+            (certs["other-key"], key),
+            tokens=(token_file, f"{new_token} read-write ci\n{RO_TOKEN} read-only dashboard\n"),
+        )
+        d.proc.send_signal(signal.SIGHUP)
+
+        async def as_new() -> int:
+            async with connect(d.address, token=new_token, tls=new_tls) as cl:
+                return (await cl.stats()).nodes
+
+        assert await _eventually(as_new) == 1
+        # The connection holding the revoked token was closed: it reads nothing more.
+        with pytest.raises(RemoteError) as revoked:
+            await deployer.stats()
+        assert revoked.value.code == "unauthorized"
+        assert "token 'deployer' was revoked" in str(revoked.value)
+        # The unchanged token's connection goes on (its TLS session too).
+        assert (await dashboard.stats()).nodes == 1
+    with pytest.raises(RemoteError) as refused:
+        async with connect(d.address, token=RW_TOKEN, tls=new_tls):
+            pass
+    assert refused.value.code == "unauthorized"
+    with pytest.raises(TLSFailed):  # the old certificate is gone
+        async with connect(d.address, token=new_token, tls=old_tls):
+            pass
+    # A bad token file and a key that does not match: both are kept as they were.
+    _files((certs["key"], key), tokens=(token_file, "not a token line\n"))
+    d.proc.send_signal(signal.SIGHUP)
+
+    async def reloaded() -> None:
+        if not any("kept the old TLS certificate" in line for line in d.log):
+            raise ClientConnectionError("not yet")
+
+    await _eventually(reloaded)
+    assert await as_new() == 1
+    code, err = d.stop()
+    assert code == 0, err
+    assert "kept the old tokens" in err
+    assert "2 access tokens read from" in err and "1 connections closed" in err
 
 
 # --------------------------------------------------------------------------- Unix socket
