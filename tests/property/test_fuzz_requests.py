@@ -34,7 +34,6 @@ CI runs a short form; ``PODIUM_FUZZ_EXAMPLES=20000`` runs the long one (docs/rel
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,16 +42,16 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, currently_in_test_context, event, given, note, settings
+from hypothesis import currently_in_test_context, event, given, note
 from hypothesis import strategies as st
+from property.test_fuzz_frames import fuzz
+from property.test_vector_scalar import ScalarFilter, ScalarScore
 
 from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
 from podium.actors.core.preemption import PredicateFitCheck, fit_error_with_preemption, preempt
 from podium.actors.core.simulation import build_cluster
 from podium.actors.core.snapshot import Snapshot
 from podium.actors.explain import hints
-from podium.actors.framework import FilterPlugin, ScorePlugin, Status
 from podium.actors.plugins import names
 from podium.actors.policy import build_plugins, default_policy, resolve_policy
 from podium.protocol import objects as o
@@ -73,20 +72,6 @@ from podium.store.core import (
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning"
 )
-
-EXAMPLES = int(os.environ.get("PODIUM_FUZZ_EXAMPLES", "0"))
-"""0: the short CI form; otherwise the number of examples of each fuzz test."""
-
-
-def fuzz(short: int) -> settings:
-    return settings(
-        max_examples=EXAMPLES or short,
-        deadline=None,
-        database=None,
-        print_blob=True,
-        suppress_health_check=list(HealthCheck),
-    )
-
 
 CODECS = {"json": Codec("json"), "msgpack": Codec("msgpack")}
 INT32 = 2**31 - 1
@@ -888,39 +873,6 @@ def apply_watch(core: StoreCore, request: WatchRequest, tally: Tally) -> None:
 
 
 # --------------------------------------------------------------------------- scheduling
-
-
-class ScalarFilter:
-    """A predicate with its vector form hidden, so the per-node form runs."""
-
-    def __init__(self, inner: FilterPlugin) -> None:
-        self.inner = inner
-        self.name = inner.name
-
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
-        return self.inner.pre_filter(pod, snapshot)
-
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        return self.inner.filter(pod, meta, node)
-
-
-class ScalarScore:
-    """A priority with its vector form hidden."""
-
-    def __init__(self, inner: ScorePlugin) -> None:
-        self.inner = inner
-        self.name = inner.name
-
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
-        return self.inner.pre_score(pod, snapshot, nodes)
-
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
-        return self.inner.score(pod, meta, node)
-
-    def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
-    ) -> list[int]:
-        return self.inner.normalize(pod, meta, nodes, scores)
 
 
 @cache
