@@ -414,13 +414,16 @@ class Client:
         label_selector: str = "",
         *,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
+        on_page: Callable[[int, int | None], None] | None = None,
     ) -> GetReply:
         """Read one object (``name``) or list a kind (``namespace`` None: every namespace).
 
         A list is read ``chunk_size`` objects a request (0: in one request, which fails with
         ``too_large`` past the frame limit) and returned whole, with its first page's revision:
         a watch from it sees every change made while the pages were read. A page the daemon
-        finds too large for a frame is asked for again at half the size.
+        finds too large for a frame is asked for again at half the size. ``on_page`` is told
+        after each page how many objects have come and how many more the daemon counts
+        (None with a label selector).
         """
         if name or chunk_size <= 0:
             return await self.get_page(kind, name, namespace, label_selector)
@@ -440,6 +443,8 @@ class Client:
             first = first or page
             items.extend(page.items)
             token = page.continue_
+            if on_page is not None:
+                on_page(len(items), page.remaining)
         return msgspec.structs.replace(first, items=items, continue_="", remaining=0)
 
     async def get_page(

@@ -592,13 +592,30 @@ def cmd_get(args: argparse.Namespace) -> int:
     namespace: str | None = (args.namespace or "default") if namespaced and not all_ns else None
 
     async def body(client: Client) -> int:
-        reply = await client.get(
-            kind,
-            name=args.name or "",
-            namespace=namespace,
-            label_selector=args.selector or "",
-            chunk_size=args.chunk_size,
-        )
+        from podium.actors.cli import Progress  # (cli imports this module)
+
+        bar: Progress | None = None
+
+        def on_page(done: int, remaining: int | None) -> None:
+            nonlocal bar
+            if bar is None and remaining:  # more than one page: a long list
+                tables = args.output in ("table", "wide")
+                bar = Progress(f"reading {kind} objects", done + remaining, enabled=tables)
+            if bar is not None:
+                bar.update(min(done, bar.total))  # (objects may come while it reads)
+
+        try:
+            reply = await client.get(
+                kind,
+                name=args.name or "",
+                namespace=namespace,
+                label_selector=args.selector or "",
+                chunk_size=args.chunk_size,
+                on_page=on_page,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
         items = reply.items
         if args.output in ("json", "yaml"):
             if args.name and len(items) == 1:

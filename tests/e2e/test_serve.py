@@ -567,6 +567,12 @@ def test_a_list_past_the_frame_limit_is_read_in_pages(tmp_path: Path) -> None:
                 # The client halves a page the daemon finds too large until one fits.
                 listed = await cl.get("Pod", chunk_size=5000)
                 assert [(p.metadata.namespace, p.metadata.name) for p in listed.items] == every
+                told: list[tuple[int, int | None]] = []
+                await cl.get(
+                    "Pod", chunk_size=250, on_page=lambda done, left: told.append((done, left))
+                )
+                assert told[-1] == (600, 0) and len(told) >= 3
+                assert all(done + left == 600 for done, left in told if left is not None)
 
                 first = await cl.get_page("Pod", limit=100)
                 assert (len(first.items), first.remaining) == (100, 500)
