@@ -16,7 +16,8 @@ framing still answer a ``stats`` at the end; the good client never sees an error
 watch misses nothing; ``/readyz`` answers 200 and the daemon exits 0 on SIGTERM with no
 traceback in its log.
 
-CI runs a short form (about 300 frames); ``PODIUM_FUZZ_EXAMPLES=N`` runs N examples.
+CI runs a short form (about 300 frames); ``PODIUM_FUZZ_EXAMPLES=N`` runs N/20 examples (with
+``-o faulthandler_timeout=0``: docs/reliability.md, "Fuzzing", says why).
 """
 
 from __future__ import annotations

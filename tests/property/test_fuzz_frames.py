@@ -21,7 +21,7 @@ Properties (docs/protocol.md, "Frames"):
 
 CI runs a short form. The long form::
 
-    PODIUM_FUZZ_EXAMPLES=20000 pytest tests/property/test_fuzz_frames.py
+    PODIUM_FUZZ_EXAMPLES=20000 pytest -o faulthandler_timeout=0 tests/property/test_fuzz_frames.py
 
 (docs/reliability.md, "Fuzzing", records a run.)
 """
