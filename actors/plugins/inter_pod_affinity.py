@@ -399,22 +399,27 @@ def affinity_class_key(pod: PodInfo) -> bytes:
 
 
 def node_changes(
-    changes: Iterable[tuple[NodeInfo, NodeInfo]],
+    changes: Iterable[tuple[NodeInfo, NodeInfo]], *, with_affinity: bool = False
 ) -> Iterator[tuple[NodeInfo, list[PodInfo], int]]:
     """(node, pods, -1) for pods a change took away and (node, pods, +1) for pods it brought,
     each with the NodeInfo whose labels they counted under. A node whose labels changed has
-    all its old pods taken away and all its new ones brought."""
+    all its old pods taken away and all its new ones brought. ``with_affinity``: only the pods
+    with affinity terms (the only ones that count when the incoming pod has none)."""
     for old, new in changes:
+        old_pods = old.pods_with_affinity if with_affinity else old.pods
+        new_pods = new.pods_with_affinity if with_affinity else new.pods
         if old.node is not new.node and (
             old.node is None or new.node is None or old.labels != new.labels
         ):
-            yield old, old.pods, -1
-            yield new, new.pods, 1
+            yield old, old_pods, -1
+            yield new, new_pods, 1
             continue
-        old_ids = {id(p) for p in old.pods}
-        new_ids = {id(p) for p in new.pods}
-        removed = [p for p in old.pods if id(p) not in new_ids]
-        added = [p for p in new.pods if id(p) not in old_ids]
+        if not old_pods and not new_pods:
+            continue
+        old_ids = {id(p) for p in old_pods}
+        new_ids = {id(p) for p in new_pods}
+        removed = [p for p in old_pods if id(p) not in new_ids]
+        added = [p for p in new_pods if id(p) not in old_ids]
         if removed:
             yield old, removed, -1
         if added:
@@ -473,7 +478,7 @@ def _apply_changes(
 ) -> None:
     """Bring the three pair counts of ``meta`` up to date with ``changes`` (what
     :func:`_existing_anti_pairs` and :func:`_incoming_pairs` would count afresh)."""
-    for info, pods, sign in node_changes(changes):
+    for info, pods, sign in node_changes(changes, with_affinity=not affinity and not anti):
         if info.node is None:
             continue
         labels = info.labels

@@ -141,7 +141,7 @@ class InterPodAffinityPriority(VectorScorePlugin):
         self, weights: PairWeights, pod: PodInfo, changes: Sequence[tuple[NodeInfo, NodeInfo]]
     ) -> None:
         hard = self.hard_pod_affinity_weight
-        for info, pods, sign in node_changes(changes):
+        for info, pods, sign in node_changes(changes, with_affinity=True):
             if info.node is None:
                 continue
             labels = info.labels
