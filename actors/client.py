@@ -118,8 +118,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SERVER = "127.0.0.1:7070"
 DEFAULT_CHUNK_SIZE = 2000
-"""Objects a Get of a list asks for at a time (kubectl's ``--chunk-size`` is 500; a daemon
-list page costs a scan of the kind, so fewer, larger pages read a big list faster)."""
+"""Objects a Get of a list asks for at a time (kubectl's ``--chunk-size`` is 500; a page costs
+the daemon a bisect, so the size only trades round trips against the size of one reply)."""
 WATCH_BUFFER = 10_000
 """Events a watch holds for a consumer that has not read them yet. When it is full the reader
 waits for the consumer (back-pressure through TCP to the daemon, which cuts off a watcher
