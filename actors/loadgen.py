@@ -72,6 +72,7 @@ __all__ = [
     "daemon_rss_bytes",
     "run",
     "run_load",
+    "settle",
 ]
 
 RSS_TOLERANCE = 0.10
@@ -603,19 +604,17 @@ async def _watch(
 # --------------------------------------------------------------------------- the run
 
 
-async def _settle(client: Client) -> int | None:
+async def settle(client: Client) -> int:
     """Wait until nothing is active, backing off or assumed and the revision holds still;
-    that revision (None after :data:`SETTLE_SECONDS`)."""
-    with trio.move_on_after(SETTLE_SECONDS):
-        while True:
-            stats = await client.stats()
-            if not (stats.pending.active or stats.pending.backoff or stats.assumed):
-                await trio.sleep(0.3)
-                again = await client.stats()
-                if again.revision == stats.revision:
-                    return stats.revision
-            await trio.sleep(0.1)
-    return None
+    that revision. (Bound it with a cancel scope.)"""
+    while True:
+        stats = await client.stats()
+        if not (stats.pending.active or stats.pending.backoff or stats.assumed):
+            await trio.sleep(0.3)
+            again = await client.stats()
+            if again.revision == stats.revision:
+                return stats.revision
+        await trio.sleep(0.1)
 
 
 async def run_load(
@@ -695,7 +694,9 @@ async def run_load(
             report.client_cpu = _cpu_seconds(None) - cpu[0]
             if pid is not None:
                 report.daemon_cpu = _cpu_seconds(pid) - cpu[1]
-            final = await _settle(admin)
+            final: int | None = None
+            with trio.move_on_after(SETTLE_SECONDS):
+                final = await settle(admin)
             if final is None:
                 report.errors.add(f"the daemon did not go quiet within {SETTLE_SECONDS:.0f} s")
                 final = (await admin.stats()).revision

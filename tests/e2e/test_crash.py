@@ -33,6 +33,7 @@ from builders import make_node, make_pod
 
 from podium.actors.client import ClientConnectionError, RemoteError, connect
 from podium.actors.core.nodeinfo import PodInfo, Resource
+from podium.actors.loadgen import settle
 from podium.protocol import objects as o
 from podium.protocol.wire import Event, ObjectRef
 
@@ -163,14 +164,7 @@ async def _quiet(address: str) -> int:
     """Wait until nothing is active, backing off, in flight or assumed; the revision then."""
     async with connect(address) as client:
         with trio.fail_after(60):
-            while True:
-                stats = await client.stats()
-                if not (stats.pending.active or stats.pending.backoff or stats.assumed):
-                    await trio.sleep(0.3)
-                    again = await client.stats()
-                    if again.revision == stats.revision:
-                        return stats.revision
-                await trio.sleep(0.1)
+            return await settle(client)
 
 
 async def _final_state(
