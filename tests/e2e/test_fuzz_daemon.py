@@ -438,6 +438,7 @@ def check_answer(msg: Any) -> None:
 
 @settings(
     max_examples=EXAMPLES or 6,
+    derandomize=not EXAMPLES,  # as test_fuzz_frames.fuzz
     deadline=None,
     database=None,
     print_blob=True,
