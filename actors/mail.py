@@ -18,16 +18,17 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
+from podium.actors.framework.snapshot import SnapshotDelta
 from podium.store.mail import Committed, Recovered, StoreMsg
 
 if TYPE_CHECKING:
     import trio
 
     from podium.actors.core.generic_scheduler import ScheduleResult
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
     from podium.actors.core.preemption import NominatedPods
-    from podium.actors.core.snapshot import ClusterObjects, Snapshot
-    from podium.actors.framework import FilterPlugin, ScorePlugin
+    from podium.actors.framework.interface import FilterPlugin, ScorePlugin
+    from podium.actors.framework.nodeinfo import PodInfo
+    from podium.actors.framework.snapshot import Snapshot
     from podium.protocol.wire import Hint
 
 __all__ = [
@@ -175,25 +176,6 @@ class SnapshotRequest(_Mail, frozen=True, kw_only=True):
 
     generation: int
     reply: trio.MemorySendChannel[SnapshotDelta]
-
-
-class SnapshotDelta(_Mail, frozen=True, kw_only=True):
-    """The changes that bring a snapshot at the request's generation to ``generation``.
-
-    Attributes:
-        generation: the cache generation this delta brings the snapshot to.
-        nodes: NodeInfos added or changed since (never mutated after sending).
-        removed: names of nodes removed since.
-        order: every node name in zone-interleaved node-tree order, when the set or order of
-            nodes changed (or for a full snapshot); None when it did not.
-        objects: the services, controllers, volumes and classes, when any changed; else None.
-    """
-
-    generation: int
-    nodes: list[NodeInfo]
-    removed: list[str]
-    order: list[str] | None
-    objects: ClusterObjects | None
 
 
 class Assume(_Mail, frozen=True, kw_only=True):

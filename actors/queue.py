@@ -66,8 +66,8 @@ from typing import TYPE_CHECKING, assert_never
 
 import trio
 
-from podium.actors.core.nodeinfo import PodInfo
 from podium.actors.core.queue_core import Nominations, QueueName, SchedulingQueue
+from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import (
     Lookup,
     LookupReply,

@@ -36,7 +36,7 @@ from typing import Literal, assert_never
 import trio
 
 from podium.actors.core.cache_core import apply_delta
-from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.core.explain import hints
 from podium.actors.core.preemption import (
     NominatedPods,
     PredicateFitCheck,
@@ -44,9 +44,9 @@ from podium.actors.core.preemption import (
     fit_error_with_preemption,
     preempt,
 )
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.explain import hints
-from podium.actors.framework import FilterPlugin
+from podium.actors.framework.interface import FilterPlugin
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.mail import (
     Assume,
     AssumeReply,

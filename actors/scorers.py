@@ -23,9 +23,9 @@ from typing import assert_never
 import trio
 
 from podium.actors.core.generic_scheduler import ScheduleResult, ScoreStage
-from podium.actors.core.nodeinfo import PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, PluginArgs, PredicateError
+from podium.actors.framework.interface import SKIP, PluginArgs, PredicateError
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.mail import Decision, ScoreMsg, ScoreRequest, SetScorers
 from podium.actors.plugins import names
 from podium.actors.plugins.volume_binding import VolumeBinding

@@ -27,6 +27,7 @@ import trio
 from podium.actors.binder import Binder
 from podium.actors.cache import CacheActor
 from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.core.policy import build_plugins, default_policy, load_resolved_policy
 from podium.actors.filter_pool import FilterPool
 from podium.actors.mail import (
     Attempted,
@@ -40,7 +41,6 @@ from podium.actors.mail import (
     SetFilters,
     SetScorers,
 )
-from podium.actors.policy import build_plugins, default_policy, load_resolved_policy
 from podium.actors.queue import QueueActor
 from podium.actors.scheduler import PluginSet, Scheduler
 from podium.actors.scorers import ScoringWorkers

@@ -26,7 +26,7 @@ What :func:`check_database` verifies (an *error* breaks an invariant of BRIEF.md
     pods               bound to a node that does not exist (a warning)
 
 The capacity rule needs the scheduler's resource arithmetic (``PodInfo``/``NodeInfo`` in
-podium.actors.core.nodeinfo); store/ imports no actor, so the caller passes it in as an
+podium.actors.framework.nodeinfo); store/ imports no actor, so the caller passes it in as an
 :data:`OverCommitted` function (podium.actors.db_commands.over_allocatable).
 
 :func:`backup_database` copies with SQLite's online backup API, a step of pages at a time

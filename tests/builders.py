@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.protocol import objects as o
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from builders import make_node, make_pod
 
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import ScorePlugin, VectorScorePlugin
+from podium.actors.framework.interface import ScorePlugin, VectorScorePlugin
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.protocol import objects as o
 
 __all__ = ["PriorityRun", "node_infos", "requests_pod", "resource_node", "run_priority"]

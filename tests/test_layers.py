@@ -1,52 +1,33 @@
-"""The architecture's import rules (STYLE.md "Layout shows the architecture").
+"""The architecture's import rules (docs/architecture.md "Layers"), as import-linter contracts.
 
-protocol/ imports no trio and no other podium package; store/ imports no actor; and no actor
-module imports another actor: actors talk only through the messages of actors/mail.py and
-store/mail.py, so none can reach into another's state.
+The contracts live in pyproject.toml ``[tool.importlinter]``: protocol < store < actors; inside
+actors, framework < plugins < core < messages < the actors (independent of each other) <
+supervisor < gateway < daemon < bench < cli; the client speaks only the protocol; no import
+cycles between the modules of a package or between sibling packages. This test runs
+``lint-imports`` so the README's one test command checks them.
 """
 
 from __future__ import annotations
 
-import ast
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
-ACTORS = ("queue", "cache", "filter_pool", "scorers", "binder", "scheduler", "gateway")
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
-
-
-@pytest.mark.parametrize("actor", ACTORS)
-def test_no_actor_imports_another(actor: str) -> None:
-    imported = _imports(ROOT / "actors" / f"{actor}.py")
-    others = {f"podium.actors.{a}" for a in ACTORS if a != actor}
-    others.add("podium.actors.supervisor")
-    assert not imported & others
-
-
-@pytest.mark.parametrize("path", sorted((ROOT / "protocol").glob("*.py")), ids=lambda p: p.name)
-def test_protocol_is_the_bottom_layer(path: Path) -> None:
-    bad = {
-        m
-        for m in _imports(path)
-        if m.split(".")[0] in ("trio", "asyncio", "aiosqlite")
-        or m.startswith(("podium.actors", "podium.store"))
-    }
-    assert not bad
-
-
-@pytest.mark.parametrize("path", sorted((ROOT / "store").glob("*.py")), ids=lambda p: p.name)
-def test_store_does_not_import_actors(path: Path) -> None:
-    assert not {m for m in _imports(path) if m.startswith("podium.actors")}
+def test_import_linter_contracts_are_kept() -> None:
+    tool = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which(
+        "lint-imports"
+    )
+    assert tool, "lint-imports is not installed (pip install -e '.[test]')"
+    proc = subprocess.run(
+        [tool, "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "BROKEN" not in proc.stdout and " 0 broken" in proc.stdout, proc.stdout

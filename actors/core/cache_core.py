@@ -3,7 +3,7 @@
 Kubernetes counterpart: pkg/scheduler/internal/cache/cache.go@v1.14 (``schedulerCache``:
 AssumePod, FinishBinding, ForgetPod, AddPod, UpdatePod, RemovePod, AddNode, UpdateNode,
 RemoveNode, cleanupAssumedPods/expirePod, UpdateNodeInfoSnapshot), interface.go@v1.14 (the pod
-state machine below) and node_tree.go@v1.14 (:mod:`~podium.actors.core.node_tree`). The volume
+state machine below) and node_tree.go@v1.14 (:mod:`~podium.actors.framework.node_tree`). The volume
 assumptions follow pkg/controller/volume/persistentvolume/scheduler_binder.go@v1.14
 ``AssumePodVolumes`` and its assume cache.
 
@@ -39,7 +39,7 @@ assumption: its bind fails and the binder forgets it, as v1.14's assigned-pod in
 sees unassigned pods).
 
 Copy-on-write. Every NodeInfo and ClusterObjects handed out in a
-:class:`~podium.actors.mail.SnapshotDelta` is never mutated again: the cache changes a node by
+:class:`~podium.actors.framework.snapshot.SnapshotDelta` is never mutated again: the cache changes a node by
 cloning its NodeInfo (``NodeInfo.clone``), changing the clone and storing it under a new cache
 generation; the ClusterObjects is replaced by a new instance whose changed tables are new dicts.
 A NodeInfo created since the last hand-out is changed in place (it is still private).
@@ -81,12 +81,11 @@ from typing import Any
 
 import msgspec
 
-from podium.actors.core.node_tree import NodeTree
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo, Resource
-from podium.actors.core.snapshot import ClusterObjects, Snapshot
-from podium.actors.core.zones import zone_key
-from podium.actors.framework import SKIP, FilterPlugin, PluginArgs
-from podium.actors.mail import SnapshotDelta
+from podium.actors.framework.interface import SKIP, FilterPlugin, PluginArgs
+from podium.actors.framework.node_tree import NodeTree
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo, Resource
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot, SnapshotDelta
+from podium.actors.framework.zones import zone_key
 from podium.actors.plugins import names
 from podium.actors.plugins.node_ports import PodFitsHostPorts
 from podium.actors.plugins.node_resources_fit import PodFitsResources

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.framework import Code, FilterPlugin
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import Code, FilterPlugin
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 
 __all__ = ["Blame", "EquivalenceCache", "ScoreCache", "Verdict", "is_node_local"]
 

@@ -39,7 +39,6 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from podium.actors.core.columns import NodeColumns
 from podium.actors.core.equivalence import (
     Blame,
     EquivalenceCache,
@@ -47,9 +46,9 @@ from podium.actors.core.equivalence import (
     Verdict,
     is_node_local,
 )
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import (
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
+    NO_NODES_AVAILABLE,
     SKIP,
     ArrayNormalizePlugin,
     Code,
@@ -59,29 +58,28 @@ from podium.actors.framework import (
     ScorePlugin,
     VectorFilterPlugin,
     VectorScorePlugin,
+    fit_error_message,
 )
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins.volume_binding import pod_passes_basic_checks
 from podium.protocol.objects import enc_hook
 
 if TYPE_CHECKING:
-    # preemption imports this module (fit_error_message): only the type is needed here.
     from podium.actors.core.preemption import NominatedPods
 
 __all__ = [
-    "NO_NODES_AVAILABLE",
     "Algorithm",
     "FilterStage",
     "PluginObserver",
     "ScheduleResult",
     "ScoreStage",
-    "fit_error_message",
     "num_feasible_nodes_to_find",
 ]
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
-NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 PluginObserver = Callable[[str, str, str, float], None]
 """``observe(plugin, extension_point, status, seconds)``: one plugin's time in one attempt
@@ -110,18 +108,6 @@ def _aggregate(errors: Counter[str]) -> str:
     where Go's map order was random)."""
     parts = sorted(f"{m} (repeated {n} times)" if n > 1 else m for m, n in errors.items())
     return parts[0] if len(parts) == 1 else f"[{', '.join(parts)}]"
-
-
-def fit_error_message(num_all_nodes: int, reasons: Counter[str]) -> str:
-    """Kubernetes' FitError text: ``0/5 nodes are available: 2 Insufficient cpu, ...``.
-
-    Each reason is counted over the nodes, formatted ``"<count> <reason>"``, and the entries
-    are sorted as strings (core/generic_scheduler.go@v1.14 FitError.Error).
-    """
-    if num_all_nodes == 0:
-        return NO_NODES_AVAILABLE
-    entries = sorted(f"{count} {reason}" for reason, count in reasons.items())
-    return f"0/{num_all_nodes} nodes are available: {', '.join(entries)}."
 
 
 @dataclass(slots=True)

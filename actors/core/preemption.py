@@ -69,10 +69,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from podium.actors.core.equivalence import is_node_local
-from podium.actors.core.generic_scheduler import fit_error_message
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, Code, FilterPlugin, PredicateError
+from podium.actors.framework.interface import (
+    SKIP,
+    Code,
+    FilterPlugin,
+    PredicateError,
+    fit_error_message,
+)
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import (
     inter_pod_affinity,
     node_condition,

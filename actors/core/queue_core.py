@@ -52,8 +52,8 @@ from typing import Literal, TypeAlias
 
 import msgspec
 
-from podium.actors.core.nodeinfo import PodInfo
 from podium.actors.core.preemption import NominatedPods
+from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.plugins.pod_topology_spread import hard_constraints_select
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import Pod, PodAffinityTerm, PodStatus

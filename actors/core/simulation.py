@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import msgspec
 
 from podium.actors.core.generic_scheduler import ScheduleResult
-from podium.actors.core.node_tree import NodeTree
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import ClusterObjects
+from podium.actors.framework.node_tree import NodeTree
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import ClusterObjects
 from podium.protocol.objects import (
     KubeObject,
     Node,

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import (
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     Code,
@@ -29,6 +27,8 @@ from podium.actors.framework import (
     VectorFilterPlugin,
     unschedulable,
 )
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_name import PodFitsHost
 from podium.actors.plugins.node_ports import PodFitsHostPorts

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import msgspec
 import numpy as np
 
-from podium.actors.framework import (
+from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     PluginArgs,
@@ -68,9 +68,9 @@ from podium.protocol.objects import enc_hook
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
     from podium.protocol.objects import LabelSelector, PodAffinityTerm, WeightedPodAffinityTerm
 
 __all__ = [

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
 from podium.actors.plugins.inter_pod_affinity import (
     AffinityTerm,
@@ -55,9 +55,9 @@ from podium.actors.plugins.inter_pod_affinity import (
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
 
 __all__ = ["FACTORIES", "NAME", "InterPodAffinityPriority", "PairWeights", "normalize_counts"]
 

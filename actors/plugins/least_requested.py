@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework import MAX_PRIORITY, PluginArgs
+from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs
 from podium.actors.plugins import names
 from podium.actors.plugins.resource_allocation import ResourceAllocationPriority, safe_denominator
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from podium.actors.framework import (
+from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     PluginArgs,
@@ -27,9 +27,9 @@ from podium.actors.plugins.taint_toleration import taint_sets_tolerated
 from podium.protocol.labels import tolerations_tolerate_taints
 
 if TYPE_CHECKING:
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
 
 __all__ = ["ERR_REASON_TAINTS_NOT_TOLERATED", "FACTORIES", "NAME", "NoExecuteTaints"]
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework import SKIP, PluginArgs, PredicateError, VectorScorePlugin
+from podium.actors.framework.interface import SKIP, PluginArgs, PredicateError, VectorScorePlugin
 from podium.actors.plugins import names
 from podium.actors.plugins.reduce import normalize_reduce, normalize_reduce_array
 from podium.protocol.labels import (
@@ -34,9 +34,9 @@ from podium.protocol.labels import (
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
     from podium.protocol.objects import NodeSelectorRequirement
 
 __all__ = ["FACTORIES", "NAME", "NodeAffinity", "requirement_error"]

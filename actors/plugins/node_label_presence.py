@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework import (
+from podium.actors.framework.interface import (
     SUCCESS,
     Code,
     PluginArgs,
@@ -30,9 +30,9 @@ from podium.actors.framework import (
 from podium.actors.plugins import names
 
 if TYPE_CHECKING:
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
 
 __all__ = [
     "ERR_NODE_NOT_FOUND",

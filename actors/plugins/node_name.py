@@ -11,10 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import (
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     Code,
@@ -25,6 +23,8 @@ from podium.actors.framework import (
     VectorFilterPlugin,
     unschedulable,
 )
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 
 __all__ = ["ERR_NODE_NOT_FOUND", "ERR_REASON_HOST_NAME", "FACTORIES", "NAME", "PodFitsHost"]

@@ -23,10 +23,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import HostPort, NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import (
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     PluginArgs,
@@ -35,6 +33,8 @@ from podium.actors.framework import (
     VectorFilterPlugin,
     unschedulable,
 )
+from podium.actors.framework.nodeinfo import HostPort, NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 
 __all__ = [

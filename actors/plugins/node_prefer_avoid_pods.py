@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework import MAX_PRIORITY, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
     from podium.protocol.objects import Pod
 
 __all__ = [

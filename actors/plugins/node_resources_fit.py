@@ -26,10 +26,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo, Resource
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import (
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
     SUCCESS,
     Code,
     PluginArgs,
@@ -39,6 +37,8 @@ from podium.actors.framework import (
     VectorFilterPlugin,
     unschedulable,
 )
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo, Resource
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 
 __all__ = [

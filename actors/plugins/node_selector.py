@@ -23,10 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import (
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     Code,
@@ -37,6 +35,8 @@ from podium.actors.framework import (
     VectorFilterPlugin,
     unschedulable,
 )
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.protocol.labels import (
     node_selector_requirement_matches,

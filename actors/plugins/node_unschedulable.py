@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework import (
+from podium.actors.framework.interface import (
     SUCCESS,
     PluginArgs,
     ReasonMasks,
@@ -29,9 +29,9 @@ from podium.protocol.labels import toleration_tolerates_taint
 from podium.protocol.objects import Taint
 
 if TYPE_CHECKING:
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
 
 __all__ = [
     "ERR_REASON_UNKNOWN_CONDITION",

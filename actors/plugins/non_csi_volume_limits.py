@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from podium.actors.framework import (
+from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     FilterPlugin,
@@ -47,8 +47,8 @@ from podium.actors.plugins import names
 from podium.protocol.objects import PersistentVolume, Volume
 
 if TYPE_CHECKING:
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import ClusterObjects, Snapshot
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 
 __all__ = [
     "AZURE_DISK_FILTER",

@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 
-from podium.actors.framework import (
+from podium.actors.framework.interface import (
     MAX_PRIORITY,
     SKIP,
     SUCCESS,
@@ -96,9 +96,9 @@ from podium.protocol.labels import (
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
     from podium.protocol.objects import LabelSelector, Node, Pod
 
 __all__ = [

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from podium.actors.framework import MAX_PRIORITY
+from podium.actors.framework.interface import MAX_PRIORITY
 
 __all__ = ["go_div", "normalize_reduce", "normalize_reduce_array"]
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, cast
 from podium.actors.plugins import names
 
 if TYPE_CHECKING:
-    from podium.actors.framework import FilterPlugin, PluginArgs, ScorePlugin
+    from podium.actors.framework.interface import FilterPlugin, PluginArgs, ScorePlugin
 
 __all__ = [
     "PACKAGE",

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework import PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import PluginArgs, VectorScorePlugin
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
 
 __all__ = ["ResourceAllocationPriority", "safe_denominator"]
 

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.core.zones import zone_key
-from podium.actors.framework import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.zones import zone_key
 from podium.actors.plugins import names
 from podium.protocol.labels import label_selector_matches, selector_from_set_matches
 from podium.protocol.objects import LabelSelector, LabelSelectorRequirement
@@ -52,9 +52,9 @@ from podium.protocol.objects import LabelSelector, LabelSelectorRequirement
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import ClusterObjects, Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 
 __all__ = [
     "FACTORIES",

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework import (
+from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     PluginArgs,
@@ -45,9 +45,9 @@ from podium.actors.plugins import names
 from podium.protocol.labels import selector_from_set_matches
 
 if TYPE_CHECKING:
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
 
 __all__ = [
     "ERR_REASON_SERVICE_AFFINITY_VIOLATED",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from podium.actors.framework import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
 from podium.actors.plugins.selector_spread import (
     Siblings,
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
 
 __all__ = ["FACTORIES", "NAME", "ServiceAntiAffinity", "anti_affinity_reduce"]
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from podium.actors.framework import (
+from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     FilterPlugin,
@@ -68,8 +68,8 @@ from podium.protocol.objects import (
 from podium.protocol.quantity import Quantity
 
 if TYPE_CHECKING:
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import ClusterObjects, Snapshot
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 
 __all__ = [
     "ANN_BIND_COMPLETED",

@@ -20,13 +20,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from podium.actors.framework import SKIP, SUCCESS, FilterPlugin, PluginArgs, Status, unschedulable
+from podium.actors.framework.interface import (
+    SKIP,
+    SUCCESS,
+    FilterPlugin,
+    PluginArgs,
+    Status,
+    unschedulable,
+)
 from podium.actors.plugins import names
 from podium.protocol.objects import Volume
 
 if TYPE_CHECKING:
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
 
 __all__ = ["ERR_DISK_CONFLICT", "FACTORIES", "NAME", "NoDiskConflict", "is_volume_conflict"]
 

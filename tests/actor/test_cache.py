@@ -12,7 +12,7 @@ import trio.testing
 from builders import make_node, make_pod
 
 from podium.actors.cache import CacheActor
-from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import (
     Assume,
     AssumeReply,

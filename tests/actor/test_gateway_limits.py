@@ -17,7 +17,7 @@ import trio
 import trio.testing
 from builders import make_node, make_pod
 
-from podium.actors.gateway import AddWatch, Gateway, HubMsg, _Hub
+from podium.actors.gateway.gateway import AddWatch, Gateway, HubMsg, _Hub
 from podium.actors.mail import CacheMsg, Handles, QueueMsg, SchedulerMsg
 from podium.protocol import objects as o
 from podium.protocol.framing import FrameReader, frame

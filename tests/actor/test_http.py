@@ -11,7 +11,7 @@ import trio
 import trio.testing
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from podium.actors.http import (
+from podium.actors.daemon.http import (
     READ_TIMEOUT_SECONDS,
     HttpServer,
     Request,

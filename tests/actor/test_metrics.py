@@ -16,9 +16,9 @@ import trio.testing
 from builders import make_node, make_pod
 
 from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.core.snapshot import Snapshot
 from podium.actors.filter_pool import FilterPool
-from podium.actors.gateway import AddWatch, WatchCursor, _Hub
+from podium.actors.framework.snapshot import Snapshot
+from podium.actors.gateway.gateway import AddWatch, WatchCursor, _Hub
 from podium.actors.mail import (
     Attempted,
     BeginScheduling,

@@ -14,7 +14,7 @@ import trio
 import trio.testing
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import (
     Lookup,
     LookupReply,

@@ -26,7 +26,7 @@ import trio
 from builders import make_node, make_pod
 from e2e.test_serve import PODIUM, Daemon, _frame, _read_line, _recv_frame, start_daemon
 
-from podium.actors.cli import main as cli_main
+from podium.actors.cli.main import main as cli_main
 from podium.actors.client import (
     ClientConnectionError,
     RemoteError,
@@ -34,7 +34,7 @@ from podium.actors.client import (
     client_ssl_context,
     connect,
 )
-from podium.actors.serve import _open_unix_listener
+from podium.actors.daemon.serve import _open_unix_listener
 from podium.protocol.wire import ObjectRef
 
 RW_TOKEN = "rw-" + "a1" * 16

@@ -31,9 +31,9 @@ from pathlib import Path
 import trio
 from builders import make_node, make_pod
 
+from podium.actors.bench.loadgen import settle
 from podium.actors.client import ClientConnectionError, RemoteError, connect
-from podium.actors.core.nodeinfo import PodInfo, Resource
-from podium.actors.loadgen import settle
+from podium.actors.framework.nodeinfo import PodInfo, Resource
 from podium.protocol import objects as o
 from podium.protocol.wire import Event, ObjectRef
 

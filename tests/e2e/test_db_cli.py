@@ -21,7 +21,7 @@ import pytest
 import trio
 from builders import make_node, make_pod
 
-from podium.actors import db_commands
+from podium.actors.cli import db as db_commands
 from podium.actors.client import connect
 from podium.protocol import objects as o
 from podium.store.mail import Change

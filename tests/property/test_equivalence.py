@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from property.test_vector_scalar import RandomPick, incoming_pod, node
 
 from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.policy import build_plugins, default_policy
+from podium.actors.core.policy import build_plugins, default_policy
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.protocol import objects as o
 
 

@@ -47,13 +47,13 @@ from hypothesis import strategies as st
 from property.test_fuzz_frames import fuzz
 from property.test_vector_scalar import ScalarFilter, ScalarScore
 
+from podium.actors.core.explain import hints
 from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
+from podium.actors.core.policy import build_plugins, default_policy, resolve_policy
 from podium.actors.core.preemption import PredicateFitCheck, fit_error_with_preemption, preempt
 from podium.actors.core.simulation import build_cluster
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.explain import hints
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
-from podium.actors.policy import build_plugins, default_policy, resolve_policy
 from podium.protocol import objects as o
 from podium.protocol.errors import InvalidRequest
 from podium.protocol.framing import Codec

@@ -43,10 +43,8 @@ from hypothesis import strategies as st
 
 from podium.actors.core import generic_scheduler
 from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import ClusterObjects, Snapshot
-from podium.actors.core.zones import LABEL_REGION_BETA, LABEL_ZONE_BETA, LABEL_ZONE_GA
-from podium.actors.framework import (
+from podium.actors.core.policy import build_plugins, default_policy, resolve_policy
+from podium.actors.framework.interface import (
     SKIP,
     FilterPlugin,
     PluginArgs,
@@ -57,8 +55,10 @@ from podium.actors.framework import (
     VectorScorePlugin,
     reasons_of,
 )
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot
+from podium.actors.framework.zones import LABEL_REGION_BETA, LABEL_ZONE_BETA, LABEL_ZONE_GA
 from podium.actors.plugins import names, registry
-from podium.actors.policy import build_plugins, default_policy, resolve_policy
 from podium.protocol import objects as o
 from podium.protocol.policy import decode_policy
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from podium.actors.cli import _configured, build_parser
+from podium.actors.cli.commands import _access
+from podium.actors.cli.main import _configured, build_parser
 from podium.actors.client import client_ssl_context, read_token_file
-from podium.actors.commands import _access
-from podium.actors.serve import check_access, is_loopback, server_ssl_context
+from podium.actors.daemon.serve import check_access, is_loopback, server_ssl_context
 from podium.protocol.config import (
     READ_ONLY_REQUESTS,
     AccessToken,

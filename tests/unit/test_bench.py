@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from podium.actors import bench
-from podium.actors.bench import WORKLOADS, histogram_quantile, window_stats
-from podium.actors.cli import build_parser, main
-from podium.actors.policy import resolve_policy
+from podium.actors.bench import scheduler_perf as bench
+from podium.actors.bench.scheduler_perf import WORKLOADS, histogram_quantile, window_stats
+from podium.actors.cli.main import build_parser, main
+from podium.actors.core.policy import resolve_policy
 from podium.protocol.policy import decode_policy
 
 INF = math.inf

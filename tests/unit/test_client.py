@@ -1,4 +1,4 @@
-"""actors/client.py against the fake daemon of tests/fakeserver.py: every request in both
+"""actors/client/__init__.py against the fake daemon of tests/fakeserver.py: every request in both
 encodings, out-of-order replies, watches and their cancellation, errors and lost connections,
 and the blocking wrapper from a plain thread.
 

@@ -1,4 +1,4 @@
-"""actors/commands.py: the daemon-facing subcommands, run as ``podium`` runs them, against the
+"""actors/cli/commands.py: the daemon-facing subcommands, run as ``podium`` runs them, against the
 fake daemon of tests/fakeserver.py (on its own thread: each command calls ``trio.run``).
 
 Output is compared exactly; AGE is pinned by patching :func:`commands.utc_now`.
@@ -24,9 +24,9 @@ import yaml
 from builders import decode, make_node, make_pod
 from fakeserver import FakeServer, Handler, Outgoing, fake_server_thread
 
-from podium.actors import commands
+from podium.actors.cli import commands
+from podium.actors.cli.commands import human_duration, register, resolve_kind
 from podium.actors.client import DEFAULT_CHUNK_SIZE
-from podium.actors.commands import human_duration, register, resolve_kind
 from podium.protocol import objects as o
 from podium.protocol.wire import (
     Cancel,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.gateway import EncodedObjects, event_of
+from podium.actors.gateway.gateway import EncodedObjects, event_of
 from podium.protocol.framing import Codec
 from podium.store.mail import Change
 

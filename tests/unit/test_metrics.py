@@ -16,11 +16,11 @@ from builders import make_node, make_pod
 from prometheus_client import ProcessCollector, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
-from podium.actors.core.columns import NodeColumns
 from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import ReasonMasks, Status, unschedulable
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import ReasonMasks, Status, unschedulable
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.protocol import metrics
 
 TABLE = Path(__file__).resolve().parents[1] / "fixtures" / "metrics.tsv"

@@ -16,9 +16,9 @@ import pytest
 from builders import decode, make_node, make_pod
 
 from podium.actors.core.cache_core import SchedulerCache, apply_delta
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, PluginArgs
+from podium.actors.framework.interface import SKIP, PluginArgs
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins.volume_binding import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,

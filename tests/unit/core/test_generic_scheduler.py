@@ -11,17 +11,23 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.columns import NodeColumns
 from podium.actors.core.generic_scheduler import (
     Algorithm,
     FilterStage,
-    fit_error_message,
     num_feasible_nodes_to_find,
 )
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
 from podium.actors.core.preemption import NominatedPods
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, PluginArgs, ReasonMasks, Status, unschedulable
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
+    SKIP,
+    PluginArgs,
+    ReasonMasks,
+    Status,
+    fit_error_message,
+    unschedulable,
+)
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_resources_fit import PodFitsResources
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from podium.actors.core.node_tree import NodeTree
+from podium.actors.framework.node_tree import NodeTree
 
 ZONE = "topology.kubernetes.io/zone"
 

@@ -8,7 +8,7 @@ from operator import attrgetter
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.nodeinfo import DEFAULT_MEMORY_REQUEST, PodInfo
+from podium.actors.framework.nodeinfo import DEFAULT_MEMORY_REQUEST, PodInfo
 
 
 @dataclass(frozen=True)

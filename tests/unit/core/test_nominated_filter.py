@@ -18,12 +18,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.columns import NodeColumns
 from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
 from podium.actors.core.preemption import NominatedPods, PredicateFitCheck
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import (
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
     SUCCESS,
     FilterPlugin,
     PluginArgs,
@@ -31,6 +29,8 @@ from podium.actors.framework import (
     Status,
     unschedulable,
 )
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import inter_pod_affinity, names, node_resources_fit
 from podium.actors.plugins.inter_pod_affinity import InterPodAffinity
 from podium.actors.plugins.node_resources_fit import PodFitsResources

@@ -19,8 +19,6 @@ import pytest
 from builders import decode, make_node, make_pdb, make_pod
 
 from podium.actors.core.cache_core import SchedulerCache
-from podium.actors.core.generic_scheduler import fit_error_message
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
 from podium.actors.core.preemption import (
     MSG_NO_VICTIMS,
     MSG_NOT_ELIGIBLE_NEVER,
@@ -45,15 +43,17 @@ from podium.actors.core.preemption import (
     select_nodes_for_preemption,
     select_victims_on_node,
 )
-from podium.actors.core.snapshot import ClusterObjects, Snapshot
-from podium.actors.framework import (
+from podium.actors.framework.interface import (
     SUCCESS,
     Code,
     FilterPlugin,
     PluginArgs,
     Status,
+    fit_error_message,
     unschedulable,
 )
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import (
     csi_volume_limits,
     inter_pod_affinity,

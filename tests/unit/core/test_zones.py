@@ -7,7 +7,7 @@ from operator import attrgetter
 
 import pytest
 
-from podium.actors.core.zones import (
+from podium.actors.framework.zones import (
     LABEL_REGION_BETA,
     LABEL_REGION_GA,
     LABEL_ZONE_BETA,

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.nodeinfo import PodInfo
-from podium.actors.core.snapshot import ClusterObjects, Snapshot
-from podium.actors.framework import SKIP, Code, PluginArgs, PredicateError
+from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import csi_volume_limits
 from podium.actors.plugins.csi_volume_limits import (
     ERR_MAX_VOLUME_COUNT_EXCEEDED,

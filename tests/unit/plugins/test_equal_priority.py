@@ -13,7 +13,7 @@ import pytest
 from builders import make_node, make_pod
 from priority_harness import resource_node, run_priority
 
-from podium.actors.framework import PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
 from podium.actors.plugins.equal_priority import FACTORIES, EqualPriority
 from podium.protocol import objects as o

@@ -17,9 +17,9 @@ import pytest
 from builders import make_node, make_pod
 from priority_harness import node_infos, run_priority
 
-from podium.actors.core.nodeinfo import PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.image_locality import FACTORIES, ImageLocality, normalized_image_name
 from podium.protocol import objects as o

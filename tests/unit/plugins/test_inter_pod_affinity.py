@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, SUCCESS, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework.interface import SKIP, SUCCESS, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.inter_pod_affinity import (
     ERR_REASON_AFFINITY_NOT_MATCH,

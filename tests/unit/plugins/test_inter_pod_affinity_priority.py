@@ -18,9 +18,9 @@ import pytest
 from builders import make_node, make_pod
 from priority_harness import run_priority
 
-from podium.actors.core.nodeinfo import PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import MAX_PRIORITY, SKIP, PluginArgs, PredicateError
+from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, PredicateError
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.inter_pod_affinity_priority import (
     FACTORIES,
@@ -423,7 +423,7 @@ def test_invalid_selector_is_an_error() -> None:
 
 
 def test_pods_on_rows_without_node_are_skipped() -> None:
-    from podium.actors.core.nodeinfo import NodeInfo
+    from podium.actors.framework.nodeinfo import NodeInfo
 
     plugin = InterPodAffinityPriority(PluginArgs(names.INTER_POD_AFFINITY))
     ghost = NodeInfo(name="ghost", pods=[PodInfo(pod("ghost", S1))])

@@ -14,7 +14,7 @@ import pytest
 from builders import make_pod
 from priority_harness import requests_pod, resource_node, run_priority
 
-from podium.actors.framework import MAX_PRIORITY, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
 from podium.actors.plugins.least_requested import FACTORIES, LeastRequested, least_requested_score
 from podium.protocol import objects as o

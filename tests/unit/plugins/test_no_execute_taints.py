@@ -13,10 +13,10 @@ from operator import attrgetter
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, Code, PluginArgs, reasons_of
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import SKIP, Code, PluginArgs, reasons_of
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import no_execute_taints
 from podium.actors.plugins.no_execute_taints import (
     ERR_REASON_TAINTS_NOT_TOLERATED as TAINTS,

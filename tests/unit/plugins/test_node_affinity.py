@@ -15,9 +15,9 @@ import pytest
 from builders import make_node, make_pod
 from priority_harness import run_priority
 
-from podium.actors.core.nodeinfo import PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, PluginArgs, PredicateError, VectorScorePlugin
+from podium.actors.framework.interface import SKIP, PluginArgs, PredicateError, VectorScorePlugin
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_affinity import FACTORIES, NodeAffinity
 from podium.protocol import objects as o

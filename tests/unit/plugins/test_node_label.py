@@ -13,7 +13,7 @@ import pytest
 from builders import make_node, make_pod
 from priority_harness import run_priority
 
-from podium.actors.framework import MAX_PRIORITY, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
 from podium.actors.plugins.node_label import FACTORIES, NodeLabel
 from podium.protocol import objects as o

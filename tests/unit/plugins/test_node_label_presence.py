@@ -12,10 +12,10 @@ from operator import attrgetter
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import Code, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import Code, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework.nodeinfo import NodeInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import node_label_presence
 from podium.actors.plugins.node_label_presence import (
     ERR_NODE_NOT_FOUND,

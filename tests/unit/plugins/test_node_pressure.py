@@ -14,10 +14,10 @@ from operator import attrgetter
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, Code, PluginArgs, reasons_of
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import SKIP, Code, PluginArgs, reasons_of
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names, node_pressure
 from podium.actors.plugins.node_pressure import (
     ERR_REASON_DISK_PRESSURE as DISK,

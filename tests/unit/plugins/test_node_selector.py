@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import (
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
     SKIP,
     Code,
     PluginArgs,
@@ -20,6 +18,8 @@ from podium.actors.framework import (
     VectorFilterPlugin,
     reasons_of,
 )
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_selector import (
     ERR_NODE_NOT_FOUND,

@@ -39,11 +39,12 @@ import pytest
 from builders import make_node, make_pod
 
 from podium.actors.core.generic_scheduler import Algorithm
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.actors.core.policy import build_plugins, resolve_policy
 from podium.actors.core.preemption import PredicateFitCheck, is_unresolvable, preempt
 from podium.actors.core.queue_core import SchedulingQueue
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, Code, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names, registry
 from podium.actors.plugins.pod_topology_spread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
@@ -57,7 +58,6 @@ from podium.actors.plugins.pod_topology_spread import (
     PreScoreMeta,
     normalize_spread_scores,
 )
-from podium.actors.policy import build_plugins, resolve_policy
 from podium.protocol import objects as o
 from podium.protocol.policy import decode_policy
 

@@ -17,9 +17,9 @@ from operator import attrgetter
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import ClusterObjects, Snapshot
-from podium.actors.framework import SKIP, SUCCESS, PluginArgs, reasons_of
+from podium.actors.framework.interface import SKIP, SUCCESS, PluginArgs, reasons_of
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.service_affinity import (
     ERR_REASON_SERVICE_AFFINITY_VIOLATED,

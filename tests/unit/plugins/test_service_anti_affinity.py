@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.nodeinfo import PodInfo
-from podium.actors.core.snapshot import ClusterObjects, Snapshot
-from podium.actors.framework import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.service_anti_affinity import (
     FACTORIES,

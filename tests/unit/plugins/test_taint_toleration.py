@@ -13,10 +13,10 @@ import msgspec
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import Code, PluginArgs, reasons_of
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import Code, PluginArgs, reasons_of
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import taint_toleration
 from podium.actors.plugins.taint_toleration import (
     ERR_REASON_TAINTS_NOT_TOLERATED as TAINTS,

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-from podium.actors.core.snapshot import ClusterObjects, Snapshot
-from podium.actors.framework import SKIP, Code, PluginArgs, PredicateError
+from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import volume_binding
 from podium.actors.plugins.volume_binding import (
     ERR_UNBOUND_IMMEDIATE,

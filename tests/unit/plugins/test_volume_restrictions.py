@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.snapshot import Snapshot
-from podium.actors.framework import SKIP, Code, PluginArgs
+from podium.actors.framework.interface import SKIP, Code, PluginArgs
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import volume_restrictions
 from podium.actors.plugins.volume_restrictions import ERR_DISK_CONFLICT, NoDiskConflict
 

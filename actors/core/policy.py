@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from podium.actors.framework import FilterPlugin, PluginArgs, ScorePlugin
+from podium.actors.framework.interface import FilterPlugin, PluginArgs, ScorePlugin
 from podium.actors.plugins import names, registry
 from podium.protocol.errors import PolicyError, Problem
 from podium.protocol.policy import (

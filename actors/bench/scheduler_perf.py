@@ -45,7 +45,7 @@ import trio
 from prometheus_client.parser import text_string_to_metric_families
 
 from podium.actors.client import Client, RemoteError, connect
-from podium.actors.commands import at_least
+from podium.actors.console import at_least
 from podium.protocol import objects as o
 from podium.protocol.errors import PodiumError
 from podium.protocol.wire import ObjectRef
@@ -413,7 +413,7 @@ class _Daemon:
         command = [
             sys.executable,
             "-m",
-            "podium.actors.cli",
+            "podium.actors.cli.main",
             "serve",
             "--listen",
             "127.0.0.1:0",
@@ -817,7 +817,7 @@ def _json_safe(value: Any) -> Any:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from podium.actors.cli import Progress
+    from podium.actors.console import Progress
 
     as_json = args.output == "json"
     results: list[dict[str, Any]] = []

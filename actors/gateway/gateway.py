@@ -62,9 +62,9 @@ import msgspec
 import trio
 from prometheus_client import Counter
 
+from podium.actors.core.explain import placement
 from podium.actors.core.generic_scheduler import ScheduleResult
-from podium.actors.core.nodeinfo import PodInfo
-from podium.actors.explain import placement
+from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import (
     CacheStats,
     CacheStatsReply,

@@ -42,7 +42,8 @@ from podium.actors.client import (
     parse_server,
     read_token_file,
 )
-from podium.actors.core.nodeinfo import PodInfo
+from podium.actors.console import at_least
+from podium.actors.framework.nodeinfo import PodInfo
 from podium.protocol.errors import LoadErrors
 from podium.protocol.loader import load_files, load_text
 from podium.protocol.objects import (
@@ -592,7 +593,7 @@ def cmd_get(args: argparse.Namespace) -> int:
     namespace: str | None = (args.namespace or "default") if namespaced and not all_ns else None
 
     async def body(client: Client) -> int:
-        from podium.actors.cli import Progress  # (cli imports this module)
+        from podium.actors.console import Progress
 
         bar: Progress | None = None
 
@@ -812,22 +813,6 @@ def cmd_protocol_schema(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- parser
-
-
-def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer from ``low`` (to ``high``), else a usage error saying so."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            bound = f"{low}-{high}" if high is not None else f">= {low}"
-            raise argparse.ArgumentTypeError(f"expected {bound}, got {value}")
-        return value
-
-    return parse
 
 
 def _server_arg(value: str) -> str:

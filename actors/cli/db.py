@@ -19,13 +19,13 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.protocol.errors import StoreError
 from podium.protocol.objects import Node, Pod
 from podium.store.tools import CheckReport, backup_database, check_database
 
 if TYPE_CHECKING:
-    from podium.actors.cli import Progress
+    from podium.actors.console import Progress
 
 __all__ = ["cmd_backup", "cmd_check", "over_allocatable", "register"]
 
@@ -108,7 +108,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 class _Bar:
-    """Adapts backup steps to cli.Progress, whose total is fixed when it is made."""
+    """Adapts backup steps to console.Progress, whose total is fixed when it is made."""
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -117,7 +117,7 @@ class _Bar:
     def update(self, done: int, total: int) -> None:
         if self.bar is None or self.bar.total != total:
             # Imported here: cli imports this module to register the commands.
-            from podium.actors.cli import Progress
+            from podium.actors.console import Progress
 
             self.bar = Progress(self.label, total, enabled=True, stream=sys.stderr)
         self.bar.update(done)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from podium.actors.core.generic_scheduler import ScheduleResult
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo, Resource
-from podium.actors.core.snapshot import Snapshot
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo, Resource
+from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins.node_resources_fit import insufficient
 from podium.protocol.wire import Hint, NodeVerdict, Placement
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from podium.actors.core.zones import zone_key
+from podium.actors.framework.zones import zone_key
 
 __all__ = ["NodeTree"]
 

@@ -18,6 +18,7 @@ integers in [0, MAX_PRIORITY]. ``score_columns`` is the vector form of the map s
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -26,12 +27,13 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from podium.actors.core.columns import NodeColumns
-    from podium.actors.core.nodeinfo import NodeInfo, PodInfo
-    from podium.actors.core.snapshot import Snapshot
+    from podium.actors.framework.columns import NodeColumns
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+    from podium.actors.framework.snapshot import Snapshot
 
 __all__ = [
     "MAX_PRIORITY",
+    "NO_NODES_AVAILABLE",
     "SKIP",
     "SUCCESS",
     "ArrayNormalizePlugin",
@@ -45,6 +47,7 @@ __all__ = [
     "Status",
     "VectorFilterPlugin",
     "VectorScorePlugin",
+    "fit_error_message",
     "unschedulable",
 ]
 
@@ -224,3 +227,19 @@ class PluginArgs:
     presence: bool = False
     label: str = ""
     hard_pod_affinity_symmetric_weight: int = 10
+
+
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+"""Kubernetes' ErrNoNodesAvailable text (core/generic_scheduler.go@v1.14)."""
+
+
+def fit_error_message(num_all_nodes: int, reasons: Counter[str]) -> str:
+    """Kubernetes' FitError text: ``0/5 nodes are available: 2 Insufficient cpu, ...``.
+
+    Each reason is counted over the nodes, formatted ``"<count> <reason>"``, and the entries
+    are sorted as strings (core/generic_scheduler.go@v1.14 FitError.Error).
+    """
+    if num_all_nodes == 0:
+        return NO_NODES_AVAILABLE
+    entries = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    return f"0/{num_all_nodes} nodes are available: {', '.join(entries)}."

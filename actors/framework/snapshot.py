@@ -11,8 +11,10 @@ import itertools
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from podium.actors.core.columns import NodeColumns
-from podium.actors.core.nodeinfo import NodeInfo, PodInfo
+import msgspec
+
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.protocol.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
@@ -25,7 +27,7 @@ from podium.protocol.objects import (
     StorageClass,
 )
 
-__all__ = ["ClusterObjects", "ImageState", "Snapshot"]
+__all__ = ["ClusterObjects", "ImageState", "Snapshot", "SnapshotDelta"]
 
 JOURNAL = 4096
 """Node changes a snapshot remembers (older ones are dropped half at a time)."""
@@ -214,3 +216,22 @@ class Snapshot:
                 self._with_affinity[info.name] = info
             else:
                 self._with_affinity.pop(info.name, None)
+
+
+class SnapshotDelta(msgspec.Struct, frozen=True, kw_only=True):
+    """The cache's answer to a snapshot request: the changes that bring a snapshot at the request's generation to ``generation``.
+
+    Attributes:
+        generation: the cache generation this delta brings the snapshot to.
+        nodes: NodeInfos added or changed since (never mutated after sending).
+        removed: names of nodes removed since.
+        order: every node name in zone-interleaved node-tree order, when the set or order of
+            nodes changed (or for a full snapshot); None when it did not.
+        objects: the services, controllers, volumes and classes, when any changed; else None.
+    """
+
+    generation: int
+    nodes: list[NodeInfo]
+    removed: list[str]
+    order: list[str] | None
+    objects: ClusterObjects | None

@@ -57,7 +57,14 @@ from pathlib import Path
 import msgspec
 import trio
 
-from podium.actors.bench import DEFAULT_POD, ZONES, BenchError, _Daemon, _put_all, make_node
+from podium.actors.bench.scheduler_perf import (
+    DEFAULT_POD,
+    ZONES,
+    BenchError,
+    _Daemon,
+    _put_all,
+    make_node,
+)
 from podium.actors.client import Client, RemoteError, connect
 from podium.protocol import objects as o
 from podium.protocol.errors import PodiumError

@@ -41,9 +41,9 @@ from typing import TextIO
 
 import trio
 
-from podium.actors.commands import at_least
-from podium.actors.gateway import Gateway, HubMsg
-from podium.actors.http import HttpServer
+from podium.actors.console import at_least
+from podium.actors.daemon.http import HttpServer
+from podium.actors.gateway.gateway import Gateway, HubMsg
 from podium.actors.mail import BeginScheduling
 from podium.actors.sending import send
 from podium.actors.supervisor import MAILBOX, Runtime, StoreFactory, load_plugin_set

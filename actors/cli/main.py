@@ -11,7 +11,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import time
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -20,18 +19,19 @@ from typing import Any, TextIO
 import msgspec
 import trio
 
-from podium.actors.bench import register_bench_command
-from podium.actors.commands import register as register_client_commands
-from podium.actors.core.nodeinfo import NodeInfo
+from podium.actors.bench.scheduler_perf import register_bench_command
+from podium.actors.cli.commands import register as register_client_commands
+from podium.actors.cli.db import register as register_db_commands
+from podium.actors.console import Progress
 from podium.actors.core.simulation import (
     PodOutcome,
     SimulationError,
     build_cluster,
     final_node_infos,
 )
-from podium.actors.db_commands import register as register_db_commands
-from podium.actors.logs import configure as configure_logging
-from podium.actors.serve import add_serve_flags, check_access, parse_address, serve
+from podium.actors.daemon.logs import configure as configure_logging
+from podium.actors.daemon.serve import add_serve_flags, check_access, parse_address, serve
+from podium.actors.framework.nodeinfo import NodeInfo
 from podium.actors.simulate import simulate
 from podium.actors.supervisor import load_plugin_set
 from podium.protocol.config import SchedulerConfig, load_config
@@ -63,34 +63,6 @@ def _version() -> str:
 
 
 # --------------------------------------------------------------------------- progress
-
-
-class Progress:
-    """A one-line progress bar on stderr, shown only on a terminal (and never for -o json)."""
-
-    def __init__(
-        self, label: str, total: int, *, enabled: bool, stream: TextIO = sys.stderr
-    ) -> None:
-        self.label, self.total, self.stream = label, total, stream
-        self.enabled = enabled and stream.isatty() and total > 0
-        self._last = 0.0
-
-    def update(self, done: int) -> None:
-        now = time.monotonic()
-        if not self.enabled or (now - self._last < 0.1 and done < self.total):
-            return
-        self._last = now
-        width = 30
-        filled = width * done // self.total
-        self.stream.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}"
-        )
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\r" + " " * (len(self.label) + 50) + "\r")
-            self.stream.flush()
 
 
 # --------------------------------------------------------------------------- simulate

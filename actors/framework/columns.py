@@ -39,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from podium.actors.core.nodeinfo import NodeInfo
+from podium.actors.framework.nodeinfo import NodeInfo
 from podium.protocol.objects import Taint
 
 __all__ = ["NodeColumns"]
