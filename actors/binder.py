@@ -38,10 +38,10 @@ from podium.actors.mail import (
     QueueMsg,
     Requeue,
 )
-from podium.actors.sending import reply, send
 from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol import metrics
 from podium.store.mail import Binding, BindPods, BindResult, StoreFailure, StoreMsg
+from podium.store.mailbox import reply, send
 
 __all__ = ["Binder"]
 

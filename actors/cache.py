@@ -38,10 +38,10 @@ from podium.actors.mail import (
     Forget,
     SnapshotRequest,
 )
-from podium.actors.sending import reply
 from podium.protocol import metrics
 from podium.protocol.errors import CacheStateError
 from podium.store.mail import Committed, Recovered
+from podium.store.mailbox import reply
 
 __all__ = ["CacheActor"]
 

@@ -34,8 +34,8 @@ from podium.actors.mail import (
     ScoreRequest,
     SetFilters,
 )
-from podium.actors.sending import reply, send
 from podium.protocol import metrics
+from podium.store.mailbox import reply, send
 
 __all__ = ["FilterPool"]
 

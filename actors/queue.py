@@ -79,11 +79,11 @@ from podium.actors.mail import (
     QueueStatsReply,
     Requeue,
 )
-from podium.actors.sending import reply
 from podium.protocol import metrics
 from podium.protocol.objects import Node, Pod, StorageClass
 from podium.protocol.quantity import Quantity
 from podium.store.mail import Change, Committed, Recovered
+from podium.store.mailbox import reply
 
 if TYPE_CHECKING:
     from prometheus_client import Counter, Gauge

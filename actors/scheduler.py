@@ -77,7 +77,6 @@ from podium.actors.mail import (
     SnapshotDelta,
     SnapshotRequest,
 )
-from podium.actors.sending import reply, send
 from podium.actors.tracing import DISABLED, Attempt, Tracing
 from podium.protocol import metrics
 from podium.protocol.errors import PodiumError
@@ -89,6 +88,7 @@ from podium.store.mail import (
     StoreMsg,
     Victim,
 )
+from podium.store.mailbox import reply, send
 
 __all__ = ["PluginSet", "Scheduler"]
 

@@ -29,8 +29,8 @@ from podium.actors.framework.snapshot import Snapshot
 from podium.actors.mail import Decision, ScoreMsg, ScoreRequest, SetScorers
 from podium.actors.plugins import names
 from podium.actors.plugins.volume_binding import VolumeBinding
-from podium.actors.sending import reply
 from podium.protocol import metrics
+from podium.store.mailbox import reply
 
 __all__ = ["ScoringWorkers", "volume_decision"]
 

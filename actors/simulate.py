@@ -20,12 +20,12 @@ import trio.testing
 from podium.actors.core.simulation import PodOutcome, SimulationError
 from podium.actors.mail import Attempted, BeginScheduling
 from podium.actors.scheduler import PluginSet
-from podium.actors.sending import send
 from podium.actors.supervisor import Runtime
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.objects import KubeObject
 from podium.store.core import StoreCore
 from podium.store.mail import Published, StoreFailure, StoreMsg, WriteObjects, WriteResult
+from podium.store.mailbox import send
 from podium.store.memory import MemoryStore
 
 __all__ = ["simulate"]

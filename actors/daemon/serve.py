@@ -45,7 +45,6 @@ from podium.actors.console import at_least
 from podium.actors.daemon.http import HttpServer
 from podium.actors.gateway.gateway import Gateway, HubMsg
 from podium.actors.mail import BeginScheduling
-from podium.actors.sending import send
 from podium.actors.supervisor import MAILBOX, Runtime, StoreFactory, load_plugin_set
 from podium.actors.tracing import setup_tracing
 from podium.protocol.config import (
@@ -56,6 +55,7 @@ from podium.protocol.config import (
 )
 from podium.protocol.errors import ConfigError
 from podium.store.mail import Published, StoreMsg
+from podium.store.mailbox import send
 from podium.store.sqlite import SqliteStore
 
 __all__ = [

@@ -80,7 +80,6 @@ from podium.actors.mail import (
     SchedulerStats,
     SchedulerStatsReply,
 )
-from podium.actors.sending import reply, send
 from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol import metrics
 from podium.protocol.config import READ_ONLY_REQUESTS, AccessToken, authenticate
@@ -145,6 +144,7 @@ from podium.store.mail import (
     WriteObjects,
     WriteResult,
 )
+from podium.store.mailbox import reply, send
 
 __all__ = ["AddWatch", "Gateway", "HubMsg", "RemoveWatch", "WatchCursor"]
 

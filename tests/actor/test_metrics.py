@@ -34,7 +34,6 @@ from podium.actors.mail import (
 )
 from podium.actors.queue import QueueActor
 from podium.actors.scorers import ScoringWorkers
-from podium.actors.sending import send
 from podium.actors.supervisor import Runtime, load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig
@@ -50,6 +49,7 @@ from podium.store.mail import (
     WriteObjects,
     WriteResult,
 )
+from podium.store.mailbox import send
 from podium.store.memory import MemoryStore
 
 _revisions = itertools.count(1)

@@ -1,5 +1,8 @@
 """How actors hand each other mail: non-blocking first, and replies that never block.
 
+It lives in store/ because the store actor is the bottom of the actor stack and answers on the
+same one-shot channels as every actor above it; protocol/ below it imports no trio.
+
 STYLE.md's measured rule: an awaited ``send`` passes trio's scheduler (~15 us a hop) while
 ``send_nowait`` into a mailbox with room costs ~1 us, so hot-path sends try ``send_nowait`` and
 await only when the mailbox is full (back-pressure, not loss). Replies go on one-shot channels
