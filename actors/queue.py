@@ -80,7 +80,7 @@ from podium.actors.mail import (
     Requeue,
 )
 from podium.protocol import metrics
-from podium.protocol.objects import Node, Pod, StorageClass
+from podium.protocol.objects import Node, Pod, StorageClass, holds_resources, pod_key
 from podium.protocol.quantity import Quantity
 from podium.store.mail import Change, Committed, Recovered
 from podium.store.mailbox import reply
@@ -94,7 +94,6 @@ __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "QueueActor",
     "is_pending",
-    "is_terminated",
     "node_scheduling_properties_changed",
 ]
 
@@ -141,15 +140,6 @@ def _unschedulable_gauge(plugin: str) -> Gauge:
     return child
 
 
-def is_terminated(pod: Pod) -> bool:
-    """Terminating (a deletionTimestamp) or finished (phase Succeeded/Failed): it holds no
-    resources and is not scheduled (BRIEF "Objects as a store")."""
-    return pod.metadata.deletion_timestamp is not None or pod.status.phase in (
-        "Succeeded",
-        "Failed",
-    )
-
-
 def is_pending(pod: Pod, scheduler_name: str) -> bool:
     """Whether the queue holds ``pod``: unbound, ours (spec.schedulerName) and not
     terminated (v1.14's ``!assignedPod(pod) && responsibleForPod(pod, schedulerName)``, with the
@@ -157,13 +147,13 @@ def is_pending(pod: Pod, scheduler_name: str) -> bool:
     return (
         not pod.spec.node_name
         and pod.spec.scheduler_name == scheduler_name
-        and not is_terminated(pod)
+        and holds_resources(pod)
     )
 
 
 def _is_assigned(pod: Pod) -> bool:
     """A bound pod that still holds its place (v1.14 ``assignedPod``, terminated ones aside)."""
-    return bool(pod.spec.node_name) and not is_terminated(pod)
+    return bool(pod.spec.node_name) and holds_resources(pod)
 
 
 def _allocatable(node: Node) -> Mapping[str, Quantity]:
@@ -423,7 +413,7 @@ class QueueActor:
     def _apply_pod(self, change: Change, pod: Pod, now: float) -> None:
         core = self.core
         name = self.scheduler_name
-        key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+        key = pod_key(pod)
         if change.trace is not None and is_pending(pod, name):
             # The requests that submitted the pod: its attempts' traces link to them.
             self._links.setdefault(key, []).append(change.trace)

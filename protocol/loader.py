@@ -41,7 +41,13 @@ import yaml
 
 from podium.protocol import objects
 from podium.protocol.errors import InvalidObject, LoadError, LoadErrors, split_validation_message
-from podium.protocol.objects import KINDS, NAMESPACED_KINDS, KubeObject
+from podium.protocol.objects import (
+    KINDS,
+    NAMESPACED_KINDS,
+    KubeObject,
+    namespace_or_default,
+    scoped_namespace,
+)
 
 __all__ = [
     "Format",
@@ -348,8 +354,8 @@ def _identity(raw: Any) -> tuple[str | None, str | None, str | None]:
             metadata.get("namespace") if isinstance(metadata.get("namespace"), str) else None
         )
         name = metadata.get("name") if isinstance(metadata.get("name"), str) else None
-    if kind in NAMESPACED_KINDS and not namespace:
-        namespace = "default"
+    if kind in NAMESPACED_KINDS:
+        namespace = namespace_or_default(namespace)
     return kind, namespace or None, name or None
 
 
@@ -374,7 +380,7 @@ def _decode(raw: Any) -> KubeObject | _Failure:
             path = _resolve_keys(raw, cls, path, key_error=key_error)
         return _Failure(reason, path)
     namespace = obj.metadata.namespace
-    wanted = (namespace or "default") if kind in NAMESPACED_KINDS else ""
+    wanted = scoped_namespace(kind, namespace)
     if wanted != namespace:
         obj = msgspec.structs.replace(
             obj, metadata=msgspec.structs.replace(obj.metadata, namespace=wanted)

@@ -6,6 +6,11 @@ Wrong JSON types and bad quantities are rejected with the path of the field.
 
 Objects are frozen: the scheduler shares them between its views without copying.
 Quantities are parsed once, at decode time, into :class:`~podium.protocol.quantity.Quantity`.
+
+The domain rules every part of Podium reads the same way live here, once: where a namespaced
+object without a namespace lives (:func:`namespace_or_default`, :func:`scoped_namespace`), how a
+pod is keyed (:func:`pod_key`), and whether a pod counts against its node
+(:func:`holds_resources`).
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ import msgspec
 from podium.protocol.quantity import Quantity, QuantityError
 
 __all__ = [
+    "DEFAULT_NAMESPACE",
     "KINDS",
     "NAMESPACED_KINDS",
+    "TERMINAL_PHASES",
     "AWSElasticBlockStoreVolumeSource",
     "Affinity",
     "AzureDiskVolumeSource",
@@ -68,6 +75,12 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "dec_hook",
     "enc_hook",
+    "holds_resources",
+    "is_terminal",
+    "namespace_or_default",
+    "namespaced_key",
+    "pod_key",
+    "scoped_namespace",
 ]
 
 ResourceList: TypeAlias = dict[str, Quantity]
@@ -616,3 +629,45 @@ NAMESPACED_KINDS = frozenset(
         "PodDisruptionBudget",
     }
 )
+
+
+# --------------------------------------------------------------------------- domain rules
+
+DEFAULT_NAMESPACE = "default"
+"""metav1.NamespaceDefault: where a namespaced object that names no namespace lives."""
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+"""The pod phases a pod never leaves (v1.PodSucceeded, v1.PodFailed)."""
+
+
+def namespace_or_default(namespace: str | None) -> str:
+    """The namespace of a namespaced object: ``namespace``, or ``default`` when it is empty."""
+    return namespace or DEFAULT_NAMESPACE
+
+
+def scoped_namespace(kind: str, namespace: str | None) -> str:
+    """The namespace an object of ``kind`` is stored under: defaulted for namespaced kinds,
+    ``""`` for cluster-scoped ones (whatever the object says)."""
+    return namespace_or_default(namespace) if kind in NAMESPACED_KINDS else ""
+
+
+def namespaced_key(namespace: str | None, name: str) -> str:
+    """``namespace/name`` of a namespaced object, the namespace defaulted."""
+    return f"{namespace_or_default(namespace)}/{name}"
+
+
+def pod_key(pod: Pod) -> str:
+    """``namespace/name`` of a pod (the namespace defaulted): how every view keys a pod."""
+    return namespaced_key(pod.metadata.namespace, pod.metadata.name)
+
+
+def is_terminal(pod: Pod) -> bool:
+    """Whether the pod has finished: phase Succeeded or Failed (terminating is not enough)."""
+    return pod.status.phase in TERMINAL_PHASES
+
+
+def holds_resources(pod: Pod) -> bool:
+    """Whether a pod counts against its node (and may be scheduled): not finished and not
+    terminating. BRIEF.md "Objects as a store": pods in phase Succeeded/Failed or with a
+    deletionTimestamp hold no resources and are not scheduled."""
+    return pod.status.phase not in TERMINAL_PHASES and pod.metadata.deletion_timestamp is None

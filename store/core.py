@@ -86,6 +86,9 @@ from podium.protocol.objects import (
     PodDisruptionBudget,
     PodStatus,
     PriorityClass,
+    is_terminal,
+    namespace_or_default,
+    scoped_namespace,
 )
 from podium.protocol.wire import EventType, ObjectError, ObjectRef, ObjectStatus
 from podium.store.mail import BindFailure, Binding, Change, StoreFailure, StoreStats, Victim
@@ -125,7 +128,6 @@ Key = tuple[str, str]
 _T = TypeVar("_T", bound=KubeObject)
 _Slot = tuple[str, str, str]  # (kind, namespace, name)
 
-_TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 _POD_SCHEDULED = "PodScheduled"
 _DEFAULT_PRIORITY = 0
 """scheduling.DefaultPriorityWhenNoDefaultClassExists."""
@@ -181,12 +183,6 @@ def _utc(seconds: float) -> str:
 
 def _new_uid() -> str:
     return str(uuid.uuid4())
-
-
-def _namespace(kind: str, namespace: str | None) -> str:
-    if kind in NAMESPACED_KINDS:
-        return namespace or "default"
-    return ""
 
 
 def _ref(kind: str, namespace: str, name: str) -> str:
@@ -348,7 +344,7 @@ class StoreCore:
         errors: list[tuple[ErrorCode, ObjectError]] = []
         for index, obj in enumerate(puts):
             kind = type(obj).__name__
-            namespace = _namespace(kind, obj.metadata.namespace)
+            namespace = scoped_namespace(kind, obj.metadata.namespace)
             try:
                 statuses.append(self._put(tx, obj, classes))
             except _Refused as exc:
@@ -375,7 +371,7 @@ class StoreCore:
                         ObjectError(
                             index=len(puts) + offset,
                             kind=ref.kind,
-                            namespace=_namespace(ref.kind, ref.namespace),
+                            namespace=scoped_namespace(ref.kind, ref.namespace),
                             name=ref.name,
                             path=exc.path,
                             message=exc.message,
@@ -405,7 +401,7 @@ class StoreCore:
         self, tx: _Transaction, obj: KubeObject, classes: dict[str, PriorityClass]
     ) -> ObjectStatus:
         kind = type(obj).__name__
-        namespace = _namespace(kind, obj.metadata.namespace)
+        namespace = scoped_namespace(kind, obj.metadata.namespace)
         name = obj.metadata.name
         obj = _with_meta(obj, namespace=namespace)
         if isinstance(obj, Node) and not obj.status.allocatable:
@@ -449,7 +445,7 @@ class StoreCore:
     def _delete(self, tx: _Transaction, ref: ObjectRef) -> ObjectStatus:
         if ref.kind not in KINDS:
             raise _Refused("invalid", _unknown_kind(ref.kind), "$.kind")
-        namespace = _namespace(ref.kind, ref.namespace)
+        namespace = scoped_namespace(ref.kind, ref.namespace)
         old = tx.get(ref.kind, (namespace, ref.name))
         if old is None:
             raise _Refused(
@@ -518,7 +514,7 @@ class StoreCore:
         return self._revision, changes, failed
 
     def _bind_one(self, tx: _Transaction, b: Binding) -> None:
-        namespace = b.namespace or "default"
+        namespace = namespace_or_default(b.namespace)
         pod_ref = f"pod {namespace}/{b.name}"
         why = f"cannot bind it to node {b.node}"
         pod = tx.get("Pod", (namespace, b.name))
@@ -533,9 +529,10 @@ class StoreCore:
             raise _Refused(
                 "conflict", f"{pod_ref} is already bound to node {pod.spec.node_name}; {why}"
             )
+        # holds_resources() in two steps: each refusal names its own reason.
         if pod.metadata.deletion_timestamp is not None:
             raise _Refused("conflict", f"{pod_ref} is being deleted; {why}")
-        if pod.status.phase in _TERMINATED_PHASES:
+        if is_terminal(pod):
             raise _Refused(
                 "conflict", f"{pod_ref} has terminated (phase {pod.status.phase}); {why}"
             )
@@ -641,7 +638,7 @@ class StoreCore:
             StoreRejected: ``conflict`` when the preemptor is missing, re-created or bound;
                 nothing was written.
         """
-        namespace = preemptor.namespace or "default"
+        namespace = namespace_or_default(preemptor.namespace)
         pod_ref = f"pod {namespace}/{preemptor.name}"
         why = (
             f"cannot nominate it to node {node} nor evict for it"
@@ -666,7 +663,7 @@ class StoreCore:
         tx = _Transaction(self)
         evicted: list[str] = []
         for victim in victims:
-            key = (victim.namespace or "default", victim.name)
+            key = (namespace_or_default(victim.namespace), victim.name)
             old = tx.get("Pod", key)
             if (
                 not isinstance(old, Pod)
@@ -697,7 +694,7 @@ class StoreCore:
         Returns:
             The change, or None when nothing was written.
         """
-        key = (namespace or "default", name)
+        key = (namespace_or_default(namespace), name)
         pod = self._objects["Pod"].get(key)
         if not isinstance(pod, Pod) or pod.metadata.uid != uid or pod.spec.node_name:
             return None
@@ -736,7 +733,7 @@ class StoreCore:
             return revision, items
         if kind not in KINDS:
             raise StoreRejected("invalid", _unknown_kind(kind))
-        ns = _namespace(kind, namespace)
+        ns = scoped_namespace(kind, namespace)
         obj = self._objects[kind].get((ns, name))
         if obj is None:
             raise StoreRejected("not_found", f"{_ref(kind, ns, name)} not found")
@@ -767,7 +764,7 @@ class StoreCore:
             keys = self._sorted_keys[kind] = sorted(table)
         start, end = 0, len(keys)
         if kind in NAMESPACED_KINDS and namespace is not None:
-            ns = namespace or "default"
+            ns = namespace_or_default(namespace)
             # (ns,) sorts before every (ns, name), and (ns + NUL,) after them all.
             start = bisect.bisect_left(keys, (ns,))
             end = bisect.bisect_left(keys, (ns + "\0",), start)

@@ -49,7 +49,7 @@ from typing import Any, Final
 import msgspec
 
 from podium.protocol.errors import StoreError
-from podium.protocol.objects import KINDS, NAMESPACED_KINDS, Node, Pod
+from podium.protocol.objects import KINDS, NAMESPACED_KINDS, Node, Pod, holds_resources
 from podium.store.schema import SCHEMA_VERSION, decode_object
 
 __all__ = [
@@ -60,7 +60,6 @@ __all__ = [
     "OverCommitted",
     "backup_database",
     "check_database",
-    "holds_resources",
 ]
 
 OverCommitted = Callable[[Node, Sequence[Pod]], list[str]]
@@ -73,15 +72,6 @@ BackupProgress = Callable[[int, int], None]
 
 MAX_FINDINGS_PER_RULE: Final = 20
 """A damaged file can break one rule a million times; each rule lists at most this many."""
-
-_TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-def holds_resources(pod: Pod) -> bool:
-    """A pod in phase Succeeded/Failed or with a deletionTimestamp holds nothing on its node
-    (BRIEF.md "Objects as a store"; the cache's rule)."""
-    return pod.status.phase not in _TERMINATED_PHASES and pod.metadata.deletion_timestamp is None
-
 
 # --------------------------------------------------------------------------- check
 

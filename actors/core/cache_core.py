@@ -99,6 +99,9 @@ from podium.protocol.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    holds_resources,
+    namespaced_key,
+    pod_key,
 )
 from podium.store.mail import Change
 
@@ -107,9 +110,7 @@ __all__ = [
     "PodState",
     "SchedulerCache",
     "apply_delta",
-    "holds_resources",
     "object_key",
-    "pod_key",
 ]
 
 log = logging.getLogger("podium.cache")
@@ -134,23 +135,11 @@ _MAX_TOMBSTONES = 4096
 """Removed-node tombstones kept; a request older than the oldest dropped gets a full snapshot."""
 
 
-def pod_key(pod: Pod) -> str:
-    """``namespace/name`` of a pod (``default`` when the namespace is empty), as PodInfo.key."""
-    return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
-
-
 def object_key(kind: str, namespace: str, name: str) -> str:
     """The ClusterObjects key: ``namespace/name`` for namespaced kinds, else ``name``."""
     if kind in NAMESPACED_KINDS:
-        return f"{namespace or 'default'}/{name}"
+        return namespaced_key(namespace, name)
     return name
-
-
-def holds_resources(pod: Pod) -> bool:
-    """A pod in phase Succeeded/Failed or with a deletionTimestamp holds nothing on its node."""
-    return (
-        pod.status.phase not in ("Succeeded", "Failed") and pod.metadata.deletion_timestamp is None
-    )
 
 
 @dataclass(slots=True)
@@ -827,10 +816,13 @@ class SchedulerCache:
             if pv is None:
                 return f"persistentvolume {pv_name} does not exist; cannot assume pod {key}"
             ref = pv.spec.claim_ref
-            if ref is not None and f"{ref.namespace or 'default'}/{ref.name}" != claim_key:
+            if (
+                ref is not None
+                and (ref_key := namespaced_key(ref.namespace, ref.name)) != claim_key
+            ):
                 return (
                     f"persistentvolume {pv_name} is already bound to claim "
-                    f"{ref.namespace or 'default'}/{ref.name}; cannot assume pod {key}"
+                    f"{ref_key}; cannot assume pod {key}"
                 )
         for claim_key in provisions:
             claim = claims.get(claim_key)

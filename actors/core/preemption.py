@@ -92,7 +92,13 @@ from podium.actors.plugins import (
     volume_zone,
 )
 from podium.protocol.labels import label_selector_matches
-from podium.protocol.objects import Pod, PodDisruptionBudget
+from podium.protocol.objects import (
+    Pod,
+    PodDisruptionBudget,
+    holds_resources,
+    is_terminal,
+    namespace_or_default,
+)
 
 __all__ = [
     "MSG_NOT_ELIGIBLE_NEVER",
@@ -168,8 +174,6 @@ path keeps, so they are the test here, as they were in v1.14."""
 _PRIORITY_OFFSET = 2**31
 """pickOneNodeForPreemption adds MaxInt32+1 to every priority before summing, so that a node
 with more negative-priority victims is not preferred over one with fewer."""
-
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 # --------------------------------------------------------------------------- importance
@@ -374,7 +378,7 @@ class DisruptionBudget:
     def covers(self, pod: PodInfo) -> bool:
         """filterPodsWithPDBViolation's match: same namespace, and a selector that is neither
         absent nor empty (such a budget matches nothing there) and selects the pod's labels."""
-        if (self.pdb.metadata.namespace or "default") != pod.namespace:
+        if namespace_or_default(self.pdb.metadata.namespace) != pod.namespace:
             return False
         selector = self.pdb.spec.selector
         if selector is None or not (selector.match_labels or selector.match_expressions):
@@ -410,16 +414,18 @@ def disruptions_allowed(pdb: PodDisruptionBudget, pods: Iterable[Pod]) -> int:
     """
     if pdb.status is not None:
         return pdb.status.disruptions_allowed
-    namespace = pdb.metadata.namespace or "default"
+    namespace = namespace_or_default(pdb.metadata.namespace)
     selector = pdb.spec.selector
     matching = [
         p
         for p in pods
-        if (p.metadata.namespace or "default") == namespace
+        if namespace_or_default(p.metadata.namespace) == namespace
         and label_selector_matches(selector, p.metadata.labels)
     ]
-    live = [p for p in matching if p.status.phase not in _TERMINAL_PHASES]
-    healthy = sum(1 for p in live if p.spec.node_name and p.metadata.deletion_timestamp is None)
+    # Not "holds resources" on purpose: a terminating pod is still expected (the controller
+    # replaces it), only a finished one is not; it is not healthy either way.
+    live = [p for p in matching if not is_terminal(p)]
+    healthy = sum(1 for p in matching if p.spec.node_name and holds_resources(p))
     spec = pdb.spec
     if spec.max_unavailable is not None:
         expected = len(live)
@@ -451,11 +457,11 @@ def disruption_budgets(snapshot: Snapshot, pending: Iterable[Pod] = ()) -> list[
             for p in info.pods:
                 by_namespace[p.namespace].append(p.pod)
         for pod in pending:
-            by_namespace[pod.metadata.namespace or "default"].append(pod)
+            by_namespace[namespace_or_default(pod.metadata.namespace)].append(pod)
     out = []
     for key in sorted(pdbs):
         pdb = pdbs[key]
-        pods = by_namespace.get(pdb.metadata.namespace or "default", [])
+        pods = by_namespace.get(namespace_or_default(pdb.metadata.namespace), [])
         out.append(DisruptionBudget(pdb, disruptions_allowed(pdb, pods)))
     return out
 

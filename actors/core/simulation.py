@@ -30,6 +30,8 @@ from podium.protocol.objects import (
     Service,
     StatefulSet,
     StorageClass,
+    holds_resources,
+    namespaced_key,
 )
 
 __all__ = ["Cluster", "PodOutcome", "SimulationError", "build_cluster", "final_node_infos"]
@@ -65,14 +67,7 @@ class PodOutcome:
 
 
 def _key(obj: KubeObject) -> str:
-    ns = obj.metadata.namespace or "default"
-    return f"{ns}/{obj.metadata.name}"
-
-
-def _holds_resources(pod: Pod) -> bool:
-    return (
-        pod.status.phase not in ("Succeeded", "Failed") and pod.metadata.deletion_timestamp is None
-    )
+    return namespaced_key(obj.metadata.namespace, obj.metadata.name)
 
 
 def _resolve_priority(
@@ -142,7 +137,7 @@ def build_cluster(
     pending: list[PodInfo] = []
     warnings: list[str] = []
     for key, pod in pods.items():
-        if not _holds_resources(pod):
+        if not holds_resources(pod):
             continue
         info = PodInfo(_resolve_priority(pod, classes, default_class))
         if pod.spec.node_name:

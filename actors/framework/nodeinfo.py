@@ -17,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from podium.protocol.objects import Container, Node, Pod, Taint
+from podium.protocol.objects import (
+    Container,
+    Node,
+    Pod,
+    Taint,
+    namespace_or_default,
+    namespaced_key,
+)
 from podium.protocol.quantity import Quantity
 
 __all__ = [
@@ -166,9 +173,9 @@ class PodInfo:
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
-        self.namespace = pod.metadata.namespace or "default"
+        self.namespace = namespace_or_default(pod.metadata.namespace)
         self.name = pod.metadata.name
-        self.key = f"{self.namespace}/{self.name}"
+        self.key = namespaced_key(self.namespace, self.name)
         self.labels = pod.metadata.labels
         spec = pod.spec
         request = Resource()

@@ -47,7 +47,11 @@ from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, Ve
 from podium.actors.framework.zones import zone_key
 from podium.actors.plugins import names
 from podium.protocol.labels import label_selector_matches, selector_from_set_matches
-from podium.protocol.objects import LabelSelector, LabelSelectorRequirement
+from podium.protocol.objects import (
+    LabelSelector,
+    LabelSelectorRequirement,
+    namespace_or_default,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -82,10 +86,6 @@ _MAX = float(MAX_PRIORITY)
 # --------------------------------------------------------------------------- selectors
 
 
-def _namespace_of(namespace: str) -> str:
-    return namespace or "default"
-
-
 def first_service_selector(pod: PodInfo, objects: ClusterObjects) -> dict[str, str] | None:
     """The selector of the first Service (by name) in the pod's namespace that selects the pod.
 
@@ -97,7 +97,7 @@ def first_service_selector(pod: PodInfo, objects: ClusterObjects) -> dict[str, s
         selector = svc.spec.selector
         if (
             selector
-            and _namespace_of(svc.metadata.namespace) == pod.namespace
+            and namespace_or_default(svc.metadata.namespace) == pod.namespace
             and selector_from_set_matches(selector, pod.labels)
         ):
             return selector
@@ -123,7 +123,7 @@ def pod_selectors(
         selector = svc.spec.selector
         if (
             selector
-            and _namespace_of(svc.metadata.namespace) == namespace
+            and namespace_or_default(svc.metadata.namespace) == namespace
             and selector_from_set_matches(selector, labels)
         ):
             found.append(LabelSelector(match_labels=selector))
@@ -134,7 +134,7 @@ def pod_selectors(
         selector = rc.spec.selector
         if (
             selector
-            and _namespace_of(rc.metadata.namespace) == namespace
+            and namespace_or_default(rc.metadata.namespace) == namespace
             and selector_from_set_matches(selector, labels)
         ):
             found.append(LabelSelector(match_labels=selector))
@@ -145,7 +145,7 @@ def pod_selectors(
             if (
                 ls is not None
                 and (ls.match_labels or ls.match_expressions)
-                and _namespace_of(owner.metadata.namespace) == namespace
+                and namespace_or_default(owner.metadata.namespace) == namespace
                 and label_selector_matches(ls, labels)
             ):
                 found.append(ls)

@@ -43,6 +43,7 @@ from podium.actors.framework.interface import (
 )
 from podium.actors.plugins import names
 from podium.protocol.labels import selector_from_set_matches
+from podium.protocol.objects import namespace_or_default
 
 if TYPE_CHECKING:
     from podium.actors.framework.columns import NodeColumns
@@ -68,7 +69,7 @@ def _has_service(pod: PodInfo, snapshot: Snapshot) -> bool:
         selector = svc.spec.selector
         if (
             selector
-            and (svc.metadata.namespace or "default") == pod.namespace
+            and namespace_or_default(svc.metadata.namespace) == pod.namespace
             and selector_from_set_matches(selector, pod.labels)
         ):
             return True

@@ -64,6 +64,7 @@ from podium.protocol.objects import (
     Pod,
     StorageClass,
     TopologySelectorTerm,
+    namespaced_key,
 )
 from podium.protocol.quantity import Quantity
 
@@ -185,9 +186,8 @@ def pod_passes_basic_checks(pod: Pod, objects: ClusterObjects) -> str | None:
     Returns:
         ``None``, or the error the whole attempt fails with.
     """
-    namespace = pod.metadata.namespace or "default"
     for name in _claim_names(pod):
-        claim = objects.persistent_volume_claims.get(f"{namespace}/{name}")
+        claim = objects.persistent_volume_claims.get(namespaced_key(pod.metadata.namespace, name))
         if claim is None:
             return f'persistentvolumeclaim "{name}" not found'
         if claim.metadata.deletion_timestamp is not None:
