@@ -353,9 +353,6 @@ class Attempted(_Mail, frozen=True, kw_only=True):
         node: the chosen node when scheduled.
         result: the decision's details (reasons; per-node verdicts with explain).
         attempts: the pod's attempts including this one.
-        cycle: the scheduling cycle.
-        started, finished: trio clock times of the attempt (pop to hand-off).
-        arrived_at: the pod's first enqueue time.
         preempted: ``namespace/name`` of the pods this attempt evicted to make room.
     """
 
@@ -364,10 +361,6 @@ class Attempted(_Mail, frozen=True, kw_only=True):
     node: str | None
     result: ScheduleResult
     attempts: int
-    cycle: int
-    started: float
-    finished: float
-    arrived_at: float
     preempted: list[str] = []
 
 
@@ -420,7 +413,6 @@ class SchedulerStatsReply(_Mail, frozen=True, kw_only=True):
     scheduled: int
     unschedulable: int
     errors: int
-    conflicts: int
 
 
 SchedulerMsg: TypeAlias = BeginScheduling | ExplainPod | ReloadPlugins | SchedulerStats

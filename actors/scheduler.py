@@ -218,7 +218,6 @@ class Scheduler:
                                 scheduled=c["scheduled"],
                                 unschedulable=c["unschedulable"],
                                 errors=c["error"],
-                                conflicts=c["conflict"],
                             ),
                         )
                     case _:
@@ -519,10 +518,6 @@ class Scheduler:
                 node=node,
                 result=decision.result,
                 attempts=popped.attempts,
-                cycle=popped.cycle,
-                started=started,
-                finished=finished,
-                arrived_at=popped.arrived_at,
                 preempted=preempted or [],
             ),
         )

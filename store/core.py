@@ -297,15 +297,15 @@ class StoreCore:
         """The stored object, or None (``namespace`` as stored: ``""`` for cluster kinds)."""
         return self._objects[kind].get((namespace, name))
 
-    def restore(
-        self, revision: int, objects: Iterable[KubeObject], changes: Iterable[Change]
-    ) -> None:
+    def restore(self, revision: int, objects: Iterable[KubeObject]) -> None:
         """Load a recovered state (the SQLite store's, at start) into an empty core.
+
+        The log starts empty: the durable log stays on disk, read there by a watcher resuming
+        from before the restart.
 
         Args:
             revision: the last committed revision.
             objects: every object, as stored (metadata already assigned).
-            changes: the retained tail of the log, in revision order.
         """
         if self._revision or any(self._objects.values()):
             raise ValueError("restore needs an empty store core")
@@ -319,7 +319,6 @@ class StoreCore:
                     if cond.type == _POD_SCHEDULED and cond.reason == "Unschedulable":
                         key = (obj.metadata.namespace, obj.metadata.name)
                         self._unschedulable[key] = (obj.metadata.uid, cond.message)
-        self._log.extend(changes)
         self._revision = revision
 
     # ----------------------------------------------------------------------- writes

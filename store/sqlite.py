@@ -405,7 +405,7 @@ class SqliteStore(MemoryStore):
                 loaded: _Loaded = await self._db.call(_load_job(self.path))
                 # The log stays on disk: a watcher resuming from before the restart reads it
                 # there (decoding the tail at start would double the recovery time).
-                self.core.restore(loaded.revision, loaded.objects, ())
+                self.core.restore(loaded.revision, loaded.objects)
                 self._compacted_through = max(0, loaded.revision - self.retention)
                 self.recovery_seconds = time.perf_counter() - started
                 log.info(

@@ -1188,16 +1188,17 @@ def test_restore_loads_state_and_the_unschedulable_memory() -> None:
     source = _core()
     source.write([make_pod("p").obj(), make_node("n").obj()])
     source.record_unschedulable("default", "p", "uid-1", "m")
-    _, log = source.events_after(0)
     restored = _core()
-    restored.restore(source.revision, source.all_objects(), log[1:])
-    assert (restored.revision, restored.oldest_revision) == (3, 2)
+    restored.restore(source.revision, source.all_objects())
+    # The log starts empty at the restored revision (the durable one stays on disk).
+    assert (restored.revision, restored.oldest_revision) == (3, 3)
+    assert restored.events_after(3) == (3, [])
     assert restored.all_objects() == source.all_objects()
     assert restored.record_unschedulable("default", "p", "uid-1", "m") is None
     with pytest.raises(StoreRejected):
         restored.events_after(0)
     with pytest.raises(ValueError, match="empty store core"):
-        restored.restore(0, [], [])
+        restored.restore(0, [])
 
 
 def test_the_log_keeps_changes_without_old(core: StoreCore) -> None:
