@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
@@ -46,6 +46,7 @@ from podium.actors.scheduler import PluginSet, Scheduler
 from podium.actors.scorers import ScoringWorkers
 from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol.config import SchedulerConfig
+from podium.store.actor import StoreActor
 from podium.store.mail import Published, StoreMsg
 
 __all__ = ["MAILBOX", "Handles", "Runtime", "StoreFactory", "load_plugin_set"]
@@ -55,18 +56,11 @@ MAILBOX = 1024
 one (STYLE.md), small enough to push back on a flood."""
 
 
-class StoreActor(Protocol):
-    """What the runtime needs of a store actor (the in-memory one, or SQLite's)."""
-
-    async def run(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None: ...
-
-
 StoreFactory = Callable[
     [trio.MemoryReceiveChannel[StoreMsg], Sequence[trio.MemorySendChannel[Published]]],
     StoreActor,
 ]
+"""Builds the store actor (with its durability) from its inbox and its subscribers."""
 
 
 def load_plugin_set(config: SchedulerConfig, policy_file: str | None = None) -> PluginSet:

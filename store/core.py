@@ -54,8 +54,8 @@ Object flow of one pod (revisions are those of the changes)::
     bound ── evict (a victim) ──▶ Preempted (gone, as a delete)
     pending ── evict (the preemptor) ──▶ Modified (status.nominatedNodeName, when it changes)
 
-The actor (store/memory.py, and the SQLite store, store/sqlite.py) only receives, calls this core, commits,
-publishes and replies.
+The actor (store/actor.py, with its durability: store/memory.py keeps nothing, store/sqlite.py
+a SQLite file) only receives, calls this core, commits, publishes and replies.
 """
 
 from __future__ import annotations

@@ -1,21 +1,22 @@
-"""The durable store: the in-memory store's loop with a SQLite commit in the middle.
+"""The durable store: the store actor over SQLite, written from its own thread.
 
 Kubernetes counterpart: etcd behind the API server — a write is acknowledged once it is
 durable, watchers resume from a revision, and a compacted revision answers ``410 Gone``.
 
-Each round is the in-memory store's (store/memory.py): apply the batch to the
-:class:`~podium.store.core.StoreCore`, then **commit** it here — every change of the batch in
-one SQLite transaction (group commit: many client writes and bindings per transaction) —
-then publish and release the replies. So no acknowledgement and no published change (a
-Bound event included) ever precedes the durability of what it reports. A commit that fails
-stops the daemon (fail-stop): the core is ahead of the disk, and the only truthful state is
-the one a restart recovers.
+:class:`SqliteDurability` is the :class:`~podium.store.actor.Durability` the daemon's store
+actor holds: the actor applies each batch to the :class:`~podium.store.core.StoreCore`, then
+**commits** it here — every change of the batch in one SQLite transaction (group commit: many
+client writes and bindings per transaction, one hand-over to the database thread) — then
+publishes and releases the replies. So no acknowledgement and no published change (a Bound
+event included) ever precedes the durability of what it reports. A commit that fails stops the
+daemon (fail-stop): the core is ahead of the disk, and the only truthful state is the one a
+restart recovers.
 
 aiosqlite is an asyncio library; trio-asyncio fails on Python 3.14 and once let a cancelled
 write leak into the next commit (STYLE.md). So aiosqlite runs on **its own asyncio loop in its
 own thread** (:class:`_Database`): the trio side hands it a job with
 ``loop.call_soon_threadsafe(queue.put_nowait, job)`` and gets the answer through
-``trio_token.run_sync_soon(channel.send_nowait, answer)``; neither side ever blocks the other,
+``trio_token.run_sync_soon(reply, channel, answer)``; neither side ever blocks the other,
 and a job once handed over always runs to its end (commit or rollback), whatever the trio side
 does meanwhile. asyncio and aiosqlite appear nowhere outside store/.
 
@@ -30,8 +31,8 @@ when the process dies, ``kill -9`` included) names its holder, so a second daemo
 saying who has it. Readers in other processes (``podium db check``, ``podium db backup``)
 may open the database at any time (WAL).
 
-Owns: the StoreCore, the database connection (through its thread), the lock.
-Mailbox and emits: as :class:`~podium.store.memory.MemoryStore`.
+Owns: the database connection (through its thread), the lock, the compaction mark.
+Mailbox and emits: as :class:`~podium.store.actor.StoreActor`.
 """
 
 from __future__ import annotations
@@ -49,17 +50,17 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import aiosqlite
 import trio
 
-from podium.protocol import metrics
 from podium.protocol.errors import StoreError
-from podium.protocol.objects import KubeObject, Pod
-from podium.store.core import StoreCore, StoreRejected
-from podium.store.mail import Change, EventsResult, ReadEvents, StoreFailure, StoreMsg
-from podium.store.memory import MemoryStore, Subscriber, _replier
+from podium.protocol.objects import Pod
+from podium.store.actor import Recovery, StoreActor, Subscriber
+from podium.store.core import StoreCore
+from podium.store.mail import Change, StoreMsg
+from podium.store.mailbox import reply
 from podium.store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -68,11 +69,10 @@ from podium.store.schema import (
     event_row,
 )
 
-__all__ = ["SqliteStore", "acquire_lock"]
+__all__ = ["SqliteDurability", "SqliteStore", "acquire_lock"]
 
 log = logging.getLogger("podium.store")
 
-T = TypeVar("T")
 Job = Callable[[aiosqlite.Connection], Awaitable[Any]]
 
 MEMORY_LOG = 65_536
@@ -187,7 +187,7 @@ class _Database:
                 except Exception as exc:  # every job's failure goes back to its caller
                     result = (False, exc)
                 with contextlib.suppress(trio.RunFinishedError):
-                    token.run_sync_soon(_replier(answer, result))
+                    token.run_sync_soon(reply, answer, result)
         finally:
             await conn.close()
 
@@ -223,14 +223,8 @@ def _store_error(exc: BaseException) -> BaseException:
 # --------------------------------------------------------------------------- jobs
 
 
-@dataclass(frozen=True, slots=True)
-class _Loaded:
-    revision: int
-    objects: list[KubeObject]
-
-
 def _load_job(path: str) -> Job:
-    async def load(conn: aiosqlite.Connection) -> _Loaded:
+    async def load(conn: aiosqlite.Connection) -> Recovery:
         (version,) = (await (await conn.execute("PRAGMA user_version")).fetchone()) or (0,)
         if version > SCHEMA_VERSION:
             raise StoreError(
@@ -246,7 +240,7 @@ def _load_job(path: str) -> Job:
         revision = int(row[0]) if row else 0
         rows = await conn.execute_fetchall("SELECT data FROM objects")
         objects = [decode_object(r[0]) for r in rows]
-        return _Loaded(revision, objects)
+        return Recovery(path, revision, objects)
 
     return load
 
@@ -357,11 +351,79 @@ def _batch_of(changes: Sequence[Change], compact_through: int | None) -> _Batch:
     )
 
 
-# --------------------------------------------------------------------------- the actor
+# --------------------------------------------------------------------------- the component
 
 
-class SqliteStore(MemoryStore):
-    """The store actor with SQLite underneath (see the module docstring).
+class SqliteDurability:
+    """The store's :class:`~podium.store.actor.Durability` in a SQLite file (see the module
+    docstring).
+
+    Args:
+        path: the database file (created when missing).
+        synchronous: ``normal`` survives ``kill -9``; ``full`` also survives power loss.
+        retention: how many changes the event log keeps.
+    """
+
+    keeps_log = True
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: Literal["normal", "full"] = "normal",
+        retention: int = 1_000_000,
+    ) -> None:
+        self.path = path
+        self.retention = retention
+        self._db = _Database(path, synchronous)
+        self._lock: int | None = None
+        self._compacted_through = 0
+
+    async def load(self) -> Recovery:
+        """Take the lock, start the database thread, migrate the schema and read every object.
+
+        Raises:
+            StoreError: the database is locked by another daemon, unreadable, or made by a
+                newer Podium.
+        """
+        self._lock = acquire_lock(self.path)
+        await self._db.open()
+        loaded: Recovery = await self._db.call(_load_job(self.path))
+        self._compacted_through = max(0, loaded.revision - self.retention)
+        return loaded
+
+    async def commit(self, changes: list[Change]) -> None:
+        """Write the batch in one transaction, compacting the log when it has grown
+        :data:`COMPACT_EVERY` past the retention.
+
+        Raises:
+            StoreError: SQLite failed; nothing of the batch was written.
+        """
+        revision = changes[-1].revision
+        compact = None
+        if revision - self.retention - self._compacted_through >= COMPACT_EVERY:
+            compact = revision - self.retention
+            self._compacted_through = compact
+        await self._db.call(_commit_job(_batch_of(changes, compact)))
+
+    async def read_events(self, after: int) -> tuple[int | None, list[Change]]:
+        """The log on disk after ``after``, and its oldest revision (None: empty)."""
+        events: tuple[int | None, list[Change]] = await self._db.call(_events_job(after))
+        return events
+
+    async def close(self) -> None:
+        """Finish the jobs handed over, end the thread, release the lock."""
+        try:
+            await self._db.close()
+        finally:
+            if self._lock is not None:
+                os.close(self._lock)
+                self._lock = None
+
+
+class SqliteStore(StoreActor):
+    """The daemon's store actor: :class:`SqliteDurability`, a core keeping the recent part of
+    the log in memory, and the group commit window.
 
     Args:
         inbox: its mailbox; the store stops when every sender has closed it.
@@ -380,92 +442,10 @@ class SqliteStore(MemoryStore):
         synchronous: Literal["normal", "full"] = "normal",
         retention: int = 1_000_000,
     ) -> None:
-        memory_log = min(retention, MEMORY_LOG)
-        super().__init__(inbox, subscribers, StoreCore(retention=memory_log))
-        self.path = path
-        self.retention = retention
-        self.recovery_seconds = 0.0
-        self._db = _Database(path, synchronous)
-        self._compacted_through = 0
-        self._deferred: list[ReadEvents] = []
-        self.commit_window = COMMIT_WINDOW_SECONDS
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Take the lock, recover, then serve as the in-memory store does.
-
-        Raises:
-            StoreError: the database is locked by another daemon, unreadable, made by a newer
-                Podium, or a commit failed.
-        """
-        lock = acquire_lock(self.path)
-        try:
-            started = time.perf_counter()
-            await self._db.open()
-            try:
-                loaded: _Loaded = await self._db.call(_load_job(self.path))
-                # The log stays on disk: a watcher resuming from before the restart reads it
-                # there (decoding the tail at start would double the recovery time).
-                self.core.restore(loaded.revision, loaded.objects)
-                self._compacted_through = max(0, loaded.revision - self.retention)
-                self.recovery_seconds = time.perf_counter() - started
-                log.info(
-                    "recovered %s at revision %d: %d objects in %.3f s",
-                    self.path,
-                    loaded.revision,
-                    len(loaded.objects),
-                    self.recovery_seconds,
-                )
-                await super().run(task_status=task_status)
-            finally:
-                with trio.CancelScope(shield=True):
-                    await self._db.close()
-        finally:
-            os.close(lock)
-
-    def _read_elsewhere(self, msg: ReadEvents) -> bool:
-        # Decided when the read is applied, after the batch's earlier writes (which may push
-        # ``after`` out of the core's memory): such watchers read the database instead.
-        if 0 <= msg.after <= self.core.revision and not self.core.keeps_changes_after(msg.after):
-            self._deferred.append(msg)
-            return True
-        return False
-
-    async def _serve(self, batch: list[StoreMsg]) -> None:
-        # Deferred reads run after this batch's commit, so they see it too.
-        self._deferred = []
-        await super()._serve(batch)
-        for msg in self._deferred:
-            await self._read_events(msg)
-
-    async def _read_events(self, msg: ReadEvents) -> None:
-        oldest, changes = await self._db.call(_events_job(msg.after))
-        if changes or (oldest is not None and msg.after + 1 >= oldest):
-            answer: EventsResult | StoreFailure = EventsResult(
-                revision=self.core.revision, changes=changes
-            )
-        else:
-            kept = oldest if oldest is not None else self.core.revision
-            answer = StoreRejected(
-                "gone",
-                f"revision {msg.after} is compacted; the oldest kept is {kept}: list again "
-                "and watch from the list's revision",
-                revision=kept,
-            ).failure()
-        _replier(msg.reply, answer)()
-
-    async def _commit(self, changes: list[Change]) -> None:
-        if not changes:
-            return
-        revision = changes[-1].revision
-        compact = None
-        if revision - self.retention - self._compacted_through >= COMPACT_EVERY:
-            compact = revision - self.retention
-            self._compacted_through = compact
-        # Shielded: a commit handed over finishes anyway; waiting for it lets its replies go.
-        with trio.CancelScope(shield=True):
-            try:
-                await self._db.call(_commit_job(_batch_of(changes, compact)))
-            except Exception:
-                # Counted on the way out: the failure stops the daemon (fail-stop).
-                metrics.STORE_COMMIT_ERRORS.inc()
-                raise
+        super().__init__(
+            inbox,
+            subscribers,
+            SqliteDurability(path, synchronous=synchronous, retention=retention),
+            core=StoreCore(retention=min(retention, MEMORY_LOG)),
+            commit_window=COMMIT_WINDOW_SECONDS,
+        )

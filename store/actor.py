@@ -1,0 +1,384 @@
+"""The store actor: the one source of truth, group-committing what its mailbox holds.
+
+Kubernetes counterpart: the API server with etcd behind it (a write is acknowledged once it is
+committed; watchers see the committed changes in revision order, and resume from a revision).
+
+Each round: receive one message, wait out the group commit window, drain every message already
+waiting, then
+
+    apply the batch to the core, in order ──▶ commit ──▶ publish one Committed ──▶ reply
+
+so no reply and no published change ever precedes the commit of what it reports. A rejected
+write affects only itself; reads are answered in batch order (reflecting the writes before
+them) and released with the other replies.
+
+Where the committed state lives is a component, not a subclass: a :class:`Durability` loads
+the state at start, makes each batch durable and reads the part of the event log the core no
+longer keeps. Two implement it: :class:`~podium.store.memory.InMemory` keeps nothing
+(``podium simulate``, the actor tests) and :class:`~podium.store.sqlite.SqliteDurability`
+writes a SQLite file from its own thread (the daemon).
+
+Owns: the :class:`~podium.store.core.StoreCore` and its :class:`Durability`.
+Mailbox: :data:`~podium.store.mail.StoreMsg` (WriteObjects, BindPods, RecordUnschedulable,
+Evict, ReadObjects, ReadEvents, ReadStats).
+Emits: :class:`~podium.store.mail.Recovered` once, then one
+:class:`~podium.store.mail.Committed` per batch with changes, to every subscriber; replies on
+each request's one-shot channel.
+Metrics: ``podium_store_commit_duration_seconds`` and ``podium_store_commit_batch_size`` for
+each commit with changes, ``podium_store_commit_errors_total``, ``podium_store_revision``, and
+``podium_recovery_duration_seconds`` (:attr:`StoreActor.recovery_seconds`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Protocol, TypeAlias, assert_never
+
+import msgspec
+import trio
+
+from podium.protocol import metrics
+from podium.protocol.objects import KubeObject
+from podium.store.core import StoreCore, StoreRejected
+from podium.store.mail import (
+    BindFailure,
+    BindPods,
+    BindResult,
+    Change,
+    Committed,
+    EventsResult,
+    Evict,
+    EvictResult,
+    ReadEvents,
+    ReadObjects,
+    ReadResult,
+    ReadStats,
+    RecordUnschedulable,
+    Recovered,
+    StoreFailure,
+    StoreMsg,
+    Victim,
+    WriteObjects,
+    WriteResult,
+)
+from podium.store.mailbox import reply, send
+
+__all__ = ["Durability", "Recovery", "StoreActor", "Subscriber"]
+
+log = logging.getLogger("podium.store")
+
+Subscriber: TypeAlias = "trio.MemorySendChannel[Recovered | Committed]"
+_Reply: TypeAlias = Callable[[], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """The committed state a :class:`Durability` found at start.
+
+    Attributes:
+        source: where it was read from (named in the log line).
+        revision: the last committed revision.
+        objects: every object, as stored.
+    """
+
+    source: str
+    revision: int
+    objects: list[KubeObject]
+
+
+class Durability(Protocol):
+    """Where the store's committed state lives: what the store actor holds, not what it is.
+
+    The actor calls :meth:`load` once, then :meth:`commit` once per batch with changes (and
+    :meth:`read_events` for watchers behind the core's memory), and :meth:`close` on the way
+    out whatever happened, also when :meth:`load` failed part way.
+
+    Attributes:
+        keeps_log: whether the log reaches back further than the core's memory; a read the core
+            can no longer answer then goes to :meth:`read_events` instead of ``gone``.
+    """
+
+    keeps_log: bool
+
+    async def load(self) -> Recovery | None:
+        """Open the backend and read the committed state.
+
+        Returns:
+            The state to restore into the (empty) core, or None when nothing is kept (the core
+            is served as it was given).
+
+        Raises:
+            StoreError: the backend is held by another daemon, unreadable, or from a newer
+                Podium.
+        """
+        ...
+
+    async def commit(self, changes: list[Change]) -> None:
+        """Make a batch's changes (at least one, in revision order) durable, all or none.
+
+        Cancellation: the actor shields the call; a commit handed over is waited for.
+
+        Raises:
+            StoreError: the commit failed; the core is ahead of the backend (fail-stop).
+        """
+        ...
+
+    async def read_events(self, after: int) -> tuple[int | None, list[Change]]:
+        """The kept changes with revision > ``after`` and the oldest revision kept (None: the
+        log is empty)."""
+        ...
+
+    async def close(self) -> None:
+        """Finish what was handed over and release the backend."""
+        ...
+
+
+class StoreActor:
+    """The store actor over a :class:`StoreCore` and a :class:`Durability`.
+
+    Args:
+        inbox: its mailbox; the store stops when every sender has closed it.
+        subscribers: who receives Recovered and every Committed (the node cache, the queue,
+            the watch hub); closed when the store stops.
+        durability: where committed batches go.
+        core: the state to serve (a fresh, empty one by default); a recovered state is
+            restored into it.
+        commit_window: seconds a batch waits after the previous one began, gathering writes
+            (0: none).
+
+    Attributes:
+        recovery_seconds: how long this start's recovery took (0 when nothing was recovered).
+    """
+
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[StoreMsg],
+        subscribers: Sequence[Subscriber],
+        durability: Durability,
+        *,
+        core: StoreCore | None = None,
+        commit_window: float = 0.0,
+    ) -> None:
+        self._inbox = inbox
+        self._subscribers = list(subscribers)
+        self._durability = durability
+        self.core = core if core is not None else StoreCore()
+        self.commit_window = commit_window
+        self.recovery_seconds = 0.0
+        self._commit_seconds = 0.0
+        self._last_commit = -math.inf
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Recover, publish Recovered, signal readiness, then serve batches until the inbox
+        closes.
+
+        Raises:
+            StoreError: the durability could not load, or a commit failed.
+
+        Cancellation: a batch is applied, committed and published without a checkpoint between
+        the core and the subscribers except when a subscriber's mailbox is full; the
+        subscribers are closed on the way out either way, then the durability (shielded).
+        """
+        try:
+            started = time.perf_counter()
+            recovery = await self._durability.load()
+            if recovery is not None:
+                self.core.restore(recovery.revision, recovery.objects)
+                self.recovery_seconds = time.perf_counter() - started
+                log.info(
+                    "recovered %s at revision %d: %d objects in %.3f s",
+                    recovery.source,
+                    recovery.revision,
+                    len(recovery.objects),
+                    self.recovery_seconds,
+                )
+            await self._serve_inbox(task_status)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._durability.close()
+
+    async def _serve_inbox(self, task_status: trio.TaskStatus[None]) -> None:
+        try:
+            async with self._inbox:
+                metrics.RECOVERY_DURATION.set(self.recovery_seconds)
+                metrics.STORE_REVISION.set(self.core.revision)
+                await self._publish(
+                    Recovered(revision=self.core.revision, objects=self.core.all_objects())
+                )
+                task_status.started()
+                closed = False
+                while not closed:
+                    try:
+                        batch = [await self._inbox.receive()]
+                    except trio.EndOfChannel:
+                        return
+                    if self.commit_window:
+                        # Group commit: let more writes join this batch, so that a commit's
+                        # fixed cost (the hand-over to the database thread) is paid less often.
+                        await trio.sleep_until(self._last_commit + self.commit_window)
+                    while True:
+                        try:
+                            batch.append(self._inbox.receive_nowait())
+                        except trio.WouldBlock:
+                            break
+                        except trio.EndOfChannel:
+                            closed = True
+                            break
+                    self._last_commit = trio.current_time()
+                    await self._serve(batch)
+        finally:
+            for subscriber in self._subscribers:
+                subscriber.close()
+
+    async def _serve(self, batch: list[StoreMsg]) -> None:
+        changes, replies, behind = self._apply(batch)
+        self._commit_seconds = 0.0
+        if changes:
+            started = time.perf_counter()
+            # Shielded: a commit handed over finishes anyway; waiting for it lets its replies go.
+            with trio.CancelScope(shield=True):
+                try:
+                    await self._durability.commit(changes)
+                except Exception:
+                    # Counted on the way out: the failure stops the daemon (fail-stop).
+                    metrics.STORE_COMMIT_ERRORS.inc()
+                    raise
+            self._commit_seconds = time.perf_counter() - started
+            metrics.STORE_COMMIT_DURATION.observe(self._commit_seconds)
+            metrics.STORE_COMMIT_BATCH_SIZE.observe(len(changes))
+            metrics.STORE_REVISION.set(changes[-1].revision)
+            await self._publish(Committed(revision=changes[-1].revision, changes=changes))
+        for send_reply in replies:
+            send_reply()
+        # Reads behind the core's memory run after the commit, so they see it too.
+        for msg in behind:
+            reply(msg.reply, await self._read_kept_log(msg.after))
+
+    def _reply_bound(
+        self,
+        channel: trio.MemorySendChannel[BindResult | StoreFailure],
+        revision: int,
+        failed: list[BindFailure],
+    ) -> None:
+        """A bind's reply, built when it is released: it reports the batch's commit time."""
+        result = BindResult(revision=revision, failed=failed, commit_seconds=self._commit_seconds)
+        reply(channel, result)
+
+    def _is_behind_memory(self, msg: ReadEvents) -> bool:
+        """Whether the durability answers ``msg`` rather than the core: decided when the read
+        is applied, after the batch's earlier writes (which may push ``after`` out of the core's
+        memory)."""
+        core = self.core
+        return (
+            self._durability.keeps_log
+            and 0 <= msg.after <= core.revision
+            and not core.keeps_changes_after(msg.after)
+        )
+
+    async def _read_kept_log(self, after: int) -> EventsResult | StoreFailure:
+        oldest, changes = await self._durability.read_events(after)
+        if changes or (oldest is not None and after + 1 >= oldest):
+            return EventsResult(revision=self.core.revision, changes=changes)
+        kept = oldest if oldest is not None else self.core.revision
+        return StoreRejected(
+            "gone",
+            f"revision {after} is compacted; the oldest kept is {kept}: list again "
+            "and watch from the list's revision",
+            revision=kept,
+        ).failure()
+
+    def _apply(self, batch: list[StoreMsg]) -> tuple[list[Change], list[_Reply], list[ReadEvents]]:
+        """Apply every message to the core in order; the replies wait for the commit, and the
+        reads behind the core's memory for the durability."""
+        changes: list[Change] = []
+        replies: list[_Reply] = []
+        behind: list[ReadEvents] = []
+        core = self.core
+        for msg in batch:
+            match msg:
+                case WriteObjects():
+                    try:
+                        revision, statuses, written = core.write(msg.puts, msg.deletes)
+                    except StoreRejected as exc:
+                        replies.append(partial(reply, msg.reply, exc.failure()))
+                    else:
+                        if msg.trace is not None:
+                            # The request's trace rides with its changes to the queue, so the
+                            # pod's scheduling attempts can link to it.
+                            written = [msgspec.structs.replace(c, trace=msg.trace) for c in written]
+                        changes.extend(written)
+                        result = WriteResult(revision=revision, objects=statuses)
+                        replies.append(partial(reply, msg.reply, result))
+                case BindPods():
+                    revision, bound, failed = core.bind(msg.bindings)
+                    changes.extend(bound)
+                    replies.append(partial(self._reply_bound, msg.reply, revision, failed))
+                case RecordUnschedulable():
+                    change = core.record_unschedulable(
+                        msg.namespace, msg.name, msg.uid, msg.message
+                    )
+                    if change is not None:
+                        changes.append(change)
+                case Evict():
+                    preemptor = Victim(namespace=msg.namespace, name=msg.name, uid=msg.uid)
+                    try:
+                        revision, evicted_changes, evicted = core.evict(
+                            preemptor, msg.node, msg.victims
+                        )
+                    except StoreRejected as exc:
+                        replies.append(partial(reply, msg.reply, exc.failure()))
+                    else:
+                        changes.extend(evicted_changes)
+                        # The victims' changes come first; a Modified one is the nomination.
+                        nominated = any(c.type == "Modified" for c in evicted_changes)
+                        evict_result = EvictResult(
+                            revision=revision, evicted=evicted, nominated=nominated
+                        )
+                        replies.append(partial(reply, msg.reply, evict_result))
+                case ReadObjects():
+                    remaining: int | None = 0
+                    try:
+                        if msg.name:
+                            revision, items = core.read(
+                                msg.kind, msg.name, msg.namespace, msg.selector
+                            )
+                        else:
+                            revision, items, remaining = core.read_page(
+                                msg.kind, msg.namespace, msg.selector, msg.after, msg.limit
+                            )
+                    except StoreRejected as exc:
+                        replies.append(partial(reply, msg.reply, exc.failure()))
+                    else:
+                        read = ReadResult(revision=revision, items=items, remaining=remaining)
+                        replies.append(partial(reply, msg.reply, read))
+                case ReadEvents():
+                    if self._is_behind_memory(msg):
+                        behind.append(msg)
+                        continue
+                    try:
+                        revision, events = core.events_after(msg.after)
+                    except StoreRejected as exc:
+                        replies.append(partial(reply, msg.reply, exc.failure()))
+                    else:
+                        kept = EventsResult(revision=revision, changes=events)
+                        replies.append(partial(reply, msg.reply, kept))
+                case ReadStats():
+                    replies.append(partial(reply, msg.reply, core.stats()))
+                case _:
+                    assert_never(msg)
+        return changes, replies, behind
+
+    async def _publish(self, msg: Recovered | Committed) -> None:
+        """Hand ``msg`` to every subscriber, awaiting only a full mailbox; a subscriber that
+        went away is dropped (it is shutting down)."""
+        for subscriber in list(self._subscribers):
+            try:
+                await send(subscriber, msg)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                log.warning("a store subscriber went away; it gets no more changes")
+                self._subscribers.remove(subscriber)

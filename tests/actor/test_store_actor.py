@@ -1,0 +1,182 @@
+"""The store actor's contract with its durability component, through a fake one (no thread, so
+the autojump clock is safe): what is recovered is restored and published, one commit per batch,
+the group commit window, a failed commit stops the store before any reply, and the component
+is closed on the way out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from builders import make_node
+
+from podium.protocol import metrics
+from podium.protocol.errors import StoreError
+from podium.store.actor import Recovery, StoreActor
+from podium.store.core import StoreCore
+from podium.store.mail import (
+    Change,
+    Committed,
+    EventsResult,
+    ReadEvents,
+    Recovered,
+    StoreMsg,
+    WriteObjects,
+    WriteResult,
+)
+
+
+@dataclass
+class FakeDurability:
+    """A Durability that remembers what it was asked, and fails when told to."""
+
+    recovery: Recovery | None = None
+    fail_load: bool = False
+    fail_commit: bool = False
+    keeps_log: bool = False
+    log: list[Change] = field(default_factory=list)
+    commits: list[list[int]] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+
+    async def load(self) -> Recovery | None:
+        self.calls.append("load")
+        if self.fail_load:
+            raise StoreError("cannot open")
+        return self.recovery
+
+    async def commit(self, changes: list[Change]) -> None:
+        self.calls.append("commit")
+        if self.fail_commit:
+            raise StoreError("disk full")
+        self.commits.append([c.revision for c in changes])
+        self.log.extend(changes)
+
+    async def read_events(self, after: int) -> tuple[int | None, list[Change]]:
+        self.calls.append(f"read_events {after}")
+        kept = [c for c in self.log if c.revision > after]
+        return (self.log[0].revision if self.log else None), kept
+
+    async def close(self) -> None:
+        self.calls.append("close")
+
+
+@dataclass
+class Harness:
+    inbox: trio.MemorySendChannel[StoreMsg]
+    published: trio.MemoryReceiveChannel[Recovered | Committed]
+    store: StoreActor
+
+
+@asynccontextmanager
+async def running(durability: FakeDurability, **kwargs: Any) -> AsyncIterator[Harness]:
+    inbox_tx, inbox_rx = trio.open_memory_channel[StoreMsg](64)
+    pub_tx, pub_rx = trio.open_memory_channel[Recovered | Committed](64)
+    store = StoreActor(inbox_rx, [pub_tx], durability, **kwargs)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store.run)
+            async with inbox_tx:
+                yield Harness(inbox_tx, pub_rx, store)
+
+
+def _write(name: str) -> tuple[WriteObjects, trio.MemoryReceiveChannel[Any]]:
+    tx, rx = trio.open_memory_channel[Any](1)
+    return WriteObjects(puts=[make_node(name).obj()], reply=tx), rx
+
+
+async def test_the_recovered_state_is_restored_and_published_first(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    node = make_node("n1").obj()
+    durability = FakeDurability(recovery=Recovery("fake", 7, [node]))
+    async with running(durability) as h:
+        assert h.published.receive_nowait() == Recovered(revision=7, objects=[node])
+        assert h.store.core.revision == 7
+    assert durability.calls == ["load", "close"]
+
+
+async def test_one_commit_per_batch_before_its_publication_and_replies(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    durability = FakeDurability()
+    async with running(durability) as h:
+        writes = [_write(f"n{i}") for i in range(3)]
+        for msg, _ in writes:
+            h.inbox.send_nowait(msg)
+        results = [await rx.receive() for _, rx in writes]
+        assert [r.revision for r in results] == [1, 2, 3]
+        assert durability.commits == [[1, 2, 3]]
+        await h.published.receive()  # Recovered
+        committed = h.published.receive_nowait()
+        assert isinstance(committed, Committed) and committed.revision == 3
+    assert durability.calls == ["load", "commit", "close"]
+
+
+async def test_a_batch_waits_out_the_commit_window_after_the_previous_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    durability = FakeDurability()
+    async with running(durability, commit_window=0.005) as h:
+        start = trio.current_time()
+        first, first_reply = _write("n1")
+        h.inbox.send_nowait(first)
+        assert isinstance(await first_reply.receive(), WriteResult)
+        assert trio.current_time() == start
+        second, second_reply = _write("n2")
+        h.inbox.send_nowait(second)
+        assert isinstance(await second_reply.receive(), WriteResult)
+        assert trio.current_time() == start + 0.005
+    assert durability.commits == [[1], [2]]
+
+
+async def test_a_failed_commit_stops_the_store_before_any_reply(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    durability = FakeDurability(fail_commit=True)
+    errors = metrics.REGISTRY.get_sample_value("podium_store_commit_errors_total") or 0.0
+    msg, rx = _write("n1")
+    with pytest.RaisesGroup(pytest.RaisesExc(StoreError, match="disk full")):
+        async with running(durability) as h:
+            h.inbox.send_nowait(msg)
+            await trio.sleep_forever()
+    assert metrics.REGISTRY.get_sample_value("podium_store_commit_errors_total") == errors + 1
+    with pytest.raises(trio.WouldBlock):
+        rx.receive_nowait()
+    assert durability.calls == ["load", "commit", "close"]
+
+
+async def test_a_failed_load_still_closes_the_component(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    durability = FakeDurability(fail_load=True)
+    with pytest.RaisesGroup(pytest.RaisesExc(StoreError, match="cannot open")):
+        async with running(durability):
+            pass
+    assert durability.calls == ["load", "close"]
+
+
+@pytest.mark.parametrize("keeps_log", [True, False], ids=["durable log", "no log"])
+async def test_a_read_behind_the_cores_memory_goes_to_the_component_if_it_keeps_a_log(
+    autojump_clock: trio.testing.MockClock, keeps_log: bool
+) -> None:
+    durability = FakeDurability(keeps_log=keeps_log)
+    async with running(durability, core=StoreCore(retention=1)) as h:
+        for name in ("n1", "n2", "n3"):
+            msg, rx = _write(name)
+            h.inbox.send_nowait(msg)
+            await rx.receive()
+        tx, rx = trio.open_memory_channel[Any](1)
+        h.inbox.send_nowait(ReadEvents(after=1, reply=tx))
+        answer = await rx.receive()
+    if keeps_log:
+        assert isinstance(answer, EventsResult)
+        assert [c.revision for c in answer.changes] == [2, 3]
+        assert "read_events 1" in durability.calls
+    else:
+        assert (answer.code, answer.revision) == ("gone", 3)
+        assert not any(call.startswith("read_events") for call in durability.calls)
