@@ -1,25 +1,60 @@
 """Podium's exception tree and the error codes an ``ErrorReply`` carries.
 
 Every error Podium raises on purpose is a :class:`PodiumError`; foreign exceptions
-(``msgspec.ValidationError``, ``sqlite3.Error``, ``yaml.YAMLError``) are mapped to one of these
-at the boundary where they arise, so callers catch one tree::
+(``msgspec.ValidationError``, ``sqlite3.Error``, ``yaml.YAMLError``, ``ssl.SSLError``) are mapped
+to one of these at the boundary where they arise, so callers catch one tree. The tree names
+every one with the module that defines it (tests/test_exception_tree.py holds it to the code)::
 
-    PodiumError                      code
-    ├── ProtocolError                invalid      a frame or message the daemon cannot accept
-    │   ├── MalformedFrame           invalid      undecodable bytes; the connection is closed
-    │   ├── FrameTooLarge            too_large    over the frame size limit; connection closed
-    │   └── InvalidRequest           invalid      a decodable message that does not validate;
-    │         (request_id, path)                  the connection stays open
-    ├── InvalidObject(path)          invalid      a Kubernetes object with a wrong field
-    ├── CacheStateError              internal     a wrong assume/forget transition
-    │   ├── AlreadyAssumed           internal     assume of a pod that is already assumed
-    │   └── NotAssumed               internal     forget/finish of a pod that is not assumed
-    ├── StoreError                   unavailable  SQLite failed (mapped from sqlite3.Error)
-    ├── PolicyError(path)            invalid      a scheduler Policy file breaks a rule
-    ├── ConfigError(path)            invalid      a KubeSchedulerConfiguration breaks a rule
-    └── LoadError(file, index,       invalid      one object of a file (or the file itself)
-                  kind, ns/name, path)            cannot be loaded
-        LoadErrors                   invalid      every LoadError of one load, together
+    exception                      code         module
+    PodiumError                    internal     protocol/errors.py
+    ├── ProtocolError              invalid      protocol/errors.py
+    │   ├── MalformedFrame         invalid      protocol/errors.py
+    │   ├── FrameTooLarge          too_large    protocol/errors.py
+    │   └── InvalidRequest         invalid      protocol/errors.py
+    ├── InvalidObject              invalid      protocol/errors.py
+    ├── QuantityError              invalid      protocol/quantity.py (also a ValueError)
+    ├── CacheStateError            internal     protocol/errors.py
+    │   ├── AlreadyAssumed         internal     protocol/errors.py
+    │   └── NotAssumed             internal     protocol/errors.py
+    ├── StoreError                 unavailable  protocol/errors.py
+    ├── StoreRejected              varies       store/core.py
+    ├── _FileProblems              invalid      protocol/errors.py
+    │   ├── PolicyError            invalid      protocol/errors.py
+    │   └── ConfigError            invalid      protocol/errors.py
+    ├── LoadError                  invalid      protocol/errors.py
+    ├── LoadErrors                 invalid      protocol/errors.py
+    ├── PredicateError             internal     actors/framework/interface.py
+    ├── RegistryError              internal     actors/plugins/registry.py (also a LookupError)
+    ├── PluginModuleMissing        internal     actors/plugins/registry.py (also an ImportError)
+    ├── SimulationError            invalid      actors/core/simulation.py (also a ValueError)
+    ├── DaemonError                internal     actors/bench/process.py
+    ├── BenchError                 internal     actors/bench/scheduler_perf.py
+    ├── RemoteError                varies       actors/client/__init__.py
+    └── ClientConnectionError      unavailable  actors/client/__init__.py (also a ConnectionError)
+        ├── ServerUnreachable      unavailable  actors/client/__init__.py
+        ├── ConnectionLost         unavailable  actors/client/__init__.py
+        └── TLSFailed              unavailable  actors/client/__init__.py
+
+What they mean, by branch:
+
+- The wire: :class:`MalformedFrame` (undecodable bytes) and :class:`FrameTooLarge` close the
+  connection after the reply; :class:`InvalidRequest` (a decodable message that does not
+  validate, with ``request_id`` and ``path``) leaves it open.
+- Objects and files: :class:`InvalidObject` and ``QuantityError`` name the field (``path``);
+  :class:`PolicyError` and :class:`ConfigError` list every problem of a file; a
+  :class:`LoadError` is one object of a file, :class:`LoadErrors` every one of a load.
+- State: :class:`CacheStateError` is a wrong assume/forget transition (a bug, not a request's
+  fault); :class:`StoreError` is SQLite failing (mapped from ``sqlite3.Error``, or the
+  database locked by another daemon); ``StoreRejected`` is the store refusing a request or one
+  object of it, with the code its ``StoreFailure`` reply carries.
+- Scheduling: ``PredicateError`` fails one attempt with result error; the registry's errors are
+  a plugin module missing or not matching the registry; ``SimulationError`` is input
+  ``podium simulate`` cannot run.
+- Tools: ``DaemonError`` is a ``podium serve`` child that did not start or stop;
+  ``BenchError`` a benchmark run that could not complete.
+- The client's (podium.actors.client): ``RemoteError`` is the daemon's ``ErrorReply`` (its code
+  is the reply's); ``ClientConnectionError`` and its kinds, a connection that could not be
+  opened or was lost.
 
 Messages name the object and the rule that was broken, e.g. ``pod default/web-1 is already
 assumed on node-3; cannot assume twice``. Paths follow msgspec: ``$.spec.containers[0].image``

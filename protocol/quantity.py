@@ -22,6 +22,8 @@ import math
 import re
 from fractions import Fraction
 
+from podium.protocol.errors import ErrorCode, PodiumError
+
 __all__ = ["INT64_MAX", "Quantity", "QuantityError", "parse_quantity"]
 
 INT64_MAX = (1 << 63) - 1
@@ -49,8 +51,14 @@ _MAX_DIGITS = 128
 _MAX_SHOWN = 64
 
 
-class QuantityError(ValueError):
-    """A string that is not a Kubernetes quantity (or a negative one, which Podium refuses)."""
+class QuantityError(PodiumError, ValueError):
+    """A string that is not a Kubernetes quantity (or a negative one, which Podium refuses).
+
+    Also a ValueError: msgspec turns one raised while decoding into a ValidationError with the
+    field's path, and parsers of command-line values catch it as such.
+    """
+
+    code: ErrorCode = "invalid"
 
 
 class Quantity:

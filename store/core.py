@@ -136,13 +136,19 @@ assert set(KIND_ORDER) == set(KINDS), "KIND_ORDER must list every kind of protoc
 
 
 class StoreRejected(PodiumError):
-    """A request the store refused, whole: nothing of it was written.
+    """The store refused something, and nothing of it was written.
+
+    A whole request (its reply is :meth:`failure`), or one object or binding of it: a write
+    collects its objects' refusals into one of the request (``errors``, one per object, each
+    with the object's ``path``); a refused binding becomes a
+    :class:`~podium.store.mail.BindFailure` and the others of its batch still commit.
 
     Args:
-        code: the ErrorReply code (invalid, not_found, gone).
+        code: the ErrorReply code (invalid, not_found, conflict, gone).
         message: one line naming the object(s) and the rule.
         errors: one entry per rejected object of a write.
         revision: for ``gone``, the oldest revision still kept.
+        path: for one object's refusal, the field that breaks the rule (msgspec style).
     """
 
     def __init__(
@@ -152,28 +158,20 @@ class StoreRejected(PodiumError):
         *,
         errors: Sequence[ObjectError] = (),
         revision: int | None = None,
+        path: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.errors = list(errors)
         self.revision = revision
+        self.path = path
 
     def failure(self) -> StoreFailure:
         """The :class:`~podium.store.mail.StoreFailure` reply carrying this rejection."""
         return StoreFailure(
             code=self.code, message=self.message, errors=self.errors, revision=self.revision
         )
-
-
-class _Refused(Exception):
-    """One object (or binding) breaks a rule; internal, collected into StoreRejected."""
-
-    def __init__(self, code: ErrorCode, message: str, path: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.path = path
 
 
 def _utc(seconds: float) -> str:
@@ -346,7 +344,7 @@ class StoreCore:
             namespace = scoped_namespace(kind, obj.metadata.namespace)
             try:
                 statuses.append(self._put(tx, obj, classes))
-            except _Refused as exc:
+            except StoreRejected as exc:
                 errors.append(
                     (
                         exc.code,
@@ -363,7 +361,7 @@ class StoreCore:
         for offset, ref in enumerate(deletes):
             try:
                 statuses.append(self._delete(tx, ref))
-            except _Refused as exc:
+            except StoreRejected as exc:
                 errors.append(
                     (
                         exc.code,
@@ -443,11 +441,11 @@ class StoreCore:
 
     def _delete(self, tx: _Transaction, ref: ObjectRef) -> ObjectStatus:
         if ref.kind not in KINDS:
-            raise _Refused("invalid", _unknown_kind(ref.kind), "$.kind")
+            raise StoreRejected("invalid", _unknown_kind(ref.kind), path="$.kind")
         namespace = scoped_namespace(ref.kind, ref.namespace)
         old = tx.get(ref.kind, (namespace, ref.name))
         if old is None:
-            raise _Refused(
+            raise StoreRejected(
                 "not_found", f"{_ref(ref.kind, namespace, ref.name)} not found; cannot delete it"
             )
         stored = tx.record("Deleted", old, old, deleted=True)
@@ -505,7 +503,7 @@ class StoreCore:
             tx = _Transaction(self)
             try:
                 self._bind_one(tx, binding)
-            except _Refused as exc:
+            except StoreRejected as exc:
                 failed.append(BindFailure(binding=binding, code=exc.code, message=exc.message))
                 continue
             self._commit(tx)
@@ -518,25 +516,27 @@ class StoreCore:
         why = f"cannot bind it to node {b.node}"
         pod = tx.get("Pod", (namespace, b.name))
         if not isinstance(pod, Pod):
-            raise _Refused("not_found", f"{pod_ref} not found; {why}")
+            raise StoreRejected("not_found", f"{pod_ref} not found; {why}")
         if pod.metadata.uid != b.uid:
-            raise _Refused(
+            raise StoreRejected(
                 "conflict",
                 f"{pod_ref} has uid {pod.metadata.uid}, not {b.uid} (deleted and re-created); {why}",
             )
         if pod.spec.node_name:
-            raise _Refused(
+            raise StoreRejected(
                 "conflict", f"{pod_ref} is already bound to node {pod.spec.node_name}; {why}"
             )
         # holds_resources() in two steps: each refusal names its own reason.
         if pod.metadata.deletion_timestamp is not None:
-            raise _Refused("conflict", f"{pod_ref} is being deleted; {why}")
+            raise StoreRejected("conflict", f"{pod_ref} is being deleted; {why}")
         if is_terminal(pod):
-            raise _Refused(
+            raise StoreRejected(
                 "conflict", f"{pod_ref} has terminated (phase {pod.status.phase}); {why}"
             )
         if tx.get("Node", ("", b.node)) is None:
-            raise _Refused("not_found", f"node {b.node} not found; cannot bind {pod_ref} to it")
+            raise StoreRejected(
+                "not_found", f"node {b.node} not found; cannot bind {pod_ref} to it"
+            )
         for claim, volume in b.volumes.items():
             self._bind_volume(tx, _claim_key(claim, namespace), volume, pod_ref, b.node)
         for claim in b.provisions:
@@ -552,21 +552,21 @@ class StoreCore:
         why = f"cannot bind {pod_ref} to node {node}"
         pvc = tx.get("PersistentVolumeClaim", key)
         if not isinstance(pvc, PersistentVolumeClaim):
-            raise _Refused("not_found", f"{claim_ref} not found; {why}")
+            raise StoreRejected("not_found", f"{claim_ref} not found; {why}")
         if pvc.spec.volume_name and pvc.spec.volume_name != volume:
-            raise _Refused(
+            raise StoreRejected(
                 "conflict",
                 f"{claim_ref} is already bound to PersistentVolume {pvc.spec.volume_name}, "
                 f"not {volume}; {why}",
             )
         pv = tx.get("PersistentVolume", ("", volume))
         if not isinstance(pv, PersistentVolume):
-            raise _Refused("not_found", f"PersistentVolume {volume} not found; {why}")
+            raise StoreRejected("not_found", f"PersistentVolume {volume} not found; {why}")
         ref = pv.spec.claim_ref
         if ref is not None and (
             (ref.namespace, ref.name) != key or (ref.uid and ref.uid != pvc.metadata.uid)
         ):
-            raise _Refused(
+            raise StoreRejected(
                 "conflict",
                 f"PersistentVolume {volume} is already claimed by {ref.namespace}/{ref.name}, "
                 f"not {key[0]}/{key[1]}; {why}",
@@ -597,9 +597,9 @@ class StoreCore:
         why = f"cannot provision it for {pod_ref} on node {node}"
         pvc = tx.get("PersistentVolumeClaim", key)
         if not isinstance(pvc, PersistentVolumeClaim):
-            raise _Refused("not_found", f"{claim_ref} not found; {why}")
+            raise StoreRejected("not_found", f"{claim_ref} not found; {why}")
         if pvc.spec.volume_name:
-            raise _Refused(
+            raise StoreRejected(
                 "conflict",
                 f"{claim_ref} is already bound to PersistentVolume {pvc.spec.volume_name}; {why}",
             )
@@ -873,10 +873,10 @@ def _check_single_default(pc: PriorityClass, classes: dict[str, PriorityClass]) 
     """admission.go ``validatePriorityClass``: only one globalDefault class may exist."""
     for other in sorted(classes):
         if other != pc.metadata.name and classes[other].global_default:
-            raise _Refused(
+            raise StoreRejected(
                 "invalid",
                 f"PriorityClass {other} is already marked as default. Only one default can exist",
-                "$.globalDefault",
+                path="$.globalDefault",
             )
 
 
@@ -897,31 +897,31 @@ def _admit_pod(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
     if name:
         pc = classes.get(name)
         if pc is None:
-            raise _Refused(
+            raise StoreRejected(
                 "invalid",
                 f"{ref}: no PriorityClass with name {name} was found",
-                "$.spec.priorityClassName",
+                path="$.spec.priorityClassName",
             )
     else:
         pc = _default_class(classes)
     priority = pc.value if pc is not None else _DEFAULT_PRIORITY
     if pod.spec.priority is not None and pod.spec.priority != priority:
-        raise _Refused(
+        raise StoreRejected(
             "invalid",
             f"{ref}: the integer value of priority ({pod.spec.priority}) must not be provided in "
             f"pod spec; priority admission controller computed {priority} from the given "
             "PriorityClass name",
-            "$.spec.priority",
+            path="$.spec.priority",
         )
     policy = pod.spec.preemption_policy
     if pc is not None:
         if policy is not None and policy != pc.preemption_policy:
-            raise _Refused(
+            raise StoreRejected(
                 "invalid",
                 f"{ref}: the string value of PreemptionPolicy ({policy}) must not be provided in "
                 f"pod spec; priority admission controller computed {pc.preemption_policy} from "
                 "the given PriorityClass name",
-                "$.spec.preemptionPolicy",
+                path="$.spec.preemptionPolicy",
             )
         policy = pc.preemption_policy
     spec = msgspec.structs.replace(pod.spec, priority=priority, preemption_policy=policy)
@@ -976,12 +976,12 @@ def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
     pod = msgspec.structs.replace(pod, spec=spec, status=status)
     if old.spec.node_name:
         if spec != old.spec:
-            raise _Refused(
+            raise StoreRejected(
                 "invalid",
                 f"pod {old.metadata.namespace}/{old.metadata.name} is bound to node "
                 f"{old.spec.node_name}; its spec is immutable (only its status, labels and "
                 "annotations may change)",
-                "$.spec",
+                path="$.spec",
             )
         return pod
     unchanged_priority = (

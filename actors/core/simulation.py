@@ -17,6 +17,7 @@ from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.framework.node_tree import NodeTree
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import ClusterObjects
+from podium.protocol.errors import ErrorCode, PodiumError
 from podium.protocol.objects import (
     KubeObject,
     Node,
@@ -39,8 +40,10 @@ __all__ = ["Cluster", "PodOutcome", "SimulationError", "build_cluster", "final_n
 log = logging.getLogger("podium.simulate")
 
 
-class SimulationError(ValueError):
+class SimulationError(PodiumError, ValueError):
     """The input cannot be simulated (e.g. a pod names a PriorityClass that does not exist)."""
+
+    code: ErrorCode = "invalid"
 
 
 @dataclass(slots=True)

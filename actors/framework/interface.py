@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from podium.protocol.errors import PodiumError
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -200,7 +202,7 @@ class ArrayNormalizePlugin(Protocol):
         ...
 
 
-class PredicateError(Exception):
+class PredicateError(PodiumError):
     """A predicate could not be evaluated; the attempt fails with result=error and this text."""
 
 

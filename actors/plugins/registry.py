@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, cast
 
 from podium.actors.plugins import names
+from podium.protocol.errors import PodiumError
 
 if TYPE_CHECKING:
     from podium.actors.framework.interface import FilterPlugin, PluginArgs, ScorePlugin
@@ -104,11 +105,11 @@ _PREDICATE_OWNER = {name: module for module, owned in PREDICATE_MODULES.items() 
 _PRIORITY_OWNER = {name: module for module, owned in PRIORITY_MODULES.items() for name in owned}
 
 
-class RegistryError(LookupError):
+class RegistryError(PodiumError, LookupError):
     """A name no module provides, or a module whose FACTORIES does not match the registry."""
 
 
-class PluginModuleMissing(ImportError):
+class PluginModuleMissing(PodiumError, ImportError):
     """A plugin module the registry lists does not exist (``name`` is the module)."""
 
 
