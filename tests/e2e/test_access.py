@@ -26,6 +26,7 @@ import trio
 from builders import make_node, make_pod
 from daemon import PODIUM, StartDaemon
 from raw_frames import frame, recv_frame
+from servers import require_server
 
 from podium.actors.cli.main import main as cli_main
 from podium.actors.client import (
@@ -67,8 +68,7 @@ def _make_ca(cwd: Path, name: str) -> None:
 def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """ca.pem signs server.pem (localhost, 127.0.0.1), other-ca.pem other-server.pem (the same
     names, for a certificate rotated in)."""
-    if shutil.which("openssl") is None:
-        pytest.fail("the openssl command is needed to make the test certificates")
+    require_server("openssl", install="apt-get install openssl")
     cwd = tmp_path_factory.mktemp("certs")
     _make_ca(cwd, "ca")
     _make_ca(cwd, "other-ca")

@@ -3,8 +3,9 @@
 The static tests read the dashboard, rules and unit; the promtool tests run Debian's promtool
 on them; the integration test starts a real ``podium serve`` and a real ``prometheus`` on
 loopback, loads the daemon so every panel has something to show, and evaluates every dashboard
-expression through Prometheus' query API. Prometheus and promtool are required: a machine
-without them fails these tests (CI installs Debian's ``prometheus`` package in .ci/run).
+expression through Prometheus' query API. Prometheus and promtool come from Debian's
+``prometheus`` package: without them their tests skip, naming the command that installs them
+(tests/support/servers.py); CI installs them in .ci/run and makes such a skip a failure.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import trio
 import yaml
 from builders import make_node, make_pod
 from daemon import Daemon, DaemonError, StartDaemon
+from servers import require_server
 
 from podium.actors.client import Client, RemoteError, connect
 from podium.protocol import objects as o
@@ -61,9 +63,14 @@ PROMQL_KEYWORDS = {
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    assert path, f"{name} is not on PATH: install Debian's prometheus package (.ci/run does)"
-    return path
+    return require_server(name, install="apt-get install prometheus")
+
+
+@pytest.fixture
+def prometheus_tool() -> str:
+    """``_tool("prometheus")`` before an async test starts: a skip raised inside one reaches
+    pytest-trio 0.8 in an exception group, and it skips again without the reason."""
+    return _tool("prometheus")
 
 
 # --------------------------------------------------------------------------- the ops files
@@ -321,9 +328,7 @@ def test_the_unit_is_hardened_and_outlasts_the_grace_period() -> None:
 
 
 def test_systemd_analyze_verifies_the_unit(tmp_path: Path) -> None:
-    analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip("systemd-analyze is not installed here")
+    analyze = require_server("systemd-analyze", install="apt-get install systemd")
     # verify checks that ExecStart's binary exists: point a copy at this venv's podium.
     text = (OPS / "podium.service").read_text()
     assert "ExecStart=/usr/bin/podium " in text
@@ -346,14 +351,21 @@ os.execv(sys.argv[1], sys.argv[1:])
 """
 
 
-async def test_the_daemon_runs_with_memory_deny_write_execute(start_daemon: StartDaemon) -> None:
-    """What the unit's MemoryDenyWriteExecute=yes does, through the kernel's own switch."""
+@pytest.fixture
+def mdwe_daemon(start_daemon: StartDaemon) -> Daemon:
+    """The default daemon under PR_SET_MDWE; started before the async test, so that its skip
+    keeps its reason (see prometheus_tool)."""
     try:
-        daemon = _start_daemon(start_daemon, wrapper=[sys.executable, "-c", MDWE_WRAPPER])
+        return _start_daemon(start_daemon, wrapper=[sys.executable, "-c", MDWE_WRAPPER])
     except DaemonError as exc:
         if exc.exit_code == 77:
             pytest.skip("this kernel has no PR_SET_MDWE (Linux < 6.3)")
         raise
+
+
+async def test_the_daemon_runs_with_memory_deny_write_execute(mdwe_daemon: Daemon) -> None:
+    """What the unit's MemoryDenyWriteExecute=yes does, through the kernel's own switch."""
+    daemon = mdwe_daemon
     with trio.fail_after(60):
         await _apply(daemon.address, EXAMPLES / "cluster.yaml")
         async with connect(daemon.address) as cl, cl.watch(0, kinds=["Pod"]) as events:
@@ -541,9 +553,8 @@ async def _load_wave(cl: Client, events: Any, wave: int) -> None:
 
 
 async def test_every_dashboard_expression_returns_data_from_a_live_daemon(
-    tmp_path: Path, start_daemon: StartDaemon
+    tmp_path: Path, start_daemon: StartDaemon, prometheus_tool: str
 ) -> None:
-    _tool("prometheus")
     daemon = _start_daemon(start_daemon)
     prometheus: Prometheus | None = None
     try:
