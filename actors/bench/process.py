@@ -36,7 +36,17 @@ READY_TIMEOUT = 30.0
 
 
 class DaemonError(PodiumError):
-    """A ``podium serve`` child did not become ready, or did not stop when asked."""
+    """A ``podium serve`` child did not become ready, or did not stop when asked.
+
+    Attributes:
+        exit_code: the child's exit code when it exited (or was killed) before its ready line;
+            ``None`` when it did not stop when asked. A wrapper that cannot set the daemon up
+            says why by its code (a test skips on one).
+    """
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def podium_command() -> list[str]:
@@ -124,7 +134,8 @@ class ServeProcess:
             tail = err or (_tail(log_path) if log_path is not None else "")
             raise DaemonError(
                 f"podium serve did not become ready in {ready_timeout:g} s"
-                f" (exit code {code}):\n{tail}"
+                f" (exit code {code}):\n{tail}",
+                exit_code=code,
             )
         ready = json.loads(line)
         return cls(proc, ready, log_path=log_path, started_seconds=time.perf_counter() - began)

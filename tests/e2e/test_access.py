@@ -1,7 +1,7 @@
 """End to end: access to a real ``podium serve`` — tokens, TLS, the Unix socket's file mode.
 
-The daemons come from tests/e2e/test_serve.py's helpers. Certificates are made per module
-with the ``openssl`` command line (a CA, a server certificate for ``localhost`` and
+The daemons come from the ``start_daemon`` fixture (tests/conftest.py). Certificates are made
+per module with the ``openssl`` command line (a CA, a server certificate for ``localhost`` and
 ``127.0.0.1`` signed by it, and an unrelated CA); the Unix socket test runs its connect as the
 ``nobody`` user when the suite runs as root (root ignores file modes), else it takes the
 permission away from its own user.
@@ -17,14 +17,16 @@ import socket
 import stat
 import subprocess
 import tempfile
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 import trio
 from builders import make_node, make_pod
-from e2e.test_serve import PODIUM, Daemon, _frame, _read_line, _recv_frame, start_daemon
+from daemon import PODIUM, StartDaemon
+from raw_frames import frame, recv_frame
+from servers import require_server
 
 from podium.actors.cli.main import main as cli_main
 from podium.actors.client import (
@@ -66,8 +68,7 @@ def _make_ca(cwd: Path, name: str) -> None:
 def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """ca.pem signs server.pem (localhost, 127.0.0.1), other-ca.pem other-server.pem (the same
     names, for a certificate rotated in)."""
-    if shutil.which("openssl") is None:
-        pytest.fail("the openssl command is needed to make the test certificates")
+    require_server("openssl", install="apt-get install openssl")
     cwd = tmp_path_factory.mktemp("certs")
     _make_ca(cwd, "ca")
     _make_ca(cwd, "other-ca")
@@ -110,23 +111,6 @@ def token_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def daemons() -> Iterator[Callable[..., Daemon]]:
-    """Start daemons with extra flags; each is stopped after the test and must exit 0."""
-    started: list[Daemon] = []
-
-    def start(tmp_path: Path, *extra: str) -> Daemon:
-        d = start_daemon(tmp_path, *extra)
-        started.append(d)
-        return d
-
-    yield start
-    for d in started:
-        code, err = d.stop()
-        assert code == 0, err
-        assert "Traceback" not in err, err
-
-
 def _tokens(path: Path) -> tuple[str, ...]:
     return ("--token-file", str(path))
 
@@ -135,7 +119,11 @@ def _tokens(path: Path) -> tuple[str, ...]:
 
 
 def test_serve_refuses_to_listen_beyond_loopback_without_token_and_tls(
-    tmp_path: Path, token_file: Path, certs: dict[str, str], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    token_file: Path,
+    certs: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    start_daemon: StartDaemon,
 ) -> None:
     base = [PODIUM, "serve", "--listen", "0.0.0.0:0", "--metrics", "none"]
     # One real process: the exit code and message an operator sees ...
@@ -147,12 +135,13 @@ def test_serve_refuses_to_listen_beyond_loopback_without_token_and_tls(
         cwd=tmp_path,
     )
     # ... and one allowed, with a warning: tokens over plain text because the operator said so.
-    plain = subprocess.Popen(
-        [*base, *_tokens(token_file), "--insecure-plaintext", "--db", str(tmp_path / "p.db")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
+    plain = start_daemon(
+        *base[2:],
+        *_tokens(token_file),
+        "--insecure-plaintext",
+        "--db",
+        str(tmp_path / "p.db"),
+        bare=True,
     )
     # The other refusals in this process (the same code path, without another interpreter).
     cases = {
@@ -169,13 +158,9 @@ def test_serve_refuses_to_listen_beyond_loopback_without_token_and_tls(
         assert message in captured.err, (name, captured.err)
         assert not captured.out, name
     assert not (tmp_path / "x.db").exists()  # refused before anything was opened
-    try:
-        ready = json.loads(_read_line(plain, 30))
-        assert ready["listen"].startswith("0.0.0.0:")
-    finally:
-        plain.send_signal(signal.SIGTERM)
-        _, err = plain.communicate(timeout=20)
-    assert plain.returncode == 0, err
+    assert plain.ready["listen"].startswith("0.0.0.0:")
+    code, err = plain.stop()
+    assert code == 0, err
     assert "without TLS (--insecure-plaintext): tokens and objects cross the network" in err
     out, err = refused.communicate(timeout=30)
     assert refused.returncode == 2, err
@@ -190,9 +175,9 @@ def test_serve_refuses_to_listen_beyond_loopback_without_token_and_tls(
 
 
 async def test_a_client_without_a_valid_token_reads_and_writes_nothing(
-    tmp_path: Path, token_file: Path, daemons: Callable[..., Daemon]
+    tmp_path: Path, token_file: Path, start_daemon: StartDaemon
 ) -> None:
-    d = daemons(tmp_path, *_tokens(token_file))
+    d = start_daemon(*_tokens(token_file))
     with trio.fail_after(20):
         for token, why in ((None, "no token was given"), ("x" * 40, "the token is not valid")):
             with pytest.raises(RemoteError) as refused:
@@ -206,13 +191,13 @@ async def test_a_client_without_a_valid_token_reads_and_writes_nothing(
         node = {"kind": "Node", "metadata": {"name": "sneaky"}}
         with socket.create_connection((host, int(port)), timeout=10) as sock:
             sock.sendall(
-                _frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
-                + _frame(json.dumps({"msg": "put", "id": 1, "objects": [node]}).encode())
-                + _frame(json.dumps({"msg": "get", "id": 2, "kind": "Node"}).encode())
+                frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
+                + frame(json.dumps({"msg": "put", "id": 1, "objects": [node]}).encode())
+                + frame(json.dumps({"msg": "get", "id": 2, "kind": "Node"}).encode())
             )
-            answer = json.loads(_recv_frame(sock) or b"null")
+            answer = json.loads(recv_frame(sock) or b"null")
             assert (answer["msg"], answer["id"], answer["code"]) == ("error", -1, "unauthorized")
-            assert _recv_frame(sock) is None
+            assert recv_frame(sock) is None
         cli = await trio.run_process(
             [PODIUM, "get", "nodes", "--server", d.address], capture_stderr=True, check=False
         )
@@ -227,9 +212,9 @@ async def test_a_client_without_a_valid_token_reads_and_writes_nothing(
 
 
 async def test_a_read_only_token_reads_but_cannot_write(
-    tmp_path: Path, token_file: Path, daemons: Callable[..., Daemon]
+    tmp_path: Path, token_file: Path, start_daemon: StartDaemon
 ) -> None:
-    d = daemons(tmp_path, *_tokens(token_file))
+    d = start_daemon(*_tokens(token_file))
     with trio.fail_after(20):
         async with connect(d.address, token=RW_TOKEN) as rw:
             await rw.put([make_node("n1").capacity(cpu="2", memory="4Gi", pods=10).obj()])
@@ -272,11 +257,10 @@ async def test_tls_listener_verifies_and_refuses_plain_text(
     tmp_path: Path,
     token_file: Path,
     certs: dict[str, str],
-    daemons: Callable[..., Daemon],
+    start_daemon: StartDaemon,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    d = daemons(
-        tmp_path,
+    d = start_daemon(
         *_tokens(token_file),
         "--tls-cert",
         certs["server"],
@@ -298,7 +282,7 @@ async def test_tls_listener_verifies_and_refuses_plain_text(
         assert "(if it listens with TLS, connect with --tls or --tls-ca)" in str(plain.value)
         # The same with raw bytes: no hello_reply ever comes back, only TLS or nothing.
         with socket.create_connection((host, int(port)), timeout=10) as sock:
-            sock.sendall(_frame(json.dumps({"msg": "hello", "protocol": 1}).encode()))
+            sock.sendall(frame(json.dumps({"msg": "hello", "protocol": 1}).encode()))
             received = b""
             while chunk := sock.recv(4096):
                 received += chunk
@@ -365,11 +349,11 @@ async def test_sighup_reloads_the_tokens_and_the_certificate(
     tmp_path: Path,
     token_file: Path,
     certs: dict[str, str],
-    daemons: Callable[..., Daemon],
+    start_daemon: StartDaemon,
 ) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     _files((certs["server"], cert), (certs["key"], key))
-    d = daemons(tmp_path, *_tokens(token_file), "--tls-cert", str(cert), "--tls-key", str(key))
+    d = start_daemon(*_tokens(token_file), "--tls-cert", str(cert), "--tls-key", str(key))
     old_tls, new_tls = client_ssl_context(certs["ca"]), client_ssl_context(certs["other-ca"])
     new_token = "new-" + "c3" * 16
     async with (
@@ -457,15 +441,13 @@ def _try_connect(path: str) -> str:
     return "ok"
 
 
-def test_the_unix_socket_honours_its_file_mode(
-    tmp_path: Path, daemons: Callable[..., Daemon]
-) -> None:
+def test_the_unix_socket_honours_its_file_mode(tmp_path: Path, start_daemon: StartDaemon) -> None:
     # A folder anyone may enter (pytest's own are 0700), so only the socket's mode decides.
     folder = Path(tempfile.mkdtemp(prefix="podium-unix-"))
     try:
         folder.chmod(0o755)
         path = str(folder / "podium.sock")
-        d = daemons(tmp_path, "--unix", path)
+        d = start_daemon("--unix", path)
         assert d.ready["unix"] == path
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert _try_connect(path) == "ok"  # the daemon's own user

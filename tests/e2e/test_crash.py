@@ -18,10 +18,8 @@ which prints its counts (docs/reliability.md records a run). Checked at the end:
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import signal
 import subprocess
 import sys
 from collections import Counter
@@ -30,6 +28,7 @@ from pathlib import Path
 
 import trio
 from builders import make_node, make_pod
+from daemon import StartDaemon
 
 from podium.actors.bench.loadgen import settle
 from podium.actors.client import ClientConnectionError, RemoteError, connect
@@ -54,35 +53,6 @@ class Ledger:
     last_revision: int = 0
     acked_writes: int = 0
     kills: int = 0
-
-
-class Daemon:
-    def __init__(self, workdir: Path) -> None:
-        self.proc = subprocess.Popen(
-            [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "none", "--seed", "1"],
-            cwd=workdir,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert line, "podium serve exited before it was ready"
-        self.address = json.loads(line)["listen"]
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=20)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
-        return code
 
 
 def _key(kind: str, namespace: str, name: str) -> str:
@@ -185,27 +155,30 @@ async def _final_state(
     return pods, nodes, log
 
 
-def test_kill_9_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+def test_kill_9_at_random_moments_loses_and_duplicates_nothing(
+    tmp_path: Path, start_daemon: StartDaemon
+) -> None:
     rng = random.Random(SEED)
     ledger = Ledger()
 
     async def main() -> None:
         for phase in range(KILLS):
-            daemon = Daemon(tmp_path)
+            daemon = start_daemon("--metrics", "none")
             try:
                 with trio.move_on_after(rng.uniform(0.2, 1.2)):
                     await _phase(daemon.address, ledger, phase, rng)
             finally:
                 daemon.kill()  # also when the phase failed: never leave a daemon behind
             ledger.kills += 1
-        daemon = Daemon(tmp_path)
+        daemon = start_daemon("--metrics", "none")
         try:
             revision = await _quiet(daemon.address)
             if ledger.last_revision < revision:
                 await _watch(daemon.address, ledger, until=revision)
             pods, nodes, log = await _final_state(daemon.address)
         finally:
-            assert daemon.stop() == 0
+            code, err = daemon.stop()
+            assert code == 0, err
         _verify(ledger, pods, nodes, log)
 
     async def guarded() -> None:

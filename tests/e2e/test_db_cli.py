@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import msgspec
 import pytest
 import trio
 from builders import make_node, make_pod
+from daemon import StartDaemon
 
 from podium.actors.cli import db as db_commands
 from podium.actors.client import connect
@@ -252,30 +252,11 @@ async def _until_bound(server: str, count: int) -> None:
                         return
 
 
-def test_check_and_backup_while_the_daemon_runs(tmp_path: Path) -> None:
+def test_check_and_backup_while_the_daemon_runs(tmp_path: Path, start_daemon: StartDaemon) -> None:
     database = tmp_path / "podium.db"
-    proc = subprocess.Popen(
-        [
-            PODIUM,
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics",
-            "none",
-            "--db",
-            str(database),
-            "--seed",
-            "1",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-    )
+    daemon = start_daemon("--metrics", "none", "--db", str(database))
     try:
-        assert proc.stdout is not None
-        ready = json.loads(proc.stdout.readline())
-        server = ready["listen"]
+        server = daemon.address
         (tmp_path / "cluster.yaml").write_text(CLUSTER + "---\n" + _pods_yaml(6))
         applied = podium("apply", "-f", str(tmp_path / "cluster.yaml"), "--server", server)
         assert applied.returncode == 0, applied.stderr
@@ -292,9 +273,7 @@ def test_check_and_backup_while_the_daemon_runs(tmp_path: Path) -> None:
         copied = json.loads(podium("db", "check", str(copy), "-o", "json").stdout)
         assert copied["ok"] and copied["bindings"] == 6
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+        code, err = daemon.stop(timeout=30)
+    assert code == 0, err
     final = podium("db", "check", str(database))
     assert final.returncode == 0, final.stdout + final.stderr

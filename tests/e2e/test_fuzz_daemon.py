@@ -4,7 +4,7 @@ One daemon (its SQLite database in a temporary folder) serves the whole module. 
 runs beside it in its own thread: it puts nodes and pods in its own namespace, reads each one
 back, watches them arrive, and asks for stats, over and over. Each Hypothesis example opens
 several raw connections, each speaking msgpack or JSON, and sends a mix of frames made by the
-strategies of tests/property/test_fuzz_frames.py: mutated requests of every kind, arbitrary
+strategies of tests/support/frame_fuzzing.py: mutated requests of every kind, arbitrary
 values, arbitrary bytes, oversized length prefixes, a truncated frame, a fuzzed hello; frames
 are written in arbitrary pieces. What each frame must get is known beforehand from the same
 codec: a reply with the request's id, an ``invalid`` error with the request's id and path
@@ -37,11 +37,11 @@ import msgspec
 import pytest
 import trio
 from builders import decode, make_node, make_pod
-from e2e.test_serve import Daemon, start_daemon
+from daemon import Daemon, start_daemon
+from frame_fuzzing import DECODER_DEPTH, VALUES, encode, mutated_requests
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
-from property.test_fuzz_frames import DECODER_DEPTH, VALUES, encode, mutated_requests
-from property.test_fuzz_requests import (
+from request_strategies import (
     NAMES,
     NAMESPACES,
     DeleteRequest,
@@ -261,7 +261,7 @@ def _as_message(request: Any) -> dict[str, Any]:
     raise AssertionError(request)
 
 
-# Requests that mostly decode, with the odd objects of test_fuzz_requests.py: they reach the
+# Requests that mostly decode, with the odd objects of request_strategies.py: they reach the
 # store and the scheduler.
 weird_requests = st.one_of(
     requests.map(_as_message),
@@ -438,7 +438,7 @@ def check_answer(msg: Any) -> None:
 
 @settings(
     max_examples=EXAMPLES or 6,
-    derandomize=not EXAMPLES,  # as test_fuzz_frames.fuzz
+    derandomize=not EXAMPLES,  # as frame_fuzzing.fuzz
     deadline=None,
     database=None,
     print_blob=True,

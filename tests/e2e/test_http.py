@@ -1,68 +1,22 @@
 """End to end: a real ``podium serve`` with its HTTP endpoint on port 0.
 
-The ready line names the endpoint's real address; after ``podium apply -f examples/cluster.yaml``
-``/metrics`` carries the scheduler's metrics under the Kubernetes names; ``/healthz`` and
-``/readyz`` answer 200, an unknown path 404. Only the standard library speaks HTTP here.
+The daemon is the ``daemon`` fixture's (tests/conftest.py). The ready line names the
+endpoint's real address; after ``podium apply -f examples/cluster.yaml`` ``/metrics`` carries
+the scheduler's metrics under the Kubernetes names; ``/healthz`` and ``/readyz`` answer 200, an
+unknown path 404. Only the standard library speaks HTTP here.
 """
 
 from __future__ import annotations
 
-import json
-import selectors
-import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from daemon import PODIUM, Daemon
 
-PODIUM = str(Path(sys.executable).with_name("podium"))
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-READY_TIMEOUT = 30.0
-
-
-@dataclass
-class Daemon:
-    proc: subprocess.Popen[str]
-    address: str
-    metrics: str
-
-
-def _ready_line(proc: subprocess.Popen[str]) -> str:
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        if not sel.select(READY_TIMEOUT):
-            proc.kill()
-            raise AssertionError(f"podium serve printed no ready line in {READY_TIMEOUT} s")
-    return proc.stdout.readline()
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    proc = subprocess.Popen(
-        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--seed", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-    )
-    try:
-        line = _ready_line(proc)
-        assert line, f"podium serve exited: {proc.communicate(timeout=10)[1]}"
-        ready = json.loads(line)
-        yield Daemon(proc, ready["listen"], ready["metrics"])
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=20)
-        assert proc.returncode == 0, err
-        assert "Traceback" not in err, err
 
 
 def get(daemon: Daemon, path: str, method: str = "GET") -> tuple[int, str, bytes]:

@@ -1,44 +1,35 @@
 """End to end: the limits of a real ``podium serve`` — frame size, connections, in-flight
 requests per connection, watchers, and the per-watcher buffer that cuts off a slow watcher.
 
-Each test starts a daemon (tests/e2e/test_serve.py's helpers) with small limits given as
-flags, so reaching them takes a handful of requests.
+Each test starts a daemon (the ``start_daemon`` fixture of tests/conftest.py, without /metrics)
+with small limits given as flags, so reaching them takes a handful of requests.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 from builders import make_node, make_pod
-from e2e.test_serve import Daemon, _frame, _recv_frame, start_daemon
+from daemon import Daemon, StartDaemon
+from raw_frames import frame, recv_frame
 
 from podium.actors.client import RemoteError, connect
 from podium.protocol import objects as o
 
-HELLO = _frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
+HELLO = frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
 
 
 @pytest.fixture
-def daemons() -> Iterator[Callable[..., Daemon]]:
-    """Start daemons with extra flags; each is stopped after the test and must exit 0."""
-    started: list[Daemon] = []
-
-    def start(tmp_path: Path, *extra: str) -> Daemon:
-        d = start_daemon(tmp_path, "--metrics", "none", *extra)
-        started.append(d)
-        return d
-
-    yield start
-    for d in started:
-        code, err = d.stop()
-        assert code == 0, err
-        assert "Traceback" not in err, err
+def daemons(start_daemon: StartDaemon) -> Callable[..., Daemon]:
+    """Start daemons with extra flags and no /metrics (stopped and checked by start_daemon)."""
+    return functools.partial(start_daemon, "--metrics", "none")
 
 
 def _raw(address: str, *, receive_buffer: int | None = None) -> socket.socket:
@@ -53,7 +44,7 @@ def _raw(address: str, *, receive_buffer: int | None = None) -> socket.socket:
 
 
 def _json(sock: socket.socket) -> dict[str, Any]:
-    payload = _recv_frame(sock)
+    payload = recv_frame(sock)
     assert payload is not None, "the daemon closed the connection"
     doc: dict[str, Any] = json.loads(payload)
     return doc
@@ -81,7 +72,7 @@ def _node(name: str) -> o.Node:
 async def test_the_frame_limit_is_configurable_both_ways(
     tmp_path: Path, daemons: Callable[..., Daemon]
 ) -> None:
-    d = daemons(tmp_path, "--max-frame-bytes", "4096")
+    d = daemons("--max-frame-bytes", "4096")
     with trio.fail_after(20):
         async with connect(d.address) as cl:
             for i in range(3):
@@ -111,7 +102,7 @@ async def test_the_frame_limit_is_configurable_both_ways(
 async def test_a_connection_over_the_limit_is_told_and_closed(
     tmp_path: Path, daemons: Callable[..., Daemon]
 ) -> None:
-    d = daemons(tmp_path, "--max-connections", "2")
+    d = daemons("--max-connections", "2")
     with trio.fail_after(20):
         async with connect(d.address) as first, connect(f"unix:{d.unix}") as second:
             for server in (d.address, f"unix:{d.unix}"):
@@ -141,15 +132,15 @@ async def test_a_connection_over_the_limit_is_told_and_closed(
 async def test_requests_beyond_the_in_flight_limit_wait_and_are_all_answered(
     tmp_path: Path, daemons: Callable[..., Daemon]
 ) -> None:
-    d = daemons(tmp_path, "--max-in-flight", "1")
+    d = daemons("--max-in-flight", "1")
 
     def pipeline() -> set[int]:
         with _raw(d.address) as sock:
             sock.sendall(HELLO)
             assert _json(sock)["msg"] == "hello_reply"
             # Two watches (they hold no in-flight slot) and 30 requests, none read yet.
-            frames = [_frame(json.dumps({"msg": "watch", "id": i}).encode()) for i in (1, 2)]
-            frames += [_frame(json.dumps({"msg": "stats", "id": i}).encode()) for i in range(3, 33)]
+            frames = [frame(json.dumps({"msg": "watch", "id": i}).encode()) for i in (1, 2)]
+            frames += [frame(json.dumps({"msg": "stats", "id": i}).encode()) for i in range(3, 33)]
             sock.sendall(b"".join(frames))
             answered: set[int] = set()
             while len(answered) < 32:
@@ -166,7 +157,7 @@ async def test_requests_beyond_the_in_flight_limit_wait_and_are_all_answered(
 async def test_a_watch_over_the_watcher_limit_is_refused(
     tmp_path: Path, daemons: Callable[..., Daemon]
 ) -> None:
-    d = daemons(tmp_path, "--max-watchers", "1")
+    d = daemons("--max-watchers", "1")
     with trio.fail_after(20):
         async with connect(d.address) as a, connect(d.address) as b:
             async with a.watch():
@@ -196,14 +187,14 @@ async def test_a_watcher_that_never_reads_is_cut_off_and_scheduling_goes_on(
 ) -> None:
     # watchBuffer 8; maxInFlight 4 makes the connection's outbox 16 frames. 120 pods make 240
     # events of 64 KiB (15 MiB): far more than the socket buffers (4 MiB at most here) hold.
-    d = daemons(tmp_path, "--watch-buffer", "8", "--max-in-flight", "4")
+    d = daemons("--watch-buffer", "8", "--max-in-flight", "4")
     pods = 120
     with trio.fail_after(25), _raw(d.address, receive_buffer=4096) as slow:
         async with connect(d.address) as cl:
             start = (await cl.put([_node(f"n{i}") for i in range(4)])).revision
             slow.sendall(HELLO)
             assert _json(slow)["msg"] == "hello_reply"
-            slow.sendall(_frame(json.dumps({"msg": "watch", "id": 7, "kinds": ["Pod"]}).encode()))
+            slow.sendall(frame(json.dumps({"msg": "watch", "id": 7, "kinds": ["Pod"]}).encode()))
             assert _json(slow) == {"msg": "watch_reply", "id": 7, "revision": start}
             # From here the slow watcher reads nothing while 120 pods are put and bound.
             for batch in range(6):
@@ -252,7 +243,7 @@ async def test_a_watcher_that_never_reads_is_cut_off_and_scheduling_goes_on(
 async def test_one_large_put_does_not_cut_off_a_watcher_that_keeps_up(
     tmp_path: Path, daemons: Callable[..., Daemon]
 ) -> None:
-    d = daemons(tmp_path, "--watch-buffer", "8")
+    d = daemons("--watch-buffer", "8")
     with trio.fail_after(20):
         async with connect(d.address) as cl, cl.watch(kinds=["Node"]) as events:
             await cl.put([_node(f"n{i}") for i in range(50)])  # one commit of 50 > 8

@@ -3,8 +3,9 @@
 The static tests read the dashboard, rules and unit; the promtool tests run Debian's promtool
 on them; the integration test starts a real ``podium serve`` and a real ``prometheus`` on
 loopback, loads the daemon so every panel has something to show, and evaluates every dashboard
-expression through Prometheus' query API. Prometheus and promtool are required: a machine
-without them fails these tests (CI installs Debian's ``prometheus`` package in .ci/run).
+expression through Prometheus' query API. Prometheus and promtool come from Debian's
+``prometheus`` package: without them their tests skip, naming the command that installs them
+(tests/support/servers.py); CI installs them in .ci/run and makes such a skip a failure.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import selectors
 import shutil
 import signal
 import socket
@@ -20,8 +20,7 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,8 @@ import pytest
 import trio
 import yaml
 from builders import make_node, make_pod
+from daemon import Daemon, DaemonError, StartDaemon
+from servers import require_server
 
 from podium.actors.client import Client, RemoteError, connect
 from podium.protocol import objects as o
@@ -39,7 +40,6 @@ ROOT = Path(__file__).resolve().parents[2]
 OPS = ROOT / "ops"
 EXAMPLES = ROOT / "examples"
 PODIUM = str(Path(sys.executable).with_name("podium"))
-READY_TIMEOUT = 30.0
 # Every rate window of the dashboard is evaluated over this range: longer than the whole
 # test, so each rate sees every sample since Prometheus started.
 RATE_WINDOW = "5m"
@@ -63,9 +63,14 @@ PROMQL_KEYWORDS = {
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    assert path, f"{name} is not on PATH: install Debian's prometheus package (.ci/run does)"
-    return path
+    return require_server(name, install="apt-get install prometheus")
+
+
+@pytest.fixture
+def prometheus_tool() -> str:
+    """``_tool("prometheus")`` before an async test starts: a skip raised inside one reaches
+    pytest-trio 0.8 in an exception group, and it skips again without the reason."""
+    return _tool("prometheus")
 
 
 # --------------------------------------------------------------------------- the ops files
@@ -323,9 +328,7 @@ def test_the_unit_is_hardened_and_outlasts_the_grace_period() -> None:
 
 
 def test_systemd_analyze_verifies_the_unit(tmp_path: Path) -> None:
-    analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip("systemd-analyze is not installed here")
+    analyze = require_server("systemd-analyze", install="apt-get install systemd")
     # verify checks that ExecStart's binary exists: point a copy at this venv's podium.
     text = (OPS / "podium.service").read_text()
     assert "ExecStart=/usr/bin/podium " in text
@@ -348,90 +351,41 @@ os.execv(sys.argv[1], sys.argv[1:])
 """
 
 
-async def test_the_daemon_runs_with_memory_deny_write_execute(tmp_path: Path) -> None:
-    """What the unit's MemoryDenyWriteExecute=yes does, through the kernel's own switch."""
-    daemon = _start_daemon(tmp_path, wrapper=[sys.executable, "-c", MDWE_WRAPPER])
+@pytest.fixture
+def mdwe_daemon(start_daemon: StartDaemon) -> Daemon:
+    """The default daemon under PR_SET_MDWE; started before the async test, so that its skip
+    keeps its reason (see prometheus_tool)."""
     try:
-        with trio.fail_after(60):
-            await _apply(daemon.address, EXAMPLES / "cluster.yaml")
-            async with connect(daemon.address) as cl, cl.watch(0, kinds=["Pod"]) as events:
-                async for ev in events:
-                    if ev.type == "Bound" and ev.name == "web-7d9f-0":
-                        break
-            body = await _fetch(f"http://{daemon.metrics}/metrics")
-            assert b"scheduler_schedule_attempts_total" in body
-    finally:
-        daemon.stop()
+        return _start_daemon(start_daemon, wrapper=[sys.executable, "-c", MDWE_WRAPPER])
+    except DaemonError as exc:
+        if exc.exit_code == 77:
+            pytest.skip("this kernel has no PR_SET_MDWE (Linux < 6.3)")
+        raise
+
+
+async def test_the_daemon_runs_with_memory_deny_write_execute(mdwe_daemon: Daemon) -> None:
+    """What the unit's MemoryDenyWriteExecute=yes does, through the kernel's own switch."""
+    daemon = mdwe_daemon
+    with trio.fail_after(60):
+        await _apply(daemon.address, EXAMPLES / "cluster.yaml")
+        async with connect(daemon.address) as cl, cl.watch(0, kinds=["Pod"]) as events:
+            async for ev in events:
+                if ev.type == "Bound" and ev.name == "web-7d9f-0":
+                    break
+        body = await _fetch(f"http://{daemon.metrics}/metrics")
+        assert b"scheduler_schedule_attempts_total" in body
 
 
 # --------------------------------------------------------------------------- the live test
 
 
-@dataclass
-class Daemon:
-    proc: subprocess.Popen[str]
-    address: str
-    metrics: str
-    log: Path
-
-    def stop(self) -> None:
-        """SIGTERM, then the exit code must be 0 and nothing must have crashed."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError("podium serve ignored SIGTERM") from None
-        finally:
-            assert self.proc.stdout is not None
-            self.proc.stdout.close()
-        err = self.log.read_text()
-        assert code == 0, err
-        assert "Traceback" not in err, err
-
-
-def _start_daemon(tmp_path: Path, wrapper: list[str] | None = None) -> Daemon:
-    log = tmp_path / "podium.log"
-    with log.open("w") as stderr:
-        proc = subprocess.Popen(
-            [
-                *(wrapper or []),
-                PODIUM,
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--metrics",
-                "127.0.0.1:0",
-                "--seed",
-                "1",
-                "--db",
-                str(tmp_path / "podium.db"),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            cwd=tmp_path,
-        )
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        ready = sel.select(READY_TIMEOUT)
-    line = proc.stdout.readline() if ready else ""
-    if not line:
-        if proc.poll() is None:
-            proc.kill()
-        code = proc.wait()
-        proc.stdout.close()
-        if code == 77:
-            pytest.skip("this kernel has no PR_SET_MDWE (Linux < 6.3)")
-        raise AssertionError(f"podium serve did not become ready: {log.read_text()}")
-    info = json.loads(line)
-    daemon = Daemon(proc, info["listen"], info["metrics"] or "", log)
-    if not daemon.metrics or daemon.metrics.endswith(":0"):
-        daemon.stop()
-        raise AssertionError(f"the ready line names no metrics address: {info}")
+def _start_daemon(start_daemon: StartDaemon, wrapper: Sequence[str] = ()) -> Daemon:
+    """The default daemon (the fixture stops it and checks its exit code and log), whose ready
+    line must name its metrics address."""
+    daemon = start_daemon(wrapper=wrapper)
+    assert daemon.metrics and not daemon.metrics.endswith(":0"), (
+        f"the ready line names no metrics address: {daemon.ready}"
+    )
     return daemon
 
 
@@ -599,10 +553,9 @@ async def _load_wave(cl: Client, events: Any, wave: int) -> None:
 
 
 async def test_every_dashboard_expression_returns_data_from_a_live_daemon(
-    tmp_path: Path,
+    tmp_path: Path, start_daemon: StartDaemon, prometheus_tool: str
 ) -> None:
-    _tool("prometheus")
-    daemon = _start_daemon(tmp_path)
+    daemon = _start_daemon(start_daemon)
     prometheus: Prometheus | None = None
     try:
         with trio.fail_after(180):
@@ -645,8 +598,5 @@ async def test_every_dashboard_expression_returns_data_from_a_live_daemon(
             firing = [r["name"] for r in rules if r["state"] == "firing"]
             assert firing == [], firing
     finally:
-        try:
-            if prometheus is not None:
-                prometheus.stop()
-        finally:
-            daemon.stop()
+        if prometheus is not None:
+            prometheus.stop()

@@ -3,40 +3,15 @@ evictions are durable (they survive a restart), and watchers see them as Preempt
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import trio
 from builders import decode, make_node, make_pod
+from daemon import StartDaemon
 
 from podium.actors.client import connect
 from podium.protocol import objects as o
 from podium.protocol.wire import Event
-
-PODIUM = str(Path(sys.executable).with_name("podium"))
-
-
-def _start(workdir: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "none", "--seed", "1"],
-        cwd=workdir,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    return proc, json.loads(proc.stdout.readline())["listen"]
-
-
-def _stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> None:
-    proc.send_signal(sig)
-    proc.wait(timeout=20)
-    assert proc.stdout is not None
-    proc.stdout.close()
 
 
 def _class(name: str, value: int) -> o.PriorityClass:
@@ -82,23 +57,17 @@ async def _pods(address: str) -> dict[str, o.Pod]:
         return {p.metadata.name: p for p in got.items if isinstance(p, o.Pod)}
 
 
-def test_a_high_priority_pod_evicts_lower_ones_durably(tmp_path: Path) -> None:
-    proc, address = _start(tmp_path)
-    try:
-        seen = trio.run(_run, address)
-        before = trio.run(_pods, address)
-    finally:
-        _stop(proc, signal.SIGKILL)
+def test_a_high_priority_pod_evicts_lower_ones_durably(start_daemon: StartDaemon) -> None:
+    first = start_daemon("--metrics", "none")
+    seen = trio.run(_run, first.address)
+    before = trio.run(_pods, first.address)
+    first.kill()
     preempted = sorted(ev.name for ev in seen if ev.type == "Preempted")
     # 1.5 CPU needs both 1-CPU pods gone from the 2-CPU node.
     assert preempted == ["low-a", "low-b"]
     assert all("preempted by default/urgent" in ev.message for ev in seen if ev.type == "Preempted")
     assert set(before) == {"urgent"} and before["urgent"].spec.node_name == "n1"
-    proc, address = _start(tmp_path)
-    try:
-        after = trio.run(_pods, address)
-    finally:
-        _stop(proc)
+    after = trio.run(_pods, start_daemon("--metrics", "none").address)
     assert set(after) == {"urgent"}
     assert after["urgent"].spec.node_name == "n1"
     assert after["urgent"].status.nominated_node_name == "n1"

@@ -1,129 +1,34 @@
 """End to end: a real ``podium serve`` subprocess, real sockets, real clients and CLI.
 
-Each test starts its own daemon on port 0 (and a Unix socket in tmp_path), reads the ready
-line for the real address, and stops it with SIGTERM, asserting exit code 0.
+Each test starts its own daemon on port 0 (and a Unix socket in tmp_path) through the
+``daemon`` and ``start_daemon`` fixtures (tests/conftest.py), which read the ready line for the
+real address and stop it with SIGTERM, asserting exit code 0.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import socket
 import struct
 import subprocess
-import sys
-import threading
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 from builders import make_node, make_pod
+from daemon import PODIUM, Daemon, StartDaemon
 from protocol_schema import schema_validator
+from raw_frames import frame, recv_frame
 
 from podium.actors.client import RemoteError, connect
 from podium.protocol import objects as o
 from podium.protocol.wire import Event, ObjectRef
 
-PODIUM = str(Path(sys.executable).with_name("podium"))
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-READY_TIMEOUT = 30.0
-
-
-@dataclass
-class Daemon:
-    proc: subprocess.Popen[str]
-    address: str
-    unix: str
-    ready: dict[str, Any]
-    log: list[str] = field(default_factory=list)
-    """What the daemon wrote on stderr so far, a line an entry."""
-    _drain: threading.Thread | None = None
-
-    def __post_init__(self) -> None:
-        # Keep reading its log: a full pipe would block the daemon's every write, and it.
-        assert self.proc.stderr is not None
-        self._drain = threading.Thread(
-            target=self.log.extend, args=(self.proc.stderr,), name="daemon-log", daemon=True
-        )
-        self._drain.start()
-
-    def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [PODIUM, *args, "--server", self.address],
-            capture_output=True,
-            text=True,
-            input=stdin,
-            timeout=60,
-            check=False,
-        )
-
-    def stop(self, timeout: float = 20.0) -> tuple[int, str]:
-        """SIGTERM (if still running); the exit code and everything it wrote on stderr."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=timeout)
-        if self._drain is not None:
-            self._drain.join(timeout=timeout)
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        return code, "".join(self.log)
-
-
-def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            proc.kill()
-            raise AssertionError(f"podium serve printed no ready line in {timeout} s")
-    return proc.stdout.readline()
-
-
-def start_daemon(tmp_path: Path, *extra: str) -> Daemon:
-    unix = str(tmp_path / "podium.sock")
-    proc = subprocess.Popen(
-        [
-            PODIUM,
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics",
-            "127.0.0.1:0",
-            "--unix",
-            unix,
-            "--seed",
-            "1",
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-    )
-    line = _read_line(proc, READY_TIMEOUT)
-    if not line:
-        _, err = proc.communicate(timeout=10)
-        raise AssertionError(f"podium serve exited: {err}")
-    ready = json.loads(line)
-    return Daemon(proc, ready["listen"], unix, ready)
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = start_daemon(tmp_path)
-    try:
-        yield d
-    finally:
-        code, err = d.stop()
-        assert code == 0, err
-        assert "Traceback" not in err, err
 
 
 def _node(name: str, cpu: str = "4", zone: str = "a") -> o.Node:
@@ -327,27 +232,6 @@ def test_unix_socket_serves_the_same_protocol(daemon: Daemon) -> None:
 # --------------------------------------------------------------------------- raw frames
 
 
-def _frame(payload: bytes) -> bytes:
-    return struct.pack(">I", len(payload)) + payload
-
-
-def _recv_frame(sock: socket.socket) -> bytes | None:
-    header = b""
-    while len(header) < 4:
-        chunk = sock.recv(4 - len(header))
-        if not chunk:
-            return None
-        header += chunk
-    (size,) = struct.unpack(">I", header)
-    body = b""
-    while len(body) < size:
-        chunk = sock.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
-
-
 def _raw(daemon: Daemon) -> socket.socket:
     host, port = daemon.address.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)), timeout=10)
@@ -383,22 +267,22 @@ def test_json_frames_follow_the_published_schema(daemon: Daemon) -> None:
         {"msg": "cancel", "id": 7, "target": 3},
     ]
     with _raw(daemon) as sock:
-        sock.sendall(_frame(json.dumps(hello).encode()))
-        reply = json.loads(_recv_frame(sock) or b"null")
+        sock.sendall(frame(json.dumps(hello).encode()))
+        reply = json.loads(recv_frame(sock) or b"null")
         schema_validator("HelloReply").validate(reply)
         # Requests run concurrently; the put must be in before the others read it.
         put, *rest = requests
         client_schema.validate(put)
-        sock.sendall(_frame(json.dumps(put).encode()))
-        reply = json.loads(_recv_frame(sock) or b"null")
+        sock.sendall(frame(json.dumps(put).encode()))
+        reply = json.loads(recv_frame(sock) or b"null")
         server_schema.validate(reply)
         assert reply["msg"] == "put_reply", reply
         for req in rest:
             client_schema.validate(req)
-            sock.sendall(_frame(json.dumps(req).encode()))
+            sock.sendall(frame(json.dumps(req).encode()))
         answered: set[int] = {1}
         while answered != {1, 2, 4, 5, 6, 7}:
-            payload = _recv_frame(sock)
+            payload = recv_frame(sock)
             assert payload is not None, f"closed; answered {answered}"
             msg = json.loads(payload)
             server_schema.validate(msg)
@@ -417,14 +301,14 @@ def _node_json(name: str) -> dict[str, Any]:
 
 
 def test_malformed_frame_closes_only_its_own_connection(daemon: Daemon) -> None:
-    hello = _frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
+    hello = frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
     with _raw(daemon) as good, _raw(daemon) as bad:
         good.sendall(hello)
         bad.sendall(hello)
-        assert _recv_frame(good) and _recv_frame(bad)
+        assert recv_frame(good) and recv_frame(bad)
         # Well-formed but invalid: an error naming the field, and the connection stays.
-        bad.sendall(_frame(json.dumps({"msg": "get", "id": 9, "kind": 5}).encode()))
-        err = json.loads(_recv_frame(bad) or b"null")
+        bad.sendall(frame(json.dumps({"msg": "get", "id": 9, "kind": 5}).encode()))
+        err = json.loads(recv_frame(bad) or b"null")
         assert (err["msg"], err["id"], err["code"], err["path"]) == (
             "error",
             9,
@@ -432,37 +316,39 @@ def test_malformed_frame_closes_only_its_own_connection(daemon: Daemon) -> None:
             "$.kind",
         )
         # Not JSON at all: an error with id -1, then the daemon closes this connection.
-        bad.sendall(_frame(b"\xff{not json"))
-        err = json.loads(_recv_frame(bad) or b"null")
+        bad.sendall(frame(b"\xff{not json"))
+        err = json.loads(recv_frame(bad) or b"null")
         assert (err["id"], err["code"]) == (-1, "invalid")
-        assert _recv_frame(bad) is None
+        assert recv_frame(bad) is None
         # An oversized length prefix: too_large, closed.
         with _raw(daemon) as huge:
             huge.sendall(hello)
-            assert _recv_frame(huge)
+            assert recv_frame(huge)
             huge.sendall(struct.pack(">I", 2**31))
-            err = json.loads(_recv_frame(huge) or b"null")
+            err = json.loads(recv_frame(huge) or b"null")
             assert (err["id"], err["code"]) == (-1, "too_large")
-            assert _recv_frame(huge) is None
+            assert recv_frame(huge) is None
         # The other connection never noticed.
-        good.sendall(_frame(json.dumps({"msg": "stats", "id": 1}).encode()))
-        stats = json.loads(_recv_frame(good) or b"null")
+        good.sendall(frame(json.dumps({"msg": "stats", "id": 1}).encode()))
+        stats = json.loads(recv_frame(good) or b"null")
         assert stats["msg"] == "stats_reply"
 
 
-def test_sigterm_tells_clients_and_exits_zero_within_the_grace_period(tmp_path: Path) -> None:
-    d = start_daemon(tmp_path)
-    hello = _frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
+def test_sigterm_tells_clients_and_exits_zero_within_the_grace_period(
+    start_daemon: StartDaemon,
+) -> None:
+    d = start_daemon()
+    hello = frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
     with _raw(d) as sock:
         sock.sendall(hello)
-        assert _recv_frame(sock)
-        sock.sendall(_frame(json.dumps({"msg": "watch", "id": 1}).encode()))
-        assert json.loads(_recv_frame(sock) or b"null")["msg"] == "watch_reply"
+        assert recv_frame(sock)
+        sock.sendall(frame(json.dumps({"msg": "watch", "id": 1}).encode()))
+        assert json.loads(recv_frame(sock) or b"null")["msg"] == "watch_reply"
         d.proc.send_signal(signal.SIGTERM)
-        goodbye = json.loads(_recv_frame(sock) or b"null")
+        goodbye = json.loads(recv_frame(sock) or b"null")
         assert (goodbye["id"], goodbye["code"]) == (-1, "unavailable")
         assert goodbye["message"] == "podium is shutting down"
-        assert _recv_frame(sock) is None
+        assert recv_frame(sock) is None
     code, err = d.stop(timeout=15)
     assert code == 0, err
     assert not os.path.exists(d.unix)
@@ -525,10 +411,10 @@ async def test_a_finished_watch_leaves_the_hub(daemon: Daemon) -> None:
 
 
 def test_a_client_that_closes_its_side_still_gets_every_answer(daemon: Daemon) -> None:
-    hello = _frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
+    hello = frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
     with _raw(daemon) as sock:
         sock.sendall(hello)
-        assert _recv_frame(sock)
+        assert recv_frame(sock)
         for i, req in enumerate(
             [
                 {"msg": "put", "objects": [_node_json("n1")]},
@@ -537,10 +423,10 @@ def test_a_client_that_closes_its_side_still_gets_every_answer(daemon: Daemon) -
             ],
             start=1,
         ):
-            sock.sendall(_frame(json.dumps({**req, "id": i}).encode()))
+            sock.sendall(frame(json.dumps({**req, "id": i}).encode()))
         sock.shutdown(socket.SHUT_WR)
         answered = set()
-        while (payload := _recv_frame(sock)) is not None:
+        while (payload := recv_frame(sock)) is not None:
             answered.add(json.loads(payload)["id"])
         assert answered == {1, 2, 3}
 
@@ -548,8 +434,8 @@ def test_a_client_that_closes_its_side_still_gets_every_answer(daemon: Daemon) -
 # --------------------------------------------------------------------------- long lists
 
 
-def test_a_list_past_the_frame_limit_is_read_in_pages(tmp_path: Path) -> None:
-    d = start_daemon(tmp_path, "--max-frame-bytes", "65536")
+def test_a_list_past_the_frame_limit_is_read_in_pages(start_daemon: StartDaemon) -> None:
+    d = start_daemon("--max-frame-bytes", "65536")
     try:
 
         async def main() -> None:

@@ -6,18 +6,15 @@ go to stderr, one line each (actors/tracing.py ``format_span``).
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import trio
 from builders import make_node, make_pod
+from daemon import StartDaemon
 
 from podium.actors.client import connect
 
-PODIUM = str(Path(sys.executable).with_name("podium"))
 SPANS = ("queue_wait", "filter", "score", "select", "assume", "bind", "commit")
 
 
@@ -34,7 +31,9 @@ async def _bind_one_pod(address: str) -> None:
                     return
 
 
-def test_console_trace_of_one_pod_shows_every_span(tmp_path: Path) -> None:
+def test_console_trace_of_one_pod_shows_every_span(
+    tmp_path: Path, start_daemon: StartDaemon
+) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(
         "podium:\n"
@@ -44,20 +43,10 @@ def test_console_trace_of_one_pod_shows_every_span(tmp_path: Path) -> None:
         "    console: true\n"
         "    sampleRatio: 1\n"
     )
-    proc = subprocess.Popen(
-        [PODIUM, "serve", "--config", str(config)],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert proc.stdout is not None
-        trio.run(_bind_one_pod, json.loads(proc.stdout.readline())["listen"])
-    finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 0, err.decode()
-    text = err.decode()
+    daemon = start_daemon("--config", str(config), bare=True)
+    trio.run(_bind_one_pod, daemon.address)
+    code, text = daemon.stop()
+    assert code == 0, text
     attempt = re.search(
         r"span scheduling_attempt trace=(\S+) id=(\S+) .*podium.pod=default/traced.*", text
     )

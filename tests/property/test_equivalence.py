@@ -17,7 +17,7 @@ import msgspec
 from builders import make_node, make_pod
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from property.test_vector_scalar import RandomPick, incoming_pod, node
+from random_cluster import RandomPick, incoming_pod, node
 
 from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
 from podium.actors.core.policy import build_plugins, default_policy

@@ -1,6 +1,6 @@
-"""actors/client/__init__.py against the fake daemon of tests/fakeserver.py: every request in both
-encodings, out-of-order replies, watches and their cancellation, errors and lost connections,
-and the blocking wrapper from a plain thread.
+"""actors/client/__init__.py against the fake daemon of tests/support/fakeserver.py: every
+request in both encodings, out-of-order replies, watches and their cancellation, errors and lost
+connections, and the blocking wrapper from a plain thread.
 
 Sockets are real (loopback, port 0), so these tests run on trio's real clock (the autojump clock
 would jump while a task waits on the network) and each one is guarded by ``fail_after``.

@@ -1,5 +1,5 @@
 """actors/cli/commands.py: the daemon-facing subcommands, run as ``podium`` runs them, against the
-fake daemon of tests/fakeserver.py (on its own thread: each command calls ``trio.run``).
+fake daemon of tests/support/fakeserver.py (on its own thread: each command calls ``trio.run``).
 
 Output is compared exactly; AGE is pinned by patching :func:`commands.utc_now`.
 """

@@ -1,7 +1,7 @@
 """The scheduling queue core (scheduling_queue.go@v1.14, backoff_utils.go@v1.14).
 
 Rows ported from pkg/scheduler/internal/queue/scheduling_queue_test.go keep the Kubernetes test
-name in their own name or docstring; the pods are rebuilt with tests/builders.py.
+name in their own name or docstring; the pods are rebuilt with tests/support/builders.py.
 """
 
 from __future__ import annotations

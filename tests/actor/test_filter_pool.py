@@ -1,0 +1,200 @@
+"""The filter pool actor through its mailbox, under the autojump clock: feasible nodes go on to
+the scoring workers with the request, a pod that fits nowhere is answered with its FitError,
+the start index is carried between attempts (generic_scheduler.go@v1.14 ``findNodesThatFit``
+and ``nextStartNodeIndex``) and kept across a policy reload, and a plugin bug fails only its
+attempt."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import trio
+import trio.testing
+from builders import make_node, make_pod
+from policies import plugins
+from priority_harness import node_infos
+
+from podium.actors.core.generic_scheduler import FilterStage
+from podium.actors.filter_pool import FilterPool
+from podium.actors.framework.interface import FilterPlugin
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.snapshot import Snapshot
+from podium.actors.mail import (
+    Decision,
+    FilterMsg,
+    FilterRequest,
+    ScoreMsg,
+    ScoreRequest,
+    SetFilters,
+)
+from podium.protocol import objects as o
+
+TIME_LIMIT = 1000.0  # virtual seconds: a hung test fails instead of jumping forever
+
+
+def node(name: str, cpu: str) -> o.Node:
+    result: o.Node = make_node(name).capacity(cpu=cpu, memory="8Gi", pods=110).obj()
+    return result
+
+
+def pod(name: str, cpu: str) -> PodInfo:
+    info: PodInfo = make_pod(name).req(cpu=cpu).info()
+    return info
+
+
+def cluster(*cpus: str, generation: int = 7) -> Snapshot:
+    """Nodes n0, n1, ... with these CPU capacities, in that order."""
+    return Snapshot(
+        node_infos([node(f"n{i}", cpu) for i, cpu in enumerate(cpus)]), None, generation
+    )
+
+
+@dataclass
+class Harness:
+    inbox: trio.MemorySendChannel[FilterMsg]
+    scorers: trio.MemoryReceiveChannel[ScoreMsg]
+
+    async def filter(
+        self, p: PodInfo, snapshot: Snapshot, *, dry: bool = False, explain: bool = False
+    ) -> tuple[FilterRequest, ScoreRequest | Decision]:
+        """Send a FilterRequest; what came of it: the ScoreRequest the scoring workers got,
+        or the Decision the pool answered itself."""
+        reply_to, answer = trio.open_memory_channel[Decision](1)
+        request = FilterRequest(pod=p, snapshot=snapshot, dry=dry, explain=explain, reply=reply_to)
+        self.inbox.send_nowait(request)
+        await trio.testing.wait_all_tasks_blocked()
+        try:
+            return request, answer.receive_nowait()
+        except trio.WouldBlock:
+            forwarded = self.scorers.receive_nowait()
+            assert isinstance(forwarded, ScoreRequest), forwarded
+            return request, forwarded
+
+
+@asynccontextmanager
+async def running(filters: list[FilterPlugin], percentage: int = 0) -> AsyncIterator[Harness]:
+    inbox_tx, inbox_rx = trio.open_memory_channel[FilterMsg](1024)
+    scorers_tx, scorers_rx = trio.open_memory_channel[ScoreMsg](1024)
+    stage = FilterStage(filters, percentage_of_nodes_to_score=percentage)
+    pool = FilterPool(inbox_rx, scorers_tx, stage, rng=random.Random(1))
+    with trio.fail_after(TIME_LIMIT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pool.run)
+            async with inbox_tx:
+                yield Harness(inbox_tx, scorers_rx)
+    # The pool closed the scorers' mailbox when its own closed.
+    assert [msg async for msg in scorers_rx] == []
+
+
+FITS_RESOURCES = ["PodFitsResources"]
+
+
+async def test_the_feasible_nodes_go_to_the_scoring_workers_with_the_request(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    filters, _ = plugins(FITS_RESOURCES)
+    async with running(filters) as h:
+        snapshot = cluster("1", "4", "500m", "2")
+        request, got = await h.filter(pod("web", cpu="1500m"), snapshot, explain=True)
+    assert isinstance(got, ScoreRequest)
+    assert (got.pod, got.snapshot, got.reply, got.explain) == (
+        request.pod,
+        snapshot,
+        request.reply,
+        True,
+    )
+    assert got.feasible == [1, 3]
+    assert (got.result.evaluated, got.result.feasible) == (4, 2)
+    assert got.result.reasons == Counter({"Insufficient cpu": 2})
+    assert got.result.feasible_nodes == ["n1", "n3"]
+    assert got.result.failed == {"n0": ("Insufficient cpu",), "n2": ("Insufficient cpu",)}
+    # Filtering takes no virtual time.
+    assert got.filter_seconds == 0.0
+
+
+async def test_a_pod_that_fits_nowhere_is_answered_with_its_fit_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    filters, _ = plugins(FITS_RESOURCES)
+    async with running(filters) as h:
+        snapshot = cluster("1", "2", generation=12)
+        request, got = await h.filter(pod("big", cpu="3"), snapshot)
+    assert isinstance(got, Decision)
+    assert (got.pod, got.node, got.generation, got.score_seconds) == (request.pod, None, 12, None)
+    assert got.result.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert not got.result.error
+    assert got.result.failed_plugins == {"PodFitsResources"}
+
+
+async def test_the_start_index_moves_on_by_the_nodes_examined_unless_dry(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # 150 nodes at 50%: each attempt stops at the 100th feasible node (MIN_FEASIBLE_NODES_TO_FIND).
+    filters, _ = plugins(FITS_RESOURCES)
+    snapshot = cluster(*["4"] * 150)
+    small = pod("small", cpu="100m")
+    async with running(filters, percentage=50) as h:
+        starts = []
+        for dry in (True, False, True, False):
+            _, got = await h.filter(small, snapshot, dry=dry)
+            assert isinstance(got, ScoreRequest)
+            assert len(got.feasible) == 100
+            starts.append(got.feasible[0])
+    assert starts == [0, 0, 100, 100]
+
+
+async def test_set_filters_replaces_the_predicates_and_keeps_the_start_index(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    filters, _ = plugins(FITS_RESOURCES)
+    snapshot = cluster(*["1"] * 150)
+    async with running(filters, percentage=50) as h:
+        _, first = await h.filter(pod("small", cpu="100m"), snapshot)
+        assert isinstance(first, ScoreRequest) and first.feasible[0] == 0
+        h.inbox.send_nowait(
+            SetFilters(
+                filters=[], percentage_of_nodes_to_score=100, always_check_all_predicates=False
+            )
+        )
+        # No predicates: every node is feasible (v1.14), from where the last attempt stopped.
+        _, got = await h.filter(pod("huge", cpu="64"), snapshot)
+    assert isinstance(got, ScoreRequest)
+    assert got.feasible == [*range(100, 150), *range(100)]
+
+
+class Broken:
+    """A real predicate but for a bug: its ``pre_filter`` raises."""
+
+    def __init__(self, inner: FilterPlugin) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+        raise RuntimeError("boom")
+
+
+async def test_a_plugin_that_raises_fails_its_attempt_not_the_pool(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    (fits,), _ = plugins(FITS_RESOURCES)
+    async with running([Broken(fits)]) as h:
+        _, got = await h.filter(pod("web", cpu="1"), cluster("4"))
+        assert isinstance(got, Decision)
+        assert (got.node, got.result.error, got.result.message) == (
+            None,
+            True,
+            "internal error: boom",
+        )
+        h.inbox.send_nowait(
+            SetFilters(
+                filters=[fits], percentage_of_nodes_to_score=0, always_check_all_predicates=False
+            )
+        )
+        _, again = await h.filter(pod("web", cpu="1"), cluster("4"))
+    assert isinstance(again, ScoreRequest) and again.feasible == [0]

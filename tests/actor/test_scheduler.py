@@ -1,0 +1,422 @@
+"""The scheduler actor through its mailbox, under the autojump clock: one cycle after another
+(scheduler.go@v1.14 ``scheduleOne``: pop, snapshot, filter and score, assume, bind), an
+unschedulable pod requeued and recorded with its FitError, preemption, an assume conflict,
+explain and policy reload on the control mailbox.
+
+The queue, the cache, the binder and the store are played by the test (they record what they
+get, in order, with the virtual time); the filter pool and the scoring workers are the real
+actors over real plugins, since the decide trip runs through them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pytest
+import trio
+import trio.testing
+from builders import make_node, make_pod
+from policies import plugins
+from priority_harness import node_infos
+
+from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.filter_pool import FilterPool
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.mail import (
+    Assume,
+    AssumeReply,
+    Attempted,
+    BeginScheduling,
+    BindDone,
+    BinderMsg,
+    BindRequest,
+    CacheMsg,
+    Explained,
+    ExplainPod,
+    FilterMsg,
+    Pop,
+    Popped,
+    QueueIdle,
+    QueueMsg,
+    Reloaded,
+    ReloadPlugins,
+    Requeue,
+    SchedulerMsg,
+    SchedulerStats,
+    ScoreMsg,
+    SetFilters,
+    SetScorers,
+    SnapshotDelta,
+    SnapshotRequest,
+)
+from podium.actors.scheduler import PluginSet, Scheduler
+from podium.actors.scorers import ScoringWorkers
+from podium.protocol import objects as o
+from podium.protocol.errors import PolicyError
+from podium.store.mail import Evict, EvictResult, RecordUnschedulable, StoreMsg, Victim
+
+TIME_LIMIT = 1000.0  # virtual seconds: a hung test fails instead of jumping forever
+BIND_SECONDS = 2.0  # how long the played binder takes to answer a bind that asks for done
+
+FILTERS, SCORERS = plugins(["PodFitsResources"], [("LeastRequestedPriority", 1)])
+
+
+def node(name: str, cpu: str) -> o.Node:
+    result: o.Node = make_node(name).capacity(cpu=cpu, memory="8Gi", pods=110).obj()
+    return result
+
+
+def pod(name: str, cpu: str, priority: int = 0, on: str = "") -> o.Pod:
+    b = make_pod(name).uid(f"uid-{name}").req(cpu=cpu).priority(priority)
+    if on:
+        b.node(on)
+    result: o.Pod = b.obj()
+    return result
+
+
+def two_nodes() -> list[NodeInfo]:
+    """n0 with 1 CPU, n1 with 4."""
+    return node_infos([node("n0", "1"), node("n1", "4")])
+
+
+@dataclass
+class Peers:
+    """The queue, cache, binder and store as the test plays them.
+
+    ``log`` has (virtual time, peer, message) for everything the scheduler sent them, in the
+    order the played peers received it.
+    """
+
+    nodes: list[NodeInfo]
+    assume: Literal["assumed", "conflict", "error"] = "assumed"
+    log: list[tuple[float, str, Any]] = field(default_factory=list)
+
+    def got(self, peer: str) -> list[Any]:
+        return [msg for _, to, msg in self.log if to == peer]
+
+    def trail(self) -> list[tuple[float, str]]:
+        return [(t, f"{to} {type(msg).__name__}") for t, to, msg in self.log]
+
+
+@dataclass
+class Harness:
+    control: trio.MemorySendChannel[SchedulerMsg]
+    to_pop: trio.MemorySendChannel[Popped]
+    reports: trio.MemoryReceiveChannel[Attempted]
+    peers: Peers
+
+    async def attempt(
+        self, p: o.Pod, *, cycle: int = 1, attempts: int = 1, arrived_at: float = 0.0
+    ) -> Attempted:
+        """Have the queue hand ``p`` out; the scheduler's report of the attempt."""
+        popped = Popped(pod=PodInfo(p), cycle=cycle, attempts=attempts, arrived_at=arrived_at)
+        self.to_pop.send_nowait(popped)
+        return await self.reports.receive()
+
+    async def ask(self, make: Callable[[trio.MemorySendChannel[Any]], SchedulerMsg]) -> Any:
+        """Send a control request made with its reply channel; the reply."""
+        reply_to, answer = trio.open_memory_channel[Any](1)
+        await self.control.send(make(reply_to))
+        return await answer.receive()
+
+
+async def _play_queue(
+    inbox: trio.MemoryReceiveChannel[QueueMsg],
+    to_pop: trio.MemoryReceiveChannel[Popped],
+    peers: Peers,
+) -> None:
+    async for msg in inbox:
+        peers.log.append((trio.current_time(), "queue", msg))
+        if isinstance(msg, Pop):
+            if msg.idle_ok and to_pop.statistics().current_buffer_used == 0:
+                msg.reply.send_nowait(QueueIdle(unschedulable=0))
+            else:
+                try:
+                    msg.reply.send_nowait(await to_pop.receive())
+                except trio.EndOfChannel:
+                    return  # the test is over
+
+
+async def _play_cache(inbox: trio.MemoryReceiveChannel[CacheMsg], peers: Peers) -> None:
+    async for msg in inbox:
+        peers.log.append((trio.current_time(), "cache", msg))
+        match msg:
+            case SnapshotRequest(generation=0):
+                order = [n.name for n in peers.nodes]
+                delta = SnapshotDelta(
+                    generation=1, nodes=peers.nodes, removed=[], order=order, objects=None
+                )
+                msg.reply.send_nowait(delta)
+            case SnapshotRequest():
+                delta = SnapshotDelta(generation=1, nodes=[], removed=[], order=None, objects=None)
+                msg.reply.send_nowait(delta)
+            case Assume():
+                msg.reply.send_nowait(AssumeReply(status=peers.assume))
+
+
+async def _play_binder(inbox: trio.MemoryReceiveChannel[BinderMsg], peers: Peers) -> None:
+    async for msg in inbox:
+        peers.log.append((trio.current_time(), "binder", msg))
+        if msg.done is not None:
+            await trio.sleep(BIND_SECONDS)
+            msg.done.send_nowait(BindDone(key=msg.pod.key, ok=True))
+
+
+async def _play_store(inbox: trio.MemoryReceiveChannel[StoreMsg], peers: Peers) -> None:
+    async for msg in inbox:
+        peers.log.append((trio.current_time(), "store", msg))
+        if isinstance(msg, Evict):
+            evicted = [f"{v.namespace}/{v.name}" for v in msg.victims]
+            msg.reply.send_nowait(EvictResult(revision=9, evicted=evicted, nominated=True))
+
+
+@asynccontextmanager
+async def running(
+    nodes: list[NodeInfo], *, begin: bool = True, **options: Any
+) -> AsyncIterator[Harness]:
+    """The scheduler with its peers; ``options`` go to :class:`Scheduler`."""
+    peers = Peers(nodes)
+    control_tx, control_rx = trio.open_memory_channel[SchedulerMsg](0)
+    to_pop_tx, to_pop_rx = trio.open_memory_channel[Popped](1024)
+    reports_tx, reports_rx = trio.open_memory_channel[Attempted](1024)
+    queue_tx, queue_rx = trio.open_memory_channel[QueueMsg](1024)
+    cache_tx, cache_rx = trio.open_memory_channel[CacheMsg](1024)
+    binder_tx, binder_rx = trio.open_memory_channel[BinderMsg](1024)
+    store_tx, store_rx = trio.open_memory_channel[StoreMsg](1024)
+    filter_tx, filter_rx = trio.open_memory_channel[FilterMsg](1024)
+    scorers_tx, scorers_rx = trio.open_memory_channel[ScoreMsg](1024)
+    scheduler = Scheduler(
+        control_rx,
+        queue=queue_tx,
+        cache=cache_tx,
+        filter_pool=filter_tx,
+        scorers=scorers_tx,
+        binder=binder_tx,
+        store=store_tx,
+        reports=reports_tx,
+        filters=FILTERS,
+        **options,
+    )
+    with trio.fail_after(TIME_LIMIT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_play_queue, queue_rx, to_pop_rx, peers)
+            nursery.start_soon(_play_cache, cache_rx, peers)
+            nursery.start_soon(_play_binder, binder_rx, peers)
+            nursery.start_soon(_play_store, store_rx, peers)
+            stage = ScoreStage(SCORERS, rng=random.Random(1))
+            await nursery.start(ScoringWorkers(scorers_rx, stage).run)
+            pool = FilterPool(filter_rx, scorers_tx.clone(), FilterStage(FILTERS))
+            await nursery.start(pool.run)
+            await nursery.start(scheduler.run)
+            if begin:
+                await control_tx.send(BeginScheduling())
+            yield Harness(control_tx, to_pop_tx, reports_rx, peers)
+            # Shutdown as the supervisor does it; every peer's mailbox is closed on the way out.
+            scheduler.stop()
+            await control_tx.aclose()
+            await to_pop_tx.aclose()
+
+
+async def test_a_cycle_pops_snapshots_decides_assumes_and_hands_the_bind_over(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    web = pod("web", cpu="2")
+    async with running(two_nodes()) as h:
+        await trio.sleep(5)
+        report = await h.attempt(web, cycle=7, attempts=3, arrived_at=2.5)
+        stats = await h.ask(lambda reply: SchedulerStats(reply=reply))
+    assert (report.pod.pod, report.status, report.node, report.preempted) == (
+        web,
+        "scheduled",
+        "n1",
+        [],
+    )
+    # Each step waits for the one before it to be answered; the bind is handed over unawaited,
+    # so the next pop may reach the queue before the binder sees it.
+    assert h.peers.trail()[:3] == [
+        (0.0, "queue Pop"),
+        (5.0, "cache SnapshotRequest"),
+        (5.0, "cache Assume"),
+    ]
+    assert sorted(h.peers.trail()[3:]) == [(5.0, "binder BindRequest"), (5.0, "queue Pop")]
+    _, assume = h.peers.got("cache")
+    assert (assume.pod.pod, assume.node, assume.generation) == (web, "n1", 1)
+    (bind,) = h.peers.got("binder")
+    assert bind == BindRequest(pod=bind.pod, node="n1", cycle=7, attempts=3, arrived_at=2.5)
+    assert bind.pod.pod == web
+    assert (stats.scheduled, stats.unschedulable, stats.errors) == (1, 0, 0)
+
+
+async def test_an_unschedulable_pod_is_requeued_and_its_fit_error_recorded(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    big = pod("big", cpu="8")
+    async with running(two_nodes(), preemption=False) as h:
+        report = await h.attempt(big, cycle=4)
+    message = "0/2 nodes are available: 2 Insufficient cpu."
+    assert (report.status, report.node, report.result.message) == ("unschedulable", None, message)
+    assert [type(m) for m in h.peers.got("cache")] == [SnapshotRequest]
+    assert [type(m) for m in h.peers.got("queue")] == [Pop, Requeue, Pop]
+    assert h.peers.got("binder") == []
+    requeue = h.peers.got("queue")[1]
+    assert requeue == Requeue(
+        pod=requeue.pod, cycle=4, why="unschedulable", plugins=frozenset({"PodFitsResources"})
+    )
+    assert requeue.pod.pod == big
+    assert h.peers.got("store") == [
+        RecordUnschedulable(namespace="default", name="big", uid="uid-big", message=message)
+    ]
+
+
+async def test_preemption_that_finds_no_victim_says_so_in_the_fit_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running(two_nodes()) as h:
+        report = await h.attempt(pod("big", cpu="8"))
+    assert report.result.message == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+        "2 No preemption victims found for incoming pod."
+    )
+    assert [type(m) for m in h.peers.got("store")] == [RecordUnschedulable]
+
+
+async def test_preemption_evicts_lower_priority_pods_and_nominates_the_preemptor(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    victims = [pod(name, cpu="1", priority=10, on="n0") for name in ("low-a", "low-b")]
+    urgent = pod("urgent", cpu="1500m", priority=1000)
+    async with running(node_infos([node("n0", "2")], victims)) as h:
+        report = await h.attempt(urgent)
+    assert (report.status, report.preempted) == (
+        "unschedulable",
+        ["default/low-a", "default/low-b"],
+    )
+    evict, record = h.peers.got("store")
+    assert evict == Evict(
+        namespace="default",
+        name="urgent",
+        uid="uid-urgent",
+        node="n0",
+        victims=[
+            Victim(namespace="default", name="low-a", uid="uid-low-a"),
+            Victim(namespace="default", name="low-b", uid="uid-low-b"),
+        ],
+        reply=evict.reply,
+    )
+    # The pod waits in the queue for its victims to go; the FitError stands as it was.
+    message = "0/1 nodes are available: 1 Insufficient cpu."
+    assert record == RecordUnschedulable(
+        namespace="default", name="urgent", uid="uid-urgent", message=message
+    )
+    assert [m.why for m in h.peers.got("queue") if isinstance(m, Requeue)] == ["unschedulable"]
+
+
+@pytest.mark.parametrize("status", ["conflict", "error"])
+async def test_an_assume_the_cache_refuses_is_requeued_without_a_bind(
+    autojump_clock: trio.testing.MockClock, status: Literal["conflict", "error"]
+) -> None:
+    web = pod("web", cpu="2")
+    async with running(two_nodes()) as h:
+        h.peers.assume = status
+        report = await h.attempt(web, cycle=2)
+    assert (report.status, report.node) == (status, None)
+    assert h.peers.got("binder") == []
+    requeue = h.peers.got("queue")[1]
+    assert requeue == Requeue(pod=requeue.pod, cycle=2, why=status)
+
+
+async def test_sync_binds_wait_for_each_bind_before_the_next_pop(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running(two_nodes(), sync_binds=True) as h:
+        for name in ("a", "b", "c"):
+            await h.attempt(pod(name, cpu="1"))
+    pops = [t for t, step in h.peers.trail() if step == "queue Pop"]
+    assert pops == [0.0, BIND_SECONDS, 2 * BIND_SECONDS]
+    assert all(m.done is not None for m in h.peers.got("binder"))
+
+
+async def test_explain_decides_without_popping_assuming_or_binding(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running(two_nodes(), begin=False) as h:
+        fits: Explained = await h.ask(
+            lambda reply: ExplainPod(pod=PodInfo(pod("web", cpu="2")), reply=reply)
+        )
+        big: Explained = await h.ask(
+            lambda reply: ExplainPod(pod=PodInfo(pod("big", cpu="8")), reply=reply)
+        )
+    assert (fits.decision.node, fits.decision.generation, fits.preempted) == ("n1", 1, [])
+    assert fits.decision.result.failed == {"n0": ("Insufficient cpu",)}
+    assert big.decision.node is None
+    assert [(hint.resource, hint.missing, hint.nodes) for hint in big.hints] == [("cpu", "4", 1)]
+    assert [step for _, step in h.peers.trail()] == [
+        "cache SnapshotRequest",
+        "cache SnapshotRequest",
+    ]
+
+
+async def test_reload_sends_the_new_plugins_on_and_reports_them(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # No predicates: the 8-CPU pod "fits" every node (v1.14 with an empty predicate list).
+    permissive = PluginSet(
+        filters=SetFilters(
+            filters=[], percentage_of_nodes_to_score=0, always_check_all_predicates=False
+        ),
+        scorers=SetScorers(scorers=SCORERS),
+        predicates=[],
+        priorities=[("LeastRequestedPriority", 1)],
+        warnings=["a warning"],
+    )
+    async with running(two_nodes(), load_plugins=lambda: permissive) as h:
+        before = await h.attempt(pod("big", cpu="8"))
+        reloaded = await h.ask(lambda reply: ReloadPlugins(reply=reply))
+        after = await h.attempt(pod("big", cpu="8"))
+    assert reloaded == Reloaded(
+        predicates=[], priorities=[("LeastRequestedPriority", 1)], warnings=["a warning"]
+    )
+    assert (before.status, after.status) == ("unschedulable", "scheduled")
+
+
+async def test_a_reload_that_fails_keeps_the_plugins_and_says_why(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def broken() -> PluginSet:
+        raise PolicyError(
+            [("predicates[0].name", 'unknown predicate "Frobnicate"')], source="p.json"
+        )
+
+    async with running(two_nodes(), load_plugins=broken) as h:
+        failed = await h.ask(lambda reply: ReloadPlugins(reply=reply))
+        report = await h.attempt(pod("big", cpu="8"), cycle=1)
+    assert failed.error == 'p.json: predicates[0].name: unknown predicate "Frobnicate"'
+    assert report.status == "unschedulable"
+    async with running(two_nodes()) as h:
+        unconfigured = await h.ask(lambda reply: ReloadPlugins(reply=reply))
+    assert unconfigured == Reloaded(
+        predicates=[], priorities=[], error="no policy loader is configured"
+    )
+
+
+async def test_an_idle_queue_stops_a_scheduler_that_exits_when_idle(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running(two_nodes(), exit_when_idle=True) as h:
+        await h.attempt(pod("web", cpu="2"))
+        # The next Pop finds the queue idle: the scheduler ends and closes its reports.
+        assert [report async for report in h.reports] == []
+    assert [m.idle_ok for m in h.peers.got("queue")] == [True, True]
+
+
+async def test_a_control_mailbox_closed_before_scheduling_began_stops_the_scheduler(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running(two_nodes(), begin=False) as h:
+        await h.control.aclose()
+        assert [report async for report in h.reports] == []
+    assert h.peers.log == []
