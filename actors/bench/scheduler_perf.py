@@ -19,13 +19,16 @@ and size:
 - after the run, a restart on the same database: ``recovery_seconds`` (the daemon's own
   ``podium_recovery_duration_seconds``) and ``restart_seconds`` (start to ready line).
 
+The command line, progress bar and table are ``podium bench``'s
+(:mod:`podium.actors.cli.bench`).
+
 Owns: nothing shared; each run's daemon is a child process in a temporary directory.
-Emits: a progress bar on stderr (on a terminal), a table or JSON on stdout.
+Emits: puts, deletes, watches and stats through the client; progress through the caller's
+callback.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -45,7 +48,7 @@ import trio
 from prometheus_client.parser import text_string_to_metric_families
 
 from podium.actors.client import Client, RemoteError, connect
-from podium.actors.console import at_least
+from podium.actors.plugins import names
 from podium.protocol import objects as o
 from podium.protocol.errors import PodiumError
 from podium.protocol.wire import ObjectRef
@@ -56,7 +59,9 @@ __all__ = [
     "RunResult",
     "Workload",
     "histogram_quantile",
-    "register_bench_command",
+    "plan",
+    "run_one",
+    "summarize",
     "window_stats",
 ]
 
@@ -178,8 +183,6 @@ CHURN_POD = msgspec.structs.replace(
 
 
 def _spreading_policy() -> dict[str, Any]:
-    from podium.actors.plugins import names
-
     return {
         "kind": "Policy",
         "apiVersion": "v1",
@@ -667,12 +670,18 @@ def _latency(before: _Metrics | None, after: _Metrics | None) -> dict[str, float
 
 
 def run_one(
-    workload: Workload, nodes: int, measured: int, *, server: str | None, progress: Any
+    workload: Workload,
+    nodes: int,
+    measured: int,
+    *,
+    server: str | None,
+    progress: Callable[[int], None],
 ) -> RunResult:
-    """Run ``workload`` at ``nodes`` once, on a fresh daemon unless ``server`` is given."""
+    """Run ``workload`` at ``nodes`` once, on a fresh daemon unless ``server`` is given;
+    ``progress`` is told how many measured pods are bound so far."""
     if server is not None:
         windows, seconds, before, after = trio.run(
-            _measure, server, None, workload, nodes, measured, progress.update
+            _measure, server, None, workload, nodes, measured, progress
         )
         return RunResult(
             workload.name,
@@ -690,7 +699,7 @@ def run_one(
         daemon.start()
         try:
             windows, seconds, before, after = trio.run(
-                _measure, daemon.server, daemon.metrics, workload, nodes, measured, progress.update
+                _measure, daemon.server, daemon.metrics, workload, nodes, measured, progress
             )
             peak = daemon.peak_rss_bytes()
         except BaseException:
@@ -740,169 +749,25 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, Any]:
     return out
 
 
-# --------------------------------------------------------------------------- command line
+def plan(
+    workload_names: Sequence[str], nodes: int | None, pods: int | None
+) -> Iterator[tuple[Workload, int, int]]:
+    """The runs asked for, as (workload, nodes, pods): each of ``workload_names`` (else every
+    workload) at ``nodes`` (else each of its sizes) with ``pods`` measured pods (else its own
+    count).
 
-
-def _plan(args: argparse.Namespace) -> Iterator[tuple[Workload, int, int]]:
-    names = args.workload or list(WORKLOADS)
-    for name in names:
+    Raises:
+        BenchError: a run asks for more measured pods than its cluster can place (raised as the
+            plan reaches it: list the plan to check every run before the first).
+    """
+    for name in workload_names or list(WORKLOADS):
         workload = WORKLOADS[name]
-        sizes = (args.nodes,) if args.nodes else workload.sizes
-        for nodes in sizes:
-            measured = args.pods or workload.measured(nodes)
-            if measured > workload.capacity(nodes):
+        sizes = (nodes,) if nodes else workload.sizes
+        for size in sizes:
+            measured = pods or workload.measured(size)
+            if measured > workload.capacity(size):
                 raise BenchError(
-                    f"{name} at {nodes} nodes can place at most {workload.capacity(nodes)} "
-                    f"measured pods; use --pods {workload.capacity(nodes)} or fewer, or more nodes"
+                    f"{name} at {size} nodes can place at most {workload.capacity(size)} "
+                    f"measured pods; use --pods {workload.capacity(size)} or fewer, or more nodes"
                 )
-            yield workload, nodes, measured
-
-
-def _fmt(value: float, digits: int = 0) -> str:
-    return "-" if math.isnan(value) else f"{value:,.{digits}f}"
-
-
-def render_table(results: Sequence[dict[str, Any]]) -> str:
-    header = (
-        "WORKLOAD",
-        "NODES",
-        "PODS",
-        "AVG/S",
-        "P50/S",
-        "P90/S",
-        "P99/S",
-        "LAT P50 MS",
-        "LAT P99 MS",
-        "PEAK RSS MIB",
-        "CPU S",
-        "RECOVERY S",
-    )
-    rows = [header]
-    for r in results:
-        t, lat = r["throughput"], r["attempt_latency_ms"]
-        rows.append(
-            (
-                r["workload"],
-                str(r["nodes"]),
-                str(r["pods"]),
-                _fmt(t["average"]),
-                _fmt(t["p50"]),
-                _fmt(t["p90"]),
-                _fmt(t["p99"]),
-                _fmt(lat["p50"], 2),
-                _fmt(lat["p99"], 2),
-                _fmt(r["peak_rss_bytes"] / 2**20) if r["peak_rss_bytes"] else "-",
-                _fmt(r["cpu_seconds"], 1),
-                _fmt(r["recovery_seconds"], 2) if "recovery_seconds" in r else "-",
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "   ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    )
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from podium.actors.console import Progress
-
-    as_json = args.output == "json"
-    results: list[dict[str, Any]] = []
-    for workload, nodes, measured in list(_plan(args)):
-        runs = []
-        for run in range(args.runs):
-            label = f"{workload.name} {nodes} nodes" + (f" run {run + 1}" if args.runs > 1 else "")
-            bar = Progress(label, measured, enabled=not as_json)
-            try:
-                runs.append(run_one(workload, nodes, measured, server=args.server, progress=bar))
-            finally:
-                bar.close()
-        results.append(summarize(runs))
-        # One line per finished workload and size, on stderr in either format: a long
-        # machine-read run still shows that it moves.
-        print(
-            f"{workload.name} {nodes} nodes: {results[-1]['throughput']['average']:.0f} pods/s",
-            file=sys.stderr,
-        )
-    if as_json:
-        print(json.dumps({"results": _json_safe(results)}, indent=2))
-    else:
-        print(render_table(results))
-    return 0
-
-
-def register_bench_command(sub: Any) -> None:
-    """Add ``podium bench`` to the CLI's subparsers."""
-    bench = sub.add_parser(
-        "bench",
-        help="measure throughput and latency on the Kubernetes scheduler's benchmark workloads",
-        description=(
-            "Run the Kubernetes scheduler's benchmark workloads (test/integration/scheduler_perf)\n"
-            "against a fresh `podium serve` per run (or --server): create the nodes and the\n"
-            "initial pods through the protocol, then create the measured pods as a client would\n"
-            "and count their bindings. Reports throughput in 1 s windows (average, p50/p90/p99,\n"
-            "as scheduler_perf computes it), scheduling-attempt latency from the daemon's\n"
-            "histogram, the daemon's peak RSS and CPU seconds, and its recovery time on restart."
-        ),
-        epilog=(
-            "workloads: " + ", ".join(WORKLOADS) + "\n\n"
-            "examples:\n"
-            "  podium bench                                        # every workload, every size\n"
-            "  podium bench --workload SchedulingBasic --nodes 5000 --runs 3\n"
-            "  podium bench --workload SchedulingBasic --nodes 5000 --pods 150000   # RSS, ~5 min\n"
-            "  podium bench --server 127.0.0.1:7070 --workload SchedulingBasic --nodes 500\n"
-            "\nWith --server the daemon must be empty; latency, RSS, CPU and recovery are not "
-            "measured (they need the daemon's metrics and process)."
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    bench.add_argument(
-        "--workload",
-        action="append",
-        choices=list(WORKLOADS),
-        metavar="NAME",
-        help="a workload to run (repeatable; default: all)",
-    )
-    bench.add_argument(
-        "--nodes",
-        type=at_least(1),
-        metavar="N",
-        help="run at N nodes only (default: each workload's sizes)",
-    )
-    bench.add_argument(
-        "--pods",
-        type=at_least(1),
-        metavar="N",
-        help="measured pods (default: the workload's count)",
-    )
-    bench.add_argument(
-        "--runs",
-        type=at_least(1),
-        default=1,
-        metavar="N",
-        help="repeat each run N times; figures are medians",
-    )
-    bench.add_argument(
-        "--server", metavar="HOST:PORT", help="use this running daemon instead of starting one"
-    )
-    bench.add_argument(
-        "-o",
-        "--output",
-        choices=("table", "json"),
-        default="table",
-        help="output format (default: table)",
-    )
-    bench.set_defaults(func=cmd_bench)
+            yield workload, size, measured

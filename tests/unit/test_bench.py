@@ -1,4 +1,4 @@
-"""``podium bench``'s arithmetic and workloads (the runs themselves: tests/e2e/test_bench.py)."""
+"""``podium bench``'s arithmetic, workloads and table (its runs: tests/e2e/test_bench.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from podium.actors.bench import scheduler_perf as bench
 from podium.actors.bench.scheduler_perf import WORKLOADS, histogram_quantile, window_stats
+from podium.actors.cli.bench import render_table
 from podium.actors.cli.main import build_parser, main
 from podium.actors.core.policy import resolve_policy
 from podium.protocol.policy import decode_policy
@@ -137,7 +138,7 @@ def test_the_table_has_one_row_per_result() -> None:
         "cpu_seconds": 3.25,
         "recovery_seconds": 0.12,
     }
-    lines = bench.render_table([result]).splitlines()
+    lines = render_table([result]).splitlines()
     assert lines[0].split()[:3] == ["WORKLOAD", "NODES", "PODS"]
     assert lines[1].split() == [
         "SchedulingBasic", "500", "1000", "812", "800", "900", "950", "0.80", "2.50", "100", "3.2", "0.12",
