@@ -16,7 +16,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from podium.actors.bench.scheduler_perf import WORKLOADS, plan, run_one, summarize
+from podium.actors.bench.scheduler_perf import plan, run_one, summarize
+from podium.actors.bench.workload import WORKLOADS
 from podium.actors.cli.arguments import at_least
 from podium.actors.cli.output import EXIT_OK, Progress, add_output_option, dump_json, err, out
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from podium.actors.bench import scheduler_perf as bench
-from podium.actors.bench.scheduler_perf import WORKLOADS, histogram_quantile, window_stats
+from podium.actors.bench import workload as bench
+from podium.actors.bench.scheduler_perf import histogram_quantile, window_stats
+from podium.actors.bench.workload import WORKLOADS
 from podium.actors.cli.bench import render_table
 from podium.actors.cli.main import build_parser, main
 from podium.actors.core.policy import resolve_policy
@@ -91,7 +92,7 @@ def test_every_workload_has_its_sizes_and_fits_its_default_pods() -> None:
 
 
 def test_the_spreading_policy_is_a_valid_policy_with_pod_topology_spread() -> None:
-    policy = bench._spreading_policy()
+    policy = bench.spreading_policy()
     resolved = resolve_policy(decode_policy(policy).policy)
     assert "EvenPodsSpread" in [canonical for _, _, canonical in resolved.predicates]
     assert "EvenPodsSpreadPriority" in [canonical for _, canonical, _ in resolved.priorities]
