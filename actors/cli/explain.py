@@ -24,7 +24,7 @@ from podium.actors.cli.output import (
     out,
     table,
 )
-from podium.actors.cli.remote import connection_options, run_client
+from podium.actors.cli.remote import add_remote_command, run_client
 from podium.actors.client import Client
 from podium.protocol.wire import ExplainReply
 
@@ -90,13 +90,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``explain`` to ``podium``."""
-    conn = connection_options()
-    raw = argparse.RawDescriptionHelpFormatter
-    p = subparsers.add_parser(
+    p = add_remote_command(
+        subparsers,
         "explain",
-        parents=[conn],
-        formatter_class=raw,
-        help="why is a pod pending: every node's verdict and what would make it fit",
+        summary="why is a pod pending: every node's verdict and what would make it fit",
         description=(
             "Explain a pod's placement: the node it would go to, or the scheduler's message,\n"
             "every examined node in walk order with its reasons or total score, and hints\n"

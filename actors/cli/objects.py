@@ -39,7 +39,7 @@ from podium.actors.cli.output import (
     print_remote_error,
     table,
 )
-from podium.actors.cli.remote import connection_options, run_client
+from podium.actors.cli.remote import add_remote_command, run_client
 from podium.actors.client import DEFAULT_CHUNK_SIZE, Client, RemoteError
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.protocol.errors import LoadErrors
@@ -60,7 +60,7 @@ from podium.protocol.objects import (
     StatefulSet,
     StorageClass,
 )
-from podium.protocol.wire import Event, ObjectRef, ObjectStatus
+from podium.protocol.wire import DeleteReply, Event, ObjectRef, ObjectStatus, PutReply
 
 __all__ = [
     "KIND_ALIASES",
@@ -219,6 +219,16 @@ def _status_line(status: ObjectStatus) -> str:
     return f"{_ref(status.kind, status.namespace, status.name)} {_ACTION_WORDS[status.action]}"
 
 
+def _print_statuses(reply: PutReply | DeleteReply, output: str) -> int:
+    """A put's or delete's reply: as JSON, or a line per object as kubectl prints it."""
+    if output == "json":
+        dump_json(message_doc(reply))
+    else:
+        for status in reply.objects:
+            out(_status_line(status))
+    return EXIT_OK
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
     """``podium apply -f FILE...``: put every object of the files in one atomic request."""
     objects = _load(args.file)
@@ -226,13 +236,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return EXIT_FAILED
 
     async def body(client: Client) -> int:
-        reply = await client.put(objects)
-        if args.output == "json":
-            dump_json(message_doc(reply))
-        else:
-            for status in reply.objects:
-                out(_status_line(status))
-        return EXIT_OK
+        return _print_statuses(await client.put(objects), args.output)
 
     return run_client(args, body)
 
@@ -266,13 +270,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
         refs = [ObjectRef(kind=kind, name=args.name, namespace=namespace)]
 
     async def body(client: Client) -> int:
-        reply = await client.delete(refs)
-        if args.output == "json":
-            dump_json(message_doc(reply))
-        else:
-            for status in reply.objects:
-                out(_status_line(status))
-        return EXIT_OK
+        return _print_statuses(await client.delete(refs), args.output)
 
     return run_client(args, body)
 
@@ -522,19 +520,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add apply, delete, get and watch to ``podium``."""
-    conn = connection_options()
-    raw = argparse.RawDescriptionHelpFormatter
     kinds_help = (
         "kinds: pods (po), nodes (no), persistentvolumes (pv), persistentvolumeclaims (pvc),\n"
         "  services (svc), storageclasses (sc), replicasets (rs), replicationcontrollers (rc),\n"
         "  statefulsets (sts), priorityclasses (pc), or the Kind itself (Pod)"
     )
 
-    p = subparsers.add_parser(
+    p = add_remote_command(
+        subparsers,
         "apply",
-        parents=[conn],
-        formatter_class=raw,
-        help="create or replace objects from files, atomically",
+        summary="create or replace objects from files, atomically",
         description=(
             "Create or replace every object of the files in one atomic request: all are\n"
             "stored or none. Exit 0 means the daemon stored them durably. Files are what\n"
@@ -563,11 +558,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_output_option(p, ("text", "json"), "text")
     p.set_defaults(func=cmd_apply)
 
-    p = subparsers.add_parser(
+    p = add_remote_command(
+        subparsers,
         "delete",
-        parents=[conn],
-        formatter_class=raw,
-        help="delete objects by kind and name, or those of a file",
+        summary="delete objects by kind and name, or those of a file",
         description=(
             "Delete one object (KIND NAME) or every object of files (-f), atomically.\n"
             "A missing object fails the whole request (exit 1) and nothing is deleted.\n\n"
@@ -590,11 +584,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_output_option(p, ("text", "json"), "text")
     p.set_defaults(func=cmd_delete)
 
-    p = subparsers.add_parser(
+    p = add_remote_command(
+        subparsers,
         "get",
-        parents=[conn],
-        formatter_class=raw,
-        help="list objects, or show one, as kubectl get does",
+        summary="list objects, or show one, as kubectl get does",
         description=(
             "List the objects of a kind, or show one by name. Namespaced kinds read the\n"
             "default namespace unless -n or -A is given.\n\n"
@@ -640,11 +633,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_output_option(p, ("table", "wide", "json", "yaml"), "table")
     p.set_defaults(func=cmd_get)
 
-    p = subparsers.add_parser(
+    p = add_remote_command(
+        subparsers,
         "watch",
-        parents=[conn],
-        formatter_class=raw,
-        help="stream events (Bound, Unschedulable, Deleted, ...) until Ctrl-C",
+        summary="stream events (Bound, Unschedulable, Deleted, ...) until Ctrl-C",
         description=(
             "Print every event after a revision (default: from now) until Ctrl-C:\n"
             "  REVISION TYPE kind/ns/name [-> node] [message]\n"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from podium.actors.cli.output import EXIT_OK, add_output_option, dump_json, err, message_doc, out
-from podium.actors.cli.remote import connection_options, run_client
+from podium.actors.cli.remote import add_remote_command, run_client
 from podium.actors.client import Client
 
 __all__ = ["cmd_policy_reload", "register"]
@@ -44,7 +44,6 @@ def cmd_policy_reload(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``policy`` command group (``reload``) to ``podium``."""
-    conn = connection_options()
     raw = argparse.RawDescriptionHelpFormatter
     policy = subparsers.add_parser(
         "policy",
@@ -54,11 +53,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog="examples:\n  podium policy reload",
     )
     policy_sub = policy.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
-    p = policy_sub.add_parser(
+    p = add_remote_command(
+        policy_sub,
         "reload",
-        parents=[conn],
-        formatter_class=raw,
-        help="read the policy file again and print what is now in force",
+        summary="read the policy file again and print what is now in force",
         description=(
             "Make the daemon read its configured policy file again. The new predicates and\n"
             "priorities apply from the next scheduling attempt; a policy that does not\n"

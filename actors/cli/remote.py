@@ -37,7 +37,7 @@ __all__ = [
     "TLS_CA_ENV",
     "TOKEN_ENV",
     "access",
-    "connection_options",
+    "add_remote_command",
     "run_client",
 ]
 
@@ -46,7 +46,7 @@ TOKEN_ENV = "PODIUM_TOKEN"
 TLS_CA_ENV = "PODIUM_TLS_CA"
 
 
-def connection_options() -> argparse.ArgumentParser:
+def _connection_options() -> argparse.ArgumentParser:
     """The parent parser of the ``connection`` flags (``--server``, ``--token``, TLS)."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("connection")
@@ -77,6 +77,26 @@ def connection_options() -> argparse.ArgumentParser:
         help=f"connect with TLS, verifying the daemon against the CAs in FILE (default: ${TLS_CA_ENV})",
     )
     return parent
+
+
+def add_remote_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    *,
+    summary: str,
+    description: str,
+    epilog: str,
+) -> argparse.ArgumentParser:
+    """A subcommand that talks to a daemon: the connection flags, and ``summary`` (its line in
+    the group's help), ``description`` and ``epilog`` printed as written."""
+    return subparsers.add_parser(
+        name,
+        parents=[_connection_options()],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help=summary,
+        description=description,
+        epilog=epilog,
+    )
 
 
 def _server(args: argparse.Namespace) -> str:

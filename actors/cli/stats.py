@@ -19,7 +19,7 @@ from podium.actors.cli.output import (
     message_doc,
     table,
 )
-from podium.actors.cli.remote import connection_options, run_client
+from podium.actors.cli.remote import add_remote_command, run_client
 from podium.actors.client import Client
 
 __all__ = ["cmd_stats", "register"]
@@ -60,13 +60,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``stats`` to ``podium``."""
-    conn = connection_options()
-    raw = argparse.RawDescriptionHelpFormatter
-    p = subparsers.add_parser(
+    p = add_remote_command(
+        subparsers,
         "stats",
-        parents=[conn],
-        formatter_class=raw,
-        help="counts of objects, queues and scheduling attempts",
+        summary="counts of objects, queues and scheduling attempts",
         description="Show the daemon's counts: objects, pending pods by queue, attempts.",
         epilog="examples:\n  podium stats\n  podium stats -o json",
     )
