@@ -8,10 +8,7 @@ Usage: python ops/measure-restart.py 5000 50000 /tmp/restart-db   (docs/reliabil
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,29 +16,21 @@ from typing import Any
 
 import trio
 
+from podium.actors.bench.process import ServeProcess
 from podium.actors.client import connect
 from podium.protocol.loader import decode_object
 
-PODIUM = str(Path(sys.executable).with_name("podium"))
+READY_SECONDS = 300.0
+"""A restart recovers the whole database before its ready line; room for a loaded machine."""
 
 
-def start(work: Path) -> tuple[subprocess.Popen[str], str, float]:
-    proc = subprocess.Popen(
-        [PODIUM, "serve", "--listen", "127.0.0.1:0"],
-        cwd=work,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    began = time.perf_counter()
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    return proc, json.loads(line)["listen"], time.perf_counter() - began
+def start(work: Path) -> ServeProcess:
+    return ServeProcess.start("--listen", "127.0.0.1:0", cwd=work, ready_timeout=READY_SECONDS)
 
 
-def memory(proc: subprocess.Popen[str]) -> str:
+def memory(daemon: ServeProcess) -> str:
     fields = dict(
-        line.split(":", 1) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+        line.split(":", 1) for line in Path(f"/proc/{daemon.pid}/status").read_text().splitlines()
     )
     rss, peak = (int(fields[k].split()[0]) // 1024 for k in ("VmRSS", "VmHWM"))
     return f"RSS {rss} MiB (peak {peak} MiB)"
@@ -94,20 +83,22 @@ def main() -> None:
     nodes, pods, work = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
     work.mkdir(parents=True, exist_ok=True)
     if not (work / "podium.db").exists():
-        proc, address, _ = start(work)
+        daemon = start(work)
         began = time.perf_counter()
-        trio.run(fill, address, nodes, pods)
+        trio.run(fill, daemon.address, nodes, pods)
         print(f"filled {nodes} nodes and {pods} pods in {time.perf_counter() - began:.1f} s")
-        print(f"holding them: {memory(proc)}")
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
+        print(f"holding them: {memory(daemon)}")
+        daemon.kill()
     for _ in range(3):
-        proc, _, ready = start(work)
-        held = memory(proc)
-        proc.send_signal(signal.SIGKILL)
-        _, err = proc.communicate()
-        recovered = [line.split(": ", 1)[1] for line in err.splitlines() if "recovered" in line]
-        print(f"restart to ready: {ready:.2f} s; {recovered[0] if recovered else ''}; {held}")
+        daemon = start(work)
+        held = memory(daemon)
+        daemon.kill()
+        log = daemon.stderr_text().splitlines()
+        recovered = [line.split(": ", 1)[1] for line in log if "recovered" in line]
+        print(
+            f"restart to ready: {daemon.started_seconds:.2f} s; "
+            f"{recovered[0] if recovered else ''}; {held}"
+        )
     print(f"database: {os.path.getsize(work / 'podium.db') // 2**20} MiB")
 
 

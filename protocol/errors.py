@@ -29,11 +29,11 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     ├── SimulationError            invalid      actors/core/simulation.py (also a ValueError)
     ├── DaemonError                internal     actors/bench/process.py
     ├── BenchError                 internal     actors/bench/scheduler_perf.py
-    ├── RemoteError                varies       actors/client/__init__.py
-    └── ClientConnectionError      unavailable  actors/client/__init__.py (also a ConnectionError)
-        ├── ServerUnreachable      unavailable  actors/client/__init__.py
-        ├── ConnectionLost         unavailable  actors/client/__init__.py
-        └── TLSFailed              unavailable  actors/client/__init__.py
+    ├── RemoteError                varies       actors/client/errors.py
+    └── ClientConnectionError      unavailable  actors/client/errors.py (also a ConnectionError)
+        ├── ServerUnreachable      unavailable  actors/client/errors.py
+        ├── ConnectionLost         unavailable  actors/client/errors.py
+        └── TLSFailed              unavailable  actors/client/errors.py
 
 What they mean, by branch:
 

@@ -57,14 +57,8 @@ from pathlib import Path
 import msgspec
 import trio
 
-from podium.actors.bench.scheduler_perf import (
-    DEFAULT_POD,
-    ZONES,
-    BenchError,
-    _Daemon,
-    _put_all,
-    make_node,
-)
+from podium.actors.bench.process import DaemonError, ServeProcess
+from podium.actors.bench.workload import DEFAULT_POD, ZONES, make_node, put_all
 from podium.actors.client import Client, RemoteError, connect
 from podium.protocol import objects as o
 from podium.protocol.errors import PodiumError
@@ -90,6 +84,8 @@ SETTLE_SECONDS = 120.0
 """After the load: how long the daemon may take to go quiet, and the watchers to catch up."""
 MAX_MESSAGES = 20
 """Violations and errors kept word for word; the rest are only counted."""
+STOP_SECONDS = 60.0
+"""The longest the daemon this module starts may take to stop on SIGTERM."""
 
 _ACTION_EVENT = {"created": "Added", "replaced": "Modified", "deleted": "Deleted"}
 _MASK = (1 << 64) - 1
@@ -642,7 +638,7 @@ async def run_load(
     report = LoadReport(spec)
     run_id = secrets.token_hex(3)
     async with connect(server) as admin:
-        await _put_all(admin, [make_node(i, ZONES[i % len(ZONES)]) for i in range(spec.nodes)])
+        await put_all(admin, [make_node(i, ZONES[i % len(ZONES)]) for i in range(spec.nodes)])
         start = (await admin.stats()).revision
         ledger = Ledger(start)
         report.violations = ledger.violations
@@ -759,23 +755,20 @@ def run(
     if server is not None:
         return trio.run(partial(run_load, server, spec, pid=pid, progress=progress))
     with tempfile.TemporaryDirectory(prefix="podium-load-") as tmp:
-        daemon = _Daemon(Path(tmp), None)
-        daemon.start()
-        assert daemon.proc is not None
+        daemon = ServeProcess.start_in(Path(tmp))
         try:
             report = trio.run(
-                partial(run_load, daemon.server, spec, pid=daemon.proc.pid, progress=progress)
+                partial(run_load, daemon.address, spec, pid=daemon.pid, progress=progress)
             )
         except BaseException:
-            with contextlib.suppress(BenchError):
-                daemon.stop()
+            with contextlib.suppress(DaemonError):
+                daemon.stop_cleanly(STOP_SECONDS)
             raise
         try:
-            daemon.stop()
-        except BenchError as exc:
+            daemon.stop_cleanly(STOP_SECONDS)
+        except DaemonError as exc:
             report.errors.add(str(exc))
-        log = Path(tmp, "serve.log").read_text(errors="replace").splitlines()
-        for line in log:
+        for line in daemon.stderr_text().splitlines():
             if _ERROR_LINE.match(line):
                 report.errors.add(f"daemon log: {line}")
     return report

@@ -140,6 +140,37 @@ class ServeProcess:
         ready = json.loads(line)
         return cls(proc, ready, log_path=log_path, started_seconds=time.perf_counter() - began)
 
+    @classmethod
+    def start_in(
+        cls, directory: Path, *args: str, ready_timeout: float = READY_TIMEOUT
+    ) -> ServeProcess:
+        """A daemon of the harness's own in ``directory``: the protocol and ``/metrics`` on free
+        loopback ports, its database ``podium.db`` and its log ``serve.log`` (warnings and
+        errors, appended) there. ``podium bench`` and the load generator run it so.
+
+        Args:
+            directory: the child's working directory, holding its database and log.
+            args: more flags after those (``--policy FILE``, ...).
+            ready_timeout: seconds to wait for the ready line.
+
+        Raises:
+            DaemonError: as :meth:`start`.
+        """
+        return cls.start(
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+            "--db",
+            str(directory / "podium.db"),
+            "--log-level",
+            "warning",
+            *args,
+            cwd=directory,
+            log_path=directory / "serve.log",
+            ready_timeout=ready_timeout,
+        )
+
     @property
     def address(self) -> str:
         """The TCP address the daemon listens on (``HOST:PORT``), or ``""``."""
@@ -193,6 +224,16 @@ class ServeProcess:
             ) from None
         self._close()
         return code, self.stderr_text()
+
+    def stop_cleanly(self, timeout: float = 20.0) -> None:
+        """:meth:`stop` with SIGTERM, where any exit code but 0 is an error.
+
+        Raises:
+            DaemonError: it exited with another code, or did not exit within ``timeout``.
+        """
+        code, _ = self.stop(timeout)
+        if code != 0:
+            raise DaemonError(f"podium serve exited {code}:\n{self.log_tail()}")
 
     def kill(self) -> int:
         """SIGKILL (a crash, as ``kill -9`` makes one); the exit code."""

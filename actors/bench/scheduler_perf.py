@@ -19,21 +19,22 @@ and size:
 - after the run, a restart on the same database: ``recovery_seconds`` (the daemon's own
   ``podium_recovery_duration_seconds``) and ``restart_seconds`` (start to ready line).
 
-Owns: nothing shared; each run's daemon is a child process in a temporary directory.
-Emits: a progress bar on stderr (on a terminal), a table or JSON on stdout.
+The workloads and their objects are :mod:`podium.actors.bench.workload`'s; the command line,
+progress bar and table are ``podium bench``'s (:mod:`podium.actors.cli.bench`).
+
+Owns: nothing shared; each run's daemon is a child process in a temporary directory
+(:class:`~podium.actors.bench.process.ServeProcess`).
+Emits: puts, deletes, watches and stats through the client; progress through the caller's
+callback.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -44,277 +45,46 @@ import msgspec
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
+from podium.actors.bench.process import DaemonError, ServeProcess
+from podium.actors.bench.workload import (
+    CHURN_POD,
+    WORKLOADS,
+    ZONES,
+    Workload,
+    make_node,
+    make_pods,
+    put_all,
+)
 from podium.actors.client import Client, RemoteError, connect
-from podium.actors.console import at_least
 from podium.protocol import objects as o
 from podium.protocol.errors import PodiumError
 from podium.protocol.wire import ObjectRef
 
 __all__ = [
-    "WORKLOADS",
     "BenchError",
     "RunResult",
-    "Workload",
     "histogram_quantile",
-    "register_bench_command",
+    "plan",
+    "run_one",
+    "summarize",
     "window_stats",
 ]
-
-PUT_BATCH = 500
-"""Objects per Put request while loading the cluster and the measured pods."""
 
 STALL_SECONDS = 60.0
 """A run with no measured pod bound for this long fails (a scheduler that stopped)."""
 
-ZONE_KEY = "topology.kubernetes.io/zone"
-HOSTNAME_KEY = "kubernetes.io/hostname"
-ZONES = ("zone1", "zone2", "zone3")
+START_SECONDS = 300.0
+"""The longest a daemon may take to print its ready line (a restart first recovers the whole
+cluster from its database)."""
+
+STOP_SECONDS = 60.0
+"""The longest a daemon may take to stop on SIGTERM."""
 
 
 class BenchError(PodiumError):
-    """A benchmark run could not complete (the daemon failed to start, stalled, or exited)."""
-
-
-# --------------------------------------------------------------------------- workloads
-
-
-def _resources(cpu: str = "100m", memory: str = "500Mi", *, limits: bool = True) -> dict[str, Any]:
-    requests = {"cpu": cpu, "memory": memory}
-    return {"requests": requests, "limits": dict(requests)} if limits else {"requests": requests}
-
-
-def _pod_template(
-    spec_extra: dict[str, Any], labels: dict[str, str] | None = None, **res: Any
-) -> o.Pod:
-    """A scheduler_perf pod template (pause container, port 80, 100m / 500Mi)."""
-    data = {
-        "kind": "Pod",
-        "metadata": {"name": "template", "labels": labels or {}},
-        "spec": {
-            "containers": [
-                {
-                    "name": "pause",
-                    "image": "registry.k8s.io/pause:3.9",
-                    "ports": [{"containerPort": 80}],
-                    "resources": _resources(**res),
-                }
-            ],
-            **spec_extra,
-        },
-    }
-    return msgspec.convert(data, o.Pod, dec_hook=o.dec_hook)
-
-
-# config/templates/pod-default.yaml
-DEFAULT_POD = _pod_template({})
-# config/pod-large-cpu.yaml: fits no 4-CPU node
-LARGE_CPU_POD = _pod_template({}, cpu="9", limits=False)
-# config/pod-with-pod-anti-affinity.yaml (namespaces left to the pod's own, so the term bites)
-ANTI_AFFINITY_POD = _pod_template(
-    {
-        "affinity": {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {"color": "green"}},
-                        "topologyKey": HOSTNAME_KEY,
-                    }
-                ]
-            }
-        }
-    },
-    {"color": "green"},
-)
-# config/pod-with-pod-affinity.yaml
-AFFINITY_POD = _pod_template(
-    {
-        "affinity": {
-            "podAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"color": "blue"}}, "topologyKey": ZONE_KEY}
-                ]
-            }
-        }
-    },
-    {"color": "blue"},
-)
-# config/pod-with-node-affinity.yaml
-NODE_AFFINITY_POD = _pod_template(
-    {
-        "affinity": {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {"key": ZONE_KEY, "operator": "In", "values": ["zone1", "zone2"]}
-                            ]
-                        }
-                    ]
-                }
-            }
-        }
-    }
-)
-# config/pod-with-topology-spreading.yaml
-SPREADING_POD = _pod_template(
-    {
-        "topologySpreadConstraints": [
-            {
-                "maxSkew": 5,
-                "topologyKey": ZONE_KEY,
-                "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {"color": "blue"}},
-            }
-        ]
-    },
-    {"color": "blue"},
-)
-# config/templates/pod-high-priority-large-cpu.yaml (churn): fits nowhere, tries preemption
-CHURN_POD = msgspec.structs.replace(
-    LARGE_CPU_POD,
-    spec=msgspec.structs.replace(LARGE_CPU_POD.spec, priority_class_name="system-node-critical"),
-)
-
-
-def _spreading_policy() -> dict[str, Any]:
-    from podium.actors.plugins import names
-
-    return {
-        "kind": "Policy",
-        "apiVersion": "v1",
-        "predicates": [{"name": n} for n in (*names.DEFAULT_PREDICATES, "PodTopologySpread")],
-        "priorities": [
-            {"name": n, "weight": w}
-            for n, w in (*names.DEFAULT_PRIORITIES, ("PodTopologySpread", 1))
-        ],
-    }
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One scheduler_perf workload.
-
-    Attributes:
-        name: scheduler_perf's name.
-        sizes: the node counts run when no ``--nodes`` is given.
-        measured: measured pods for a node count (``--pods`` overrides).
-        init: pods created (and waited for) before measuring, for a node count.
-        init_pod, measured_pod: the templates.
-        init_binds: whether the initial pods bind (Unschedulable's never do).
-        policy: a Policy for the daemon, or None for the default provider.
-        churn: create and delete a node, a high-priority pod and a Service every second.
-        namespaces: (initial, measured) namespaces.
-        capacity: the most measured pods the cluster can place, for a node count.
-    """
-
-    name: str
-    sizes: tuple[int, ...]
-    measured: Callable[[int], int]
-    init: Callable[[int], int]
-    measured_pod: o.Pod
-    init_pod: o.Pod = DEFAULT_POD
-    init_binds: bool = True
-    policy: Callable[[], dict[str, Any]] | None = None
-    churn: bool = False
-    namespaces: tuple[str, str] = ("default", "default")
-    capacity: Callable[[int], int] = lambda n: n * PODS_PER_NODE
-
-
-SIZES = (500, 1000, 5000)
-PODS_PER_NODE = 40
-"""100m pods on a 4-CPU node."""
-
-WORKLOADS: dict[str, Workload] = {
-    w.name: w
-    for w in (
-        Workload(
-            "SchedulingBasic",
-            (*SIZES, 15000),
-            measured=lambda n: 10_000,
-            init=lambda n: 1000,
-            measured_pod=DEFAULT_POD,
-        ),
-        Workload(
-            "SchedulingPodAntiAffinity",
-            SIZES,
-            measured=lambda n: min(1000, n * 4 // 5),  # scheduler_perf: 400 at 500 nodes
-            init=lambda n: n // 5,
-            init_pod=ANTI_AFFINITY_POD,
-            measured_pod=ANTI_AFFINITY_POD,
-            namespaces=("sched-0", "sched-1"),
-            capacity=lambda n: n,  # one per node
-        ),
-        Workload(
-            "SchedulingPodAffinity",
-            SIZES,
-            measured=lambda n: 1000,  # as scheduler_perf: every pod counts every other one
-            init=lambda n: n,
-            init_pod=AFFINITY_POD,
-            measured_pod=AFFINITY_POD,
-            namespaces=("sched-0", "sched-1"),
-            capacity=lambda n: (n // len(ZONES)) * PODS_PER_NODE,  # all in the first pod's zone
-        ),
-        Workload(
-            "SchedulingNodeAffinity",
-            SIZES,
-            measured=lambda n: 10_000,
-            init=lambda n: min(1000, n),
-            measured_pod=NODE_AFFINITY_POD,
-        ),
-        Workload(
-            "TopologySpreading",
-            SIZES,
-            measured=lambda n: 10_000,
-            init=lambda n: 1000,
-            measured_pod=SPREADING_POD,
-            policy=_spreading_policy,
-        ),
-        Workload(
-            "Unschedulable",
-            SIZES,
-            measured=lambda n: 10_000,
-            init=lambda n: 200,
-            init_pod=LARGE_CPU_POD,
-            init_binds=False,
-            measured_pod=DEFAULT_POD,
-        ),
-        Workload(
-            "SchedulingWithMixedChurn",
-            SIZES,
-            measured=lambda n: 10_000,
-            init=lambda n: 0,
-            measured_pod=DEFAULT_POD,
-            churn=True,
-        ),
-    )
-}
-
-
-def make_node(index: int, zone: str) -> o.Node:
-    """config/templates/node-default.yaml: 4 CPU, 32 GiB, 110 pods, a zone and a hostname."""
-    name = f"node-{index}"
-    return msgspec.convert(
-        {
-            "kind": "Node",
-            "metadata": {"name": name, "labels": {ZONE_KEY: zone, HOSTNAME_KEY: name}},
-            "status": {"capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
-        },
-        o.Node,
-        dec_hook=o.dec_hook,
-    )
-
-
-def make_pods(template: o.Pod, prefix: str, namespace: str, count: int) -> list[o.Pod]:
-    """``count`` copies of ``template`` named ``prefix-0`` ... in ``namespace``."""
-    meta = template.metadata
-    return [
-        msgspec.structs.replace(
-            template,
-            metadata=msgspec.structs.replace(meta, name=f"{prefix}-{i}", namespace=namespace),
-        )
-        for i in range(count)
-    ]
+    """A benchmark run could not complete: its setup took too long, its pods stopped binding,
+    or it asks for more pods than its cluster can place. (A daemon that does not start or stop
+    raises :class:`~podium.actors.bench.process.DaemonError`.)"""
 
 
 # --------------------------------------------------------------------------- statistics
@@ -356,7 +126,7 @@ def _median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-# --------------------------------------------------------------------------- the daemon
+# --------------------------------------------------------------------------- metrics
 
 
 @dataclass
@@ -395,85 +165,6 @@ def _bucket_delta(
     return [(le, count - old.get(le, 0.0)) for le, count in after]
 
 
-class _Daemon:
-    """A ``podium serve`` child in its own directory, on free loopback ports."""
-
-    def __init__(self, directory: Path, policy: dict[str, Any] | None) -> None:
-        self.directory = directory
-        self.policy_path: Path | None = None
-        if policy is not None:
-            self.policy_path = directory / "policy.json"
-            self.policy_path.write_text(json.dumps(policy))
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.server = ""
-        self.metrics = ""
-        self.started_seconds = 0.0
-
-    def start(self) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "podium.actors.cli.main",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics",
-            "127.0.0.1:0",
-            "--db",
-            str(self.directory / "podium.db"),
-            "--log-level",
-            "warning",
-        ]
-        if self.policy_path is not None:
-            command += ["--policy", str(self.policy_path)]
-        began = time.perf_counter()
-        log = (self.directory / "serve.log").open("ab")
-        self.proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=log, cwd=self.directory
-        )
-        log.close()
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            self.proc.wait()
-            raise BenchError(
-                f"podium serve exited {self.proc.returncode} before it was ready:\n{self.log_tail()}"
-            )
-        self.started_seconds = time.perf_counter() - began
-        ready = json.loads(line)
-        self.server, self.metrics = ready["listen"], ready["metrics"]
-
-    def log_tail(self, lines: int = 20) -> str:
-        path = self.directory / "serve.log"
-        text = path.read_text(errors="replace") if path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def peak_rss_bytes(self) -> int:
-        assert self.proc is not None
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        for line in status.splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-        return 0
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        self.proc.terminate()
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise BenchError(f"podium serve did not stop within 60 s:\n{self.log_tail()}") from None
-        finally:
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-            self.proc = None
-        if code != 0:
-            raise BenchError(f"podium serve exited {code}:\n{self.log_tail()}")
-
-
 # --------------------------------------------------------------------------- one run
 
 
@@ -509,11 +200,6 @@ class RunResult:
             out["recovery_seconds"] = self.recovery_seconds
             out["restart_seconds"] = self.restart_seconds
         return out
-
-
-async def _put_all(client: Client, objects: Sequence[o.KubeObject]) -> None:
-    for start in range(0, len(objects), PUT_BATCH):
-        await client.put(objects[start : start + PUT_BATCH])
 
 
 SETUP_SECONDS = 600.0
@@ -612,9 +298,9 @@ async def _measure(
     init_ns, measured_ns = workload.namespaces
     async with connect(server) as client:
         base = await client.stats()
-        await _put_all(client, [make_node(i, ZONES[i % len(ZONES)]) for i in range(nodes)])
+        await put_all(client, [make_node(i, ZONES[i % len(ZONES)]) for i in range(nodes)])
         init = workload.init(nodes)
-        await _put_all(client, make_pods(workload.init_pod, "init", init_ns, init))
+        await put_all(client, make_pods(workload.init_pod, "init", init_ns, init))
         if workload.init_binds:
             await _wait_for(
                 client, lambda s: s.bound >= base.bound + init, f"binding {init} initial pods"
@@ -634,7 +320,7 @@ async def _measure(
             began = trio.current_time()
             if workload.churn:
                 nursery.start_soon(_Churn(measured_ns).run, client)
-            nursery.start_soon(_put_all, client, pods)
+            nursery.start_soon(put_all, client, pods)
 
             async def sample() -> None:
                 last_count, last_time = 0, began
@@ -667,12 +353,18 @@ def _latency(before: _Metrics | None, after: _Metrics | None) -> dict[str, float
 
 
 def run_one(
-    workload: Workload, nodes: int, measured: int, *, server: str | None, progress: Any
+    workload: Workload,
+    nodes: int,
+    measured: int,
+    *,
+    server: str | None,
+    progress: Callable[[int], None],
 ) -> RunResult:
-    """Run ``workload`` at ``nodes`` once, on a fresh daemon unless ``server`` is given."""
+    """Run ``workload`` at ``nodes`` once, on a fresh daemon unless ``server`` is given;
+    ``progress`` is told how many measured pods are bound so far."""
     if server is not None:
         windows, seconds, before, after = trio.run(
-            _measure, server, None, workload, nodes, measured, progress.update
+            _measure, server, None, workload, nodes, measured, progress
         )
         return RunResult(
             workload.name,
@@ -686,22 +378,27 @@ def run_one(
             windows,
         )
     with tempfile.TemporaryDirectory(prefix="podium-bench-") as tmp:
-        daemon = _Daemon(Path(tmp), workload.policy() if workload.policy else None)
-        daemon.start()
+        directory = Path(tmp)
+        flags: list[str] = []
+        if workload.policy is not None:
+            policy_path = directory / "policy.json"
+            policy_path.write_text(json.dumps(workload.policy()))
+            flags = ["--policy", str(policy_path)]
+        daemon = ServeProcess.start_in(directory, *flags, ready_timeout=START_SECONDS)
         try:
             windows, seconds, before, after = trio.run(
-                _measure, daemon.server, daemon.metrics, workload, nodes, measured, progress.update
+                _measure, daemon.address, daemon.metrics, workload, nodes, measured, progress
             )
             peak = daemon.peak_rss_bytes()
         except BaseException:
-            with contextlib.suppress(BenchError):
-                daemon.stop()
+            with contextlib.suppress(DaemonError):
+                daemon.stop_cleanly(STOP_SECONDS)
             raise
-        daemon.stop()
-        daemon.start()
-        restart = daemon.started_seconds
-        recovery = _scrape(daemon.metrics).recovery_seconds
-        daemon.stop()
+        daemon.stop_cleanly(STOP_SECONDS)
+        restarted = ServeProcess.start_in(directory, *flags, ready_timeout=START_SECONDS)
+        restart = restarted.started_seconds
+        recovery = _scrape(restarted.metrics).recovery_seconds
+        restarted.stop_cleanly(STOP_SECONDS)
     assert before is not None and after is not None
     return RunResult(
         workload.name,
@@ -740,169 +437,25 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, Any]:
     return out
 
 
-# --------------------------------------------------------------------------- command line
+def plan(
+    workload_names: Sequence[str], nodes: int | None, pods: int | None
+) -> Iterator[tuple[Workload, int, int]]:
+    """The runs asked for, as (workload, nodes, pods): each of ``workload_names`` (else every
+    workload) at ``nodes`` (else each of its sizes) with ``pods`` measured pods (else its own
+    count).
 
-
-def _plan(args: argparse.Namespace) -> Iterator[tuple[Workload, int, int]]:
-    names = args.workload or list(WORKLOADS)
-    for name in names:
+    Raises:
+        BenchError: a run asks for more measured pods than its cluster can place (raised as the
+            plan reaches it: list the plan to check every run before the first).
+    """
+    for name in workload_names or list(WORKLOADS):
         workload = WORKLOADS[name]
-        sizes = (args.nodes,) if args.nodes else workload.sizes
-        for nodes in sizes:
-            measured = args.pods or workload.measured(nodes)
-            if measured > workload.capacity(nodes):
+        sizes = (nodes,) if nodes else workload.sizes
+        for size in sizes:
+            measured = pods or workload.measured(size)
+            if measured > workload.capacity(size):
                 raise BenchError(
-                    f"{name} at {nodes} nodes can place at most {workload.capacity(nodes)} "
-                    f"measured pods; use --pods {workload.capacity(nodes)} or fewer, or more nodes"
+                    f"{name} at {size} nodes can place at most {workload.capacity(size)} "
+                    f"measured pods; use --pods {workload.capacity(size)} or fewer, or more nodes"
                 )
-            yield workload, nodes, measured
-
-
-def _fmt(value: float, digits: int = 0) -> str:
-    return "-" if math.isnan(value) else f"{value:,.{digits}f}"
-
-
-def render_table(results: Sequence[dict[str, Any]]) -> str:
-    header = (
-        "WORKLOAD",
-        "NODES",
-        "PODS",
-        "AVG/S",
-        "P50/S",
-        "P90/S",
-        "P99/S",
-        "LAT P50 MS",
-        "LAT P99 MS",
-        "PEAK RSS MIB",
-        "CPU S",
-        "RECOVERY S",
-    )
-    rows = [header]
-    for r in results:
-        t, lat = r["throughput"], r["attempt_latency_ms"]
-        rows.append(
-            (
-                r["workload"],
-                str(r["nodes"]),
-                str(r["pods"]),
-                _fmt(t["average"]),
-                _fmt(t["p50"]),
-                _fmt(t["p90"]),
-                _fmt(t["p99"]),
-                _fmt(lat["p50"], 2),
-                _fmt(lat["p99"], 2),
-                _fmt(r["peak_rss_bytes"] / 2**20) if r["peak_rss_bytes"] else "-",
-                _fmt(r["cpu_seconds"], 1),
-                _fmt(r["recovery_seconds"], 2) if "recovery_seconds" in r else "-",
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "   ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    )
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from podium.actors.console import Progress
-
-    as_json = args.output == "json"
-    results: list[dict[str, Any]] = []
-    for workload, nodes, measured in list(_plan(args)):
-        runs = []
-        for run in range(args.runs):
-            label = f"{workload.name} {nodes} nodes" + (f" run {run + 1}" if args.runs > 1 else "")
-            bar = Progress(label, measured, enabled=not as_json)
-            try:
-                runs.append(run_one(workload, nodes, measured, server=args.server, progress=bar))
-            finally:
-                bar.close()
-        results.append(summarize(runs))
-        # One line per finished workload and size, on stderr in either format: a long
-        # machine-read run still shows that it moves.
-        print(
-            f"{workload.name} {nodes} nodes: {results[-1]['throughput']['average']:.0f} pods/s",
-            file=sys.stderr,
-        )
-    if as_json:
-        print(json.dumps({"results": _json_safe(results)}, indent=2))
-    else:
-        print(render_table(results))
-    return 0
-
-
-def register_bench_command(sub: Any) -> None:
-    """Add ``podium bench`` to the CLI's subparsers."""
-    bench = sub.add_parser(
-        "bench",
-        help="measure throughput and latency on the Kubernetes scheduler's benchmark workloads",
-        description=(
-            "Run the Kubernetes scheduler's benchmark workloads (test/integration/scheduler_perf)\n"
-            "against a fresh `podium serve` per run (or --server): create the nodes and the\n"
-            "initial pods through the protocol, then create the measured pods as a client would\n"
-            "and count their bindings. Reports throughput in 1 s windows (average, p50/p90/p99,\n"
-            "as scheduler_perf computes it), scheduling-attempt latency from the daemon's\n"
-            "histogram, the daemon's peak RSS and CPU seconds, and its recovery time on restart."
-        ),
-        epilog=(
-            "workloads: " + ", ".join(WORKLOADS) + "\n\n"
-            "examples:\n"
-            "  podium bench                                        # every workload, every size\n"
-            "  podium bench --workload SchedulingBasic --nodes 5000 --runs 3\n"
-            "  podium bench --workload SchedulingBasic --nodes 5000 --pods 150000   # RSS, ~5 min\n"
-            "  podium bench --server 127.0.0.1:7070 --workload SchedulingBasic --nodes 500\n"
-            "\nWith --server the daemon must be empty; latency, RSS, CPU and recovery are not "
-            "measured (they need the daemon's metrics and process)."
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    bench.add_argument(
-        "--workload",
-        action="append",
-        choices=list(WORKLOADS),
-        metavar="NAME",
-        help="a workload to run (repeatable; default: all)",
-    )
-    bench.add_argument(
-        "--nodes",
-        type=at_least(1),
-        metavar="N",
-        help="run at N nodes only (default: each workload's sizes)",
-    )
-    bench.add_argument(
-        "--pods",
-        type=at_least(1),
-        metavar="N",
-        help="measured pods (default: the workload's count)",
-    )
-    bench.add_argument(
-        "--runs",
-        type=at_least(1),
-        default=1,
-        metavar="N",
-        help="repeat each run N times; figures are medians",
-    )
-    bench.add_argument(
-        "--server", metavar="HOST:PORT", help="use this running daemon instead of starting one"
-    )
-    bench.add_argument(
-        "-o",
-        "--output",
-        choices=("table", "json"),
-        default="table",
-        help="output format (default: table)",
-    )
-    bench.set_defaults(func=cmd_bench)
+            yield workload, size, measured

@@ -14,22 +14,24 @@ codes: 0 ok (warnings allowed), 1 errors found or the command failed, 2 usage.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from podium.actors.cli.output import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Progress,
+    add_output_option,
+    dump_json,
+    err,
+    out,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.protocol.errors import StoreError
 from podium.protocol.objects import Node, Pod
 from podium.store.tools import CheckReport, backup_database, check_database
 
-if TYPE_CHECKING:
-    from podium.actors.console import Progress
-
 __all__ = ["cmd_backup", "cmd_check", "over_allocatable", "register"]
-
-EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def over_allocatable(node: Node, pods: Sequence[Pod]) -> list[str]:
@@ -59,14 +61,6 @@ def over_allocatable(node: Node, pods: Sequence[Pod]) -> list[str]:
 # --------------------------------------------------------------------------- output
 
 
-def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
-
-
-def _err(text: str) -> None:
-    sys.stderr.write(text + "\n")
-
-
 def _print_report(report: CheckReport) -> None:
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.objects.items())) or "none"
     if report.events:
@@ -82,12 +76,12 @@ def _print_report(report: CheckReport) -> None:
         ("events", log),
     ]
     for label, value in rows:
-        _out(f"{label:<10}{value}")
+        out(f"{label:<10}{value}")
     for w in report.warnings:
-        _out(f"warning: {w}")
+        out(f"warning: {w}")
     for e in report.errors:
-        _out(f"error: {e}")
-    _out(f"{len(report.errors)} errors, {len(report.warnings)} warnings")
+        out(f"error: {e}")
+    out(f"{len(report.errors)} errors, {len(report.warnings)} warnings")
 
 
 # --------------------------------------------------------------------------- commands
@@ -96,19 +90,18 @@ def _print_report(report: CheckReport) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     report = check_database(args.path, over_committed=over_allocatable)
     if args.output == "json":
-        json.dump(report.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        dump_json(report.to_json())
     elif not report.is_database:
         # Nothing was counted: the failure itself is the whole answer.
         for e in report.errors:
-            _err(f"error: {e}")
+            err(f"error: {e}")
     else:
         _print_report(report)
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
 class _Bar:
-    """Adapts backup steps to console.Progress, whose total is fixed when it is made."""
+    """Adapts backup steps to output.Progress, whose total is fixed when it is made."""
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -116,9 +109,6 @@ class _Bar:
 
     def update(self, done: int, total: int) -> None:
         if self.bar is None or self.bar.total != total:
-            # Imported here: cli imports this module to register the commands.
-            from podium.actors.console import Progress
-
             self.bar = Progress(self.label, total, enabled=True, stream=sys.stderr)
         self.bar.update(done)
 
@@ -133,11 +123,11 @@ def cmd_backup(args: argparse.Namespace) -> int:
         result = backup_database(args.path, args.dest, progress=bar.update, force=args.force)
     except StoreError as exc:
         bar.close()
-        _err(f"error: {exc}")
+        err(f"error: {exc}")
         return EXIT_FAILED
     bar.close()
     revision = "unknown" if result.revision is None else str(result.revision)
-    _out(f"backed up {result.path} to {result.dest} ({result.pages} pages, revision {revision})")
+    out(f"backed up {result.path} to {result.dest} ({result.pages} pages, revision {revision})")
     return EXIT_OK
 
 
@@ -193,13 +183,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     p.add_argument("path", metavar="PATH", help="the database file (e.g. podium.db)")
-    p.add_argument(
-        "-o",
-        "--output",
-        choices=("text", "json"),
-        default="text",
-        help="output format (default: text)",
-    )
+    add_output_option(p, ("text", "json"), "text")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(

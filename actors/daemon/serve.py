@@ -24,14 +24,12 @@ and key again (:func:`reload_access`).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import ipaddress
 import json
 import logging
 import os
-import re
 import signal
 import ssl
 import stat
@@ -41,7 +39,6 @@ from typing import TextIO
 
 import trio
 
-from podium.actors.console import at_least
 from podium.actors.daemon.http import HttpServer
 from podium.actors.gateway.gateway import Gateway, HubMsg
 from podium.actors.mail import BeginScheduling
@@ -60,7 +57,6 @@ from podium.store.sqlite import SqliteStore
 
 __all__ = [
     "Readiness",
-    "add_serve_flags",
     "check_access",
     "is_loopback",
     "open_listeners",
@@ -88,62 +84,6 @@ def parse_address(address: str) -> tuple[str, int]:
 def _format_address(sockname: tuple[str, int] | tuple[str, int, int, int]) -> str:
     host, port = sockname[0], sockname[1]
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _file_mode(text: str) -> str:
-    if not re.fullmatch(r"0?[0-7]{3}", text):
-        raise argparse.ArgumentTypeError(f"expected an octal file mode such as 0600, got {text!r}")
-    return text
-
-
-def add_serve_flags(parser: argparse.ArgumentParser) -> None:
-    """The access and limit flags of ``podium serve`` (each overrides its ``podium:`` key)."""
-    defaults = PodiumSettings()
-    access = parser.add_argument_group("access (docs/protocol.md, Access)")
-    access.add_argument(
-        "--token-file",
-        metavar="FILE",
-        help=(
-            "access tokens, one per line: TOKEN read-only|read-write [NAME]; every TCP "
-            "connection must then present one (podium.tokenFile; required beyond loopback)"
-        ),
-    )
-    access.add_argument(
-        "--tls-cert", metavar="FILE", help="PEM certificate chain: TCP speaks TLS (podium.tlsCert)"
-    )
-    access.add_argument(
-        "--tls-key", metavar="FILE", help="PEM private key of --tls-cert (podium.tlsKey)"
-    )
-    access.add_argument(
-        "--insecure-plaintext",
-        action="store_true",
-        help="allow listening beyond loopback without TLS (podium.insecurePlaintext)",
-    )
-    access.add_argument(
-        "--unix-mode",
-        type=_file_mode,
-        metavar="MODE",
-        help=f"file mode of the Unix socket (podium.unixMode, default {defaults.unix_mode})",
-    )
-    limits = parser.add_argument_group("limits (docs/protocol.md, Limits)")
-    for flag, key, low, high in (
-        ("--max-connections", "maxConnections", 1, None),
-        ("--max-in-flight", "maxInFlightPerConnection", 1, None),
-        ("--max-watchers", "maxWatchers", 1, None),
-        ("--watch-buffer", "watchBuffer", 1, None),
-        ("--max-frame-bytes", "maxFrameBytes", 1024, 2**32 - 1),
-    ):
-        default = getattr(defaults, _snake(key))
-        limits.add_argument(
-            flag,
-            type=at_least(low, high),
-            metavar="N",
-            help=f"podium.{key} (default {default})",
-        )
-
-
-def _snake(camel: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower()
 
 
 def is_loopback(host: str) -> bool:

@@ -1,7 +1,7 @@
 """``podium db check`` and ``podium db backup`` as an operator runs them.
 
 The first tests drive the commands in-process through a parser built with
-:func:`podium.actors.db_commands.register`; the last ones run the real ``podium`` executable,
+:func:`podium.actors.cli.db.register`; the last ones run the real ``podium`` executable,
 on a file built here and on the database of a running ``podium serve``.
 """
 

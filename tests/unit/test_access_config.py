@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from podium.actors.cli.commands import _access
-from podium.actors.cli.main import _configured, build_parser
+from podium.actors.cli.config import configured
+from podium.actors.cli.main import build_parser
+from podium.actors.cli.remote import access
 from podium.actors.client import client_ssl_context, read_token_file
 from podium.actors.daemon.serve import check_access, is_loopback, server_ssl_context
 from podium.protocol.config import (
@@ -243,12 +244,12 @@ def test_serve_flags_override_the_file(tmp_path: Path) -> None:
         "--insecure-plaintext",
         "--unix-mode", "660",
     )  # fmt: skip
-    p = _configured(args).podium
+    p = configured(args).podium
     assert (p.max_connections, p.max_watchers, p.max_in_flight_per_connection) == (20, 5, 8)
     assert (p.watch_buffer, p.max_frame_bytes) == (64, 65536)
     assert (p.token_file, p.tls_cert, p.tls_key) == ("cli-tokens", "c.pem", "k.pem")
     assert (p.insecure_plaintext, p.unix_mode) == (True, "660")
-    file_only = _configured(_serve_args("--config", str(config))).podium
+    file_only = configured(_serve_args("--config", str(config))).podium
     assert (file_only.token_file, file_only.insecure_plaintext) == (str(tmp_path / "t"), False)
 
 
@@ -388,23 +389,23 @@ def test_client_access_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     tcp = "127.0.0.1:7070"
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN_B + "\n")
-    assert _access(_client_args(), tcp) == (None, None)
-    assert _access(_client_args("--token", TOKEN_A, "--token-file", str(token_file)), tcp)[0] == (
+    assert access(_client_args(), tcp) == (None, None)
+    assert access(_client_args("--token", TOKEN_A, "--token-file", str(token_file)), tcp)[0] == (
         TOKEN_A
     )
-    assert _access(_client_args("--token-file", str(token_file)), tcp)[0] == TOKEN_B
+    assert access(_client_args("--token-file", str(token_file)), tcp)[0] == TOKEN_B
     monkeypatch.setenv("PODIUM_TOKEN", "from-env")
-    assert _access(_client_args(), tcp)[0] == "from-env"
-    _, tls = _access(_client_args("--tls"), tcp)
+    assert access(_client_args(), tcp)[0] == "from-env"
+    _, tls = access(_client_args("--tls"), tcp)
     assert tls is not None and tls.check_hostname
     # $PODIUM_TLS_CA turns TLS on for TCP, and is ignored for a Unix socket ...
     monkeypatch.setenv("PODIUM_TLS_CA", str(tmp_path / "missing.pem"))
     with pytest.raises(ValueError, match="cannot load the CA file"):
-        _access(_client_args(), tcp)
-    assert _access(_client_args(), "unix:/run/podium.sock")[1] is None
+        access(_client_args(), tcp)
+    assert access(_client_args(), "unix:/run/podium.sock")[1] is None
     # ... but asking for TLS to a Unix socket is a mistake.
     with pytest.raises(ValueError, match="TLS is for TCP"):
-        _access(_client_args("--tls"), "unix:/run/podium.sock")
+        access(_client_args("--tls"), "unix:/run/podium.sock")
 
 
 def test_a_read_only_token_may_make_every_request_but_the_writes() -> None:

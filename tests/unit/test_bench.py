@@ -1,4 +1,4 @@
-"""``podium bench``'s arithmetic and workloads (the runs themselves: tests/e2e/test_bench.py)."""
+"""``podium bench``'s arithmetic, workloads and table (its runs: tests/e2e/test_bench.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from podium.actors.bench import scheduler_perf as bench
-from podium.actors.bench.scheduler_perf import WORKLOADS, histogram_quantile, window_stats
+from podium.actors.bench import workload as bench
+from podium.actors.bench.scheduler_perf import histogram_quantile, window_stats
+from podium.actors.bench.workload import WORKLOADS
+from podium.actors.cli.bench import render_table
 from podium.actors.cli.main import build_parser, main
 from podium.actors.core.policy import resolve_policy
 from podium.protocol.policy import decode_policy
@@ -90,7 +92,7 @@ def test_every_workload_has_its_sizes_and_fits_its_default_pods() -> None:
 
 
 def test_the_spreading_policy_is_a_valid_policy_with_pod_topology_spread() -> None:
-    policy = bench._spreading_policy()
+    policy = bench.spreading_policy()
     resolved = resolve_policy(decode_policy(policy).policy)
     assert "EvenPodsSpread" in [canonical for _, _, canonical in resolved.predicates]
     assert "EvenPodsSpreadPriority" in [canonical for _, canonical, _ in resolved.priorities]
@@ -137,7 +139,7 @@ def test_the_table_has_one_row_per_result() -> None:
         "cpu_seconds": 3.25,
         "recovery_seconds": 0.12,
     }
-    lines = bench.render_table([result]).splitlines()
+    lines = render_table([result]).splitlines()
     assert lines[0].split()[:3] == ["WORKLOAD", "NODES", "PODS"]
     assert lines[1].split() == [
         "SchedulingBasic", "500", "1000", "812", "800", "900", "950", "0.80", "2.50", "100", "3.2", "0.12",

@@ -1,16 +1,15 @@
-"""actors/cli/commands.py: the daemon-facing subcommands, run as ``podium`` runs them, against the
-fake daemon of tests/support/fakeserver.py (on its own thread: each command calls ``trio.run``).
+"""The daemon-facing subcommands (actors/cli/objects.py, explain.py, stats.py, policy.py,
+protocol.py, over remote.py and output.py), run as ``podium`` runs them, against the fake daemon
+of tests/support/fakeserver.py (on its own thread: each command calls ``trio.run``).
 
-Output is compared exactly; AGE is pinned by patching :func:`commands.utc_now`.
+Output is compared exactly; AGE is pinned by patching :func:`objects.utc_now`.
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import sys
-import types
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,8 +23,11 @@ import yaml
 from builders import decode, make_node, make_pod
 from fakeserver import FakeServer, Handler, Outgoing, fake_server_thread
 
-from podium.actors.cli import commands
-from podium.actors.cli.commands import human_duration, register, resolve_kind
+from podium.actors.cli import objects
+from podium.actors.cli import protocol as protocol_command
+from podium.actors.cli.main import build_parser
+from podium.actors.cli.objects import resolve_kind
+from podium.actors.cli.output import human_duration
 from podium.actors.client import DEFAULT_CHUNK_SIZE
 from podium.protocol import objects as o
 from podium.protocol.wire import (
@@ -65,17 +67,14 @@ FOUR_DAYS_AGO = "2024-05-06T12:00:00Z"
 
 @pytest.fixture(autouse=True)
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(commands, "utc_now", lambda: NOW)
+    monkeypatch.setattr(objects, "utc_now", lambda: NOW)
     monkeypatch.delenv("PODIUM_SERVER", raising=False)
     monkeypatch.delenv("PODIUM_TOKEN", raising=False)
 
 
 def podium(*argv: str) -> int:
-    """Parse ``argv`` as ``podium`` would (the lead's cli.py registers these commands the same
-    way) and run the command."""
-    parser = argparse.ArgumentParser(prog="podium")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
+    """Parse ``argv`` as ``podium`` does and run the command."""
+    args = build_parser().parse_args(argv)
     code: int = args.func(args)
     return code
 
@@ -672,7 +671,7 @@ def test_watch_ends_cleanly_on_ctrl_c(
             raise KeyboardInterrupt  # what trio raises in the main task on Ctrl-C
         return str(event.revision)
 
-    monkeypatch.setattr(commands, "event_line", line_then_interrupt)
+    monkeypatch.setattr(objects, "event_line", line_then_interrupt)
     assert podium("watch", "--server", server.address) == 0
     out, err = capsys.readouterr()
     assert (out, err) == ("41\n", "")
@@ -888,9 +887,9 @@ def test_policy_reload_refused(serve: Any, capsys: pytest.CaptureFixture[str]) -
 def test_protocol_schema_prints_the_schema(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fake = types.ModuleType("podium.protocol.schema")
-    fake.protocol_schema = lambda: {"$defs": {"Hello": {"type": "object"}}}  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "podium.protocol.schema", fake)
+    monkeypatch.setattr(
+        protocol_command, "protocol_schema", lambda: {"$defs": {"Hello": {"type": "object"}}}
+    )
     assert podium("protocol", "schema") == 0
     assert json.loads(capsys.readouterr().out) == {"$defs": {"Hello": {"type": "object"}}}
 

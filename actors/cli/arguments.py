@@ -1,0 +1,47 @@
+"""The argparse value types the command groups share: each turns a bad value into a usage error
+(exit 2) that says what was expected.
+
+Kubernetes counterpart: the flag value types of k8s.io/component-base/cli/flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+
+from podium.actors.client import parse_server
+
+__all__ = ["at_least", "file_mode", "server_address"]
+
+
+def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` (to ``high``), else a usage error saying so."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"{low}-{high}" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {value}")
+        return value
+
+    return parse
+
+
+def server_address(value: str) -> str:
+    """An argparse type: a daemon's address, ``HOST:PORT`` or ``unix:PATH``."""
+    try:
+        parse_server(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def file_mode(text: str) -> str:
+    """An argparse type: an octal file mode (``0600`` or ``600``)."""
+    if not re.fullmatch(r"0?[0-7]{3}", text):
+        raise argparse.ArgumentTypeError(f"expected an octal file mode such as 0600, got {text!r}")
+    return text

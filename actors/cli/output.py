@@ -1,0 +1,179 @@
+"""What every ``podium`` command prints with: lines on stdout and stderr, kubectl's tables,
+``-o json`` documents, the daemon's errors, the progress bar, and the exit codes.
+
+Kubernetes counterpart: k8s.io/kubectl/pkg/cmd/util (``CheckErr``'s ``error: ...`` lines and
+exit codes) and k8s.io/cli-runtime/pkg/printers (the tabwriter tables, the JSON printer).
+
+Human output goes to stdout, errors and warnings to stderr (``error: ...``); ``-o json`` prints
+machine-readable JSON on stdout. The progress bar goes to stderr, only on a terminal and never
+with ``-o json``. Exit codes: :data:`EXIT_OK` 0, :data:`EXIT_FAILED` 1 (rejected input, a
+failed command, an unreachable daemon), :data:`EXIT_USAGE` 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import msgspec
+
+from podium.actors.client import RemoteError
+from podium.protocol.objects import KubeObject, enc_hook
+from podium.protocol.wire import Event, ObjectError
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Progress",
+    "add_output_option",
+    "dump_json",
+    "err",
+    "human_duration",
+    "message_doc",
+    "object_doc",
+    "out",
+    "print_remote_error",
+    "table",
+]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def out(text: str = "") -> None:
+    """One line on stdout."""
+    sys.stdout.write(text + "\n")
+
+
+def err(text: str) -> None:
+    """One line on stderr."""
+    sys.stderr.write(text + "\n")
+
+
+def table(rows: Sequence[Sequence[str]], stream: TextIO | None = None) -> None:
+    """Columns separated by three spaces, as kubectl's tabwriter prints them (on stdout unless
+    ``stream`` is given)."""
+    write = (stream or sys.stdout).write
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        write("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+
+
+def dump_json(doc: Any) -> None:
+    """``doc`` as indented JSON on stdout (``-o json``)."""
+    out(json.dumps(doc, indent=2))
+
+
+def add_output_option(
+    parser: argparse.ArgumentParser, choices: tuple[str, ...], default: str
+) -> None:
+    """The ``-o/--output`` flag with ``choices``."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=choices,
+        default=default,
+        help=f"output format (default: {default})",
+    )
+
+
+def human_duration(seconds: float) -> str:
+    """kubectl's AGE: k8s.io/apimachinery/pkg/util/duration.HumanDuration@v1.14."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 60 * 2:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 60 * 3:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        years = hours // 24 // 365
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{hours // 24 // 365}y"
+
+
+def object_doc(obj: KubeObject) -> dict[str, Any]:
+    """The v1 JSON form of an object, with ``apiVersion`` and ``kind`` first (as kubectl)."""
+    doc: dict[str, Any] = msgspec.to_builtins(obj, enc_hook=enc_hook)
+    kind = doc.pop("kind")
+    doc.pop("apiVersion", None)
+    return {"apiVersion": obj.api_version, "kind": kind, **doc}
+
+
+def message_doc(msg: msgspec.Struct) -> dict[str, Any]:
+    """A reply or event as JSON, without the wire's ``msg`` and ``id``."""
+    doc: dict[str, Any] = msgspec.to_builtins(msg, enc_hook=enc_hook)
+    doc.pop("msg", None)
+    doc.pop("id", None)
+    if isinstance(msg, Event) and msg.object is not None:
+        doc["object"] = object_doc(msg.object)
+    return doc
+
+
+def print_remote_error(exc: RemoteError) -> None:
+    """The daemon's error on stderr: its message (and path), or one line per rejected object."""
+    reply = exc.reply
+    if not reply.errors:
+        at = f" at {reply.path}" if reply.path and reply.path not in reply.message else ""
+        err(f"error: {reply.message}{at}")
+        return
+    err(f"error: {reply.message}")
+    for e in reply.errors:
+        err(f"error: {_object_error_text(e)}")
+
+
+def _object_error_text(e: ObjectError) -> str:
+    name = f"{e.namespace}/{e.name}" if e.namespace and e.name else e.name
+    what = " ".join(p for p in (e.kind, name) if p)
+    at = f" at {e.path}" if e.path else ""
+    return f"object {e.index} ({what or 'unnamed'}){at}: {e.message}"
+
+
+class Progress:
+    """A one-line progress bar on stderr, shown only on a terminal (and never for -o json)."""
+
+    def __init__(
+        self, label: str, total: int, *, enabled: bool, stream: TextIO = sys.stderr
+    ) -> None:
+        self.label, self.total, self.stream = label, total, stream
+        self.enabled = enabled and stream.isatty() and total > 0
+        self._last = 0.0
+
+    def update(self, done: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self._last < 0.1 and done < self.total):
+            return
+        self._last = now
+        width = 30
+        filled = width * done // self.total
+        self.stream.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r" + " " * (len(self.label) + 50) + "\r")
+            self.stream.flush()

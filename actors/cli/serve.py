@@ -1,0 +1,170 @@
+"""``podium serve``: the daemon's flags, and running it (:func:`podium.actors.daemon.serve.serve`)
+with its start-up failures mapped to messages and exit codes.
+
+Kubernetes counterpart: cmd/kube-scheduler/app (``NewSchedulerCommand``: the flags, the
+options' validation, then ``Run``).
+
+Owns: nothing; the daemon's own behaviour (listeners, signals, shutdown) is
+:mod:`podium.actors.daemon.serve`'s.
+Emits: the daemon's ready line and logs; ``error: ...`` on stderr when it cannot start. Exit
+codes: 0 after a clean shutdown, 1 when a listener cannot be bound or the store fails, 2 for
+flags or configuration that cannot work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import trio
+
+from podium.actors.cli.arguments import at_least, file_mode
+from podium.actors.cli.config import configured, podium_version
+from podium.actors.cli.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err
+from podium.actors.daemon.logs import configure as configure_logging
+from podium.actors.daemon.serve import check_access, parse_address, serve
+from podium.protocol.config import PodiumSettings
+from podium.protocol.errors import StoreError
+
+__all__ = ["cmd_serve", "register"]
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The exceptions of a (nested) group, for one message each."""
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``podium serve``: run the daemon until SIGTERM or SIGINT."""
+    try:
+        config = configured(args)
+        if config.podium.listen is not None:
+            parse_address(config.podium.listen)
+        if config.podium.metrics is not None:
+            parse_address(config.podium.metrics)
+        check_access(config.podium)
+    except ValueError as exc:
+        err(f"error: {exc}")
+        return EXIT_USAGE
+    configure_logging(config.podium.log_format, config.podium.log_level)
+    failed = False
+    try:
+        trio.run(lambda: serve(config, version=podium_version()))
+    except* OSError as group:
+        for error in _leaves(group):
+            err(f"error: cannot listen: {error}")
+        failed = True
+    except* StoreError as group:
+        # Locked by another daemon, unreadable, or a commit failed: the log has the details.
+        for error in _leaves(group):
+            err(f"error: {error}")
+        failed = True
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``serve`` to ``podium``."""
+    srv = subparsers.add_parser(
+        "serve",
+        help="run the scheduler daemon",
+        description=(
+            "Run Podium as a daemon: clients put nodes and pods over the protocol (TCP on "
+            "loopback by default, or a Unix socket), Podium schedules every pending pod whose "
+            "spec.schedulerName matches and binds it, and watchers see each binding. Prints one "
+            'JSON line when ready: {"listen", "unix", "metrics", "revision"}. '
+            "SIGTERM or SIGINT shuts down cleanly within shutdownGracePeriodSeconds."
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium serve                                 # 127.0.0.1:7070, embedded defaults\n"
+            "  podium serve --listen 127.0.0.1:0            # any free port (see the ready line)\n"
+            "  podium serve --unix /run/podium.sock --listen none\n"
+            "  podium serve --config scheduler-config.yaml --log-format json\n"
+            "\nflags override the config file, which overrides the defaults."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    srv.add_argument("--config", metavar="FILE", help="a KubeSchedulerConfiguration YAML")
+    srv.add_argument("--policy", metavar="FILE", help="a scheduler Policy file (JSON or YAML)")
+    srv.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="TCP address of the protocol (default 127.0.0.1:7070; port 0 picks one; 'none' disables)",
+    )
+    srv.add_argument("--unix", metavar="PATH", help="also listen on a Unix socket at PATH")
+    srv.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help=(
+            "HTTP address for /metrics, /healthz, /livez and /readyz (default 127.0.0.1:7071; "
+            "port 0 picks one; 'none' disables)"
+        ),
+    )
+    srv.add_argument(
+        "--db",
+        metavar="PATH",
+        help="the SQLite database holding every object and the event log (default ./podium.db)",
+    )
+    srv.add_argument("--seed", type=int, metavar="N", help="seed the tie-break for repeatable runs")
+    srv.add_argument(
+        "--scheduler-name", metavar="NAME", help="schedule pods with this schedulerName"
+    )
+    srv.add_argument("--log-format", choices=("text", "json"), help="log lines as text or JSON")
+    srv.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), help="the lowest level logged"
+    )
+    _add_access_and_limits(srv)
+    srv.set_defaults(func=cmd_serve)
+
+
+def _add_access_and_limits(parser: argparse.ArgumentParser) -> None:
+    """The access and limit flags of ``podium serve`` (each overrides its ``podium:`` key)."""
+    defaults = PodiumSettings()
+    access = parser.add_argument_group("access (docs/protocol.md, Access)")
+    access.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=(
+            "access tokens, one per line: TOKEN read-only|read-write [NAME]; every TCP "
+            "connection must then present one (podium.tokenFile; required beyond loopback)"
+        ),
+    )
+    access.add_argument(
+        "--tls-cert", metavar="FILE", help="PEM certificate chain: TCP speaks TLS (podium.tlsCert)"
+    )
+    access.add_argument(
+        "--tls-key", metavar="FILE", help="PEM private key of --tls-cert (podium.tlsKey)"
+    )
+    access.add_argument(
+        "--insecure-plaintext",
+        action="store_true",
+        help="allow listening beyond loopback without TLS (podium.insecurePlaintext)",
+    )
+    access.add_argument(
+        "--unix-mode",
+        type=file_mode,
+        metavar="MODE",
+        help=f"file mode of the Unix socket (podium.unixMode, default {defaults.unix_mode})",
+    )
+    limits = parser.add_argument_group("limits (docs/protocol.md, Limits)")
+    for flag, key, low, high in (
+        ("--max-connections", "maxConnections", 1, None),
+        ("--max-in-flight", "maxInFlightPerConnection", 1, None),
+        ("--max-watchers", "maxWatchers", 1, None),
+        ("--watch-buffer", "watchBuffer", 1, None),
+        ("--max-frame-bytes", "maxFrameBytes", 1024, 2**32 - 1),
+    ):
+        default = getattr(defaults, _snake(key))
+        limits.add_argument(
+            flag,
+            type=at_least(low, high),
+            metavar="N",
+            help=f"podium.{key} (default {default})",
+        )
+
+
+def _snake(camel: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower()

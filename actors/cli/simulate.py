@@ -1,0 +1,249 @@
+"""``podium simulate``: schedule the pending pods of a cluster dump offline and show where each
+goes, or why it cannot go anywhere; nothing is bound.
+
+Kubernetes counterpart: none in kubectl; the decisions are kube-scheduler's (the same actors
+run in process, :func:`podium.actors.simulate.simulate`), on a dump such as ``kubectl get
+nodes,pods,... -A -o json`` prints.
+
+Owns: nothing; reads the files, runs the simulation, prints.
+Emits: a table of placements and a per-pool summary, or JSON, on stdout; warnings and the
+progress bar on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from podium.actors.cli.config import configured
+from podium.actors.cli.output import (
+    EXIT_OK,
+    Progress,
+    add_output_option,
+    dump_json,
+    err,
+    table,
+)
+from podium.actors.core.simulation import PodOutcome, build_cluster, final_node_infos
+from podium.actors.daemon.logs import configure as configure_logging
+from podium.actors.framework.nodeinfo import NodeInfo
+from podium.actors.simulate import simulate
+from podium.actors.supervisor import load_plugin_set
+from podium.protocol.loader import load_files, load_text
+
+__all__ = ["POOL_LABELS", "cmd_simulate", "register"]
+
+# Node labels that name a node pool on the common platforms, most specific first.
+POOL_LABELS = (
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+    "nodepool",
+    "pool",
+    "node.kubernetes.io/instance-type",
+)
+
+
+def _outcome_json(o: PodOutcome, *, explain: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "namespace": o.pod.namespace,
+        "name": o.pod.name,
+        "node": o.node,
+        "message": o.message,
+        "attempts": o.attempts,
+    }
+    if o.preempted:
+        entry["preempted"] = list(o.preempted)
+    if explain:
+        r = o.result
+        nodes: dict[str, Any] = {}
+        for name in r.examined:
+            if name in r.failed:
+                nodes[name] = {
+                    "fits": False,
+                    "reasons": list(r.failed[name]),
+                    "scores": {},
+                    "total": None,
+                }
+            else:
+                nodes[name] = {
+                    "fits": True,
+                    "reasons": [],
+                    "scores": r.scores.get(name, {}),
+                    "total": r.totals.get(name),
+                }
+        entry["nodes"] = nodes
+    return entry
+
+
+def _pool(info: NodeInfo, pool_label: str | None) -> str:
+    labels = info.labels
+    if pool_label:
+        return labels.get(pool_label, "-")
+    for key in POOL_LABELS:
+        if key in labels:
+            return labels[key]
+    return "-"
+
+
+def _percent(used: int, total: int) -> str:
+    return f"{100 * used / total:.0f}%" if total else "-"
+
+
+def _print_simulation(
+    outcomes: Sequence[PodOutcome],
+    before: dict[str, NodeInfo],
+    after: dict[str, NodeInfo],
+    pool_label: str | None,
+    out: TextIO,
+) -> None:
+    rows = [["NAMESPACE", "NAME", "NODE", "ATTEMPTS", "REASON"]]
+    for o in outcomes:
+        reason = o.message or ""
+        if o.preempted:
+            evicted = f"preempted {', '.join(o.preempted)}"
+            reason = f"{evicted}; {reason}" if reason else evicted
+        rows.append([o.pod.namespace, o.pod.name, o.node or "<none>", str(o.attempts), reason])
+    table(rows, out)
+    placed = sum(1 for o in outcomes if o.node is not None)
+    out.write(
+        f"\n{placed} placed, {len(outcomes) - placed} unschedulable, of {len(outcomes)} pending pods\n\n"
+    )
+    pools: dict[str, list[str]] = {}
+    for name, info in before.items():
+        pools.setdefault(_pool(info, pool_label), []).append(name)
+    rows = [
+        ["POOL", "NODES", "CPU BEFORE", "CPU AFTER", "MEMORY BEFORE", "MEMORY AFTER", "PODS AFTER"]
+    ]
+    for pool in sorted(pools):
+        names = pools[pool]
+
+        def total(
+            infos: dict[str, NodeInfo], attr: str, names: list[str] = names
+        ) -> tuple[int, int]:
+            used = sum(getattr(infos[n].requested, attr) for n in names)
+            cap = sum(getattr(infos[n].allocatable, attr) for n in names)
+            return used, cap
+
+        cpu_b, cpu_a = total(before, "milli_cpu"), total(after, "milli_cpu")
+        mem_b, mem_a = total(before, "memory"), total(after, "memory")
+        pods = sum(len(after[n].pods) for n in names)
+        rows.append(
+            [
+                pool,
+                str(len(names)),
+                _percent(*cpu_b),
+                _percent(*cpu_a),
+                _percent(*mem_b),
+                _percent(*mem_a),
+                str(pods),
+            ]
+        )
+    table(rows, out)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """``podium simulate -f FILE...``: place the pending pods offline and print the result."""
+    as_json = args.output == "json"
+    config = configured(args)
+    plugins = load_plugin_set(config)
+    for w in plugins.warnings:
+        err(f"warning: {w}")
+    files = [f for f in args.file if f != "-"]
+    objects = load_files(files)
+    if "-" in args.file:
+        objects += load_text(sys.stdin.buffer.read(), source="-")
+    cluster = build_cluster(objects, scheduler_name=config.scheduler_name)
+    for w in cluster.warnings:
+        err(f"warning: {w}")
+    # The actors' own warnings repeat the ones above; only their errors are worth showing.
+    configure_logging("text", "error")
+    progress = Progress("scheduling", len(cluster.pending), enabled=not as_json)
+    outcomes = simulate(
+        objects,
+        config,
+        plugins,
+        seed=config.podium.random_seed,
+        explain=args.explain,
+        progress=progress.update,
+    )
+    progress.close()
+    if as_json:
+        doc = {"pods": [_outcome_json(o, explain=args.explain) for o in outcomes]}
+        dump_json(doc)
+    else:
+        _print_simulation(
+            outcomes,
+            cluster.infos,
+            final_node_infos(cluster, outcomes),
+            args.pool_label,
+            sys.stdout,
+        )
+    return EXIT_OK
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``simulate`` to ``podium``."""
+    sim = subparsers.add_parser(
+        "simulate",
+        help="schedule a cluster dump offline and show where each pending pod goes",
+        description=(
+            "Schedule the pending pods of a cluster dump offline, with the Kubernetes scheduler's "
+            "predicates and priorities, and print where each goes or why it cannot go anywhere. "
+            "Nodes, bound pods (spec.nodeName set) and the other objects (PVs, PVCs, "
+            "StorageClasses, Services, ReplicaSets, ...) form the cluster. Nothing is bound."
+        ),
+        epilog=(
+            "examples:\n"
+            "  kubectl get nodes,pods,pv,pvc,svc,rs,sts,storageclass,priorityclass -A -o json > dump.json\n"
+            "  podium simulate -f dump.json\n"
+            "  podium simulate -f examples/cluster.yaml --seed 1 --explain -o json\n"
+            "  podium simulate -f examples/cluster.yaml --policy examples/policy-seed-004.json"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sim.add_argument(
+        "-f",
+        "--file",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a JSON or YAML file (one object, a kind: List, or multi-document YAML); '-' for stdin; repeatable",
+    )
+    sim.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="a scheduler Policy file (JSON or YAML); default: the v1.14 default provider",
+    )
+    sim.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration YAML (percentageOfNodesToScore, policy, ...)",
+    )
+    sim.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed the random tie-break between equally good nodes, for repeatable runs",
+    )
+    sim.add_argument(
+        "--explain",
+        action="store_true",
+        help="with -o json: every examined node's reasons and scores per pod",
+    )
+    sim.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="schedule the pods whose spec.schedulerName is NAME (default: default-scheduler)",
+    )
+    sim.add_argument(
+        "--pool-label",
+        metavar="KEY",
+        help="the node label that names a node pool in the summary (default: a well-known one)",
+    )
+    add_output_option(sim, ("table", "json"), "table")
+    sim.set_defaults(func=cmd_simulate)
