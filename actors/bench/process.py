@@ -16,6 +16,7 @@ it); the caller decides whether that fails a test or ends a benchmark.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import selectors
 import signal
@@ -127,16 +128,21 @@ class ServeProcess:
                 log.close()
         line = _read_line(proc, ready_timeout)
         if not line:
+            exited = line == ""  # stdout closed: it is exiting
+            if exited:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=10)
             if proc.poll() is None:
                 proc.kill()
-            err = proc.communicate(timeout=10)[1] if log_path is None else ""
+            err = proc.communicate()[1] if log_path is None else ""
             code = proc.wait()
             tail = err or (_tail(log_path) if log_path is not None else "")
-            raise DaemonError(
-                f"podium serve did not become ready in {ready_timeout:g} s"
-                f" (exit code {code}):\n{tail}",
-                exit_code=code,
+            what = (
+                f"exited with code {code} before its ready line"
+                if exited
+                else f"printed no ready line in {ready_timeout:g} s (killed)"
             )
+            raise DaemonError(f"podium serve {what}:\n{tail}", exit_code=code)
         ready = json.loads(line)
         return cls(proc, ready, log_path=log_path, started_seconds=time.perf_counter() - began)
 
@@ -251,12 +257,13 @@ class ServeProcess:
                 pipe.close()
 
 
-def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
+def _read_line(proc: subprocess.Popen[str], timeout: float) -> str | None:
+    """The first line on stdout; ``""`` when it closed first, ``None`` after ``timeout``."""
     assert proc.stdout is not None
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         if not sel.select(timeout):
-            return ""
+            return None
     return proc.stdout.readline()
 
 
