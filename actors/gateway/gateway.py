@@ -86,6 +86,7 @@ from podium.protocol.config import READ_ONLY_REQUESTS, AccessToken, authenticate
 from podium.protocol.errors import (
     ErrorCode,
     FrameTooLarge,
+    InvalidObject,
     InvalidRequest,
     MalformedFrame,
     PodiumError,
@@ -129,7 +130,7 @@ from podium.protocol.wire import (
     Watch,
     WatchReply,
 )
-from podium.store.core import SYSTEM_PRIORITY_CLASSES
+from podium.store.admission import admit_pod, known_classes
 from podium.store.mail import (
     Change,
     Committed,
@@ -715,7 +716,10 @@ class Gateway:
                 if not pod.metadata.namespace:
                     meta = msgspec.structs.replace(pod.metadata, namespace="default")
                     pod = msgspec.structs.replace(pod, metadata=meta)
-                pod = await self._with_priority(pod)
+                admitted = await self._admit(msg.id, pod)
+                if isinstance(admitted, ErrorReply):
+                    return admitted
+                pod = admitted
                 explained: Explained = await self.ask(
                     h.scheduler,
                     lambda **kw: ExplainPod(pod=PodInfo(pod), explain=msg.explain, **kw),
@@ -747,30 +751,22 @@ class Gateway:
             case _:
                 assert_never(msg)
 
-    async def _with_priority(self, pod: Pod) -> Pod:
-        """The pod's priority as the store's admission would set it (a simulated pod is never
-        stored): from its PriorityClass, else the global default class, else 0."""
-        if pod.spec.priority is not None:
-            return pod
+    async def _admit(self, request_id: int, pod: Pod) -> Pod | ErrorReply:
+        """The pod with the priority a put would give it (store/admission.py, over the stored
+        classes), or the refusal a put would get (its path under the request's ``pod``)."""
         read = await self.ask(
             self._handles.store, lambda **kw: ReadObjects(kind="PriorityClass", **kw)
         )
-        classes = dict(SYSTEM_PRIORITY_CLASSES)
-        if isinstance(read, ReadResult):
-            classes.update((c.metadata.name, c) for c in read.items if isinstance(c, PriorityClass))
-        name = pod.spec.priority_class_name
-        chosen = classes.get(name) if name else None
-        if chosen is None and not name:
-            defaults = [c for c in classes.values() if c.global_default]
-            chosen = min(defaults, key=lambda c: c.value) if defaults else None
-        if chosen is None:
-            return pod
-        spec = msgspec.structs.replace(
-            pod.spec,
-            priority=chosen.value,
-            preemption_policy=pod.spec.preemption_policy or chosen.preemption_policy,
-        )
-        return msgspec.structs.replace(pod, spec=spec)
+        if isinstance(read, StoreFailure):
+            return _failure(request_id, read)
+        assert isinstance(read, ReadResult)
+        classes = known_classes(c for c in read.items if isinstance(c, PriorityClass))
+        try:
+            return admit_pod(pod, classes)
+        except InvalidObject as exc:
+            # The pod is the request's ``pod``: its field is named from the request.
+            path = None if exc.path is None else "$.pod" + exc.path.removeprefix("$")
+            return ErrorReply(id=request_id, code=exc.code, message=exc.message, path=path)
 
     async def _explain(self, msg: Explain) -> ServerMessage:
         h = self._handles
