@@ -19,7 +19,8 @@ import trio.testing
 from builders import make_node, make_pod
 
 from podium.actors.core.generic_scheduler import ScheduleResult
-from podium.actors.gateway.gateway import AddWatch, Gateway, HubMsg, _Hub
+from podium.actors.gateway.gateway import Gateway
+from podium.actors.gateway.watch import AddWatch, Hub, HubMsg
 from podium.actors.mail import (
     CacheMsg,
     Decision,
@@ -77,7 +78,7 @@ BUFFER_CASES = [
 async def test_a_watch_is_cut_off_only_when_its_waiting_events_pass_the_buffer(
     case: BufferCase,
 ) -> None:
-    hub = _Hub(watch_buffer=8)
+    hub = Hub(watch_buffer=8)
     hub.revision = next(_revisions)
     tx, rx = trio.open_memory_channel[Change](math.inf)
     reply_to, _reply = trio.open_memory_channel[int | None](1)
@@ -104,7 +105,7 @@ async def test_a_watch_is_cut_off_only_when_its_waiting_events_pass_the_buffer(
 
 
 async def test_a_new_watch_takes_the_whole_gap_from_the_ring() -> None:
-    hub = _Hub(watch_buffer=4)
+    hub = Hub(watch_buffer=4)
     start = next(_revisions)  # the changes below come right after it
     hub.revision = start
     hub.committed(_committed([_change(make_pod(f"p{i}").obj()) for i in range(10)]))
