@@ -41,7 +41,7 @@ from podium.actors.mail import (
 from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol import metrics
 from podium.store.mail import Binding, BindPods, BindResult, StoreFailure, StoreMsg
-from podium.store.mailbox import reply, send
+from podium.store.mailbox import ask, drain, reply, send
 
 __all__ = ["Binder"]
 
@@ -80,13 +80,7 @@ class Binder:
                     first = await self._inbox.receive()
                 except trio.EndOfChannel:
                     return
-                batch = [first]
-                while True:
-                    try:
-                        batch.append(self._inbox.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                await self._bind(batch)
+                await self._bind([first, *drain(self._inbox)])
 
     async def _bind(self, batch: list[BindRequest]) -> None:
         bindings = [
@@ -103,10 +97,10 @@ class Binder:
         for r in batch:
             # v1.14 counts the assumed pod's TTL from FinishBinding; Podium from the hand-off.
             await send(self._cache, FinishBinding(key=r.pod.key))
-        answer_to, answer = trio.open_memory_channel[BindResult | StoreFailure](1)
         started = trio.current_time()
-        await send(self._store, BindPods(bindings=bindings, reply=answer_to))
-        result = await answer.receive()
+        result: BindResult | StoreFailure = await ask(
+            self._store, lambda r: BindPods(bindings=bindings, reply=r)
+        )
         now = trio.current_time()
         seconds = now - started
         if isinstance(result, StoreFailure):

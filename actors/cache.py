@@ -41,7 +41,7 @@ from podium.actors.mail import (
 from podium.protocol import metrics
 from podium.protocol.errors import CacheStateError
 from podium.store.mail import Committed, Recovered
-from podium.store.mailbox import reply
+from podium.store.mailbox import drain, reply
 
 __all__ = ["CacheActor"]
 
@@ -89,12 +89,9 @@ class CacheActor:
                     return
                 if msg is not None:
                     self._handle(msg)
-                    # Drain what else is waiting without a scheduler pass per message.
-                    while True:
-                        try:
-                            self._handle(self._inbox.receive_nowait())
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
+                    # What else is waiting, without a scheduler pass per message.
+                    for waiting in drain(self._inbox):
+                        self._handle(waiting)
                 self._expire(trio.current_time())
                 core = self.core
                 metrics.CACHE_NODES.set(core.node_count)

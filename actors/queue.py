@@ -83,7 +83,7 @@ from podium.protocol import metrics
 from podium.protocol.objects import Node, Pod, StorageClass, holds_resources, pod_key
 from podium.protocol.quantity import Quantity
 from podium.store.mail import Change, Committed, Recovered
-from podium.store.mailbox import reply
+from podium.store.mailbox import drain, reply
 
 if TYPE_CHECKING:
     from prometheus_client import Counter, Gauge
@@ -248,13 +248,9 @@ class QueueActor:
                     return
             if msg is not None:
                 self._handle(msg)
-                # Drain what is already waiting without passing the scheduler (STYLE.md).
-                while True:
-                    try:
-                        msg = self._inbox.receive_nowait()
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                    self._handle(msg)
+                # What is already waiting, without passing the scheduler (STYLE.md).
+                for waiting in drain(self._inbox):
+                    self._handle(waiting)
             now = trio.current_time()
             moved = core.flush_backoff_completed(now)
             if moved:

@@ -88,7 +88,7 @@ from podium.store.mail import (
     StoreMsg,
     Victim,
 )
-from podium.store.mailbox import reply, send
+from podium.store.mailbox import ask, reply, send
 
 __all__ = ["PluginSet", "Scheduler"]
 
@@ -265,9 +265,10 @@ class Scheduler:
 
     async def _refresh(self) -> Snapshot:
         generation = self._snapshot.generation if self._snapshot is not None else 0
-        answer_to, answer = trio.open_memory_channel[SnapshotDelta](1)
-        await send(self._cache, SnapshotRequest(generation=generation, reply=answer_to))
-        self._snapshot = apply_delta(self._snapshot, await answer.receive())
+        delta: SnapshotDelta = await ask(
+            self._cache, lambda r: SnapshotRequest(generation=generation, reply=r)
+        )
+        self._snapshot = apply_delta(self._snapshot, delta)
         return self._snapshot
 
     async def _decide(
@@ -279,19 +280,12 @@ class Scheduler:
         explain: bool,
         nominated: NominatedPods | None = None,
     ) -> Decision:
-        answer_to, answer = trio.open_memory_channel[Decision](1)
-        await send(
+        return await ask(
             self._filter_pool,
-            FilterRequest(
-                pod=pod,
-                snapshot=snapshot,
-                dry=dry,
-                explain=explain,
-                nominated=nominated,
-                reply=answer_to,
+            lambda r: FilterRequest(
+                pod=pod, snapshot=snapshot, dry=dry, explain=explain, nominated=nominated, reply=r
             ),
         )
-        return await answer.receive()
 
     async def _failures(
         self,
@@ -331,28 +325,24 @@ class Scheduler:
     async def _evict(
         self, pod: PodInfo, node: str, victims: list[PodInfo]
     ) -> EvictResult | StoreFailure:
-        answer_to, answer = trio.open_memory_channel[EvictResult | StoreFailure](1)
-        await send(
+        refs = [Victim(namespace=v.namespace, name=v.name, uid=v.pod.metadata.uid) for v in victims]
+        return await ask(
             self._store,
-            Evict(
+            lambda r: Evict(
                 namespace=pod.namespace,
                 name=pod.name,
                 uid=pod.pod.metadata.uid,
                 node=node,
-                victims=[
-                    Victim(namespace=v.namespace, name=v.name, uid=v.pod.metadata.uid)
-                    for v in victims
-                ],
-                reply=answer_to,
+                victims=refs,
+                reply=r,
             ),
         )
-        return await answer.receive()
 
     async def _schedule_one(self) -> bool:
         """One cycle; False when the queue is idle and the scheduler should stop."""
-        answer_to, answer = trio.open_memory_channel[Popped | QueueIdle](1)
-        await send(self._queue, Pop(reply=answer_to, idle_ok=self._exit_when_idle))
-        popped = await answer.receive()
+        popped: Popped | QueueIdle = await ask(
+            self._queue, lambda r: Pop(reply=r, idle_ok=self._exit_when_idle)
+        )
         if isinstance(popped, QueueIdle):
             return False
         started = trio.current_time()
@@ -479,20 +469,19 @@ class Scheduler:
             await done.receive()
 
     async def _assume(self, decision: Decision) -> AssumeReply:
-        assert decision.node is not None
-        answer_to, answer = trio.open_memory_channel[AssumeReply](1)
-        await send(
+        node = decision.node
+        assert node is not None
+        return await ask(
             self._cache,
-            Assume(
+            lambda r: Assume(
                 pod=decision.pod,
-                node=decision.node,
+                node=node,
                 generation=decision.generation,
                 volumes=decision.volumes,
                 provisions=decision.provisions,
-                reply=answer_to,
+                reply=r,
             ),
         )
-        return await answer.receive()
 
     async def _report(
         self,

@@ -25,7 +25,7 @@ from podium.protocol.config import SchedulerConfig
 from podium.protocol.objects import KubeObject
 from podium.store.core import StoreCore
 from podium.store.mail import Published, StoreFailure, StoreMsg, WriteObjects, WriteResult
-from podium.store.mailbox import send
+from podium.store.mailbox import ask, send
 from podium.store.memory import MemoryStore
 
 __all__ = ["simulate"]
@@ -64,9 +64,9 @@ async def _simulate(
         handles = await nursery.start(runtime.run)
         try:
             if objects:
-                answer_to, answer = trio.open_memory_channel[WriteResult | StoreFailure](1)
-                await send(handles.store, WriteObjects(puts=list(objects), reply=answer_to))
-                written = await answer.receive()
+                written: WriteResult | StoreFailure = await ask(
+                    handles.store, lambda r: WriteObjects(puts=list(objects), reply=r)
+                )
                 if isinstance(written, StoreFailure):
                     rejected = written
             if rejected is None:

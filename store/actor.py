@@ -66,7 +66,7 @@ from podium.store.mail import (
     WriteObjects,
     WriteResult,
 )
-from podium.store.mailbox import reply, send
+from podium.store.mailbox import drain, reply, send
 
 __all__ = ["Durability", "Recovery", "StoreActor", "Subscriber"]
 
@@ -211,8 +211,7 @@ class StoreActor:
                     Recovered(revision=self.core.revision, objects=self.core.all_objects())
                 )
                 task_status.started()
-                closed = False
-                while not closed:
+                while True:
                     try:
                         batch = [await self._inbox.receive()]
                     except trio.EndOfChannel:
@@ -221,14 +220,7 @@ class StoreActor:
                         # Group commit: let more writes join this batch, so that a commit's
                         # fixed cost (the hand-over to the database thread) is paid less often.
                         await trio.sleep_until(self._last_commit + self.commit_window)
-                    while True:
-                        try:
-                            batch.append(self._inbox.receive_nowait())
-                        except trio.WouldBlock:
-                            break
-                        except trio.EndOfChannel:
-                            closed = True
-                            break
+                    batch += drain(self._inbox)
                     self._last_commit = trio.current_time()
                     await self._serve(batch)
         finally:

@@ -4,11 +4,11 @@ Kubernetes counterpart: the API server's registry over etcd (one revision per ch
 a revision, ``410 Gone`` for a compacted one: staging/src/k8s.io/apiserver/pkg/storage/etcd3/
 store.go@v1.14), the pod ``binding`` subresource (pkg/registry/core/pod/storage/storage.go@v1.14
 ``assignPod``: the pod must exist, match the binding's uid and not be bound yet), the Priority
-admission plugin (plugin/pkg/admission/priority/admission.go@v1.14, with the later
-preemptionPolicy rules), the volume binder's API updates (pkg/controller/volume/
-persistentvolume/scheduler_binder.go@v1.14 ``bindAPIUpdate``) and the API calls of a preemption
-(pkg/scheduler/scheduler.go@v1.14 ``preempt``: ``SetNominatedNodeName`` on the preemptor, then
-``DeletePod`` per victim with a ``Preempted`` event; here one transaction).
+admission plugin (whose rule is store/admission.py's), the volume binder's API updates
+(pkg/controller/volume/persistentvolume/scheduler_binder.go@v1.14 ``bindAPIUpdate``) and the
+API calls of a preemption (pkg/scheduler/scheduler.go@v1.14 ``preempt``:
+``SetNominatedNodeName`` on the preemptor, then ``DeletePod`` per victim with a ``Preempted``
+event; here one transaction).
 
 Owns: every object by kind and ``(namespace, name)``; the append-only log of
 :class:`~podium.store.mail.Change` (at most ``retention`` kept); the revision; the last
@@ -30,11 +30,9 @@ Rules (BRIEF.md, "Objects as a store" and "Durability"):
 - Node ``status.allocatable`` defaults to ``status.capacity``.
 - A bound pod's spec is immutable; its status, labels and annotations may change. A pod put
   with ``spec.nodeName`` is stored bound as given.
-- Priority admission on pod create (and on a replace that changes the priority fields): the
-  priorityClassName must name a PriorityClass stored or put in the same request; the priority
-  comes from it, or from the lowest-valued globalDefault class when the name is empty, or is 0
-  when there is none; a pod that gives another priority (or preemptionPolicy) is refused with
-  Kubernetes' message. A second globalDefault PriorityClass is refused as Kubernetes does.
+- Priority admission (store/admission.py) on pod create and on a replace that changes the
+  priority fields, with the classes stored or put in the same request. A second globalDefault
+  PriorityClass is refused as Kubernetes does.
 - One write is atomic: every object is checked first and one :class:`ObjectError` is collected
   per bad object; any error and nothing is written. Deleting a missing object fails the request
   with ``not_found``. Deleting a node leaves its pods.
@@ -69,7 +67,7 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from podium.protocol.errors import ErrorCode, PodiumError
+from podium.protocol.errors import ErrorCode, InvalidObject, PodiumError
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import (
     KINDS,
@@ -91,13 +89,13 @@ from podium.protocol.objects import (
     scoped_namespace,
 )
 from podium.protocol.wire import EventType, ObjectError, ObjectRef, ObjectStatus
+from podium.store.admission import DEFAULT_PRIORITY, admit_pod, check_single_default, known_classes
 from podium.store.mail import BindFailure, Binding, Change, StoreFailure, StoreStats, Victim
 
 __all__ = [
     "ANNOTATION_BIND_COMPLETED",
     "ANNOTATION_SELECTED_NODE",
     "KIND_ORDER",
-    "SYSTEM_PRIORITY_CLASSES",
     "StoreCore",
     "StoreRejected",
 ]
@@ -129,8 +127,6 @@ _T = TypeVar("_T", bound=KubeObject)
 _Slot = tuple[str, str, str]  # (kind, namespace, name)
 
 _POD_SCHEDULED = "PodScheduled"
-_DEFAULT_PRIORITY = 0
-"""scheduling.DefaultPriorityWhenNoDefaultClassExists."""
 
 assert set(KIND_ORDER) == set(KINDS), "KIND_ORDER must list every kind of protocol.objects"
 
@@ -344,7 +340,7 @@ class StoreCore:
             namespace = scoped_namespace(kind, obj.metadata.namespace)
             try:
                 statuses.append(self._put(tx, obj, classes))
-            except StoreRejected as exc:
+            except (StoreRejected, InvalidObject) as exc:
                 errors.append(
                     (
                         exc.code,
@@ -383,16 +379,8 @@ class StoreCore:
     def _classes_for(self, puts: Sequence[KubeObject]) -> dict[str, PriorityClass]:
         """The PriorityClasses a pod of this request may name: stored, or put in the request
         (anywhere in it: ``kubectl get pods,priorityclass`` lists the classes last)."""
-        classes = dict(SYSTEM_PRIORITY_CLASSES)
-        classes.update(
-            (pc.metadata.name, pc)
-            for pc in self._objects["PriorityClass"].values()
-            if isinstance(pc, PriorityClass)
-        )
-        for obj in puts:
-            if isinstance(obj, PriorityClass):
-                classes[obj.metadata.name] = obj
-        return classes
+        stored = self._objects["PriorityClass"].values()
+        return known_classes(pc for pc in (*stored, *puts) if isinstance(pc, PriorityClass))
 
     def _put(
         self, tx: _Transaction, obj: KubeObject, classes: dict[str, PriorityClass]
@@ -405,11 +393,11 @@ class StoreCore:
             status = msgspec.structs.replace(obj.status, allocatable=dict(obj.status.capacity))
             obj = msgspec.structs.replace(obj, status=status)
         if isinstance(obj, PriorityClass) and obj.global_default:
-            _check_single_default(obj, classes)
+            check_single_default(obj, classes)
         old = tx.get(kind, (namespace, name))
         if old is None:
             if isinstance(obj, Pod):
-                obj = _admit_pod(obj, classes)
+                obj = admit_pod(obj, classes)
             obj = _with_meta(
                 obj,
                 uid=self._new_uid(),
@@ -657,7 +645,7 @@ class StoreCore:
             raise StoreRejected(
                 "conflict", f"{pod_ref} is already bound to node {pod.spec.node_name}; {why}"
             )
-        priority = pod.spec.priority if pod.spec.priority is not None else _DEFAULT_PRIORITY
+        priority = pod.spec.priority if pod.spec.priority is not None else DEFAULT_PRIORITY
         message = f"preempted by {namespace}/{preemptor.name} (priority {priority})"
         tx = _Transaction(self)
         evicted: list[str] = []
@@ -858,76 +846,6 @@ def _rejection(errors: list[tuple[ErrorCode, ObjectError]], total: int) -> Store
     return StoreRejected(code, message, errors=items)
 
 
-SYSTEM_PRIORITY_CLASSES: dict[str, PriorityClass] = {
-    pc.metadata.name: pc
-    for pc in (
-        PriorityClass(metadata=ObjectMeta(name="system-node-critical"), value=2000001000),
-        PriorityClass(metadata=ObjectMeta(name="system-cluster-critical"), value=2000000000),
-    )
-}
-"""The classes every Kubernetes API server has (pkg/apis/scheduling SystemPriorityClasses), so
-a dump of a real cluster loads without them; a stored class of the same name takes precedence."""
-
-
-def _check_single_default(pc: PriorityClass, classes: dict[str, PriorityClass]) -> None:
-    """admission.go ``validatePriorityClass``: only one globalDefault class may exist."""
-    for other in sorted(classes):
-        if other != pc.metadata.name and classes[other].global_default:
-            raise StoreRejected(
-                "invalid",
-                f"PriorityClass {other} is already marked as default. Only one default can exist",
-                path="$.globalDefault",
-            )
-
-
-def _default_class(classes: dict[str, PriorityClass]) -> PriorityClass | None:
-    """admission.go ``getDefaultPriorityClass``: with several (a race), the lowest value."""
-    defaults = [pc for pc in classes.values() if pc.global_default]
-    return min(defaults, key=lambda pc: (pc.value, pc.metadata.name), default=None)
-
-
-def _admit_pod(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
-    """The Priority admission plugin's ``admitPod`` for a create.
-
-    The priority (and preemptionPolicy) comes from the named class, else from the default
-    class; with neither the priority is 0 and the preemptionPolicy is left as given.
-    """
-    ref = f"pod {pod.metadata.namespace}/{pod.metadata.name}"
-    name = pod.spec.priority_class_name
-    if name:
-        pc = classes.get(name)
-        if pc is None:
-            raise StoreRejected(
-                "invalid",
-                f"{ref}: no PriorityClass with name {name} was found",
-                path="$.spec.priorityClassName",
-            )
-    else:
-        pc = _default_class(classes)
-    priority = pc.value if pc is not None else _DEFAULT_PRIORITY
-    if pod.spec.priority is not None and pod.spec.priority != priority:
-        raise StoreRejected(
-            "invalid",
-            f"{ref}: the integer value of priority ({pod.spec.priority}) must not be provided in "
-            f"pod spec; priority admission controller computed {priority} from the given "
-            "PriorityClass name",
-            path="$.spec.priority",
-        )
-    policy = pod.spec.preemption_policy
-    if pc is not None:
-        if policy is not None and policy != pc.preemption_policy:
-            raise StoreRejected(
-                "invalid",
-                f"{ref}: the string value of PreemptionPolicy ({policy}) must not be provided in "
-                f"pod spec; priority admission controller computed {pc.preemption_policy} from "
-                "the given PriorityClass name",
-                path="$.spec.preemptionPolicy",
-            )
-        policy = pc.preemption_policy
-    spec = msgspec.structs.replace(pod.spec, priority=priority, preemption_policy=policy)
-    return msgspec.structs.replace(pod, spec=spec)
-
-
 def _carry_over(obj: KubeObject, old: KubeObject, classes: dict[str, PriorityClass]) -> KubeObject:
     """Keep the store's own fields a replace leaves unset, and check a pod's rules."""
     if isinstance(obj, Pod) and isinstance(old, Pod):
@@ -991,7 +909,7 @@ def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
     )
     # A pending pod may change its spec; new priority fields are admitted as on create (and a
     # pod whose class was deleted since keeps its priority, as in Kubernetes).
-    return pod if unchanged_priority else _admit_pod(pod, classes)
+    return pod if unchanged_priority else admit_pod(pod, classes)
 
 
 def _set_scheduled_condition(

@@ -5,21 +5,25 @@ same one-shot channels as every actor above it; protocol/ below it imports no tr
 
 STYLE.md's measured rule: an awaited ``send`` passes trio's scheduler (~15 us a hop) while
 ``send_nowait`` into a mailbox with room costs ~1 us, so hot-path sends try ``send_nowait`` and
-await only when the mailbox is full (back-pressure, not loss). Replies go on one-shot channels
-of capacity 1 that the requester opened; a requester that went away (its channel closed) is not
-an error of the replier.
+await only when the mailbox is full (back-pressure, not loss), and an actor that woke for one
+message takes everything else already waiting with :func:`drain` before it awaits again.
+Replies go on one-shot channels of capacity 1 that the requester opened (:func:`ask` opens
+them); a requester that went away (its channel closed) is not an error of the replier.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TypeVar
 
 import trio
 
-__all__ = ["reply", "send"]
+__all__ = ["ask", "drain", "reply", "send"]
 
 T = TypeVar("T")
+A = TypeVar("A")
+M = TypeVar("M")
 
 
 async def send(channel: trio.MemorySendChannel[T], msg: T) -> None:
@@ -34,3 +38,44 @@ def reply(channel: trio.MemorySendChannel[T], msg: T) -> None:
     """Answer on a one-shot reply channel; a requester that is gone is ignored."""
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
         channel.send_nowait(msg)
+
+
+async def ask(
+    mailbox: trio.MemorySendChannel[M], make: Callable[[trio.MemorySendChannel[A]], M]
+) -> A:
+    """Send the request ``make(reply)`` to ``mailbox`` and wait for its one answer.
+
+    ``make`` builds the request around a fresh one-shot reply channel (capacity 1, so the
+    answer never blocks its sender). The answer type ``A`` comes from where the result goes,
+    e.g. ``read: ReadResult | StoreFailure = await ask(store, lambda r: ReadObjects(...,
+    reply=r))``; mypy then checks that the request's ``reply`` field carries exactly it.
+
+    Args:
+        mailbox: the answering actor's mailbox (the hop is :func:`send`: no scheduler pass
+            unless it is full).
+        make: the request, given the channel to answer on.
+
+    Returns:
+        The answer.
+
+    Cancellation: safe; a request already handed over is still answered, into a channel
+    nobody reads any more.
+    """
+    answer_to, answer = trio.open_memory_channel[A](1)
+    await send(mailbox, make(answer_to))
+    return await answer.receive()
+
+
+def drain(mailbox: trio.MemoryReceiveChannel[T], limit: int | None = None) -> list[T]:
+    """Everything already waiting in ``mailbox``, in order, without a scheduler pass.
+
+    Stops at an empty mailbox, or at a closed one (the next ``receive`` reports its end), or
+    after ``limit`` messages.
+    """
+    waiting: list[T] = []
+    while limit is None or len(waiting) < limit:
+        try:
+            waiting.append(mailbox.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel):
+            break
+    return waiting

@@ -2,8 +2,9 @@
 
 The contracts live in pyproject.toml ``[tool.importlinter]``: protocol < store < actors; inside
 actors, framework < plugins < core < messages < the actors (independent of each other) <
-supervisor < gateway < daemon < bench < cli; the client speaks only the protocol; no import
-cycles between the modules of a package or between sibling packages. This test runs
+supervisor < gateway < daemon < bench < cli; the client speaks only the protocol; the gateway
+asks the store by mail only (no store internals); no import cycles between the modules of a
+package or between sibling packages. This test runs
 ``lint-imports`` so the README's one test command checks them.
 """
 

@@ -40,7 +40,8 @@ from typing import TextIO
 import trio
 
 from podium.actors.daemon.http import HttpServer
-from podium.actors.gateway.gateway import Gateway, HubMsg
+from podium.actors.gateway.gateway import Gateway
+from podium.actors.gateway.watch import HubMsg
 from podium.actors.mail import BeginScheduling
 from podium.actors.supervisor import MAILBOX, Runtime, StoreFactory, load_plugin_set
 from podium.actors.tracing import setup_tracing

@@ -18,7 +18,7 @@ from builders import make_node, make_pod
 from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.filter_pool import FilterPool
 from podium.actors.framework.snapshot import Snapshot
-from podium.actors.gateway.gateway import AddWatch, WatchCursor, _Hub
+from podium.actors.gateway.watch import AddWatch, Hub, WatchCursor
 from podium.actors.mail import (
     Attempted,
     BeginScheduling,
@@ -306,7 +306,7 @@ async def test_runtime_reports_every_actor_running_while_it_runs(
 
 async def test_watcher_lag_is_how_far_a_forwarder_is_behind() -> None:
     pods = [change("Added", pending(f"lag-{i}")) for i in range(3)]
-    hub = _Hub()
+    hub = Hub()
     hub.revision = start = pods[0].revision - 1
     slow_cursor, quiet_cursor = WatchCursor(start), WatchCursor(start)
     slow_tx, _slow_rx = trio.open_memory_channel[Change](16)

@@ -1,5 +1,5 @@
 """Events are written with each object encoded once and shared by every watch
-(``gateway.EncodedObjects``); the bytes must equal encoding the Event itself."""
+(``gateway/watch.py``'s ``EncodedObjects``); the bytes must equal encoding the Event itself."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.gateway.gateway import EncodedObjects, event_of
+from podium.actors.gateway.watch import EncodedObjects, event_of
 from podium.protocol.framing import Codec
 from podium.store.mail import Change
 

@@ -1,0 +1,414 @@
+"""One client connection: framing, the hello, pipelined requests and their replies.
+
+Kubernetes counterpart: none as such (the API server serves HTTP/2 streams); Podium speaks its
+own typed protocol over length-prefixed frames (docs/protocol.md, protocol/framing.py).
+
+A connection is three kinds of task in its own nursery: the reader (frames in, one task per
+request so replies may come out of order), the writer (frames out from the outbox, batched into
+one ``send_all``), and one forwarder per watch (watch.py). A frame that cannot be read
+(malformed, over the size limit) is answered with ``ErrorReply{id: -1}`` and closes only its
+own connection; a request that decodes but does not validate is answered with its id and the
+field's path. A request whose handling raises is answered with the error's code (an
+unexpected error: ``internal``, and logged); the connection goes on.
+
+Its life::
+
+    accepted ──hello──▶ serving ──the peer closes its side──▶ every request answered,
+       │                   │                                  the watches stopped
+       │ a refused hello,  │ close(reason),                            │
+       │ or none in time   │ framing lost                              │
+       ▼                   ▼                                           ▼
+    the refusal,        ErrorReply{id: -1} ───────────────▶ the writer flushes the outbox
+    closed                                                  (GOODBYE_SECONDS at most), closed
+
+Limits (docs/protocol.md "Limits"): ``maxFrameBytes`` for a frame in, and a reply out over it
+is replaced by ``too_large``; ``maxInFlightPerConnection`` requests other than watches (the
+reader stops reading until one finishes, so TCP pushes back); ``maxWatchers`` over every
+connection, checked as the reader starts a watch; the outbox holds
+:data:`OUTBOX_PER_REQUEST` frames per request that may be in flight, and a watch forwarder
+waits while it is full.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Protocol
+
+import trio
+
+from podium.actors.gateway.access import authenticate_hello, forbidden
+from podium.actors.gateway.counters import count_error, count_request, request_type
+from podium.protocol.config import AccessToken
+from podium.protocol.errors import (
+    ErrorCode,
+    FrameTooLarge,
+    InvalidRequest,
+    MalformedFrame,
+    PodiumError,
+)
+from podium.protocol.framing import Codec, FrameReader, decode_hello, encode_hello, frame
+from podium.protocol.wire import (
+    PROTOCOL_VERSION,
+    ClientMessage,
+    ErrorReply,
+    HelloReply,
+    ServerMessage,
+    Watch,
+)
+from podium.store.mailbox import drain, send
+
+__all__ = [
+    "GOODBYE_SECONDS",
+    "HANDSHAKE_SECONDS",
+    "OUTBOX_PER_REQUEST",
+    "Connection",
+    "Server",
+    "receive_frame",
+]
+
+log = logging.getLogger("podium.gateway")
+
+HANDSHAKE_SECONDS = 10.0
+"""How long a new connection is given to send its hello."""
+GOODBYE_SECONDS = 1.0
+"""How long a closing connection's writer is given to flush what is queued."""
+OUTBOX_PER_REQUEST = 4
+"""A connection's outbox holds this many frames per request it may have in flight (1024 by
+default); a watch forwarder waits when it is full, so a client that does not read fills its
+watch's buffer and is cut off."""
+WRITE_BATCH = 256
+"""Frames the writer joins into one ``send_all`` at most."""
+
+
+class Server(Protocol):
+    """What a connection reads of the gateway that accepted it, and who answers its requests."""
+
+    @property
+    def server_version(self) -> str:
+        """Reported in HelloReply."""
+        ...
+
+    @property
+    def revision(self) -> int:
+        """The revision the hub has seen (HelloReply's)."""
+        ...
+
+    @property
+    def tokens(self) -> tuple[AccessToken, ...] | None:
+        """The access tokens in force, or None: no token is asked for."""
+        ...
+
+    @property
+    def max_frame_bytes(self) -> int:
+        """``podium.maxFrameBytes``."""
+        ...
+
+    @property
+    def max_in_flight(self) -> int:
+        """``podium.maxInFlightPerConnection``."""
+        ...
+
+    @property
+    def max_watchers(self) -> int:
+        """``podium.maxWatchers``."""
+        ...
+
+    def watch_count(self) -> int:
+        """Watches open over every connection."""
+        ...
+
+    async def handle(self, conn: Connection, msg: ClientMessage) -> ServerMessage | None:
+        """Answer one request (a watch answers through its own stream and returns None)."""
+        ...
+
+
+async def receive_frame(stream: trio.abc.Stream, reader: FrameReader) -> bytes | None:
+    """The next frame's payload, or None when the peer closed its side.
+
+    Raises:
+        MalformedFrame, FrameTooLarge: framing is lost.
+    """
+    while True:
+        payload = reader.next_frame()
+        if payload is not None:
+            return payload
+        data = await stream.receive_some(65536)
+        if not data:
+            return None
+        reader.feed(data)
+
+
+class Connection:
+    """One client connection, served by :meth:`serve`.
+
+    Args:
+        server: the gateway that accepted it.
+        conn_id: its number, for logs and watch keys.
+        stream: the accepted stream (TLS already wrapped around it where configured).
+        token_required: whether its hello must present a token.
+        peer: the peer's address, for logs.
+
+    Attributes:
+        codec: the encoding the hello chose (None until the handshake succeeded).
+        token: the token the hello presented (None where none is asked for: then read-write).
+        watches: the cancel scope of each open watch, by the watch's id.
+        closing: why :meth:`close` ended it, if it did.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        conn_id: int,
+        stream: trio.abc.Stream,
+        *,
+        token_required: bool = False,
+        peer: str = "?",
+    ) -> None:
+        self.server = server
+        self.conn_id = conn_id
+        self.stream = stream
+        self.token_required = token_required
+        self.peer = peer
+        self.codec: Codec | None = None
+        self.token: AccessToken | None = None
+        self.watches: dict[int, trio.CancelScope] = {}
+        self.closing: str | None = None
+        self.closing_code: ErrorCode = "unavailable"
+        self.in_flight = trio.Semaphore(server.max_in_flight)
+        self.read_scope = trio.CancelScope()
+        self.outbox: trio.MemorySendChannel[bytes] | None = None
+
+    def close(self, reason: str, code: ErrorCode = "unavailable") -> None:
+        """End the connection: stop reading and serving, tell the client ``reason``."""
+        self.closing = reason
+        self.closing_code = code
+        self.read_scope.cancel(reason)
+
+    def cancel(self, watch_id: int) -> bool:
+        """Stop the watch ``watch_id`` (its stream simply ends); False if there is none."""
+        scope = self.watches.get(watch_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    async def serve(self) -> None:
+        """Serve the connection until the peer leaves or it is closed (see the module's
+        drawing)."""
+        reader = FrameReader(self.server.max_frame_bytes)
+        outbox, pending = trio.open_memory_channel[bytes](
+            OUTBOX_PER_REQUEST * self.server.max_in_flight
+        )
+        self.outbox = outbox
+        async with trio.open_nursery() as outer:
+            fatal: ErrorReply | None = None
+            async with trio.open_nursery() as requests:
+                with self.read_scope:
+                    self.codec = await self._handshake(reader)
+                    if self.codec is not None:
+                        outer.start_soon(self._write, pending)
+                        fatal = await self._read(reader, self.codec, requests)
+                if fatal is None and self.closing is None:
+                    # The client closed its side: every request it sent still gets its
+                    # answer; only the watches (which never end by themselves) stop.
+                    for scope in list(self.watches.values()):
+                        scope.cancel()
+                else:
+                    requests.cancel_scope.cancel()
+            if self.codec is None:
+                # No handshake, so no encoding to speak: _handshake already said why.
+                pending.close()
+                outbox.close()
+                return
+            if self.closing is not None:
+                fatal = ErrorReply(id=-1, code=self.closing_code, message=self.closing)
+            if fatal is not None:
+                count_error("frame", fatal.code)
+                await self.send(fatal)
+            # The writer flushes what is queued, then ends; a peer that reads nothing gets
+            # GOODBYE_SECONDS.
+            outbox.close()
+            outer.cancel_scope.deadline = trio.current_time() + GOODBYE_SECONDS
+
+    async def send(self, msg: ServerMessage) -> None:
+        """Queue one frame for the writer (waits while the outbox is full).
+
+        A reply larger than the frame limit (a list of a huge kind) is replaced by a
+        ``too_large`` error: the client could not read it.
+        """
+        assert self.codec is not None and self.outbox is not None
+        payload = self.codec.encode(msg)
+        limit = self.server.max_frame_bytes
+        if len(payload) > limit and not isinstance(msg, ErrorReply):
+            payload = self.codec.encode(
+                ErrorReply(
+                    id=msg.id,
+                    code="too_large",
+                    message=(
+                        f"the reply would be {len(payload)} bytes, over the {limit}-byte frame "
+                        "limit; read a list in pages (a get's limit and continue), narrow it "
+                        "(a namespace, a label selector) or raise podium.maxFrameBytes"
+                    ),
+                )
+            )
+        await self.send_payload(payload)
+
+    async def send_payload(self, payload: bytes) -> None:
+        """Queue one encoded message for the writer (waits while the outbox is full)."""
+        assert self.outbox is not None
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await send(self.outbox, frame(payload))
+
+    # ------------------------------------------------------------------ hello
+
+    async def _handshake(self, reader: FrameReader) -> Codec | None:
+        """Read the hello and answer it; the codec it chose, or None once refused."""
+        error: ErrorReply | None = None
+        with trio.move_on_after(HANDSHAKE_SECONDS):
+            try:
+                payload = await receive_frame(self.stream, reader)
+                if payload is None:
+                    return None
+                hello = decode_hello(payload)
+                if hello.protocol != PROTOCOL_VERSION:
+                    error = ErrorReply(
+                        id=-1,
+                        code="invalid",
+                        message=(
+                            f"protocol {hello.protocol} is not supported; "
+                            f"this daemon speaks {PROTOCOL_VERSION}"
+                        ),
+                        path="$.protocol",
+                    )
+                elif (refusal := self._authenticate(hello.token)) is not None:
+                    error = refusal
+                else:
+                    welcome = HelloReply(
+                        protocol=PROTOCOL_VERSION,
+                        server_version=self.server.server_version,
+                        revision=self.server.revision,
+                    )
+                    await self.stream.send_all(frame(encode_hello(welcome)))
+                    return Codec(hello.encoding)
+            except InvalidRequest as exc:
+                error = ErrorReply(id=-1, code="invalid", message=exc.message, path=exc.path)
+            except (MalformedFrame, FrameTooLarge) as exc:
+                error = ErrorReply(id=-1, code=exc.code, message=str(exc))
+        if error is None:
+            error = ErrorReply(
+                id=-1, code="invalid", message=f"no hello within {HANDSHAKE_SECONDS:g} seconds"
+            )
+        count_error("frame", error.code)
+        await self.stream.send_all(frame(encode_hello(error)))
+        return None
+
+    def _authenticate(self, presented: str | None) -> ErrorReply | None:
+        """Check the hello's token where one is required; the refusal, or None to go on."""
+        tokens = self.server.tokens
+        if not self.token_required or tokens is None:
+            return None
+        checked = authenticate_hello(tokens, presented, conn_id=self.conn_id, peer=self.peer)
+        if isinstance(checked, ErrorReply):
+            return checked
+        self.token = checked
+        return None
+
+    # ------------------------------------------------------------------ frames in and out
+
+    async def _write(self, pending: trio.MemoryReceiveChannel[bytes]) -> None:
+        async with pending:
+            while True:
+                try:
+                    frames = [await pending.receive()]
+                except trio.EndOfChannel:
+                    return
+                frames += drain(pending, WRITE_BATCH - 1)
+                await self.stream.send_all(b"".join(frames))
+
+    async def _read(
+        self, reader: FrameReader, codec: Codec, requests: trio.Nursery
+    ) -> ErrorReply | None:
+        """Read requests until the peer closes (None) or framing is lost (the error to send)."""
+        while True:
+            try:
+                payload = await receive_frame(self.stream, reader)
+            except (MalformedFrame, FrameTooLarge) as exc:
+                return ErrorReply(id=-1, code=exc.code, message=str(exc))
+            if payload is None:
+                return None
+            try:
+                msg = codec.decode_request(payload)
+            except InvalidRequest as exc:
+                count_error("frame", "invalid")
+                await self.send(
+                    ErrorReply(
+                        id=exc.request_id, code="invalid", message=exc.message, path=exc.path
+                    )
+                )
+                continue
+            except MalformedFrame as exc:
+                return ErrorReply(id=-1, code="invalid", message=str(exc))
+            count_request(request_type(msg))
+            if (refusal := forbidden(self.token, msg)) is not None:
+                count_error(request_type(msg), refusal.code)
+                await self.send(refusal)
+                continue
+            if isinstance(msg, Watch):
+                if msg.id in self.watches:
+                    count_error("watch", "conflict")
+                    await self.send(
+                        ErrorReply(
+                            id=msg.id,
+                            code="conflict",
+                            message=f"a watch with id {msg.id} is already open on this connection",
+                            path="$.id",
+                        )
+                    )
+                    continue
+                limit = self.server.max_watchers
+                if self.server.watch_count() >= limit:
+                    count_error("watch", "overloaded")
+                    await self.send(
+                        ErrorReply(
+                            id=msg.id,
+                            code="overloaded",
+                            message=(
+                                f"watcher limit {limit} reached (podium.maxWatchers); "
+                                "retry later or raise the limit"
+                            ),
+                        )
+                    )
+                    continue
+                self.watches[msg.id] = trio.CancelScope()
+                # A watch holds no in-flight slot: it lasts, and maxWatchers bounds it.
+                requests.start_soon(self._request, msg, False)
+                continue
+            # At most max_in_flight requests at once: a client that pipelines without
+            # reading waits here (and TCP pushes back) instead of growing the daemon's memory.
+            await self.in_flight.acquire()
+            requests.start_soon(self._request, msg, True)
+
+    # ------------------------------------------------------------------ requests
+
+    async def _request(self, msg: ClientMessage, counted: bool) -> None:
+        try:
+            answer = await self._answer(msg)
+        finally:
+            if counted:
+                self.in_flight.release()
+        if answer is not None:
+            if isinstance(answer, ErrorReply):
+                count_error(request_type(msg), answer.code)
+            await self.send(answer)
+
+    async def _answer(self, msg: ClientMessage) -> ServerMessage | None:
+        """The server's answer to ``msg``; an error it raised is answered here (the request
+        task's boundary), so it ends neither the connection nor the daemon."""
+        try:
+            return await self.server.handle(self, msg)
+        except PodiumError as exc:
+            return ErrorReply(id=msg.id, code=exc.code, message=str(exc))
+        except Exception as exc:
+            log.exception("request %s %d failed", type(msg).__name__, msg.id)
+            return ErrorReply(id=msg.id, code="internal", message=f"internal error: {exc}")

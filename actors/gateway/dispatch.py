@@ -1,0 +1,313 @@
+"""Every request kind, answered from the store, queue, cache and scheduler actors.
+
+Kubernetes counterpart: the API server's request handlers for a create or replace, a delete,
+a get or a list in pages, and a watch (staging/src/k8s.io/apiserver/pkg/endpoints/handlers);
+``explain``, ``simulate``, ``reload_policy`` and ``stats`` are Podium's own (docs/protocol.md).
+
+A request is answered by asking the actor that owns what it reads (a one-shot reply channel,
+:func:`~podium.store.mailbox.ask`); a watch answers through its own stream (watch.py) and a
+store refusal becomes an ``ErrorReply`` naming the request's field. ``simulate`` admits its pod
+as a put would (store/admission.py) and stores nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import assert_never
+
+import msgspec
+import trio
+
+from podium.actors.core.explain import placement
+from podium.actors.core.generic_scheduler import ScheduleResult
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.gateway.connection import Connection
+from podium.actors.gateway.paging import continue_token, read_continue
+from podium.actors.gateway.replies import failure, written
+from podium.actors.gateway.watch import Hub, Watches
+from podium.actors.mail import (
+    CacheStats,
+    CacheStatsReply,
+    Explained,
+    ExplainPod,
+    Handles,
+    Lookup,
+    LookupReply,
+    QueueStats,
+    QueueStatsReply,
+    Reloaded,
+    ReloadPlugins,
+    SchedulerStats,
+    SchedulerStatsReply,
+)
+from podium.actors.tracing import DISABLED, Tracing
+from podium.protocol.errors import InvalidObject
+from podium.protocol.labels import parse_selector
+from podium.protocol.objects import Pod, PriorityClass
+from podium.protocol.wire import (
+    Cancel,
+    CancelReply,
+    ClientMessage,
+    Delete,
+    DeleteReply,
+    ErrorReply,
+    Explain,
+    ExplainReply,
+    Get,
+    GetReply,
+    PendingCounts,
+    PriorityWeight,
+    Put,
+    PutReply,
+    ReloadPolicy,
+    ReloadPolicyReply,
+    ServerMessage,
+    Simulate,
+    SimulateReply,
+    Stats,
+    StatsReply,
+    Watch,
+)
+from podium.store.admission import admit_pod, known_classes
+from podium.store.mail import (
+    ReadObjects,
+    ReadResult,
+    ReadStats,
+    StoreFailure,
+    StoreStats,
+    WriteObjects,
+    WriteResult,
+)
+from podium.store.mailbox import ask
+
+__all__ = ["Dispatcher"]
+
+
+class Dispatcher:
+    """Answers the requests of every connection.
+
+    Args:
+        handles: the runtime's mailboxes.
+        hub: the watch hub's state (read for revisions, readiness and the watchers' count).
+        watches: serves the watch requests.
+        connections: how many connections are open (for ``stats``).
+        started: when the gateway started (for ``stats``' uptime).
+        tracing: a span per Put, carried with its write so pod attempts link to it.
+    """
+
+    def __init__(
+        self,
+        handles: Handles,
+        hub: Hub,
+        watches: Watches,
+        *,
+        connections: Callable[[], int],
+        started: float,
+        tracing: Tracing = DISABLED,
+    ) -> None:
+        self._handles = handles
+        self._hub = hub
+        self._watches = watches
+        self._connections = connections
+        self._started = started
+        self._tracing = tracing
+
+    async def handle(self, conn: Connection, msg: ClientMessage) -> ServerMessage | None:
+        """Answer one request (watches answer through their own stream and return None)."""
+        h = self._handles
+        match msg:
+            case Put():
+                # A Put's span is what the attempts of the pods it submits link to.
+                with self._tracing.request_span("Put", {"podium.objects": len(msg.objects)}):
+                    trace = self._tracing.inject()
+                    put: WriteResult | StoreFailure = await ask(
+                        h.store, lambda r: WriteObjects(puts=msg.objects, trace=trace, reply=r)
+                    )
+                return written(msg.id, put, PutReply)
+            case Delete():
+                deleted: WriteResult | StoreFailure = await ask(
+                    h.store, lambda r: WriteObjects(deletes=msg.refs, reply=r)
+                )
+                return written(msg.id, deleted, DeleteReply)
+            case Get():
+                return await self._get(msg)
+            case Watch():
+                await self._watches.serve(conn, msg)
+                return None
+            case Cancel():
+                if not conn.cancel(msg.target):
+                    return ErrorReply(
+                        id=msg.id,
+                        code="not_found",
+                        message=f"no watch with id {msg.target} on this connection",
+                        path="$.target",
+                    )
+                return CancelReply(id=msg.id)
+            case Explain():
+                return await self._explain(msg)
+            case Simulate():
+                return await self._simulate(msg)
+            case ReloadPolicy():
+                reloaded: Reloaded = await ask(h.scheduler, lambda r: ReloadPlugins(reply=r))
+                if reloaded.error is not None:
+                    return ErrorReply(id=msg.id, code="invalid", message=reloaded.error)
+                return ReloadPolicyReply(
+                    id=msg.id,
+                    predicates=reloaded.predicates,
+                    priorities=[PriorityWeight(name=n, weight=w) for n, w in reloaded.priorities],
+                    warnings=reloaded.warnings,
+                )
+            case Stats():
+                return await self._stats(msg)
+            case _:
+                assert_never(msg)
+
+    async def _get(self, msg: Get) -> ServerMessage:
+        try:
+            selector = parse_selector(msg.label_selector) if msg.label_selector else None
+        except ValueError as exc:
+            return ErrorReply(id=msg.id, code="invalid", message=str(exc), path="$.label_selector")
+        first: tuple[int, tuple[str, str]] | None = None
+        if msg.continue_:
+            try:
+                first = read_continue(msg)
+            except ValueError as exc:
+                return ErrorReply(id=msg.id, code="invalid", message=str(exc), path="$.continue")
+        read: ReadResult | StoreFailure = await ask(
+            self._handles.store,
+            lambda r: ReadObjects(
+                kind=msg.kind,
+                name=msg.name,
+                namespace=msg.namespace,
+                selector=selector,
+                after=first[1] if first else None,
+                limit=msg.limit,
+                reply=r,
+            ),
+        )
+        if isinstance(read, StoreFailure):
+            failed = failure(msg.id, read)
+            # The store refuses only an unknown kind as invalid: name the field.
+            if read.code == "invalid":
+                failed = msgspec.structs.replace(failed, path="$.kind")
+            return failed
+        revision = first[0] if first else read.revision
+        token = ""
+        if read.remaining != 0:
+            last = read.items[-1].metadata
+            token = continue_token(revision, msg.kind, (last.namespace, last.name))
+        return GetReply(
+            id=msg.id,
+            revision=revision,
+            items=read.items,
+            continue_=token,
+            remaining=read.remaining,
+        )
+
+    async def _simulate(self, msg: Simulate) -> ServerMessage:
+        pod = msg.pod
+        if not pod.metadata.namespace:
+            meta = msgspec.structs.replace(pod.metadata, namespace="default")
+            pod = msgspec.structs.replace(pod, metadata=meta)
+        admitted = await self._admit(msg.id, pod)
+        if isinstance(admitted, ErrorReply):
+            return admitted
+        explained: Explained = await ask(
+            self._handles.scheduler,
+            lambda r: ExplainPod(pod=PodInfo(admitted), explain=msg.explain, reply=r),
+        )
+        d = explained.decision
+        return SimulateReply(
+            id=msg.id,
+            revision=self._hub.revision,
+            placement=placement(
+                d.pod,
+                d.result,
+                attempts=1,
+                explain=msg.explain,
+                preempted=explained.preempted,
+            ),
+        )
+
+    async def _admit(self, request_id: int, pod: Pod) -> Pod | ErrorReply:
+        """The pod with the priority a put would give it (store/admission.py, over the stored
+        classes), or the refusal a put would get (its path under the request's ``pod``)."""
+        read: ReadResult | StoreFailure = await ask(
+            self._handles.store, lambda r: ReadObjects(kind="PriorityClass", reply=r)
+        )
+        if isinstance(read, StoreFailure):
+            return failure(request_id, read)
+        classes = known_classes(c for c in read.items if isinstance(c, PriorityClass))
+        try:
+            return admit_pod(pod, classes)
+        except InvalidObject as exc:
+            # The pod is the request's ``pod``: its field is named from the request.
+            path = None if exc.path is None else "$.pod" + exc.path.removeprefix("$")
+            return ErrorReply(id=request_id, code=exc.code, message=exc.message, path=path)
+
+    async def _explain(self, msg: Explain) -> ServerMessage:
+        h = self._handles
+        read: ReadResult | StoreFailure = await ask(
+            h.store,
+            lambda r: ReadObjects(kind="Pod", name=msg.name, namespace=msg.namespace, reply=r),
+        )
+        if isinstance(read, StoreFailure):
+            return failure(msg.id, read)
+        pod = read.items[0]
+        assert isinstance(pod, Pod)
+        info = PodInfo(pod)
+        looked: LookupReply = await ask(h.queue, lambda r: Lookup(key=info.key, reply=r))
+        if pod.spec.node_name:
+            return ExplainReply(
+                id=msg.id,
+                revision=read.revision,
+                placement=placement(
+                    info,
+                    ScheduleResult(node=pod.spec.node_name),
+                    attempts=looked.attempts,
+                    explain=False,
+                ),
+            )
+        explained: Explained = await ask(
+            h.scheduler, lambda r: ExplainPod(pod=info, explain=True, reply=r)
+        )
+        d = explained.decision
+        return ExplainReply(
+            id=msg.id,
+            revision=read.revision,
+            placement=placement(
+                info,
+                d.result,
+                attempts=looked.attempts,
+                explain=True,
+                preempted=explained.preempted,
+            ),
+            hints=explained.hints,
+        )
+
+    async def _stats(self, msg: Stats) -> StatsReply:
+        h = self._handles
+        store: StoreStats = await ask(h.store, lambda r: ReadStats(reply=r))
+        queue: QueueStatsReply = await ask(h.queue, lambda r: QueueStats(reply=r))
+        cache: CacheStatsReply = await ask(h.cache, lambda r: CacheStats(reply=r))
+        sched: SchedulerStatsReply = await ask(h.scheduler, lambda r: SchedulerStats(reply=r))
+        return StatsReply(
+            id=msg.id,
+            revision=store.revision,
+            ready=self._hub.ready.is_set(),
+            nodes=store.objects.get("Node", 0),
+            pods=store.objects.get("Pod", 0),
+            bound=store.bound_pods,
+            assumed=cache.assumed,
+            pending=PendingCounts(
+                active=queue.active + queue.in_flight,
+                backoff=queue.backoff,
+                unschedulable=queue.unschedulable,
+            ),
+            scheduled=sched.scheduled,
+            unschedulable=sched.unschedulable,
+            errors=sched.errors,
+            connections=self._connections(),
+            watchers=len(self._hub.watches),
+            uptime_seconds=trio.current_time() - self._started,
+        )

@@ -1,0 +1,420 @@
+"""The watch hub and the watches it feeds: a client's stream of committed changes.
+
+Kubernetes counterpart: the API server's watch cache (staging/src/k8s.io/apiserver/pkg/storage/
+cacher/watch_cache.go@v1.14: a ring of recent events that a watch from a resourceVersion
+starts from, or ``410 Gone``) and its cacher's watchers, which a slow one is cut off from
+(cacher.go ``cacheWatcher``).
+
+The hub (:class:`Hub`, fed by the gateway's hub task) is the gateway's subscription to the
+store's published stream: it keeps the recent changes in a ring and hands each change to the
+watches that want it. A watch from a revision (:class:`Watches`) first reads the retained log
+from the store, then joins the hub at the store's answer; the ring fills whatever the hub saw
+in between, so nothing is lost or repeated. A watch whose buffer fills (a client that does not
+read) is cut off with ``overloaded`` and the revision to resume from, so it never grows memory
+or slows scheduling: the hub never waits for a watch.
+
+``watchBuffer`` (docs/protocol.md "Limits"): events a watch may have waiting. A watch with
+events waiting whose next commit would take it past the buffer is cut off; a commit handed to
+a watch with none waiting is taken whole, so one large put does not cut off a watcher that
+keeps up.
+
+Each committed object is encoded once per encoding and shared by every watch sending it
+(:class:`EncodedObjects`).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import msgspec
+import trio
+
+from podium.actors.gateway.connection import Connection
+from podium.actors.gateway.counters import count_error
+from podium.actors.gateway.replies import failure
+from podium.protocol.objects import KINDS, enc_hook
+from podium.protocol.wire import ErrorReply, Event, EventFrame, Watch, WatchReply
+from podium.store.mail import (
+    Change,
+    Committed,
+    EventsResult,
+    ReadEvents,
+    Recovered,
+    StoreFailure,
+    StoreMsg,
+)
+from podium.store.mailbox import ask, send
+
+__all__ = [
+    "ENCODED_OBJECTS",
+    "RING",
+    "WATCH_BUFFER",
+    "AddWatch",
+    "EncodedObjects",
+    "Hub",
+    "HubMsg",
+    "RemoveWatch",
+    "WatchCursor",
+    "Watches",
+    "event_of",
+]
+
+ENCODED_OBJECTS = 8192
+"""Committed objects whose encodings are kept for the watches still sending them."""
+RING = 65_536
+"""Recent changes the hub keeps, to fill the gap between a watch's read of the log and its
+joining the hub."""
+WATCH_BUFFER = 4096
+"""Default ``podium.watchBuffer``: events a watch may have waiting before it is cut off as too
+slow."""
+
+
+@dataclass(eq=False, slots=True)
+class WatchCursor:
+    """The last revision a watch's forwarder delivered (written by the forwarder, read by the
+    hub for ``podium_watcher_lag_revisions``; both run in the gateway's own tasks)."""
+
+    delivered: int = 0
+
+
+@dataclass(eq=False, slots=True)
+class _Watch:
+    kinds: frozenset[str]
+    position: int
+    channel: trio.MemorySendChannel[Change]
+    cursor: WatchCursor | None = None
+    handed: int = 0  # the revision of the last change put in ``channel``
+
+
+class AddWatch(msgspec.Struct, frozen=True, kw_only=True):
+    """Join the hub: deliver changes after ``position`` (None: from the hub's revision)."""
+
+    key: tuple[int, int]
+    position: int | None
+    kinds: frozenset[str]
+    channel: trio.MemorySendChannel[Change]
+    reply: trio.MemorySendChannel[int | None]
+    cursor: WatchCursor | None = None
+
+
+class RemoveWatch(msgspec.Struct, frozen=True, kw_only=True):
+    """Leave the hub (a key it does not know is ignored)."""
+
+    key: tuple[int, int]
+
+
+HubMsg: TypeAlias = Recovered | Committed | AddWatch | RemoveWatch
+"""The hub's mailbox: the store's published stream, and the watches joining and leaving."""
+
+
+def event_of(watch_id: int, change: Change) -> Event:
+    """The wire event of one committed change."""
+    return Event(
+        id=watch_id,
+        revision=change.revision,
+        type=change.type,
+        kind=change.kind,
+        namespace=change.namespace,
+        name=change.name,
+        object=change.object,
+        node=change.node,
+        message=change.message,
+    )
+
+
+_OBJECT_ENCODERS: dict[str, Any] = {
+    "msgpack": msgspec.msgpack.Encoder(enc_hook=enc_hook),
+    "json": msgspec.json.Encoder(enc_hook=enc_hook),
+}
+"""The same encoders the connections' codecs use (``protocol/framing.py``)."""
+
+
+class EncodedObjects:
+    """Each committed object encoded once per encoding and shared by every watch sending it:
+    with 20 watchers, encoding every Pod for each of them was the daemon's largest cost.
+
+    Holds the last :data:`ENCODED_OBJECTS` (object, encoding) pairs; an object is kept beside
+    its bytes, so a recycled ``id()`` never answers another object's bytes.
+    """
+
+    def __init__(self, size: int = ENCODED_OBJECTS) -> None:
+        self._size = size
+        self._raw: collections.OrderedDict[tuple[int, str], tuple[object, msgspec.Raw]] = (
+            collections.OrderedDict()
+        )
+
+    def frame(self, encoding: str, watch_id: int, change: Change) -> bytes:
+        """The payload of ``change``'s event for watch ``watch_id``, equal to encoding
+        :func:`event_of` with the connection's codec."""
+        obj = change.object
+        raw = None
+        if obj is not None:
+            key = (id(obj), encoding)
+            hit = self._raw.get(key)
+            if hit is not None and hit[0] is obj:
+                raw = hit[1]
+            else:
+                raw = msgspec.Raw(_OBJECT_ENCODERS[encoding].encode(obj))
+                self._raw[key] = (obj, raw)
+                if len(self._raw) > self._size:
+                    self._raw.popitem(last=False)
+        payload: bytes = _OBJECT_ENCODERS[encoding].encode(
+            EventFrame(
+                id=watch_id,
+                revision=change.revision,
+                type=change.type,
+                kind=change.kind,
+                namespace=change.namespace,
+                name=change.name,
+                object=raw,
+                node=change.node,
+                message=change.message,
+            )
+        )
+        return payload
+
+
+class Hub:
+    """The watch hub's state (owned by the gateway's hub task).
+
+    Args:
+        watch_buffer: events a watch may have waiting (``podium.watchBuffer``).
+
+    Attributes:
+        revision: the last revision the hub has seen.
+        ready: set once the store's recovered state is in.
+        ring: the last :data:`RING` changes (without their previous object and trace).
+        watches: the watches joined, by (connection, watch id).
+    """
+
+    def __init__(self, watch_buffer: int = WATCH_BUFFER) -> None:
+        self.revision = 0
+        self.ready = trio.Event()
+        self.ring: collections.deque[Change] = collections.deque(maxlen=RING)
+        self.watches: dict[tuple[int, int], _Watch] = {}
+        self.watch_buffer = watch_buffer
+
+    def _room(self, watch: _Watch, changes: Sequence[Change] | collections.deque[Change]) -> bool:
+        """Whether ``watch`` may take the changes it wants of ``changes``: always when nothing
+        is waiting for its forwarder (a commit is taken whole), else while the waiting events
+        stay within the buffer."""
+        waiting = watch.channel.statistics().current_buffer_used
+        if not waiting:
+            return True
+        position, kinds = watch.position, watch.kinds
+        wanted = sum(1 for c in changes if c.revision > position and (not kinds or c.kind in kinds))
+        return waiting + wanted <= self.watch_buffer
+
+    def _deliver(self, watch: _Watch, change: Change) -> bool:
+        if change.revision <= watch.position:
+            return True
+        if not watch.kinds or change.kind in watch.kinds:
+            try:
+                watch.channel.send_nowait(change)
+            except trio.WouldBlock:
+                return False
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return False
+            watch.handed = change.revision
+        watch.position = change.revision
+        return True
+
+    def lag(self) -> int:
+        """The largest (hub revision - last revision delivered) over the watches: a watch
+        whose forwarder has taken everything handed to it is as far as its position."""
+        worst = 0
+        for watch in self.watches.values():
+            cursor = watch.cursor
+            if cursor is None or cursor.delivered >= watch.handed:
+                behind = self.revision - watch.position
+            else:
+                behind = self.revision - cursor.delivered
+            worst = max(worst, behind)
+        return worst
+
+    def committed(self, msg: Committed) -> None:
+        """Keep ``msg``'s changes in the ring and hand them to the watches; cut off each watch
+        too slow to take them."""
+        # The ring serves watchers only: the previous object and the trace carrier are dead
+        # weight there (65 536 of them).
+        self.ring.extend(
+            c
+            if c.old is None and c.trace is None
+            else msgspec.structs.replace(c, old=None, trace=None)
+            for c in msg.changes
+        )
+        self.revision = max(self.revision, msg.revision)
+        for key, watch in list(self.watches.items()):
+            if not (
+                self._room(watch, msg.changes) and all(self._deliver(watch, c) for c in msg.changes)
+            ):
+                # Too slow (or gone): cut it off; its forwarder reports where to resume.
+                watch.channel.close()
+                del self.watches[key]
+
+    def add(self, msg: AddWatch) -> int | None:
+        """Register a watch; answer its starting position, or None when the ring no longer
+        reaches back to it (the watcher must read the log again)."""
+        position = self.revision if msg.position is None else msg.position
+        watch = _Watch(msg.kinds, position, msg.channel, msg.cursor)
+        if position < self.revision:
+            if self.ring and self.ring[0].revision > position + 1:
+                return None
+            # A new watch has nothing waiting: it takes the whole gap (references into the
+            # ring), so a watcher that resumes while the daemon is busy still gets in.
+            for change in self.ring:
+                if change.revision > position and not self._deliver(watch, change):
+                    return None
+            watch.position = max(watch.position, position)
+        self.watches[msg.key] = watch
+        return position
+
+    def remove(self, key: tuple[int, int]) -> None:
+        """Let go of the watch ``key`` (its forwarder's stream ends)."""
+        watch = self.watches.pop(key, None)
+        if watch is not None:
+            watch.channel.close()
+
+
+class Watches:
+    """Serves each connection's watch requests: the retained log, then the hub's changes.
+
+    Args:
+        store: the store's mailbox (the log is read from it).
+        hub: the hub's mailbox (watches join and leave it).
+        watch_buffer: ``podium.watchBuffer``, named when a watch is cut off.
+        stopping: whether the gateway is stopping (a watch the hub let go of is then told
+            ``unavailable``, not ``overloaded``).
+
+    Attributes:
+        encoded: the encodings of committed objects, shared by every watch.
+    """
+
+    def __init__(
+        self,
+        store: trio.MemorySendChannel[StoreMsg],
+        hub: trio.MemorySendChannel[HubMsg],
+        *,
+        watch_buffer: int = WATCH_BUFFER,
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._store = store
+        self._hub = hub
+        self._watch_buffer = watch_buffer
+        self._stopping = stopping
+        self.encoded = EncodedObjects()
+
+    async def serve(self, conn: Connection, msg: Watch) -> None:
+        """Serve one watch until it is cancelled, cut off, or the connection ends.
+
+        The reader registered the watch's cancel scope before this task started, so a Cancel
+        sent right behind the Watch finds it (request tasks start in no set order).
+        """
+        scope = conn.watches.get(msg.id)
+        if scope is None:
+            return
+        key = (conn.conn_id, msg.id)
+        try:
+            with scope:
+                await self._join(conn, msg, key)
+        finally:
+            conn.watches.pop(msg.id, None)
+            # Always: a watch cancelled while joining or streaming is still in the hub (a
+            # RemoveWatch for a key the hub never saw is harmless).
+            with trio.CancelScope(shield=True):
+                await send(self._hub, RemoveWatch(key=key))
+
+    async def _join(self, conn: Connection, msg: Watch, key: tuple[int, int]) -> int | None:
+        """Register with the hub and stream; the position joined at, or None if it never was."""
+        unknown = sorted(set(msg.kinds) - set(KINDS))
+        if unknown:
+            await _watch_error(
+                conn,
+                ErrorReply(
+                    id=msg.id,
+                    code="invalid",
+                    message=f"unknown kind {unknown[0]!r}; known: {', '.join(sorted(KINDS))}",
+                    path="$.kinds",
+                ),
+            )
+            return None
+        kinds = frozenset(msg.kinds)
+        backlog: list[Change] = []
+        position: int | None = None
+        if msg.from_revision is not None:
+            after = msg.from_revision
+            events: EventsResult | StoreFailure = await ask(
+                self._store, lambda r: ReadEvents(after=after, reply=r)
+            )
+            if isinstance(events, StoreFailure):
+                # Beyond the current revision (invalid) or compacted (gone): the field is
+                # from_revision.
+                failed = msgspec.structs.replace(failure(msg.id, events), path="$.from_revision")
+                await _watch_error(conn, failed)
+                return None
+            backlog = [c for c in events.changes if not kinds or c.kind in kinds]
+            position = events.revision
+        # Unbounded: the hub counts what waits here against podium.watchBuffer and cuts the
+        # watch off rather than ever wait for it.
+        changes_to, changes = trio.open_memory_channel[Change](math.inf)
+        cursor = WatchCursor(delivered=msg.from_revision or 0)
+        joined: int | None = await ask(
+            self._hub,
+            lambda r: AddWatch(
+                key=key, position=position, kinds=kinds, channel=changes_to, cursor=cursor, reply=r
+            ),
+        )
+        if joined is None:
+            # Nothing was sent yet (not even the log's backlog): resume where the client
+            # asked to start.
+            changes_to.close()
+            await _watch_error(
+                conn,
+                ErrorReply(
+                    id=msg.id,
+                    code="overloaded",
+                    message=(
+                        f"the daemon moved on too fast; resume from revision {msg.from_revision}"
+                    ),
+                    revision=msg.from_revision,
+                ),
+            )
+            return None
+        last = msg.from_revision if msg.from_revision is not None else joined
+        cursor.delivered = last
+        await conn.send(WatchReply(id=msg.id, revision=last))
+        assert conn.codec is not None  # a watch runs only after the handshake
+        encoded, encoding = self.encoded, conn.codec.encoding
+        for change in backlog:
+            await conn.send_payload(encoded.frame(encoding, msg.id, change))
+            last = cursor.delivered = change.revision
+        async with changes:
+            async for change in changes:
+                await conn.send_payload(encoded.frame(encoding, msg.id, change))
+                last = cursor.delivered = change.revision
+        # The hub let go of us: we were too slow, or the daemon is stopping.
+        if self._stopping():
+            end = ErrorReply(
+                id=msg.id, code="unavailable", message="podium is shutting down", revision=last
+            )
+        else:
+            end = ErrorReply(
+                id=msg.id,
+                code="overloaded",
+                message=(
+                    f"watch fell more than {self._watch_buffer} events behind "
+                    f"(podium.watchBuffer); resume from revision {last}"
+                ),
+                revision=last,
+            )
+        await _watch_error(conn, end)
+        return joined
+
+
+async def _watch_error(conn: Connection, error: ErrorReply) -> None:
+    count_error("watch", error.code)
+    await conn.send(error)

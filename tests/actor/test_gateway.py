@@ -1,0 +1,389 @@
+"""The gateway at the actor level: the hub's per-watch buffer accounting, the in-flight bound
+of one connection, and simulate's priority admission (over an in-memory stream, with fakes for
+the store and the scheduler)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from builders import make_node, make_pod
+
+from podium.actors.core.generic_scheduler import ScheduleResult
+from podium.actors.gateway.gateway import Gateway
+from podium.actors.gateway.watch import AddWatch, Hub, HubMsg
+from podium.actors.mail import (
+    CacheMsg,
+    Decision,
+    Explained,
+    ExplainPod,
+    Handles,
+    QueueMsg,
+    SchedulerMsg,
+)
+from podium.protocol import objects as o
+from podium.protocol.framing import FrameReader, frame
+from podium.store.mail import Change, Committed, ReadObjects, ReadResult, Recovered, StoreMsg
+
+_revisions = itertools.count(1)
+
+
+def _change(obj: o.KubeObject) -> Change:
+    return Change(
+        revision=next(_revisions),
+        type="Added",
+        kind=type(obj).__name__,
+        namespace=obj.metadata.namespace,
+        name=obj.metadata.name,
+        object=obj,
+    )
+
+
+def _committed(changes: list[Change]) -> Committed:
+    return Committed(revision=changes[-1].revision, changes=changes)
+
+
+# --------------------------------------------------------------------------- the hub
+
+
+@dataclass(frozen=True)
+class BufferCase:
+    name: str
+    waiting: int  # events already waiting for the watch's forwarder
+    pods: int  # pods in the next commit
+    nodes: int  # nodes in the next commit (the watch wants pods only)
+    kept: bool
+
+
+BUFFER_CASES = [
+    BufferCase("an idle watch takes a commit larger than its buffer", 0, 20, 0, kept=True),
+    BufferCase("waiting plus the commit within the buffer", 3, 5, 0, kept=True),
+    BufferCase("waiting plus the commit exactly the buffer", 4, 4, 0, kept=True),
+    BufferCase("waiting plus the commit past the buffer", 4, 5, 0, kept=False),
+    BufferCase("changes the watch does not want do not count", 4, 4, 30, kept=True),
+    BufferCase("one waiting event and a commit past the buffer", 1, 8, 0, kept=False),
+]
+
+
+@pytest.mark.parametrize("case", BUFFER_CASES, ids=lambda c: c.name)
+async def test_a_watch_is_cut_off_only_when_its_waiting_events_pass_the_buffer(
+    case: BufferCase,
+) -> None:
+    hub = Hub(watch_buffer=8)
+    hub.revision = next(_revisions)
+    tx, rx = trio.open_memory_channel[Change](math.inf)
+    reply_to, _reply = trio.open_memory_channel[int | None](1)
+    hub.add(
+        AddWatch(key=(1, 1), position=None, kinds=frozenset({"Pod"}), channel=tx, reply=reply_to)
+    )
+    if case.waiting:
+        hub.committed(_committed([_change(make_pod(f"w{i}").obj()) for i in range(case.waiting)]))
+    changes = [_change(make_node(f"n{i}").obj()) for i in range(case.nodes)]
+    changes += [_change(make_pod(f"p{i}").obj()) for i in range(case.pods)]
+    hub.committed(_committed(changes))
+    assert ((1, 1) in hub.watches) == case.kept
+    taken = []
+    while True:
+        try:
+            taken.append(rx.receive_nowait().name)
+        except (trio.WouldBlock, trio.EndOfChannel):
+            break
+    expected = [f"w{i}" for i in range(case.waiting)]
+    if case.kept:
+        expected += [f"p{i}" for i in range(case.pods)]
+    # A watch cut off keeps what it had: its forwarder sends that, then where to resume.
+    assert taken == expected
+
+
+async def test_a_new_watch_takes_the_whole_gap_from_the_ring() -> None:
+    hub = Hub(watch_buffer=4)
+    start = next(_revisions)  # the changes below come right after it
+    hub.revision = start
+    hub.committed(_committed([_change(make_pod(f"p{i}").obj()) for i in range(10)]))
+    tx, rx = trio.open_memory_channel[Change](math.inf)
+    reply_to, _reply = trio.open_memory_channel[int | None](1)
+    joined = hub.add(
+        AddWatch(key=(1, 1), position=start, kinds=frozenset(), channel=tx, reply=reply_to)
+    )
+    assert joined == start
+    assert rx.statistics().current_buffer_used == 10
+
+
+# --------------------------------------------------------------------------- a gateway
+
+
+@dataclass
+class Peer:
+    """The client's end of one in-memory connection, speaking JSON frames."""
+
+    stream: trio.abc.Stream
+    reader: FrameReader = field(default_factory=FrameReader)
+
+    async def send(self, doc: dict[str, Any]) -> None:
+        await self.stream.send_all(frame(json.dumps(doc).encode()))
+
+    async def receive(self) -> dict[str, Any]:
+        while (payload := self.reader.next_frame()) is None:
+            self.reader.feed(await self.stream.receive_some(65536))
+        doc: dict[str, Any] = json.loads(payload)
+        return doc
+
+
+class OneConnection(trio.abc.Listener[trio.abc.Stream]):
+    """A listener that accepts ``stream`` once, then nothing more."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self._stream: trio.abc.Stream | None = stream
+
+    async def accept(self) -> trio.abc.Stream:
+        stream, self._stream = self._stream, None
+        if stream is None:
+            await trio.sleep_forever()
+        assert stream is not None
+        return stream
+
+    async def aclose(self) -> None:
+        self._stream = None
+
+
+async def _unused(inbox: trio.MemoryReceiveChannel[Any]) -> None:
+    async for msg in inbox:
+        raise AssertionError(f"unexpected {msg}")
+
+
+Fake = Callable[[trio.MemoryReceiveChannel[Any]], Awaitable[None]]
+
+
+@asynccontextmanager
+async def _gateway(
+    store: Fake, scheduler: Fake = _unused, **limits: int
+) -> AsyncIterator[tuple[Gateway, Peer]]:
+    """A gateway whose store and scheduler are the fakes given, with one client connected."""
+    store_tx, store_rx = trio.open_memory_channel[StoreMsg](math.inf)
+    scheduler_tx, scheduler_rx = trio.open_memory_channel[SchedulerMsg](math.inf)
+    hub_tx, hub_rx = trio.open_memory_channel[HubMsg](math.inf)
+    handles = Handles(
+        store=store_tx,
+        scheduler=scheduler_tx,
+        queue=trio.open_memory_channel[QueueMsg](1)[0],
+        cache=trio.open_memory_channel[CacheMsg](1)[0],
+    )
+    gateway = Gateway(hub_rx, hub_tx, handles, server_version="test", **limits)
+    client, server = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(store, store_rx)
+        nursery.start_soon(scheduler, scheduler_rx)
+        hub_tx.send_nowait(Recovered(revision=1, objects=[]))
+        await nursery.start(gateway.run, [OneConnection(server)])
+        peer = Peer(client)
+        await peer.send({"msg": "hello", "protocol": 1, "encoding": "json"})
+        assert (await peer.receive())["msg"] == "hello_reply"
+        yield gateway, peer
+        nursery.cancel_scope.cancel()
+
+
+# --------------------------------------------------------------------------- in flight
+
+
+@dataclass
+class HeldReads:
+    """A store that answers each ReadObjects with an empty list, once the test releases it."""
+
+    held: list[ReadObjects] = field(default_factory=list)
+    most: int = 0
+
+    async def run(self, inbox: trio.MemoryReceiveChannel[StoreMsg]) -> None:
+        async for msg in inbox:
+            assert isinstance(msg, ReadObjects), msg
+            self.held.append(msg)
+            self.most = max(self.most, len(self.held))
+
+    def release(self, n: int) -> None:
+        for msg in self.held[:n]:
+            msg.reply.send_nowait(ReadResult(revision=1, items=[]))
+        del self.held[:n]
+
+
+async def test_a_connection_has_at_most_max_in_flight_requests_at_once() -> None:
+    store = HeldReads()
+    async with _gateway(store.run, max_in_flight=3) as (_, peer):
+        for i in range(10):
+            await peer.send({"msg": "get", "id": i, "kind": "Pod"})
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(store.held) == 3  # the reader waits; the other 7 stay in the socket
+        store.release(1)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(store.held) == 3
+        answered = {(await peer.receive())["id"]}
+        for _ in range(9):
+            store.release(len(store.held))
+            await trio.testing.wait_all_tasks_blocked()
+        while len(answered) < 10:
+            answered.add((await peer.receive())["id"])
+        assert answered == set(range(10))
+        assert store.most == 3
+
+
+async def test_watches_hold_no_in_flight_slot() -> None:
+    store = HeldReads()
+    async with _gateway(store.run, max_in_flight=1) as (gateway, peer):
+        for i in (1, 2, 3):
+            await peer.send({"msg": "watch", "id": i})
+        for _ in (1, 2, 3):
+            assert (await peer.receive())["msg"] == "watch_reply"
+        assert gateway.watch_count() == 3
+        await peer.send({"msg": "get", "id": 4, "kind": "Pod"})
+        await trio.testing.wait_all_tasks_blocked()
+        store.release(1)
+        assert await peer.receive() == {
+            "msg": "get_reply",
+            "id": 4,
+            "revision": 1,
+            "items": [],
+            "continue": "",
+            "remaining": 0,
+        }
+
+
+# --------------------------------------------------------------------------- simulate
+
+
+def _pc(
+    name: str, value: int, *, default: bool = False, policy: str = "PreemptLowerPriority"
+) -> o.PriorityClass:
+    return o.PriorityClass(
+        metadata=o.ObjectMeta(name=name),
+        value=value,
+        global_default=default,
+        preemption_policy=policy,
+    )
+
+
+@dataclass(frozen=True)
+class SimulateCase:
+    name: str
+    classes: list[o.PriorityClass]
+    pod: dict[str, Any]
+    want: tuple[int, str | None] | None = None
+    """The simulated pod's (priority, preemptionPolicy); None when it is refused."""
+    path: str | None = None
+    message: str | None = None
+
+
+BATCH = _pc("batch", 5, policy="Never")
+DEFAULT = _pc("default1", 1000, default=True)
+
+# The store's admission (tests/unit/store/test_core.py holds Kubernetes' rows): simulate places a
+# pod with the priority a put would give it, and refuses it where a put would be refused.
+SIMULATE_CASES = [
+    SimulateCase(
+        "a class gives its value and preemption policy",
+        [BATCH],
+        make_pod("p").spec(priorityClassName="batch").dict(),
+        want=(5, "Never"),
+    ),
+    SimulateCase(
+        "a system class needs no stored class",
+        [],
+        make_pod("p").spec(priorityClassName="system-node-critical").dict(),
+        want=(2000001000, "PreemptLowerPriority"),
+    ),
+    SimulateCase(
+        "no class takes the global default",
+        [BATCH, DEFAULT],
+        make_pod("p").dict(),
+        want=(1000, "PreemptLowerPriority"),
+    ),
+    SimulateCase(
+        "no class and no default is priority 0", [BATCH], make_pod("p").dict(), want=(0, None)
+    ),
+    SimulateCase(
+        "two global defaults (a race): the lowest value, then the first name",
+        [
+            _pc("b-default", 1000, default=True, policy="Never"),
+            _pc("a-default", 1000, default=True),
+        ],
+        make_pod("p").dict(),
+        want=(1000, "PreemptLowerPriority"),
+    ),
+    SimulateCase(
+        "a priority equal to its class's still takes the class's preemption policy",
+        [BATCH],
+        make_pod("p").spec(priorityClassName="batch", priority=5).dict(),
+        want=(5, "Never"),
+    ),
+    SimulateCase(
+        "an unknown class is refused",
+        [BATCH],
+        make_pod("p").spec(priorityClassName="gold").dict(),
+        path="$.pod.spec.priorityClassName",
+        message="pod default/p: no PriorityClass with name gold was found",
+    ),
+    SimulateCase(
+        "a priority other than its class's is refused",
+        [BATCH],
+        make_pod("p").spec(priorityClassName="batch", priority=7).dict(),
+        path="$.pod.spec.priority",
+        message=(
+            "pod default/p: the integer value of priority (7) must not be provided in pod spec; "
+            "priority admission controller computed 5 from the given PriorityClass name"
+        ),
+    ),
+]
+
+
+@dataclass
+class Classes:
+    """A store that holds ``classes`` and answers the read of every PriorityClass."""
+
+    classes: list[o.PriorityClass]
+
+    async def run(self, inbox: trio.MemoryReceiveChannel[StoreMsg]) -> None:
+        async for msg in inbox:
+            assert isinstance(msg, ReadObjects) and msg.kind == "PriorityClass", msg
+            msg.reply.send_nowait(ReadResult(revision=1, items=list(self.classes)))
+
+
+@dataclass
+class Deciding:
+    """A scheduler that places every pod it is asked about on n1, keeping the pods."""
+
+    asked: list[o.Pod] = field(default_factory=list)
+
+    async def run(self, inbox: trio.MemoryReceiveChannel[SchedulerMsg]) -> None:
+        async for msg in inbox:
+            assert isinstance(msg, ExplainPod), msg
+            self.asked.append(msg.pod.pod)
+            decision = Decision(
+                pod=msg.pod, node="n1", result=ScheduleResult(node="n1"), generation=1
+            )
+            msg.reply.send_nowait(Explained(decision=decision, hints=[]))
+
+
+@pytest.mark.parametrize("case", SIMULATE_CASES, ids=attrgetter("name"))
+async def test_simulate_admits_the_pod_as_a_put_would(case: SimulateCase) -> None:
+    scheduler = Deciding()
+    async with _gateway(Classes(case.classes).run, scheduler.run) as (_, peer):
+        await peer.send({"msg": "simulate", "id": 1, "pod": case.pod})
+        answer = await peer.receive()
+    if case.want is None:
+        assert (answer["msg"], answer["code"], answer["path"], answer["message"]) == (
+            "error",
+            "invalid",
+            case.path,
+            case.message,
+        )
+        assert scheduler.asked == []
+        return
+    assert (answer["msg"], answer["placement"]["node"]) == ("simulate_reply", "n1")
+    [pod] = scheduler.asked
+    assert (pod.spec.priority, pod.spec.preemption_policy) == case.want
