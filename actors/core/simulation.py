@@ -11,13 +11,11 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import msgspec
-
 from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.framework.node_tree import NodeTree
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import ClusterObjects
-from podium.protocol.errors import ErrorCode, PodiumError
+from podium.protocol.errors import ErrorCode, InvalidObject, PodiumError
 from podium.protocol.objects import (
     KubeObject,
     Node,
@@ -34,6 +32,7 @@ from podium.protocol.objects import (
     holds_resources,
     namespaced_key,
 )
+from podium.store.admission import admit_pod, known_classes
 
 __all__ = ["Cluster", "PodOutcome", "SimulationError", "build_cluster", "final_node_infos"]
 
@@ -73,24 +72,17 @@ def _key(obj: KubeObject) -> str:
     return namespaced_key(obj.metadata.namespace, obj.metadata.name)
 
 
-def _resolve_priority(
-    pod: Pod, classes: dict[str, PriorityClass], default: PriorityClass | None
-) -> Pod:
-    if pod.spec.priority is not None:
-        return pod
-    name = pod.spec.priority_class_name
-    if name:
-        pc = classes.get(name)
-        if pc is None:
-            raise SimulationError(
-                f"pod {_key(pod)}: spec.priorityClassName: no PriorityClass named {name!r}"
-            )
-        value = pc.value
-    elif default is not None:
-        value = default.value
-    else:
-        return pod
-    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, priority=value))
+def _admitted(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
+    """The pod as the store admits it (store/admission.py), so the summaries before the run
+    show the priorities the run itself gives.
+
+    Raises:
+        SimulationError: the store would refuse it (an unknown class, a priority that differs).
+    """
+    try:
+        return admit_pod(pod, classes)
+    except InvalidObject as exc:
+        raise SimulationError(f"{exc.message} ({exc.path})") from None
 
 
 def build_cluster(
@@ -131,7 +123,7 @@ def build_cluster(
             case _:
                 tables[type(obj)][_key(obj)] = obj
     objs.priority_classes.update(classes)
-    default_class = next((c for c in classes.values() if c.global_default), None)
+    admitting = known_classes(classes.values())
     tree = NodeTree()
     infos: dict[str, NodeInfo] = {}
     for name, node in nodes.items():
@@ -142,7 +134,7 @@ def build_cluster(
     for key, pod in pods.items():
         if not holds_resources(pod):
             continue
-        info = PodInfo(_resolve_priority(pod, classes, default_class))
+        info = PodInfo(_admitted(pod, admitting))
         if pod.spec.node_name:
             node_info = infos.get(pod.spec.node_name)
             if node_info is None:

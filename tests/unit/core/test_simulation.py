@@ -146,9 +146,12 @@ def test_priority_class_resolution_and_unknown_class() -> None:
         [pc, default, make_pod("a").spec(priorityClassName="gold").obj(), make_pod("b").obj()]
     )
     assert {p.name: p.priority for p in cluster.pending} == {"a": 1000, "b": 7}
+    # The store's rule (store/admission.py): the API server's built-in classes need no object.
+    system = build_cluster([make_pod("d").spec(priorityClassName="system-node-critical").obj()])
+    assert [p.priority for p in system.pending] == [2000001000]
     with pytest.raises(
         SimulationError,
-        match=r"pod default/c: spec.priorityClassName: no PriorityClass named 'nope'",
+        match=r"pod default/c: no PriorityClass with name nope was found \(\$.spec.priorityClassName\)",
     ):
         build_cluster([make_pod("c").spec(priorityClassName="nope").obj()])
     with pytest.raises(
