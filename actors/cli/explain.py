@@ -26,6 +26,7 @@ from podium.actors.cli.output import (
 )
 from podium.actors.cli.remote import add_remote_command, run_client
 from podium.actors.client import Client
+from podium.protocol.objects import namespace_or_default
 from podium.protocol.wire import ExplainReply
 
 __all__ = ["cmd_explain", "register"]
@@ -72,7 +73,7 @@ def _print_explain(reply: ExplainReply) -> None:
 def cmd_explain(args: argparse.Namespace) -> int:
     """``podium explain [NS/]NAME``: the placement, node by node, and the hints."""
     namespace, _, name = args.pod.rpartition("/")
-    namespace = namespace or "default"
+    namespace = namespace_or_default(namespace)
     if not name or "/" in namespace:
         err(f"error: {args.pod!r} is not NAMESPACE/NAME or NAME")
         return EXIT_USAGE

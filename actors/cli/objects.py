@@ -59,6 +59,8 @@ from podium.protocol.objects import (
     Service,
     StatefulSet,
     StorageClass,
+    namespace_or_default,
+    scoped_namespace,
 )
 from podium.protocol.wire import DeleteReply, Event, ObjectRef, ObjectStatus, PutReply
 
@@ -266,7 +268,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
         except ValueError as exc:
             err(f"error: {exc}")
             return EXIT_USAGE
-        namespace = (args.namespace or "default") if kind in NAMESPACED_KINDS else ""
+        namespace = scoped_namespace(kind, args.namespace)
         refs = [ObjectRef(kind=kind, name=args.name, namespace=namespace)]
 
     async def body(client: Client) -> int:
@@ -416,7 +418,9 @@ def cmd_get(args: argparse.Namespace) -> int:
         err("error: a resource cannot be retrieved by name across all namespaces")
         return EXIT_USAGE
     all_ns = namespaced and args.all_namespaces
-    namespace: str | None = (args.namespace or "default") if namespaced and not all_ns else None
+    namespace: str | None = (
+        namespace_or_default(args.namespace) if namespaced and not all_ns else None
+    )
 
     async def body(client: Client) -> int:
         bar: Progress | None = None

@@ -43,7 +43,7 @@ from podium.actors.mail import (
 from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol.errors import InvalidObject
 from podium.protocol.labels import parse_selector
-from podium.protocol.objects import Pod, PriorityClass
+from podium.protocol.objects import DEFAULT_NAMESPACE, Pod, PriorityClass
 from podium.protocol.wire import (
     Cancel,
     CancelReply,
@@ -207,7 +207,7 @@ class Dispatcher:
     async def _simulate(self, msg: Simulate) -> ServerMessage:
         pod = msg.pod
         if not pod.metadata.namespace:
-            meta = msgspec.structs.replace(pod.metadata, namespace="default")
+            meta = msgspec.structs.replace(pod.metadata, namespace=DEFAULT_NAMESPACE)
             pod = msgspec.structs.replace(pod, metadata=meta)
         admitted = await self._admit(msg.id, pod)
         if isinstance(admitted, ErrorReply):
