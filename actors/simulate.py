@@ -23,10 +23,11 @@ from podium.actors.scheduler import PluginSet
 from podium.actors.supervisor import Runtime
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.objects import KubeObject
+from podium.store.actor import StoreActor
 from podium.store.core import StoreCore
 from podium.store.mail import Published, StoreFailure, StoreMsg, WriteObjects, WriteResult
 from podium.store.mailbox import ask, send
-from podium.store.memory import MemoryStore
+from podium.store.memory import memory_store
 
 __all__ = ["simulate"]
 
@@ -34,8 +35,8 @@ __all__ = ["simulate"]
 def _store(
     inbox: trio.MemoryReceiveChannel[StoreMsg],
     subscribers: Sequence[trio.MemorySendChannel[Published]],
-) -> MemoryStore:
-    return MemoryStore(inbox, subscribers, StoreCore())
+) -> StoreActor:
+    return memory_store(inbox, subscribers, StoreCore())
 
 
 async def _simulate(

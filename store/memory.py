@@ -16,7 +16,7 @@ from podium.store.actor import Recovery, StoreActor, Subscriber
 from podium.store.core import StoreCore
 from podium.store.mail import Change, StoreMsg
 
-__all__ = ["InMemory", "MemoryStore"]
+__all__ = ["InMemory", "memory_store"]
 
 
 class InMemory:
@@ -41,19 +41,16 @@ class InMemory:
         """Nothing to release."""
 
 
-class MemoryStore(StoreActor):
-    """The store actor with :class:`InMemory` durability and no group commit window.
+def memory_store(
+    inbox: trio.MemoryReceiveChannel[StoreMsg],
+    subscribers: Sequence[Subscriber],
+    core: StoreCore | None = None,
+) -> StoreActor:
+    """The store actor holding :class:`InMemory` durability, with no group commit window.
 
     Args:
         inbox: its mailbox; the store stops when every sender has closed it.
         subscribers: who receives Recovered and every Committed; closed when the store stops.
         core: the state to serve (a fresh, empty one by default).
     """
-
-    def __init__(
-        self,
-        inbox: trio.MemoryReceiveChannel[StoreMsg],
-        subscribers: Sequence[Subscriber],
-        core: StoreCore | None = None,
-    ) -> None:
-        super().__init__(inbox, subscribers, InMemory(), core=core)
+    return StoreActor(inbox, subscribers, InMemory(), core=core)

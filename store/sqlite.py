@@ -69,7 +69,7 @@ from podium.store.schema import (
     event_row,
 )
 
-__all__ = ["SqliteDurability", "SqliteStore", "acquire_lock"]
+__all__ = ["SqliteDurability", "acquire_lock", "sqlite_store"]
 
 log = logging.getLogger("podium.store")
 
@@ -421,9 +421,16 @@ class SqliteDurability:
                 self._lock = None
 
 
-class SqliteStore(StoreActor):
-    """The daemon's store actor: :class:`SqliteDurability`, a core keeping the recent part of
-    the log in memory, and the group commit window.
+def sqlite_store(
+    inbox: trio.MemoryReceiveChannel[StoreMsg],
+    subscribers: Sequence[Subscriber],
+    path: str,
+    *,
+    synchronous: Literal["normal", "full"] = "normal",
+    retention: int = 1_000_000,
+) -> StoreActor:
+    """The daemon's store actor: it holds :class:`SqliteDurability`, a core keeping the recent
+    part of the log in memory, and the group commit window.
 
     Args:
         inbox: its mailbox; the store stops when every sender has closed it.
@@ -432,20 +439,10 @@ class SqliteStore(StoreActor):
         synchronous: ``normal`` survives ``kill -9``; ``full`` also survives power loss.
         retention: how many changes the event log keeps.
     """
-
-    def __init__(
-        self,
-        inbox: trio.MemoryReceiveChannel[StoreMsg],
-        subscribers: Sequence[Subscriber],
-        path: str,
-        *,
-        synchronous: Literal["normal", "full"] = "normal",
-        retention: int = 1_000_000,
-    ) -> None:
-        super().__init__(
-            inbox,
-            subscribers,
-            SqliteDurability(path, synchronous=synchronous, retention=retention),
-            core=StoreCore(retention=min(retention, MEMORY_LOG)),
-            commit_window=COMMIT_WINDOW_SECONDS,
-        )
+    return StoreActor(
+        inbox,
+        subscribers,
+        SqliteDurability(path, synchronous=synchronous, retention=retention),
+        core=StoreCore(retention=min(retention, MEMORY_LOG)),
+        commit_window=COMMIT_WINDOW_SECONDS,
+    )

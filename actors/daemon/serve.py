@@ -52,9 +52,10 @@ from podium.protocol.config import (
     load_token_file,
 )
 from podium.protocol.errors import ConfigError
+from podium.store.actor import StoreActor
 from podium.store.mail import Published, StoreMsg
 from podium.store.mailbox import send
-from podium.store.sqlite import SqliteStore
+from podium.store.sqlite import sqlite_store
 
 __all__ = [
     "Readiness",
@@ -296,8 +297,8 @@ def _sqlite_store(config: SchedulerConfig) -> StoreFactory:
     def build(
         inbox: trio.MemoryReceiveChannel[StoreMsg],
         subscribers: Sequence[trio.MemorySendChannel[Published]],
-    ) -> SqliteStore:
-        return SqliteStore(
+    ) -> StoreActor:
+        return sqlite_store(
             inbox,
             subscribers,
             settings.database,

@@ -15,6 +15,7 @@ from builders import make_node, make_pod
 
 from podium.protocol.objects import Pod
 from podium.protocol.wire import ObjectRef
+from podium.store.actor import StoreActor
 from podium.store.core import StoreCore
 from podium.store.mail import (
     Binding,
@@ -37,7 +38,7 @@ from podium.store.mail import (
     WriteObjects,
     WriteResult,
 )
-from podium.store.memory import MemoryStore
+from podium.store.memory import memory_store
 
 
 def _core() -> StoreCore:
@@ -49,14 +50,14 @@ def _core() -> StoreCore:
 class Harness:
     inbox: trio.MemorySendChannel[StoreMsg]
     events: trio.MemoryReceiveChannel[Recovered | Committed]
-    store: MemoryStore
+    store: StoreActor
 
 
 @asynccontextmanager
 async def running(core: StoreCore | None = None, capacity: int = 16) -> AsyncIterator[Harness]:
     inbox_tx, inbox_rx = trio.open_memory_channel[StoreMsg](1024)
     sub_tx, sub_rx = trio.open_memory_channel[Recovered | Committed](capacity)
-    store = MemoryStore(inbox_rx, [sub_tx], core if core is not None else _core())
+    store = memory_store(inbox_rx, [sub_tx], core if core is not None else _core())
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)
@@ -241,7 +242,7 @@ async def test_closing_the_inbox_stops_the_store_and_closes_subscribers(
     start = trio.current_time()
     inbox_tx, inbox_rx = trio.open_memory_channel[StoreMsg](8)
     sub_tx, sub_rx = trio.open_memory_channel[Recovered | Committed](8)
-    store = MemoryStore(inbox_rx, [sub_tx])
+    store = memory_store(inbox_rx, [sub_tx])
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run)
         reply_tx, reply_rx = _reply()

@@ -1,5 +1,5 @@
 """The actors move their metrics: the queue's pending and incoming counts and unschedulable pods
-by plugin, and a whole in-process runtime (MemoryStore, no sockets) scheduling one pod that fits
+by plugin, and a whole in-process runtime (memory_store, no sockets) scheduling one pod that fits
 and one that fits nowhere. The registry is process-wide, so counters are compared as deltas."""
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.metrics import PROFILE, REGISTRY
 from podium.protocol.wire import EventType
+from podium.store.actor import StoreActor
 from podium.store.core import StoreCore
 from podium.store.mail import (
     Change,
@@ -50,7 +51,7 @@ from podium.store.mail import (
     WriteResult,
 )
 from podium.store.mailbox import send
-from podium.store.memory import MemoryStore
+from podium.store.memory import memory_store
 
 _revisions = itertools.count(1)
 
@@ -200,8 +201,8 @@ async def test_a_stopped_queue_takes_its_pods_out_of_the_gauge(
 def _store(
     inbox: trio.MemoryReceiveChannel[StoreMsg],
     subscribers: Sequence[trio.MemorySendChannel[Published]],
-) -> MemoryStore:
-    return MemoryStore(inbox, subscribers, StoreCore())
+) -> StoreActor:
+    return memory_store(inbox, subscribers, StoreCore())
 
 
 async def test_runtime_counts_attempts_binds_and_unschedulable_plugins(

@@ -19,7 +19,8 @@ from builders import make_node, make_pod
 from podium.protocol import objects as o
 from podium.protocol.errors import StoreError
 from podium.protocol.wire import ObjectRef
-from podium.store import sqlite as sqlite_store
+from podium.store import sqlite as sqlite_module
+from podium.store.actor import StoreActor
 from podium.store.mail import (
     Binding,
     BindPods,
@@ -39,7 +40,7 @@ from podium.store.mail import (
     WriteResult,
 )
 from podium.store.schema import SCHEMA_VERSION
-from podium.store.sqlite import SqliteStore
+from podium.store.sqlite import sqlite_store
 
 Published = Recovered | Committed
 
@@ -47,7 +48,7 @@ Published = Recovered | Committed
 class Running:
     def __init__(
         self,
-        store: SqliteStore,
+        store: StoreActor,
         inbox: trio.MemorySendChannel[StoreMsg],
         published: trio.MemoryReceiveChannel[Published],
     ) -> None:
@@ -75,7 +76,7 @@ class Running:
 async def running(path: Path, retention: int = 1_000_000) -> AsyncIterator[Running]:
     inbox_tx, inbox_rx = trio.open_memory_channel[StoreMsg](64)
     pub_tx, pub_rx = trio.open_memory_channel[Published](1024)
-    store = SqliteStore(inbox_rx, [pub_tx], str(path), retention=retention)
+    store = sqlite_store(inbox_rx, [pub_tx], str(path), retention=retention)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)
@@ -148,8 +149,8 @@ async def test_a_deleted_pod_leaves_no_binding(tmp_path: Path) -> None:
 async def test_watchers_resume_from_the_disk_log_and_get_gone_below_retention(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "MEMORY_LOG", 2)
-    monkeypatch.setattr(sqlite_store, "COMPACT_EVERY", 1)
+    monkeypatch.setattr(sqlite_module, "MEMORY_LOG", 2)
+    monkeypatch.setattr(sqlite_module, "COMPACT_EVERY", 1)
     db = tmp_path / "podium.db"
     async with running(db, retention=5) as s:
         for i in range(8):
@@ -208,8 +209,8 @@ async def test_a_second_store_on_the_same_file_names_the_holder(tmp_path: Path) 
     db = tmp_path / "podium.db"
     async with running(db):
         with pytest.raises(StoreError, match=rf"in use by podium pid {os.getpid()} on "):
-            sqlite_store.acquire_lock(str(db))
-    os.close(sqlite_store.acquire_lock(str(db)))  # released when the first store stopped
+            sqlite_module.acquire_lock(str(db))
+    os.close(sqlite_module.acquire_lock(str(db)))  # released when the first store stopped
 
 
 async def test_a_file_from_a_newer_podium_is_refused(tmp_path: Path) -> None:
@@ -239,7 +240,7 @@ def test_a_pod_bound_and_deleted_in_one_batch_leaves_no_binding() -> None:
         ),
         Change(revision=2, type="Deleted", kind="Pod", namespace="default", name="web", object=pod),
     ]
-    batch = sqlite_store._batch_of(changes, None)
+    batch = sqlite_module._batch_of(changes, None)
     assert (batch.bindings, batch.unbindings) == ([], [("u1",)])
     assert (batch.upserts, batch.deletes) == ([], [("Pod", "default", "web")])
 
@@ -309,7 +310,7 @@ async def test_an_eviction_and_the_nomination_survive_a_restart(tmp_path: Path) 
 async def test_a_read_behind_writes_of_its_own_batch_goes_to_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "MEMORY_LOG", 2)
+    monkeypatch.setattr(sqlite_module, "MEMORY_LOG", 2)
     db = tmp_path / "podium.db"
     async with running(db) as s:
         for i in range(3):
