@@ -276,6 +276,21 @@ def _bare(path: str | None) -> str:
     return path.removeprefix("$.").removeprefix("$")
 
 
+def _one_argument(what: str, name: str, where: str, **fields: object) -> list[Problem]:
+    """v1.14 validation's rule for the ``argument`` of the ``what`` (predicate or priority)
+    ``name``: exactly one of its ``fields`` (given by their JSON names) is set."""
+    count = sum(value is not None for value in fields.values())
+    if count == 1:
+        return []
+    spelled = " or ".join(fields)
+    return [
+        (
+            f"{where}.argument",
+            f"{what} {name!r}: exactly 1 {what} argument is required ({spelled}), got {count}",
+        )
+    ]
+
+
 def _check(policy: Policy) -> list[Problem]:
     problems: list[Problem] = []
     if policy.kind not in POLICY_KINDS:
@@ -294,21 +309,13 @@ def _check(policy: Policy) -> list[Problem]:
                 )
             )
         if predicate.argument is not None:
-            count = sum(
-                field is not None
-                for field in (
-                    predicate.argument.service_affinity,
-                    predicate.argument.labels_presence,
-                )
+            problems += _one_argument(
+                "predicate",
+                predicate.name,
+                where,
+                labelsPresence=predicate.argument.labels_presence,
+                serviceAffinity=predicate.argument.service_affinity,
             )
-            if count != 1:
-                problems.append(
-                    (
-                        f"{where}.argument",
-                        f"predicate {predicate.name!r}: exactly 1 predicate argument is required "
-                        f"(labelsPresence or serviceAffinity), got {count}",
-                    )
-                )
     for i, priority in enumerate(policy.priorities or ()):
         where = f"priorities[{i}]"
         if not priority.name:
@@ -329,21 +336,13 @@ def _check(policy: Policy) -> list[Problem]:
                 )
             )
         if priority.argument is not None:
-            count = sum(
-                field is not None
-                for field in (
-                    priority.argument.service_anti_affinity,
-                    priority.argument.label_preference,
-                )
+            problems += _one_argument(
+                "priority",
+                priority.name,
+                where,
+                labelPreference=priority.argument.label_preference,
+                serviceAntiAffinity=priority.argument.service_anti_affinity,
             )
-            if count != 1:
-                problems.append(
-                    (
-                        f"{where}.argument",
-                        f"priority {priority.name!r}: exactly 1 priority argument is required "
-                        f"(labelPreference or serviceAntiAffinity), got {count}",
-                    )
-                )
     hard, alias = policy.hard_pod_affinity_symmetric_weight, policy.affinity_weight
     if hard is not None and alias is not None and hard != alias:
         problems.append(
