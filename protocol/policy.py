@@ -24,13 +24,12 @@ Unknown keys are errors (a typo should not silently change scheduling), except i
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
 
-from podium.protocol.errors import LoadErrors, PolicyError, Problem, split_validation_message
-from podium.protocol.loader import Format, read_document
+from podium.protocol.errors import PolicyError, Problem, split_validation_message
+from podium.protocol.loader import Format, read_settings
 
 __all__ = [
     "DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT",
@@ -253,19 +252,9 @@ def load_policy(
         PolicyError: the file cannot be read or parsed, or :func:`decode_policy` refuses it.
     """
     source = os.fspath(path) if path is not None else "<policy>"
-    if text is None:
-        if path is None:
-            raise TypeError("load_policy needs text or path")
-        try:
-            text = Path(path).read_bytes()
-        except OSError as exc:
-            raise PolicyError(
-                [("", f"cannot read: {exc.strerror or exc}")], source=source
-            ) from None
-    try:
-        raw = read_document(text, source=source, fmt=fmt)
-    except LoadErrors as exc:
-        raise PolicyError([("", exc.errors[0].reason)], source=source) from None
+    if text is None and path is None:
+        raise TypeError("load_policy needs text or path")
+    raw = read_settings(text, source=source, fmt=fmt, error=PolicyError)
     return decode_policy(raw, source=source)
 
 
