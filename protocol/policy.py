@@ -265,13 +265,16 @@ def _bare(path: str | None) -> str:
     return path.removeprefix("$.").removeprefix("$")
 
 
-def _one_argument(what: str, name: str, where: str, **fields: object) -> list[Problem]:
+def _one_argument(
+    what: str, name: str, where: str, argument: PredicateArgument | PriorityArgument
+) -> list[Problem]:
     """v1.14 validation's rule for the ``argument`` of the ``what`` (predicate or priority)
-    ``name``: exactly one of its ``fields`` (given by their JSON names) is set."""
-    count = sum(value is not None for value in fields.values())
+    ``name``: exactly one of its fields is set (the message names them by their keys)."""
+    fields = msgspec.structs.fields(argument)
+    count = sum(getattr(argument, field.name) is not None for field in fields)
     if count == 1:
         return []
-    spelled = " or ".join(fields)
+    spelled = " or ".join(sorted(field.encode_name for field in fields))
     return [
         (
             f"{where}.argument",
@@ -298,13 +301,7 @@ def _check(policy: Policy) -> list[Problem]:
                 )
             )
         if predicate.argument is not None:
-            problems += _one_argument(
-                "predicate",
-                predicate.name,
-                where,
-                labelsPresence=predicate.argument.labels_presence,
-                serviceAffinity=predicate.argument.service_affinity,
-            )
+            problems += _one_argument("predicate", predicate.name, where, predicate.argument)
     for i, priority in enumerate(policy.priorities or ()):
         where = f"priorities[{i}]"
         if not priority.name:
@@ -325,13 +322,7 @@ def _check(policy: Policy) -> list[Problem]:
                 )
             )
         if priority.argument is not None:
-            problems += _one_argument(
-                "priority",
-                priority.name,
-                where,
-                labelPreference=priority.argument.label_preference,
-                serviceAntiAffinity=priority.argument.service_anti_affinity,
-            )
+            problems += _one_argument("priority", priority.name, where, priority.argument)
     hard, alias = policy.hard_pod_affinity_symmetric_weight, policy.affinity_weight
     if hard is not None and alias is not None and hard != alias:
         problems.append(
