@@ -41,7 +41,7 @@ from podium.actors.mail import (
 from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol import metrics
 from podium.store.mail import Binding, BindPods, BindResult, StoreFailure, StoreMsg
-from podium.store.mailbox import ask, drain, reply, send
+from podium.store.mailbox import ask, receive_batch, reply, send
 
 __all__ = ["Binder"]
 
@@ -75,12 +75,8 @@ class Binder:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with self._inbox, self._store, self._cache, self._queue:
             task_status.started()
-            while True:
-                try:
-                    first = await self._inbox.receive()
-                except trio.EndOfChannel:
-                    return
-                await self._bind([first, *drain(self._inbox)])
+            while (batch := await receive_batch(self._inbox)) is not None:
+                await self._bind(batch)
 
     async def _bind(self, batch: list[BindRequest]) -> None:
         bindings = [

@@ -41,7 +41,7 @@ from podium.actors.mail import (
 from podium.protocol import metrics
 from podium.protocol.errors import CacheStateError
 from podium.store.mail import Committed, Recovered
-from podium.store.mailbox import drain, reply
+from podium.store.mailbox import receive_batch, reply
 
 __all__ = ["CacheActor"]
 
@@ -77,21 +77,12 @@ class CacheActor:
         async with self._inbox:
             task_status.started()
             while True:
-                deadline = self.core.next_deadline()
-                msg: CacheMsg | None = None
-                try:
-                    if deadline is None:
-                        msg = await self._inbox.receive()
-                    else:
-                        with trio.move_on_at(deadline):
-                            msg = await self._inbox.receive()
-                except trio.EndOfChannel:
+                # What else is waiting comes too, without a scheduler pass per message.
+                batch = await receive_batch(self._inbox, deadline=self.core.next_deadline())
+                if batch is None:
                     return
-                if msg is not None:
+                for msg in batch:
                     self._handle(msg)
-                    # What else is waiting, without a scheduler pass per message.
-                    for waiting in drain(self._inbox):
-                        self._handle(waiting)
                 self._expire(trio.current_time())
                 core = self.core
                 metrics.CACHE_NODES.set(core.node_count)

@@ -60,7 +60,6 @@ every predicate that rejected it (the Requeue's ``plugins``).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, assert_never
 
@@ -83,7 +82,7 @@ from podium.protocol import metrics
 from podium.protocol.objects import Node, Pod, StorageClass, holds_resources, pod_key
 from podium.protocol.quantity import Quantity
 from podium.store.mail import Change, Committed, Recovered
-from podium.store.mailbox import drain, reply
+from podium.store.mailbox import receive_batch, reply
 
 if TYPE_CHECKING:
     from prometheus_client import Counter, Gauge
@@ -239,18 +238,12 @@ class QueueActor:
     async def _serve(self) -> None:
         core = self.core
         while True:
-            msg: QueueMsg | None = None
-            deadline = core.next_deadline()
-            with trio.move_on_at(math.inf if deadline is None else deadline):
-                try:
-                    msg = await self._inbox.receive()
-                except trio.EndOfChannel:
-                    return
-            if msg is not None:
+            # What is already waiting comes too, without passing the scheduler (STYLE.md).
+            batch = await receive_batch(self._inbox, deadline=core.next_deadline())
+            if batch is None:
+                return
+            for msg in batch:
                 self._handle(msg)
-                # What is already waiting, without passing the scheduler (STYLE.md).
-                for waiting in drain(self._inbox):
-                    self._handle(waiting)
             now = trio.current_time()
             moved = core.flush_backoff_completed(now)
             if moved:

@@ -261,8 +261,7 @@ class _SampledAttempt(Attempt):
     ) -> None:
         root = self._root
         if isinstance(exc, Exception):
-            root.record_exception(exc)
-            root.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            _record_error(root, exc)
         elif exc is not None and self._result is None:
             # Cancelled (shutdown): the attempt was abandoned; the pod stays pending.
             root.set_attribute(RESULT, "abandoned")
@@ -288,8 +287,7 @@ class _SampledAttempt(Attempt):
         try:
             yield
         except Exception as exc:
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            _record_error(span, exc)
             raise
         finally:
             span.end(end_time=tracing.wall_ns(trio.current_time()))
@@ -326,12 +324,24 @@ class _SampledAttempt(Attempt):
         return {POD: self._pod, **attributes} if attributes else {POD: self._pod}
 
 
-def _span_context(carrier: Carrier | None) -> SpanContext | None:
-    """The valid span context a carrier holds, or None."""
+def _record_error(span: Span, exc: Exception) -> None:
+    """Mark ``span`` failed by ``exc``: the exception as an event, the status ERROR with it."""
+    span.record_exception(exc)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+def _extract(carrier: Carrier | None) -> Context | None:
+    """The context a carrier holds when its span is valid, else None."""
     if not carrier:
         return None
-    found = trace.get_current_span(_PROPAGATOR.extract(carrier)).get_span_context()
-    return found if found.is_valid else None
+    found = _PROPAGATOR.extract(carrier)
+    return found if trace.get_current_span(found).get_span_context().is_valid else None
+
+
+def _span_context(carrier: Carrier | None) -> SpanContext | None:
+    """The valid span context a carrier holds, or None."""
+    found = _extract(carrier)
+    return None if found is None else trace.get_current_span(found).get_span_context()
 
 
 # --------------------------------------------------------------------------- the tracer
@@ -461,10 +471,10 @@ class Tracing:
     ) -> None:
         """Record a span from ``start`` to ``end`` (trio clock) as a child of the span whose
         carrier a message brought (``bind``, ``commit``); nothing when ``carrier`` is None."""
-        if carrier is None or not self.enabled:
+        if not self.enabled:
             return
-        parent = _PROPAGATOR.extract(carrier)
-        if not trace.get_current_span(parent).get_span_context().is_valid:
+        parent = _extract(carrier)
+        if parent is None:
             return
         self._start(name, parent, start, attributes).end(end_time=self.wall_ns(end))
 
@@ -491,8 +501,7 @@ class Tracing:
         try:
             yield span
         except Exception as exc:
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            _record_error(span, exc)
             raise
         finally:
             otel_context.detach(token)
@@ -515,10 +524,7 @@ class Tracing:
     @staticmethod
     def extract(carrier: Carrier | None) -> Context | None:
         """The context a carrier holds (to start children in), or None when it holds none."""
-        if not carrier:
-            return None
-        found = _PROPAGATOR.extract(carrier)
-        return found if trace.get_current_span(found).get_span_context().is_valid else None
+        return _extract(carrier)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -48,8 +48,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from podium.protocol.errors import ConfigError, LoadErrors, Problem, split_validation_message
-from podium.protocol.loader import Format, read_document
+from podium.protocol.errors import ConfigError, Problem, split_validation_message
+from podium.protocol.loader import Format, read_settings
 
 __all__ = [
     "API_VERSIONS",
@@ -423,17 +423,7 @@ def load_config(
     if path is None and text is None:
         return SchedulerConfig()
     source = os.fspath(path) if path is not None else "<config>"
-    if text is None:
-        try:
-            text = Path(source).read_bytes()
-        except OSError as exc:
-            raise ConfigError(
-                [("", f"cannot read: {exc.strerror or exc}")], source=source
-            ) from None
-    try:
-        raw = read_document(text, source=source, fmt=fmt)
-    except LoadErrors as exc:
-        raise ConfigError([("", exc.errors[0].reason)], source=source) from None
+    raw = read_settings(text, source=source, fmt=fmt, error=ConfigError)
     return decode_config(raw, source=source if path is not None else None)
 
 

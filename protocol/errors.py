@@ -65,7 +65,7 @@ for objects; policy and config paths are written without the ``$.``
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
     "ERROR_CODES",
@@ -102,18 +102,8 @@ ErrorCode = Literal[
 ]
 """The ``code`` of an ``ErrorReply`` (BRIEF.md, "Wire")."""
 
-ERROR_CODES: tuple[ErrorCode, ...] = (
-    "invalid",
-    "not_found",
-    "conflict",
-    "gone",
-    "too_large",
-    "unauthorized",
-    "forbidden",
-    "overloaded",
-    "unavailable",
-    "internal",
-)
+ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
+"""Every :data:`ErrorCode`, in the order above."""
 
 
 class PodiumError(Exception):

@@ -40,7 +40,14 @@ import msgspec
 import yaml
 
 from podium.protocol import objects
-from podium.protocol.errors import InvalidObject, LoadError, LoadErrors, split_validation_message
+from podium.protocol.errors import (
+    ConfigError,
+    InvalidObject,
+    LoadError,
+    LoadErrors,
+    PolicyError,
+    split_validation_message,
+)
 from podium.protocol.objects import (
     KINDS,
     NAMESPACED_KINDS,
@@ -57,6 +64,7 @@ __all__ = [
     "load_text",
     "parse_documents",
     "read_document",
+    "read_settings",
     "yaml_error_text",
     "yaml_load_all",
 ]
@@ -147,6 +155,31 @@ def read_document(text: str | bytes, *, source: str = "<text>", fmt: Format | No
     if len(documents) > 1:
         raise LoadErrors([LoadError(f"expected one document, found {len(documents)}", file=source)])
     return documents[0] if documents else None
+
+
+def read_settings(
+    text: str | bytes | None,
+    *,
+    source: str,
+    fmt: Format | None = None,
+    error: type[ConfigError | PolicyError],
+) -> Any:
+    """The single document of a policy or configuration file: ``text``, else the file at
+    ``source`` (see :func:`read_document`).
+
+    Raises:
+        ConfigError, PolicyError: ``error``, naming ``source`` and no path, when the file
+            cannot be read or is not one JSON/YAML document.
+    """
+    if text is None:
+        try:
+            text = Path(source).read_bytes()
+        except OSError as exc:
+            raise error([("", f"cannot read: {exc.strerror or exc}")], source=source) from None
+    try:
+        return read_document(text, source=source, fmt=fmt)
+    except LoadErrors as exc:
+        raise error([("", exc.errors[0].reason)], source=source) from None
 
 
 def parse_documents(

@@ -24,13 +24,12 @@ Unknown keys are errors (a typo should not silently change scheduling), except i
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
 
-from podium.protocol.errors import LoadErrors, PolicyError, Problem, split_validation_message
-from podium.protocol.loader import Format, read_document
+from podium.protocol.errors import PolicyError, Problem, split_validation_message
+from podium.protocol.loader import Format, read_settings
 
 __all__ = [
     "DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT",
@@ -253,19 +252,9 @@ def load_policy(
         PolicyError: the file cannot be read or parsed, or :func:`decode_policy` refuses it.
     """
     source = os.fspath(path) if path is not None else "<policy>"
-    if text is None:
-        if path is None:
-            raise TypeError("load_policy needs text or path")
-        try:
-            text = Path(path).read_bytes()
-        except OSError as exc:
-            raise PolicyError(
-                [("", f"cannot read: {exc.strerror or exc}")], source=source
-            ) from None
-    try:
-        raw = read_document(text, source=source, fmt=fmt)
-    except LoadErrors as exc:
-        raise PolicyError([("", exc.errors[0].reason)], source=source) from None
+    if text is None and path is None:
+        raise TypeError("load_policy needs text or path")
+    raw = read_settings(text, source=source, fmt=fmt, error=PolicyError)
     return decode_policy(raw, source=source)
 
 
@@ -274,6 +263,24 @@ def _bare(path: str | None) -> str:
     if not path or path == "$":
         return ""
     return path.removeprefix("$.").removeprefix("$")
+
+
+def _one_argument(
+    what: str, name: str, where: str, argument: PredicateArgument | PriorityArgument
+) -> list[Problem]:
+    """v1.14 validation's rule for the ``argument`` of the ``what`` (predicate or priority)
+    ``name``: exactly one of its fields is set (the message names them by their keys)."""
+    fields = msgspec.structs.fields(argument)
+    count = sum(getattr(argument, field.name) is not None for field in fields)
+    if count == 1:
+        return []
+    spelled = " or ".join(sorted(field.encode_name for field in fields))
+    return [
+        (
+            f"{where}.argument",
+            f"{what} {name!r}: exactly 1 {what} argument is required ({spelled}), got {count}",
+        )
+    ]
 
 
 def _check(policy: Policy) -> list[Problem]:
@@ -294,21 +301,7 @@ def _check(policy: Policy) -> list[Problem]:
                 )
             )
         if predicate.argument is not None:
-            count = sum(
-                field is not None
-                for field in (
-                    predicate.argument.service_affinity,
-                    predicate.argument.labels_presence,
-                )
-            )
-            if count != 1:
-                problems.append(
-                    (
-                        f"{where}.argument",
-                        f"predicate {predicate.name!r}: exactly 1 predicate argument is required "
-                        f"(labelsPresence or serviceAffinity), got {count}",
-                    )
-                )
+            problems += _one_argument("predicate", predicate.name, where, predicate.argument)
     for i, priority in enumerate(policy.priorities or ()):
         where = f"priorities[{i}]"
         if not priority.name:
@@ -329,21 +322,7 @@ def _check(policy: Policy) -> list[Problem]:
                 )
             )
         if priority.argument is not None:
-            count = sum(
-                field is not None
-                for field in (
-                    priority.argument.service_anti_affinity,
-                    priority.argument.label_preference,
-                )
-            )
-            if count != 1:
-                problems.append(
-                    (
-                        f"{where}.argument",
-                        f"priority {priority.name!r}: exactly 1 priority argument is required "
-                        f"(labelPreference or serviceAntiAffinity), got {count}",
-                    )
-                )
+            problems += _one_argument("priority", priority.name, where, priority.argument)
     hard, alias = policy.hard_pod_affinity_symmetric_weight, policy.affinity_weight
     if hard is not None and alias is not None and hard != alias:
         problems.append(

@@ -6,7 +6,8 @@ same one-shot channels as every actor above it; protocol/ below it imports no tr
 STYLE.md's measured rule: an awaited ``send`` passes trio's scheduler (~15 us a hop) while
 ``send_nowait`` into a mailbox with room costs ~1 us, so hot-path sends try ``send_nowait`` and
 await only when the mailbox is full (back-pressure, not loss), and an actor that woke for one
-message takes everything else already waiting with :func:`drain` before it awaits again.
+message takes everything else already waiting with :func:`drain` before it awaits again
+(:func:`receive_batch` does both).
 Replies go on one-shot channels of capacity 1 that the requester opened (:func:`ask` opens
 them); a requester that went away (its channel closed) is not an error of the replier.
 """
@@ -19,7 +20,7 @@ from typing import TypeVar
 
 import trio
 
-__all__ = ["ask", "drain", "reply", "send"]
+__all__ = ["ask", "drain", "receive_batch", "reply", "send"]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -79,3 +80,36 @@ def drain(mailbox: trio.MemoryReceiveChannel[T], limit: int | None = None) -> li
         except (trio.WouldBlock, trio.EndOfChannel):
             break
     return waiting
+
+
+async def receive_batch(
+    mailbox: trio.MemoryReceiveChannel[T],
+    *,
+    deadline: float | None = None,
+    limit: int | None = None,
+) -> list[T] | None:
+    """Wait for one message, then take everything else already waiting (:func:`drain`).
+
+    Args:
+        mailbox: the actor's own mailbox.
+        deadline: wait for the first message until then (trio clock); None: for ever.
+        limit: take at most this many messages.
+
+    Returns:
+        The messages in order; an empty list when ``deadline`` came first (a deadline already
+        passed comes first even when mail is waiting, so the caller's timers run); None once
+        every sender has closed ``mailbox`` and nothing is left in it.
+
+    Cancellation: safe; a cancelled wait has taken no message.
+    """
+    try:
+        if deadline is None:
+            first = await mailbox.receive()
+        else:
+            with trio.move_on_at(deadline) as waiting:
+                first = await mailbox.receive()
+            if waiting.cancelled_caught:
+                return []
+    except trio.EndOfChannel:
+        return None
+    return [first, *drain(mailbox, None if limit is None else limit - 1)]

@@ -1,18 +1,55 @@
-"""The argparse value types the command groups share: each turns a bad value into a usage error
-(exit 2) that says what was expected.
+"""The argparse pieces the command groups share: how a command or a command group is declared,
+and the value types, each turning a bad value into a usage error (exit 2) that says what was
+expected.
 
-Kubernetes counterpart: the flag value types of k8s.io/component-base/cli/flag.
+Kubernetes counterpart: the flag value types of k8s.io/component-base/cli/flag; a command's
+Short/Long/Example of cobra, as kubectl's commands fill them.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from podium.actors.client import parse_server
 
-__all__ = ["at_least", "file_mode", "server_address"]
+__all__ = ["add_command", "add_command_group", "at_least", "file_mode", "server_address"]
+
+
+def add_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    *,
+    summary: str,
+    description: str,
+    epilog: str,
+    parents: Sequence[argparse.ArgumentParser] = (),
+) -> argparse.ArgumentParser:
+    """A command: ``summary`` is its line in the group's help, ``description`` and ``epilog``
+    are printed as written (line breaks kept); ``parents`` give shared flags."""
+    return subparsers.add_parser(
+        name,
+        parents=list(parents),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help=summary,
+        description=description,
+        epilog=epilog,
+    )
+
+
+def add_command_group(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    *,
+    summary: str,
+    description: str,
+    epilog: str,
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """A command group (``podium db``), declared as :func:`add_command`; returns where its
+    subcommands go. One of them is required (``COMMAND`` in the usage line)."""
+    group = add_command(subparsers, name, summary=summary, description=description, epilog=epilog)
+    return group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
 
 
 def at_least(low: int, high: int | None = None) -> Callable[[str], int]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from podium.actors.bench.scheduler_perf import plan, run_one, summarize
 from podium.actors.bench.workload import WORKLOADS
-from podium.actors.cli.arguments import at_least
+from podium.actors.cli.arguments import add_command, at_least
 from podium.actors.cli.output import EXIT_OK, Progress, add_output_option, dump_json, err, out
 
 __all__ = ["cmd_bench", "register", "render_table"]
@@ -111,9 +111,10 @@ def _json_safe(value: Any) -> Any:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``bench`` to ``podium``."""
-    bench = subparsers.add_parser(
+    bench = add_command(
+        subparsers,
         "bench",
-        help="measure throughput and latency on the Kubernetes scheduler's benchmark workloads",
+        summary="measure throughput and latency on the Kubernetes scheduler's benchmark workloads",
         description=(
             "Run the Kubernetes scheduler's benchmark workloads (test/integration/scheduler_perf)\n"
             "against a fresh `podium serve` per run (or --server): create the nodes and the\n"
@@ -132,7 +133,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "\nWith --server the daemon must be empty; latency, RSS, CPU and recovery are not "
             "measured (they need the daemon's metrics and process)."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     bench.add_argument(
         "--workload",

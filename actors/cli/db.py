@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from podium.actors.cli.arguments import add_command, add_command_group
 from podium.actors.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -136,11 +137,10 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``db`` command group (``check``, ``backup``) to ``podium``."""
-    raw = argparse.RawDescriptionHelpFormatter
-    db = subparsers.add_parser(
+    db = add_command_group(
+        subparsers,
         "db",
-        formatter_class=raw,
-        help="check or back up a Podium database file (works while the daemon runs)",
+        summary="check or back up a Podium database file (works while the daemon runs)",
         description=(
             "Offline tools over the SQLite database of `podium serve`. Both open the file\n"
             "themselves (check read-only) and work while the daemon runs on it."
@@ -151,12 +151,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  podium db backup podium.db /backups/podium-$(date +%F).db"
         ),
     )
-    sub = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser(
+    p = add_command(
+        db,
         "check",
-        formatter_class=raw,
-        help="verify a database's integrity and Podium's invariants",
+        summary="verify a database's integrity and Podium's invariants",
         description=(
             "Verify a database: SQLite's integrity_check, every stored object and event\n"
             "decodes, revisions are consistent, no pod is bound twice or to two nodes, and no\n"
@@ -186,10 +185,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_output_option(p, ("text", "json"), "text")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser(
+    p = add_command(
+        db,
         "backup",
-        formatter_class=raw,
-        help="copy a database consistently, even while the daemon writes it",
+        summary="copy a database consistently, even while the daemon writes it",
         description=(
             "Copy a database with SQLite's online backup API: the copy holds exactly one\n"
             "committed state, even while the daemon writes. It is written beside DEST,\n"

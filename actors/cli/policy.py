@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from podium.actors.cli.arguments import add_command_group
 from podium.actors.cli.output import EXIT_OK, add_output_option, dump_json, err, message_doc, out
 from podium.actors.cli.remote import add_remote_command, run_client
 from podium.actors.client import Client
@@ -44,17 +45,15 @@ def cmd_policy_reload(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``policy`` command group (``reload``) to ``podium``."""
-    raw = argparse.RawDescriptionHelpFormatter
-    policy = subparsers.add_parser(
+    policy = add_command_group(
+        subparsers,
         "policy",
-        formatter_class=raw,
-        help="manage the daemon's scheduler policy",
+        summary="manage the daemon's scheduler policy",
         description="Manage the scheduler Policy of a running daemon.",
         epilog="examples:\n  podium policy reload",
     )
-    policy_sub = policy.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
     p = add_remote_command(
-        policy_sub,
+        policy,
         "reload",
         summary="read the policy file again and print what is now in force",
         description=(

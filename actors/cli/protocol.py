@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from podium.actors.cli.arguments import add_command, add_command_group
 from podium.actors.cli.output import EXIT_OK, dump_json
 from podium.protocol.schema import protocol_schema
 
@@ -25,19 +26,17 @@ def cmd_protocol_schema(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``protocol`` command group (``schema``) to ``podium``."""
-    raw = argparse.RawDescriptionHelpFormatter
-    proto = subparsers.add_parser(
+    proto = add_command_group(
+        subparsers,
         "protocol",
-        formatter_class=raw,
-        help="the wire protocol, for clients in other languages",
+        summary="the wire protocol, for clients in other languages",
         description="Describe the client <-> daemon protocol.",
         epilog="examples:\n  podium protocol schema > podium-protocol.schema.json",
     )
-    proto_sub = proto.add_subparsers(dest="protocol_command", required=True, metavar="COMMAND")
-    p = proto_sub.add_parser(
+    p = add_command(
+        proto,
         "schema",
-        formatter_class=raw,
-        help="print the JSON Schema of every protocol message",
+        summary="print the JSON Schema of every protocol message",
         description=(
             "Print the JSON Schema of every message (requests, replies, events, errors),\n"
             "from which clients in other languages can be generated. No daemon is needed."

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from podium.actors.cli.arguments import server_address
+from podium.actors.cli.arguments import add_command, server_address
 from podium.actors.cli.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, print_remote_error
 from podium.actors.client import (
     DEFAULT_SERVER,
@@ -89,13 +89,13 @@ def add_remote_command(
 ) -> argparse.ArgumentParser:
     """A subcommand that talks to a daemon: the connection flags, and ``summary`` (its line in
     the group's help), ``description`` and ``epilog`` printed as written."""
-    return subparsers.add_parser(
+    return add_command(
+        subparsers,
         name,
-        parents=[_connection_options()],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        help=summary,
+        summary=summary,
         description=description,
         epilog=epilog,
+        parents=[_connection_options()],
     )
 
 

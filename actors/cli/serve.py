@@ -18,7 +18,7 @@ import re
 
 import trio
 
-from podium.actors.cli.arguments import at_least, file_mode
+from podium.actors.cli.arguments import add_command, at_least, file_mode
 from podium.actors.cli.config import configured, podium_version
 from podium.actors.cli.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err
 from podium.actors.daemon.logs import configure as configure_logging
@@ -67,9 +67,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``serve`` to ``podium``."""
-    srv = subparsers.add_parser(
+    srv = add_command(
+        subparsers,
         "serve",
-        help="run the scheduler daemon",
+        summary="run the scheduler daemon",
         description=(
             "Run Podium as a daemon: clients put nodes and pods over the protocol (TCP on "
             "loopback by default, or a Unix socket), Podium schedules every pending pod whose "
@@ -85,7 +86,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  podium serve --config scheduler-config.yaml --log-format json\n"
             "\nflags override the config file, which overrides the defaults."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     srv.add_argument("--config", metavar="FILE", help="a KubeSchedulerConfiguration YAML")
     srv.add_argument("--policy", metavar="FILE", help="a scheduler Policy file (JSON or YAML)")

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from podium.actors.cli.arguments import add_command
 from podium.actors.cli.config import configured
 from podium.actors.cli.output import (
     EXIT_OK,
@@ -188,9 +189,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``simulate`` to ``podium``."""
-    sim = subparsers.add_parser(
+    sim = add_command(
+        subparsers,
         "simulate",
-        help="schedule a cluster dump offline and show where each pending pod goes",
+        summary="schedule a cluster dump offline and show where each pending pod goes",
         description=(
             "Schedule the pending pods of a cluster dump offline, with the Kubernetes scheduler's "
             "predicates and priorities, and print where each goes or why it cannot go anywhere. "
@@ -204,7 +206,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  podium simulate -f examples/cluster.yaml --seed 1 --explain -o json\n"
             "  podium simulate -f examples/cluster.yaml --policy examples/policy-seed-004.json"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sim.add_argument(
         "-f",

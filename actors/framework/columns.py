@@ -34,7 +34,7 @@ until a row changes them; so are annotation values (``annotation(key)``) and per
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -88,6 +88,20 @@ def _condition_flags(info: NodeInfo) -> dict[str, bool]:
             else:
                 flags[col] = flags[col] or cond.status == want
     return flags
+
+
+def _codes(values: Iterable[str | None], n: int) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
+    """``n`` values as integer codes in order of first appearance (-1 for None), and the table
+    from value to code."""
+    vocab: dict[str, int] = {}
+    codes = np.full(n, -1, dtype=np.int32)
+    for i, v in enumerate(values):
+        if v is not None:
+            code = vocab.get(v)
+            if code is None:
+                code = vocab[v] = len(vocab)
+            codes[i] = code
+    return codes, vocab
 
 
 class NodeColumns:
@@ -201,32 +215,19 @@ class NodeColumns:
         """The values of label ``key`` as integer codes (-1 where absent) and the code table."""
         cached = self._labels.get(key)
         if cached is None:
-            vocab: dict[str, int] = {}
-            codes = np.full(self.n, -1, dtype=np.int32)
-            for i, info in enumerate(self.infos):
-                v = info.labels.get(key)
-                if v is not None:
-                    code = vocab.get(v)
-                    if code is None:
-                        code = vocab[v] = len(vocab)
-                    codes[i] = code
-            cached = self._labels[key] = (codes, vocab)
+            values = (info.labels.get(key) for info in self.infos)
+            cached = self._labels[key] = _codes(values, self.n)
         return cached
 
     def annotation(self, key: str) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
         """The values of node annotation ``key`` as integer codes (-1 where absent) and the table."""
         cached = self._annotations.get(key)
         if cached is None:
-            vocab: dict[str, int] = {}
-            codes = np.full(self.n, -1, dtype=np.int32)
-            for i, info in enumerate(self.infos):
-                v = info.node.metadata.annotations.get(key) if info.node is not None else None
-                if v is not None:
-                    code = vocab.get(v)
-                    if code is None:
-                        code = vocab[v] = len(vocab)
-                    codes[i] = code
-            cached = self._annotations[key] = (codes, vocab)
+            values = (
+                info.node.metadata.annotations.get(key) if info.node is not None else None
+                for info in self.infos
+            )
+            cached = self._annotations[key] = _codes(values, self.n)
         return cached
 
     def image_sizes(self, name: str) -> npt.NDArray[np.int64]:

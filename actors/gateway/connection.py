@@ -56,7 +56,7 @@ from podium.protocol.wire import (
     ServerMessage,
     Watch,
 )
-from podium.store.mailbox import drain, send
+from podium.store.mailbox import receive_batch, send
 
 __all__ = [
     "GOODBYE_SECONDS",
@@ -318,12 +318,7 @@ class Connection:
 
     async def _write(self, pending: trio.MemoryReceiveChannel[bytes]) -> None:
         async with pending:
-            while True:
-                try:
-                    frames = [await pending.receive()]
-                except trio.EndOfChannel:
-                    return
-                frames += drain(pending, WRITE_BATCH - 1)
+            while (frames := await receive_batch(pending, limit=WRITE_BATCH)) is not None:
                 await self.stream.send_all(b"".join(frames))
 
     async def _read(
