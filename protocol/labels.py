@@ -26,7 +26,6 @@ from typing import NamedTuple
 from podium.protocol.objects import (
     LabelSelector,
     LabelSelectorRequirement,
-    Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     Taint,
@@ -37,7 +36,9 @@ __all__ = [
     "is_qualified_name",
     "is_valid_label_value",
     "label_selector_matches",
+    "node_fields",
     "node_selector_requirement_matches",
+    "node_selector_term_matches",
     "node_selector_terms_match",
     "parse_int64",
     "parse_selector",
@@ -162,9 +163,10 @@ def _field_requirement_matches(req: NodeSelectorRequirement, fields: Mapping[str
     return have != req.values[0]
 
 
-def node_fields(node: Node) -> dict[str, str]:
-    """The node fields a matchFields requirement may name (v1.14: ``metadata.name``)."""
-    return {"metadata.name": node.metadata.name}
+def node_fields(name: str) -> dict[str, str]:
+    """The fields of the node ``name`` a matchFields requirement may name (v1.14:
+    ``metadata.name``)."""
+    return {"metadata.name": name}
 
 
 def node_selector_term_matches(
@@ -179,10 +181,10 @@ def node_selector_term_matches(
     return all(_field_requirement_matches(req, fields) for req in term.match_fields)
 
 
-def node_selector_terms_match(terms: Sequence[NodeSelectorTerm], node: Node) -> bool:
-    """``v1helper.MatchNodeSelectorTerms``: the terms are ORed."""
-    fields = node_fields(node)
-    labels = node.metadata.labels
+def node_selector_terms_match(
+    terms: Sequence[NodeSelectorTerm], labels: Mapping[str, str], fields: Mapping[str, str]
+) -> bool:
+    """``v1helper.MatchNodeSelectorTerms(terms, nodeLabels, nodeFields)``: the terms are ORed."""
     return any(node_selector_term_matches(t, labels, fields) for t in terms)
 
 

@@ -33,19 +33,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from podium.actors.core.equivalence import (
-    Blame,
-    EquivalenceCache,
-    ScoreCache,
-    Verdict,
-    is_node_local,
-)
+from podium.actors.core.equivalence import Blame, EquivalenceCache, ScoreCache, Verdict
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     NO_NODES_AVAILABLE,
@@ -59,6 +53,10 @@ from podium.actors.framework.interface import (
     VectorFilterPlugin,
     VectorScorePlugin,
     fit_error_message,
+    run_filter,
+    run_filter_columns,
+    run_score,
+    run_score_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -163,7 +161,7 @@ class FilterStage:
 
     def __init__(
         self,
-        filters: Sequence[FilterPlugin],
+        filters: Sequence[FilterPlugin[Any]],
         *,
         percentage_of_nodes_to_score: int = 0,
         always_check_all_predicates: bool = False,
@@ -175,7 +173,7 @@ class FilterStage:
         self.next_start_index = 0
         # isinstance against a runtime-checkable Protocol costs ~25 us: decide once, not per pod.
         self._vector_filters = {id(p) for p in self.filters if isinstance(p, VectorFilterPlugin)}
-        self._node_local = {id(p) for p in self.filters if is_node_local(p)}
+        self._node_local = {id(p) for p in self.filters if p.node_local}
         self.equivalence = EquivalenceCache() if equivalence_classes else None
 
     def run(
@@ -227,7 +225,7 @@ class FilterStage:
 
     def _active_filters(
         self, pod: PodInfo, snapshot: Snapshot
-    ) -> list[tuple[FilterPlugin, object]]:
+    ) -> list[tuple[FilterPlugin[Any], Any]]:
         active = []
         for plugin in self.filters:
             meta = plugin.pre_filter(pod, snapshot)
@@ -302,7 +300,7 @@ class FilterStage:
         self,
         pod: PodInfo,
         snapshot: Snapshot,
-        active: list[tuple[FilterPlugin, object]],
+        active: list[tuple[FilterPlugin[Any], Any]],
         start: int,
         want: int,
         *,
@@ -364,7 +362,7 @@ class FilterStage:
         self,
         pod: PodInfo,
         cols: NodeColumns,
-        active: list[tuple[FilterPlugin, object]],
+        active: list[tuple[FilterPlugin[Any], Any]],
         observe: PluginObserver | None,
         *,
         after: Verdict | None = None,
@@ -377,12 +375,12 @@ class FilterStage:
         else:
             alive, blamed = after.alive.copy(), list(after.blamed)
         for plugin, meta in active:
-            vector = cast(VectorFilterPlugin, plugin)
+            vector = cast("VectorFilterPlugin[Any]", plugin)
             if observe is None:
-                masks = vector.filter_columns(pod, meta, cols)
+                masks = run_filter_columns(vector, pod, meta, cols)
             else:
                 started = time.perf_counter()
-                masks = vector.filter_columns(pod, meta, cols)
+                masks = run_filter_columns(vector, pod, meta, cols)
                 seconds = time.perf_counter() - started
                 rejected = any(bool(m.any()) for _, m in masks)
                 observe(plugin.name, "Filter", "Unschedulable" if rejected else "Success", seconds)
@@ -401,7 +399,7 @@ class FilterStage:
         self,
         pod: PodInfo,
         snapshot: Snapshot,
-        active: list[tuple[FilterPlugin, object]],
+        active: list[tuple[FilterPlugin[Any], Any]],
         start: int,
         want: int,
         *,
@@ -412,14 +410,14 @@ class FilterStage:
         n = len(snapshot)
         infos = snapshot.node_infos
         # Vector predicates answer for every row up front; the others run per node.
-        checks: list[tuple[FilterPlugin, object, ReasonMasks | None]] = []
+        checks: list[tuple[FilterPlugin[Any], Any, ReasonMasks | None]] = []
         # Sampled attempts only: seconds per predicate, summed over the walk.
         spent: dict[str, float] = {}
         for plugin, meta in active:
             if id(plugin) in self._vector_filters:
-                vector = cast(VectorFilterPlugin, plugin)
+                vector = cast("VectorFilterPlugin[Any]", plugin)
                 started = time.perf_counter() if observe is not None else 0.0
-                masks = vector.filter_columns(pod, meta, snapshot.columns)
+                masks = run_filter_columns(vector, pod, meta, snapshot.columns)
                 if observe is not None:
                     spent[plugin.name] = time.perf_counter() - started
                 checks.append((plugin, meta, masks))
@@ -464,10 +462,10 @@ class FilterStage:
                     got = [reason for reason, mask in row_masks if mask[i]]
                 else:
                     if observe is None:
-                        status = plugin.filter(pod, meta, infos[i])
+                        status = run_filter(plugin, pod, meta, infos[i])
                     else:
                         started = time.perf_counter()
-                        status = plugin.filter(pod, meta, infos[i])
+                        status = run_filter(plugin, pod, meta, infos[i])
                         seconds = time.perf_counter() - started
                         spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
                     if status.code is Code.ERROR:
@@ -533,10 +531,10 @@ class FilterStage:
         reasons: list[str] = []
         for plugin, meta in active:
             if spent is None:
-                status = plugin.filter(pod, meta, changed)
+                status = run_filter(plugin, pod, meta, changed)
             else:
                 started = time.perf_counter()
-                status = plugin.filter(pod, meta, changed)
+                status = run_filter(plugin, pod, meta, changed)
                 seconds = time.perf_counter() - started
                 spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
             if status.code is Code.ERROR:
@@ -565,7 +563,7 @@ class ScoreStage:
 
     def __init__(
         self,
-        scorers: Sequence[tuple[ScorePlugin, int]],
+        scorers: Sequence[tuple[ScorePlugin[Any], int]],
         *,
         rng: random.Random | None = None,
         equivalence_classes: bool = True,
@@ -579,7 +577,7 @@ class ScoreStage:
             for p, _ in self.scorers
             if id(p) in self._vector_scorers and isinstance(p, ArrayNormalizePlugin)
         }
-        self._node_local = {id(p) for p, _ in self.scorers if is_node_local(p)}
+        self._node_local = {id(p) for p, _ in self.scorers if p.node_local}
         self.classes = ScoreCache() if equivalence_classes else None
 
     def run(
@@ -649,7 +647,7 @@ class ScoreStage:
                 if meta is SKIP:
                     columns = np.zeros(len(infos), dtype=np.int64)
                 else:
-                    vector = cast(VectorScorePlugin, plugin)
+                    vector = cast("VectorScorePlugin[Any]", plugin)
                     cols = snapshot.columns
                     if self.classes is not None and id(plugin) in self._node_local:
                         if key is None:
@@ -671,13 +669,11 @@ class ScoreStage:
                 if explain is not None:
                     per_plugin.append((plugin.name, array.tolist()))
                 continue
-            if meta is SKIP:
-                raw = [0] * len(infos)
-            elif id(plugin) in self._vector_scorers:
-                vector = cast(VectorScorePlugin, plugin)
-                raw = vector.score_columns(pod, meta, snapshot.columns, row_array).tolist()
+            if id(plugin) in self._vector_scorers:
+                vector = cast("VectorScorePlugin[Any]", plugin)
+                raw = run_score_columns(vector, pod, meta, snapshot.columns, row_array).tolist()
             else:
-                raw = [plugin.score(pod, meta, info) for info in infos]
+                raw = run_score(plugin, pod, meta, infos)
             scores = plugin.normalize(pod, meta, infos, raw)
             if observe is not None:
                 observe(plugin.name, "Score", "Success", time.perf_counter() - started)
@@ -701,8 +697,8 @@ class Algorithm:
 
     def __init__(
         self,
-        filters: Sequence[FilterPlugin],
-        scorers: Sequence[tuple[ScorePlugin, int]],
+        filters: Sequence[FilterPlugin[Any]],
+        scorers: Sequence[tuple[ScorePlugin[Any], int]],
         *,
         percentage_of_nodes_to_score: int = 0,
         always_check_all_predicates: bool = False,

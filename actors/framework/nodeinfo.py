@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from podium.protocol.objects import Container, Node, Pod, Taint
+from podium.protocol.objects import Container, Node, NodeCondition, Pod, Taint
 from podium.protocol.quantity import Quantity
 
 __all__ = [
@@ -274,6 +274,15 @@ class NodeInfo:
     @property
     def labels(self) -> dict[str, str]:
         return self.node.metadata.labels if self.node is not None else {}
+
+    @property
+    def conditions(self) -> list[NodeCondition]:
+        return self.node.status.conditions if self.node is not None else []
+
+    @property
+    def unschedulable(self) -> bool:
+        """``spec.unschedulable`` (a cordoned node)."""
+        return self.node is not None and self.node.spec.unschedulable
 
     def add_pod(self, pod: PodInfo) -> None:
         self.pods.append(pod)

@@ -57,6 +57,7 @@ from podium.actors.framework.interface import (
     PluginArgs,
     PredicateError,
     ReasonMasks,
+    Skip,
     Status,
     VectorFilterPlugin,
     unschedulable,
@@ -508,7 +509,7 @@ def _hits(table: Mapping[str, int], values: Iterable[str]) -> npt.NDArray[np.boo
     return hit
 
 
-class InterPodAffinity(VectorFilterPlugin):
+class InterPodAffinity(VectorFilterPlugin[InterPodAffinityMeta]):
     """v1.14 MatchInterPodAffinity (see the module docstring)."""
 
     incremental = True
@@ -519,7 +520,7 @@ class InterPodAffinity(VectorFilterPlugin):
         self._terms = TermCache()
         self._classes: ClassCounts[InterPodAffinityMeta] = ClassCounts()
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> InterPodAffinityMeta | Skip:
         """The pair counts, made afresh over every pod, or for a pod whose class was seen on
         this snapshot, brought up to date from the nodes changed since (the meta handed out
         is that class's state: valid until the next ``pre_filter``)."""
@@ -552,9 +553,7 @@ class InterPodAffinity(VectorFilterPlugin):
         )
         return meta
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if not isinstance(meta, InterPodAffinityMeta):
-            return SUCCESS
+    def filter(self, pod: PodInfo, meta: InterPodAffinityMeta, node: NodeInfo) -> Status:
         labels = node.labels
         for pair in labels.items():
             if pair in meta.existing_anti_pairs:
@@ -580,9 +579,9 @@ class InterPodAffinity(VectorFilterPlugin):
                 )
         return SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        if not isinstance(meta, InterPodAffinityMeta):
-            return []
+    def filter_columns(
+        self, pod: PodInfo, meta: InterPodAffinityMeta, cols: NodeColumns
+    ) -> ReasonMasks:
         n = cols.n
         existing = np.zeros(n, dtype=bool)
         for key, values in _values_by_key(meta.existing_anti_pairs).items():

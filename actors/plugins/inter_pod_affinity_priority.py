@@ -41,7 +41,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import (
+    MAX_PRIORITY,
+    SKIP,
+    PluginArgs,
+    Skip,
+    VectorScorePlugin,
+)
 from podium.actors.plugins import names
 from podium.actors.plugins.inter_pod_affinity import (
     AffinityTerm,
@@ -98,7 +104,7 @@ def normalize_counts_array(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int6
     return scores.astype(np.int64)
 
 
-class InterPodAffinityPriority(VectorScorePlugin):
+class InterPodAffinityPriority(VectorScorePlugin[PairWeights]):
     """v1.14 InterPodAffinityPriority (see the module docstring)."""
 
     incremental = True
@@ -110,7 +116,9 @@ class InterPodAffinityPriority(VectorScorePlugin):
         self._terms = TermCache()
         self._classes: ClassCounts[PairWeights] = ClassCounts()
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+    ) -> PairWeights | Skip:
         own = PodTerms(pod)
         affinity = pod.pod.spec.affinity
         has_affinity = affinity is not None and affinity.pod_affinity is not None
@@ -188,26 +196,20 @@ class InterPodAffinityPriority(VectorScorePlugin):
                         _add(weights, term, labels, term.weight)
         return weights
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
-        if not isinstance(meta, dict):
-            return 0
-        weights: PairWeights = meta
+    def score(self, pod: PodInfo, meta: PairWeights, node: NodeInfo) -> int:
         labels = node.labels
         total = 0
-        for key, per_value in weights.items():
+        for key, per_value in meta.items():
             value = labels.get(key)
             if value is not None:
                 total += per_value.get(value, 0)
         return total
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: PairWeights, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         total = np.zeros(len(rows), dtype=np.int64)
-        if not isinstance(meta, dict):
-            return total
-        weights: PairWeights = meta
-        for key, per_value in weights.items():
+        for key, per_value in meta.items():
             codes, table = cols.label(key)
             # One slot per label value plus a last 0 for code -1 (label absent).
             by_code = np.zeros(len(table) + 1, dtype=np.int64)
@@ -219,12 +221,16 @@ class InterPodAffinityPriority(VectorScorePlugin):
         return total
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: PairWeights | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return normalize_counts(scores)
 
     def normalize_columns(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+        self,
+        pod: PodInfo,
+        meta: PairWeights | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         return normalize_counts_array(scores)
 

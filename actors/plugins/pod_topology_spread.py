@@ -79,6 +79,7 @@ from podium.actors.framework.interface import (
     PluginArgs,
     PredicateError,
     ReasonMasks,
+    Skip,
     Status,
     VectorFilterPlugin,
     VectorScorePlugin,
@@ -89,8 +90,6 @@ from podium.actors.plugins.node_selector import PodMatchNodeSelector, node_const
 from podium.protocol.labels import (
     label_selector_is_valid,
     label_selector_matches,
-    node_selector_terms_match,
-    selector_from_set_matches,
 )
 
 if TYPE_CHECKING:
@@ -99,7 +98,7 @@ if TYPE_CHECKING:
     from podium.actors.framework.columns import NodeColumns
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.snapshot import Snapshot
-    from podium.protocol.objects import LabelSelector, Node, Pod
+    from podium.protocol.objects import LabelSelector, Pod
 
 __all__ = [
     "DO_NOT_SCHEDULE",
@@ -217,22 +216,6 @@ def hard_constraints_select(unschedulable: Pod, assigned: PodInfo) -> bool:
 
 
 # --------------------------------------------------------------------------- counting
-
-
-def _node_matcher(pod: PodInfo) -> Callable[[Node], bool] | None:
-    """``PodMatchesNodeSelectorAndAffinityTerms`` for the pod, or ``None`` when every node
-    matches (no nodeSelector, no required node affinity)."""
-    c = node_constraints(pod.pod)
-    if c.is_empty:
-        return None
-    selector, terms = c.node_selector, c.required_terms
-
-    def matches(node: Node) -> bool:
-        if selector and not selector_from_set_matches(selector, node.metadata.labels):
-            return False
-        return terms is None or node_selector_terms_match(terms, node)
-
-    return matches
 
 
 _CountEntry = tuple["NodeInfo", tuple[int, ...]]
@@ -410,17 +393,17 @@ def _walk_domains(
         for i, wanted_values in enumerate(wanted):
             if wanted_values is not None:
                 counts[i] = dict.fromkeys(wanted_values, 0)
-    matcher = _node_matcher(pod)
+    # PodMatchesNodeSelectorAndAffinityTerms, when the pod has a nodeSelector or node affinity.
+    matcher = node_constraints(pod.pod)
     zeros = (0,) * len(constraints)
     for info in infos:
-        node = info.node
-        if node is None:
+        if info.node is None:
             continue
-        labels = node.metadata.labels
+        labels = info.labels
         values = [labels.get(k) for k in keys]
         if None in values:
             continue
-        if matcher is not None and not matcher(node):
+        if not matcher.is_empty and not matcher.matches(labels, info.name):
             continue
         per_node = spec.count(info) if info.pods else zeros
         for i, value in enumerate(values):
@@ -450,11 +433,11 @@ def _counting_rows(
         for _, fails in node_selector.filter_columns(pod, c, cols):
             ok &= ~fails
         return ok
-    matcher = _node_matcher(pod)
-    assert matcher is not None
+    # Some row lacks a Node object, which the vector form cannot be asked about: the rows
+    # still counting (each with a Node object) are tested one by one.
     for r in np.flatnonzero(ok).tolist():
-        node = cols.infos[r].node
-        ok[r] = node is not None and matcher(node)
+        info = cols.infos[r]
+        ok[r] = c.matches(info.labels, info.name)
     return ok
 
 
@@ -497,7 +480,7 @@ class PreFilterMeta:
     domains: tuple[DomainCounts, ...]
 
 
-class EvenPodsSpread(VectorFilterPlugin):
+class EvenPodsSpread(VectorFilterPlugin[PreFilterMeta]):
     """The PodTopologySpread filter (see the module docstring)."""
 
     def __init__(self, args: PluginArgs) -> None:
@@ -505,7 +488,7 @@ class EvenPodsSpread(VectorFilterPlugin):
         self._cache = _CountCache()
         self._node_selector = PodMatchNodeSelector(PluginArgs(names.MATCH_NODE_SELECTOR))
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> PreFilterMeta | Skip:
         """``calPreFilterState``; :data:`SKIP` for a pod without DoNotSchedule constraints.
 
         Uses the node columns when the snapshot has them built, else walks the nodes.
@@ -531,9 +514,7 @@ class EvenPodsSpread(VectorFilterPlugin):
             domains=tuple(d for d in domains if d is not None),
         )
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if not isinstance(meta, PreFilterMeta):
-            return SUCCESS
+    def filter(self, pod: PodInfo, meta: PreFilterMeta, node: NodeInfo) -> Status:
         labels = node.labels
         for c, self_match, domains in zip(
             meta.constraints, meta.self_match, meta.domains, strict=True
@@ -545,9 +526,7 @@ class EvenPodsSpread(VectorFilterPlugin):
                 return unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
         return SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        if not isinstance(meta, PreFilterMeta):
-            return []
+    def filter_columns(self, pod: PodInfo, meta: PreFilterMeta, cols: NodeColumns) -> ReasonMasks:
         n = cols.n
         decided = np.zeros(n, dtype=bool)
         missing_label = np.zeros(n, dtype=bool)
@@ -652,7 +631,7 @@ def _feasible_rows(cols: NodeColumns, nodes: Sequence[NodeInfo]) -> npt.NDArray[
     return rows
 
 
-class EvenPodsSpreadPriority(VectorScorePlugin):
+class EvenPodsSpreadPriority(VectorScorePlugin[PreScoreMeta]):
     """The PodTopologySpread score on the 0-10 scale (see the module docstring)."""
 
     def __init__(self, args: PluginArgs) -> None:
@@ -660,7 +639,9 @@ class EvenPodsSpreadPriority(VectorScorePlugin):
         self._cache = _CountCache()
         self._node_selector = PodMatchNodeSelector(PluginArgs(names.MATCH_NODE_SELECTOR))
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+    ) -> PreScoreMeta | Skip:
         """``initPreScoreState`` and ``PreScore``; :data:`SKIP` without soft constraints.
 
         Uses the node columns when the snapshot has them built, else walks the nodes.
@@ -745,9 +726,9 @@ class EvenPodsSpreadPriority(VectorScorePlugin):
             constraints, ignored, tuple(domains), weights, spec, matrix, counted, cols
         )
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: PreScoreMeta, node: NodeInfo) -> int:
         """The map step: ``int64(sum(count * weight + maxSkew - 1))`` (0 for ignored nodes)."""
-        if not isinstance(meta, PreScoreMeta) or node.name in meta.ignored:
+        if node.name in meta.ignored:
             return 0
         labels = node.labels
         total = 0.0
@@ -766,11 +747,9 @@ class EvenPodsSpreadPriority(VectorScorePlugin):
         return int(total)
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: PreScoreMeta, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         """The map step for ``rows`` of ``cols``."""
-        if not isinstance(meta, PreScoreMeta):
-            return np.zeros(len(rows), dtype=np.int64)
         labels = [cols.label(c.topology_key) for c in meta.constraints]
         skipped = np.zeros(len(rows), dtype=bool)
         for codes, _ in labels:
@@ -793,10 +772,10 @@ class EvenPodsSpreadPriority(VectorScorePlugin):
         return out
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: PreScoreMeta | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         """The reduce step (``NormalizeScore`` on the 0-10 scale); all 0 after SKIP."""
-        if not isinstance(meta, PreScoreMeta):
+        if meta is SKIP:
             return [0] * len(nodes)
         return normalize_spread_scores(scores, [n.name in meta.ignored for n in nodes])
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from podium.actors.plugins import names
 
@@ -45,8 +45,8 @@ __all__ = [
 
 PACKAGE = "podium.actors.plugins"
 
-PredicateFactory = Callable[["PluginArgs"], "FilterPlugin"]
-PriorityFactory = Callable[["PluginArgs"], "ScorePlugin"]
+PredicateFactory = Callable[["PluginArgs"], "FilterPlugin[Any]"]
+PriorityFactory = Callable[["PluginArgs"], "ScorePlugin[Any]"]
 
 PREDICATE_MODULES: Mapping[str, tuple[str, ...]] = {
     "node_condition": (names.CHECK_NODE_CONDITION,),

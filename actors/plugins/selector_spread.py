@@ -43,7 +43,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import (
+    MAX_PRIORITY,
+    SKIP,
+    PluginArgs,
+    Skip,
+    VectorScorePlugin,
+)
 from podium.actors.framework.zones import zone_key
 from podium.actors.plugins import names
 from podium.protocol.labels import label_selector_matches, selector_from_set_matches
@@ -273,7 +279,7 @@ def spread_reduce(scores: Sequence[int], zones: Sequence[str]) -> list[int]:
 # --------------------------------------------------------------------------- plugins
 
 
-class SelectorSpread(VectorScorePlugin):
+class SelectorSpread(VectorScorePlugin[Siblings]):
     """SelectorSpreadPriority: prefer nodes, then zones, holding fewer of the pod's siblings."""
 
     services_only = False
@@ -282,7 +288,9 @@ class SelectorSpread(VectorScorePlugin):
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+    ) -> Siblings | Skip:
         """The pod's merged selector; :data:`SKIP` when no existing pod can count.
 
         With SKIP every map score is 0, and :meth:`normalize` gives every node 10, exactly as
@@ -292,18 +300,18 @@ class SelectorSpread(VectorScorePlugin):
         siblings = Siblings.of(pod.namespace, selectors)
         return SKIP if siblings is None else siblings
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: Siblings, node: NodeInfo) -> int:
         """The map step: the number of siblings on ``node``."""
-        return meta.count(node) if isinstance(meta, Siblings) else 0
+        return meta.count(node)
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: Siblings, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         """The map step for ``rows`` of ``cols`` (visits only rows holding pods)."""
-        return count_siblings_columns(meta if isinstance(meta, Siblings) else None, cols, rows)
+        return count_siblings_columns(meta, cols, rows)
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: Siblings | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         """The reduce step: node and zone spreading blended 1/3 : 2/3."""
         if meta is SKIP or not any(scores):
@@ -312,7 +320,11 @@ class SelectorSpread(VectorScorePlugin):
         return spread_reduce(scores, [zone_key(n.labels) for n in nodes])
 
     def normalize_columns(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+        self,
+        pod: PodInfo,
+        meta: Siblings | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         if meta is SKIP or not scores.any():
             return np.full(len(nodes), MAX_PRIORITY, dtype=np.int64)

@@ -50,10 +50,13 @@ from podium.actors.framework.interface import (
     PluginArgs,
     PredicateError,
     ScorePlugin,
+    Skip,
     Status,
     VectorFilterPlugin,
     VectorScorePlugin,
     reasons_of,
+    run_filter,
+    run_filter_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
@@ -63,6 +66,7 @@ from podium.protocol import objects as o
 from podium.protocol.policy import decode_policy
 
 T = TypeVar("T")
+M = TypeVar("M")
 
 # --------------------------------------------------------------------------- vocabularies
 
@@ -670,35 +674,38 @@ def full_policy(case: Case) -> dict[str, Any]:
     }
 
 
-class ScalarFilter:
-    """A predicate with its vector form hidden: only name, pre_filter and filter."""
+class ScalarFilter(FilterPlugin[M]):
+    """A predicate with its vector form hidden: the same contract, pre_filter and filter."""
 
-    def __init__(self, inner: FilterPlugin) -> None:
+    def __init__(self, inner: FilterPlugin[M]) -> None:
         self.inner = inner
         self.name = inner.name
+        self.node_local = inner.node_local
+        self.missing_node = inner.missing_node
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> M | Skip:
         return self.inner.pre_filter(pod, snapshot)
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: M, node: NodeInfo) -> Status:
         return self.inner.filter(pod, meta, node)
 
 
-class ScalarScore:
-    """A priority with its vector form hidden: only name, pre_score, score and normalize."""
+class ScalarScore(ScorePlugin[M]):
+    """A priority with its vector form hidden: the same contract, pre_score, score, normalize."""
 
-    def __init__(self, inner: ScorePlugin) -> None:
+    def __init__(self, inner: ScorePlugin[M]) -> None:
         self.inner = inner
         self.name = inner.name
+        self.node_local = inner.node_local
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> M | Skip:
         return self.inner.pre_score(pod, snapshot, nodes)
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: M, node: NodeInfo) -> int:
         return self.inner.score(pod, meta, node)
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: M | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return self.inner.normalize(pod, meta, nodes, scores)
 
@@ -772,14 +779,14 @@ def check_predicates(case: Case) -> None:
             continue
         if meta is SKIP:
             for info in infos:
-                status = plugin.filter(pod, meta, info)
+                status = run_filter(plugin, pod, meta, info)
                 assert status.is_success, (canonical, info.name, status)
             continue
-        masks = plugin.filter_columns(pod, meta, cols)
+        masks = run_filter_columns(plugin, pod, meta, cols)
         for mask_reason, mask in masks:
             assert mask.dtype == np.bool_ and mask.shape == (cols.n,), (canonical, mask_reason)
         for row, info in enumerate(infos):
-            status = plugin.filter(pod, meta, info)
+            status = run_filter(plugin, pod, meta, info)
             vector = reasons_of(masks, row)
             assert vector == status.reasons, (canonical, info.name, vector, status)
             assert (not vector) == status.is_success, (canonical, info.name, vector, status)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -20,9 +21,13 @@ from podium.actors.core.preemption import NominatedPods
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SKIP,
+    FilterPlugin,
     PluginArgs,
     ReasonMasks,
+    ScorePlugin,
+    Skip,
     Status,
+    VectorFilterPlugin,
     fit_error_message,
     unschedulable,
 )
@@ -81,33 +86,33 @@ def test_no_nodes_message() -> None:
     assert result.message == "no nodes available to schedule pods"
 
 
-class _ScalarParity:
+class _ScalarParity(FilterPlugin[None]):
     """A predicate failing odd-numbered nodes (by the number in their name), scalar only."""
 
     name = "Parity"
     REASON = "node(s) are odd"
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         return unschedulable(self.REASON) if int(node.name[1:]) % 2 else Status()
 
 
-class _Parity(_ScalarParity):
+class _Parity(_ScalarParity, VectorFilterPlugin[None]):
     """The same predicate with a vector form."""
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         return [(self.REASON, np.array([int(n[1:]) % 2 == 1 for n in cols.names]))]
 
 
-class _Skipper:
+class _Skipper(FilterPlugin[None]):
     name = "Skipper"
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> Skip:
         return SKIP
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         raise AssertionError("a skipped predicate must not run")
 
 
@@ -168,18 +173,20 @@ def test_nothing_fits_gives_fit_error_over_all_nodes() -> None:
     assert result.message == "0/2 nodes are available: 2 node(s) are odd."
 
 
-class _ByName:
+class _ByName(ScorePlugin[None]):
     """Scores a node by its number; no reduce."""
 
     name = "ByName"
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: object) -> object:
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> None:
         return None
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: None, node: NodeInfo) -> int:
         return int(node.name[1:]) // 2
 
-    def normalize(self, pod: PodInfo, meta: object, nodes: object, scores: list[int]) -> list[int]:
+    def normalize(
+        self, pod: PodInfo, meta: Skip | None, nodes: Sequence[NodeInfo], scores: list[int]
+    ) -> list[int]:
         return scores
 
 

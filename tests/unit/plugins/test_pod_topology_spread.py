@@ -42,7 +42,16 @@ from podium.actors.core.generic_scheduler import Algorithm
 from podium.actors.core.policy import build_plugins, resolve_policy
 from podium.actors.core.preemption import PredicateFitCheck, is_unresolvable, preempt
 from podium.actors.core.queue_core import SchedulingQueue
-from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework import interface
+from podium.actors.framework.interface import (
+    SKIP,
+    Code,
+    PluginArgs,
+    PredicateError,
+    reasons_of,
+    run_filter,
+    run_filter_columns,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names, registry
@@ -195,10 +204,10 @@ def evaluate(
     for meta in (walk, vector):
         scalar = {}
         for n in infos:
-            status = plugin.filter(info, meta, n)
+            status = run_filter(plugin, info, meta, n)
             assert status.is_success == (not status.reasons)
             scalar[n.name] = (status.reasons, status.code)
-        masks = plugin.filter_columns(info, meta, snapshot.columns)
+        masks = run_filter_columns(plugin, info, meta, snapshot.columns)
         for i, name in enumerate(snapshot.columns.names):
             assert reasons_of(masks, i) == scalar[name][0], name
         assert got is None or got == scalar
@@ -1165,18 +1174,16 @@ def run_score(
     rows = np.arange(len(nodes), dtype=np.intp)
     runs: list[ScoreRun] = []
     for meta in metas:
-        raw = [plugin.score(pod, meta, n) for n in nodes]
-        vector = plugin.score_columns(pod, meta, snapshot.columns, rows)
+        raw = interface.run_score(plugin, pod, meta, nodes)
+        vector = interface.run_score_columns(plugin, pod, meta, snapshot.columns, rows)
         assert vector.dtype == np.int64
         assert vector.tolist() == raw
-        reverse = plugin.score_columns(pod, meta, snapshot.columns, rows[::-1].copy())
+        reverse = interface.run_score_columns(
+            plugin, pod, meta, snapshot.columns, rows[::-1].copy()
+        )
         assert reverse.tolist() == raw[::-1]
         final = plugin.normalize(pod, meta, nodes, list(raw))
-        ignored = (
-            [n.name in meta.ignored for n in nodes]
-            if isinstance(meta, PreScoreMeta)
-            else [False] * len(nodes)
-        )
+        ignored = [False] * len(nodes) if meta is SKIP else [n.name in meta.ignored for n in nodes]
         runs.append(ScoreRun(raw, final, ignored))
     assert runs[0] == runs[1] == runs[2]
     return runs[0]
@@ -1275,7 +1282,7 @@ def test_pod_without_constraints_skips_both() -> None:
     infos = node_infos(FOUR, ())
     f = EvenPodsSpread(PluginArgs(NAME))
     assert f.pre_filter(pod, Snapshot(infos)) is SKIP
-    assert all(f.filter(pod, SKIP, n).is_success for n in infos)
+    assert all(run_filter(f, pod, SKIP, n).is_success for n in infos)
     p = EvenPodsSpreadPriority(PluginArgs(names.EVEN_PODS_SPREAD_PRIORITY))
     meta = p.pre_score(pod, Snapshot(infos), infos)
     assert meta is SKIP
@@ -1343,8 +1350,8 @@ def test_row_without_node_object_lacks_every_label() -> None:
     plugin = EvenPodsSpread(PluginArgs(NAME))
     snapshot = with_columns(infos)
     meta = plugin.pre_filter(pod, snapshot)
-    assert plugin.filter(pod, meta, infos[-1]).reasons == LABEL
-    masks = plugin.filter_columns(pod, meta, snapshot.columns)
+    assert run_filter(plugin, pod, meta, infos[-1]).reasons == LABEL
+    masks = run_filter_columns(plugin, pod, meta, snapshot.columns)
     assert reasons_of(masks, len(infos) - 1) == LABEL
     walk = plugin.pre_filter(pod, Snapshot(infos))
     assert isinstance(meta, PreFilterMeta)
