@@ -63,7 +63,7 @@ from podium.actors.framework.interface import (
     unschedulable,
 )
 from podium.actors.plugins import names
-from podium.protocol.labels import label_selector_is_valid
+from podium.protocol.labels import Selector, label_selector_as_selector, label_selector_is_valid
 from podium.protocol.objects import enc_hook
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from podium.actors.framework.columns import NodeColumns
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.snapshot import Snapshot
-    from podium.protocol.objects import LabelSelector, PodAffinityTerm, WeightedPodAffinityTerm
+    from podium.protocol.objects import PodAffinityTerm, WeightedPodAffinityTerm
 
 __all__ = [
     "ERR_REASON_AFFINITY_NOT_MATCH",
@@ -107,46 +107,6 @@ TopologyPair = tuple[str, str]
 # --------------------------------------------------------------------------- terms
 
 
-class _Selector:
-    """A valid LabelSelector compiled for fast matching (``LabelSelectorAsSelector``).
-
-    ``None`` matches nothing, ``{}`` everything; requirements are ANDed.
-    """
-
-    __slots__ = ("_exprs", "_labels", "_nothing")
-
-    def __init__(self, selector: LabelSelector | None) -> None:
-        self._nothing = selector is None
-        self._labels: tuple[tuple[str, str], ...] = ()
-        self._exprs: tuple[tuple[str, str, frozenset[str]], ...] = ()
-        if selector is not None:
-            self._labels = tuple(selector.match_labels.items())
-            self._exprs = tuple(
-                (r.key, r.operator, frozenset(r.values)) for r in selector.match_expressions
-            )
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if self._nothing:
-            return False
-        for key, value in self._labels:
-            if labels.get(key) != value:
-                return False
-        for key, op, values in self._exprs:
-            if op == "In":
-                if labels.get(key) not in values:
-                    return False
-            elif op == "NotIn":
-                have = labels.get(key)
-                if have is not None and have in values:
-                    return False
-            elif op == "Exists":
-                if key not in labels:
-                    return False
-            elif key in labels:  # DoesNotExist
-                return False
-        return True
-
-
 @dataclass(frozen=True, slots=True)
 class AffinityTerm:
     """A PodAffinityTerm resolved against the pod that defines it.
@@ -161,7 +121,7 @@ class AffinityTerm:
 
     namespaces: frozenset[str]
     topology_key: str
-    selector: _Selector
+    selector: Selector
     weight: int = 1
 
     def matches(self, pod: PodInfo) -> bool:
@@ -183,7 +143,7 @@ def compile_term(defining: PodInfo, term: PodAffinityTerm, weight: int = 1) -> A
             f"(topologyKey {term.topology_key!r})"
         )
     namespaces = frozenset(term.namespaces) if term.namespaces else frozenset((defining.namespace,))
-    return AffinityTerm(namespaces, term.topology_key, _Selector(selector), weight)
+    return AffinityTerm(namespaces, term.topology_key, label_selector_as_selector(selector), weight)
 
 
 def _compile_weighted(

@@ -66,7 +66,7 @@ they walk the nodes once. ``filter``/``score`` are lookups; the vector forms num
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -88,6 +88,8 @@ from podium.actors.framework.interface import (
 from podium.actors.plugins import names
 from podium.actors.plugins.node_selector import PodMatchNodeSelector, node_constraints
 from podium.protocol.labels import (
+    Selector,
+    label_selector_as_selector,
     label_selector_is_valid,
     label_selector_matches,
 )
@@ -98,7 +100,7 @@ if TYPE_CHECKING:
     from podium.actors.framework.columns import NodeColumns
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.snapshot import Snapshot
-    from podium.protocol.objects import LabelSelector, Pod
+    from podium.protocol.objects import Pod
 
 __all__ = [
     "DO_NOT_SCHEDULE",
@@ -116,7 +118,6 @@ __all__ = [
     "PreFilterMeta",
     "PreScoreMeta",
     "SpreadConstraint",
-    "SpreadSelector",
     "hard_constraints_select",
     "normalize_spread_scores",
     "spread_constraints",
@@ -142,44 +143,13 @@ Action = Literal["DoNotSchedule", "ScheduleAnyway"]
 # --------------------------------------------------------------------------- constraints
 
 
-class SpreadSelector:
-    """A constraint's label selector compiled for matching (``LabelSelectorAsSelector``).
-
-    ``None`` matches nothing, ``{}`` everything. ``key`` identifies the selector's meaning.
-    """
-
-    __slots__ = ("_expressions", "_labels", "_nothing", "key")
-
-    def __init__(self, selector: LabelSelector | None) -> None:
-        self._nothing = selector is None
-        self._labels: tuple[tuple[str, str], ...] = ()
-        self._expressions: LabelSelector | None = None
-        self.key: object = None
-        if selector is not None:
-            self._labels = tuple(sorted(selector.match_labels.items()))
-            if selector.match_expressions:
-                self._expressions = selector
-            self.key = (
-                self._labels,
-                tuple((r.key, r.operator, tuple(r.values)) for r in selector.match_expressions),
-            )
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if self._nothing:
-            return False
-        for key, value in self._labels:
-            if labels.get(key) != value:
-                return False
-        return self._expressions is None or label_selector_matches(self._expressions, labels)
-
-
 @dataclass(frozen=True, slots=True)
 class SpreadConstraint:
     """One topology spread constraint of the incoming pod (``topologySpreadConstraint``)."""
 
     max_skew: int
     topology_key: str
-    selector: SpreadSelector
+    selector: Selector
 
 
 def spread_constraints(pod: PodInfo, action: Action) -> tuple[SpreadConstraint, ...]:
@@ -198,7 +168,9 @@ def spread_constraints(pod: PodInfo, action: Action) -> tuple[SpreadConstraint, 
                 f"pod {pod.key} has an invalid label selector in a topology spread constraint "
                 f"(topologyKey {c.topology_key!r})"
             )
-        found.append(SpreadConstraint(c.max_skew, c.topology_key, SpreadSelector(selector)))
+        found.append(
+            SpreadConstraint(c.max_skew, c.topology_key, label_selector_as_selector(selector))
+        )
     return tuple(found)
 
 
@@ -232,7 +204,7 @@ class _SpecCounts:
 
     __slots__ = ("_infos", "_matrix", "_new", "_old", "_seen", "_version", "namespace", "selectors")
 
-    def __init__(self, namespace: str, selectors: tuple[SpreadSelector, ...]) -> None:
+    def __init__(self, namespace: str, selectors: tuple[Selector, ...]) -> None:
         self.namespace = namespace
         self.selectors = selectors
         self._old: dict[int, _CountEntry] = {}

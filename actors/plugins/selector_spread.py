@@ -52,7 +52,12 @@ from podium.actors.framework.interface import (
 )
 from podium.actors.framework.zones import zone_key
 from podium.actors.plugins import names
-from podium.protocol.labels import label_selector_matches, selector_from_set_matches
+from podium.protocol.labels import (
+    Selector,
+    label_selector_as_selector,
+    label_selector_matches,
+    selector_from_set_matches,
+)
 from podium.protocol.objects import LabelSelector, LabelSelectorRequirement
 
 if TYPE_CHECKING:
@@ -166,13 +171,11 @@ class Siblings:
 
     Attributes:
         namespace: the pod's namespace.
-        match_labels: the union of the selectors' ``matchLabels``, as (key, value) pairs.
-        expressions: the selectors' ``matchExpressions`` (``None`` when there are none).
+        selector: the merged selector, compiled (``LabelSelectorAsSelector``).
     """
 
     namespace: str
-    match_labels: tuple[tuple[str, str], ...]
-    expressions: LabelSelector | None
+    selector: Selector
 
     @classmethod
     def of(cls, namespace: str, selectors: Sequence[LabelSelector]) -> Siblings | None:
@@ -187,34 +190,17 @@ class Siblings:
                 if required.setdefault(k, v) != v:
                     return None
             exprs.extend(sel.match_expressions)
-        expressions = LabelSelector(match_expressions=exprs) if exprs else None
-        return cls(namespace, tuple(required.items()), expressions)
-
-    def matches(self, pod: PodInfo) -> bool:
-        """Whether an existing pod is a sibling."""
-        if pod.namespace != self.namespace or pod.pod.metadata.deletion_timestamp is not None:
-            return False
-        labels = pod.labels
-        for k, v in self.match_labels:
-            if labels.get(k) != v:
-                return False
-        return self.expressions is None or label_selector_matches(self.expressions, labels)
+        merged = LabelSelector(match_labels=required, match_expressions=exprs)
+        return cls(namespace, label_selector_as_selector(merged))
 
     def count(self, node: NodeInfo) -> int:
         """v1.14 ``countMatchingPods``: the siblings on ``node``."""
-        # matches() inlined: this loop runs over every pod of every feasible node.
-        namespace, required, expressions = self.namespace, self.match_labels, self.expressions
+        # This loop runs over every pod of every feasible node: the lookups are made once.
+        namespace, selects = self.namespace, self.selector.matches
         n = 0
         for p in node.pods:
-            if p.namespace != namespace or p.pod.metadata.deletion_timestamp is not None:
-                continue
-            labels = p.labels
-            for k, v in required:
-                if labels.get(k) != v:
-                    break
-            else:
-                if expressions is None or label_selector_matches(expressions, labels):
-                    n += 1
+            if p.namespace == namespace and p.pod.metadata.deletion_timestamp is None:
+                n += selects(p.labels)
         return n
 
 
