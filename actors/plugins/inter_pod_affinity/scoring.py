@@ -1,6 +1,7 @@
 """InterPodAffinityPriority: prefer nodes near the pods a pod likes, away from those it avoids.
 
-Kubernetes source: ``CalculateInterPodAffinityPriority`` and ``podAffinityPriorityMap`` in
+Kubernetes counterpart: pkg/scheduler/framework/plugins/interpodaffinity/scoring.go, at v1.14
+``CalculateInterPodAffinityPriority`` and ``podAffinityPriorityMap`` in
 pkg/scheduler/algorithm/priorities/interpod_affinity.go@v1.14.0, with ``NodesHaveSameTopologyKey``
 from pkg/scheduler/algorithm/priorities/util/topologies.go@v1.14.0.
 
@@ -49,7 +50,7 @@ from podium.actors.framework.interface import (
     VectorScorePlugin,
 )
 from podium.actors.plugins import names
-from podium.actors.plugins.inter_pod_affinity import (
+from podium.actors.plugins.inter_pod_affinity.common import (
     AffinityTerm,
     ClassCounts,
     PodTerms,
@@ -65,7 +66,14 @@ if TYPE_CHECKING:
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.snapshot import Snapshot
 
-__all__ = ["FACTORIES", "NAME", "InterPodAffinityPriority", "PairWeights", "normalize_counts"]
+__all__ = [
+    "FACTORIES",
+    "NAME",
+    "InterPodAffinityPriority",
+    "PairWeights",
+    "normalize_counts",
+    "normalize_counts_array",
+]
 
 NAME = names.INTER_POD_AFFINITY
 
