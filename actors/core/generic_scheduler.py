@@ -67,7 +67,6 @@ if TYPE_CHECKING:
     from podium.actors.core.preemption import NominatedPods
 
 __all__ = [
-    "Algorithm",
     "FilterStage",
     "PluginObserver",
     "ScheduleResult",
@@ -155,8 +154,9 @@ class FilterStage:
         filters: predicates in the order they run.
         percentage_of_nodes_to_score: 0 (adaptive) to 100.
         always_check_all_predicates: record every failing predicate, not only the first.
-        equivalence_classes: share node-local verdicts between pods with the same spec
-            (:mod:`~podium.actors.core.equivalence`); off only to show they change nothing.
+
+    Pods with the same spec share the node-local predicates' verdicts
+    (:mod:`~podium.actors.core.equivalence`).
     """
 
     def __init__(
@@ -165,7 +165,6 @@ class FilterStage:
         *,
         percentage_of_nodes_to_score: int = 0,
         always_check_all_predicates: bool = False,
-        equivalence_classes: bool = True,
     ) -> None:
         self.filters = list(filters)
         self.percentage = percentage_of_nodes_to_score
@@ -174,7 +173,7 @@ class FilterStage:
         # isinstance against a runtime-checkable Protocol costs ~25 us: decide once, not per pod.
         self._vector_filters = {id(p) for p in self.filters if isinstance(p, VectorFilterPlugin)}
         self._node_local = {id(p) for p in self.filters if p.node_local}
-        self.equivalence = EquivalenceCache() if equivalence_classes else None
+        self.equivalence = EquivalenceCache()
 
     def run(
         self,
@@ -313,11 +312,10 @@ class FilterStage:
         # pod of the same spec; the others (inter-pod affinity, spreading, volumes), which
         # come after them in the canonical order, run on top of it for each pod.
         local = 0
-        if self.equivalence is not None and not self.check_all:
+        if not self.check_all:
             while local < len(active) and id(active[local][0]) in self._node_local:
                 local += 1
         if local:
-            assert self.equivalence is not None
             head, tail = active[:local], active[local:]
             key = _SPEC_ENCODER.encode(pod.pod.spec)
             verdict = None
@@ -557,8 +555,9 @@ class ScoreStage:
     Args:
         scorers: (priority, weight) pairs.
         rng: the tie-break's random source.
-        equivalence_classes: keep node-local map scores per class of pods with the same spec
-            (:class:`~podium.actors.core.equivalence.ScoreCache`).
+
+    Node-local map scores are kept per class of pods with the same spec
+    (:class:`~podium.actors.core.equivalence.ScoreCache`).
     """
 
     def __init__(
@@ -566,7 +565,6 @@ class ScoreStage:
         scorers: Sequence[tuple[ScorePlugin[Any], int]],
         *,
         rng: random.Random | None = None,
-        equivalence_classes: bool = True,
     ) -> None:
         self.scorers = list(scorers)
         self.rng = rng if rng is not None else random.Random()
@@ -578,7 +576,7 @@ class ScoreStage:
             if id(p) in self._vector_scorers and isinstance(p, ArrayNormalizePlugin)
         }
         self._node_local = {id(p) for p, _ in self.scorers if p.node_local}
-        self.classes = ScoreCache() if equivalence_classes else None
+        self.classes = ScoreCache()
 
     def run(
         self,
@@ -649,7 +647,7 @@ class ScoreStage:
                 else:
                     vector = cast("VectorScorePlugin[Any]", plugin)
                     cols = snapshot.columns
-                    if self.classes is not None and id(plugin) in self._node_local:
+                    if id(plugin) in self._node_local:
                         if key is None:
                             key = _SPEC_ENCODER.encode(pod.pod.spec)
                         infos_by_row = cols.infos
@@ -685,45 +683,3 @@ class ScoreStage:
                 explain.scores[info.name] = {name: int(s[j]) for name, s in per_plugin}
                 explain.totals[info.name] = int(totals[j])
         return totals
-
-
-class Algorithm:
-    """A filter stage and a score stage together: one whole decision in one call.
-
-    ``podium simulate`` and the daemon drive the two stages through the filter pool and the
-    scoring workers; this class serves tests and tools that want a decision in one call.
-    Arguments as :class:`FilterStage` and :class:`ScoreStage`.
-    """
-
-    def __init__(
-        self,
-        filters: Sequence[FilterPlugin[Any]],
-        scorers: Sequence[tuple[ScorePlugin[Any], int]],
-        *,
-        percentage_of_nodes_to_score: int = 0,
-        always_check_all_predicates: bool = False,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.filter_stage = FilterStage(
-            filters,
-            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-            always_check_all_predicates=always_check_all_predicates,
-        )
-        self.score_stage = ScoreStage(scorers, rng=rng)
-
-    @property
-    def next_start_index(self) -> int:
-        return self.filter_stage.next_start_index
-
-    @next_start_index.setter
-    def next_start_index(self, value: int) -> None:
-        self.filter_stage.next_start_index = value
-
-    def schedule(
-        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool = False
-    ) -> ScheduleResult:
-        """Decide where ``pod`` goes on ``snapshot``; never mutates the snapshot."""
-        result, feasible = self.filter_stage.run(pod, snapshot, explain=explain)
-        if not feasible:
-            return result
-        return self.score_stage.run(pod, snapshot, result, feasible, explain=explain)

@@ -240,9 +240,6 @@ def _hits(table: Mapping[str, int], values: Iterable[str]) -> npt.NDArray[np.boo
 class InterPodAffinity(VectorFilterPlugin[InterPodAffinityMeta]):
     """v1.14 MatchInterPodAffinity (see the module docstring)."""
 
-    incremental = True
-    """Keep each class's pair counts between pods (off only to test that it changes nothing)."""
-
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self._terms = TermCache()
@@ -254,8 +251,8 @@ class InterPodAffinity(VectorFilterPlugin[InterPodAffinityMeta]):
         is that class's state: valid until the next ``pre_filter``)."""
         own = PodTerms(pod)
         affinity, anti = own.required_affinity(), own.required_anti_affinity()
-        key = affinity_class_key(pod) if self.incremental else None
-        found = self._classes.find(key, snapshot) if key is not None else None
+        key = affinity_class_key(pod)
+        found = self._classes.find(key, snapshot)
         if found is not None:
             meta, changes = found
             _apply_changes(meta, pod, affinity, anti, changes)
@@ -272,8 +269,7 @@ class InterPodAffinity(VectorFilterPlugin[InterPodAffinityMeta]):
                 affinity_keys=tuple(t.topology_key for t in affinity),
                 anti_affinity_keys=tuple(t.topology_key for t in anti),
             )
-        if key is not None:
-            self._classes.keep(key, snapshot, meta)
+        self._classes.keep(key, snapshot, meta)
         if not affinity and not anti and not meta.existing_anti_pairs:
             return SKIP
         meta.first_of_group = (

@@ -115,9 +115,6 @@ def normalize_counts_array(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int6
 class InterPodAffinityPriority(VectorScorePlugin[PairWeights]):
     """v1.14 InterPodAffinityPriority (see the module docstring)."""
 
-    incremental = True
-    """Keep each class's weights between pods (off only to test that it changes nothing)."""
-
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self.hard_pod_affinity_weight = args.hard_pod_affinity_symmetric_weight
@@ -140,7 +137,7 @@ class InterPodAffinityPriority(VectorScorePlugin[PairWeights]):
         # nodes and pods without affinity need no visit, and the class's weights can be kept
         # from pod to pod, brought up to date from the nodes changed since.
         scan_all = bool(preferred)
-        key = affinity_class_key(pod) if self.incremental and not scan_all else None
+        key = None if scan_all else affinity_class_key(pod)
         found = self._classes.find(key, snapshot) if key is not None else None
         if found is not None:
             weights, changes = found

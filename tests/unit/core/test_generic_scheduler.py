@@ -11,10 +11,11 @@ from operator import attrgetter
 import numpy as np
 import pytest
 from builders import make_node, make_pod
+from stages import decide
 
 from podium.actors.core.generic_scheduler import (
-    Algorithm,
     FilterStage,
+    ScoreStage,
     num_feasible_nodes_to_find,
 )
 from podium.actors.core.preemption import NominatedPods
@@ -80,8 +81,7 @@ def test_fit_error_message_counts_and_sorts_as_strings() -> None:
 
 
 def test_no_nodes_message() -> None:
-    algo = Algorithm([], [])
-    result = algo.schedule(make_pod().info(), Snapshot([]))
+    result = decide(FilterStage([]), ScoreStage([]), make_pod().info(), Snapshot([]))
     assert result.node is None
     assert result.message == "no nodes available to schedule pods"
 
@@ -125,29 +125,29 @@ def _snapshot(n: int) -> Snapshot:
 @pytest.mark.parametrize("plugin", [_Parity(), _ScalarParity()], ids=["vector", "loop"])
 def test_walk_stops_at_num_feasible_and_carries_start_index(plugin: _ScalarParity) -> None:
     snap = _snapshot(400)  # 400 nodes, adaptive: 400 * (50 - 3) / 100 = 188 feasible wanted
-    algo = Algorithm([plugin, _Skipper()], [], rng=random.Random(1))
-    first = algo.schedule(make_pod().info(), snap, explain=True)
+    stage = FilterStage([plugin, _Skipper()])
+    first, _ = stage.run(make_pod().info(), snap, explain=True)
     assert first.feasible == 188
     # n0 fits, n1 does not, ...: the 188th feasible node is n374, so 375 nodes were examined.
     assert first.evaluated == 375
     assert first.reasons == Counter({_Parity.REASON: 187})
     assert len(first.failed) == 187
-    assert algo.next_start_index == 375
-    second = algo.schedule(make_pod().info(), snap, explain=True)
+    assert stage.next_start_index == 375
+    second, _ = stage.run(make_pod().info(), snap, explain=True)
     # From n375 on, wrapping round: n376, n378, ..., n398, n0, n2, ... until 188 fit.
     assert second.feasible_nodes[:2] == ["n376", "n378"]
     # 12 fit in n375..n399, then n0..n350 give the other 176: 25 + 351 nodes examined.
     assert second.evaluated == 376
-    assert algo.next_start_index == (375 + 376) % 400
+    assert stage.next_start_index == (375 + 376) % 400
 
 
 def test_vector_and_loop_walks_agree() -> None:
     snap = _snapshot(250)
     for start in (0, 1, 7, 249):
-        a, b = Algorithm([_Parity()], []), Algorithm([_ScalarParity()], [])
+        a, b = FilterStage([_Parity()]), FilterStage([_ScalarParity()])
         a.next_start_index = b.next_start_index = start
-        ra = a.schedule(make_pod().info(), snap, explain=True)
-        rb = b.schedule(make_pod().info(), snap, explain=True)
+        ra, _ = a.run(make_pod().info(), snap, explain=True)
+        rb, _ = b.run(make_pod().info(), snap, explain=True)
         assert (
             ra.evaluated,
             ra.feasible,
@@ -168,7 +168,7 @@ def test_vector_and_loop_walks_agree() -> None:
 
 def test_nothing_fits_gives_fit_error_over_all_nodes() -> None:
     snap = Snapshot([make_node("n1").info(), make_node("n3").info()])
-    result = Algorithm([_Parity()], []).schedule(make_pod().info(), snap)
+    result = decide(FilterStage([_Parity()]), ScoreStage([]), make_pod().info(), snap)
     assert result.node is None
     assert result.message == "0/2 nodes are available: 2 node(s) are odd."
 
@@ -194,13 +194,18 @@ def test_highest_total_wins_and_ties_break_at_random_repeatably() -> None:
     snap = _snapshot(6)  # scores: n0 0, n1 0, n2 1, n3 1, n4 2, n5 2
     picks = set()
     for seed in range(20):
-        algo = Algorithm([], [(_ByName(), 3)], rng=random.Random(seed))
-        result = algo.schedule(make_pod().info(), snap, explain=True)
+        scores = ScoreStage([(_ByName(), 3)], rng=random.Random(seed))
+        result = decide(FilterStage([]), scores, make_pod().info(), snap, explain=True)
         assert result.totals["n5"] == 6
         picks.add(result.node)
     assert picks == {"n4", "n5"}
     again = [
-        Algorithm([], [(_ByName(), 1)], rng=random.Random(7)).schedule(make_pod().info(), snap).node
+        decide(
+            FilterStage([]),
+            ScoreStage([(_ByName(), 1)], rng=random.Random(7)),
+            make_pod().info(),
+            snap,
+        ).node
         for _ in range(3)
     ]
     assert len(set(again)) == 1
