@@ -14,7 +14,7 @@ The store's messages (Committed, Recovered, WriteObjects, BindPods, ...) are in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import msgspec
 
@@ -272,7 +272,7 @@ class FilterRequest(_Mail, frozen=True, kw_only=True):
 class SetFilters(_Mail, frozen=True, kw_only=True):
     """Decide with these predicates from the next request on (policy reload)."""
 
-    filters: list[FilterPlugin]
+    filters: list[FilterPlugin[Any]]
     percentage_of_nodes_to_score: int
     always_check_all_predicates: bool
 
@@ -300,7 +300,7 @@ class ScoreRequest(_Mail, frozen=True, kw_only=True):
 class SetScorers(_Mail, frozen=True, kw_only=True):
     """Score with these (priority, weight) pairs from the next request on (policy reload)."""
 
-    scorers: list[tuple[ScorePlugin, int]]
+    scorers: list[tuple[ScorePlugin[Any], int]]
 
 
 ScoreMsg: TypeAlias = ScoreRequest | SetScorers

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, assert_never
+from typing import Any, Literal, assert_never
 
 import trio
 
@@ -144,7 +144,7 @@ class Scheduler:
         exit_when_idle: bool = False,
         explain_attempts: bool = False,
         tracing: Tracing = DISABLED,
-        filters: Sequence[FilterPlugin] = (),
+        filters: Sequence[FilterPlugin[Any]] = (),
         preemption: bool = True,
     ) -> None:
         self._control = control

@@ -5,6 +5,8 @@ pkg/apis/core/v1/helper/helpers.go (MatchNodeSelectorTerms, NodeSelectorRequirem
 ToleratesTaint). Rules worth remembering:
 
 - A ``None`` label selector matches nothing; an empty one (``{}``) matches everything.
+  :class:`Selector` is a LabelSelector compiled once (``LabelSelectorAsSelector``) for matching
+  against many label sets; :func:`label_selector_matches` compiles and matches once.
 - ``NotIn`` and ``DoesNotExist`` match a missing key.
 - A requirement that is invalid (``In`` without values, ``Gt`` with a non-integer, a key that
   is not a qualified name, a value that is not a valid label value) makes its node selector
@@ -20,13 +22,12 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import NamedTuple
 
 from podium.protocol.objects import (
     LabelSelector,
     LabelSelectorRequirement,
-    Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     Taint,
@@ -34,10 +35,16 @@ from podium.protocol.objects import (
 )
 
 __all__ = [
+    "NOTHING",
+    "Selector",
     "is_qualified_name",
     "is_valid_label_value",
+    "label_selector_as_selector",
+    "label_selector_is_valid",
     "label_selector_matches",
+    "node_fields",
     "node_selector_requirement_matches",
+    "node_selector_term_matches",
     "node_selector_terms_match",
     "parse_int64",
     "parse_selector",
@@ -120,22 +127,6 @@ def selector_from_set_matches(selector: Mapping[str, str], labels: Mapping[str, 
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def label_selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
-    """``metav1.LabelSelectorAsSelector(selector).Matches(labels)``.
-
-    ``None`` matches nothing, ``{}`` everything; an invalid requirement matches nothing
-    (Kubernetes returns an error there, and callers treat the error as "no match").
-    """
-    if selector is None:
-        return False
-    if not selector_from_set_matches(selector.match_labels, labels):
-        return False
-    for req in selector.match_expressions:
-        if _requirement_matches(req.key, req.operator, req.values, labels) is not True:
-            return False
-    return True
-
-
 def label_selector_is_valid(selector: LabelSelector) -> bool:
     """Whether every requirement of a selector is well formed."""
     return all(_valid(r) for r in selector.match_expressions)
@@ -143,6 +134,91 @@ def label_selector_is_valid(selector: LabelSelector) -> bool:
 
 def _valid(req: LabelSelectorRequirement) -> bool:
     return _requirement_matches(req.key, req.operator, req.values, {}) is not None
+
+
+class Selector:
+    """A LabelSelector compiled for matching (apimachinery's ``labels.Selector``).
+
+    Made by :func:`label_selector_as_selector`, which checks the requirements once, so that
+    :meth:`matches` is a walk over tuples: the form for a selector matched against many label
+    sets (an affinity term against every pod of the cluster, a spread constraint against
+    every pod of a node). Requirements are ANDed: the ``matchLabels`` pairs, then the
+    ``matchExpressions`` (In, NotIn, Exists, DoesNotExist) in order.
+    """
+
+    __slots__ = ("_expressions", "_labels", "_nothing")
+
+    def __init__(
+        self,
+        labels: tuple[tuple[str, str], ...] = (),
+        expressions: tuple[tuple[str, str, frozenset[str]], ...] = (),
+        *,
+        nothing: bool = False,
+    ) -> None:
+        self._labels = labels
+        self._expressions = expressions
+        self._nothing = nothing
+
+    @property
+    def key(self) -> Hashable:
+        """What the selector selects, hashable: equal keys select alike (``None`` for a
+        selector that matches nothing). For caches kept per selector."""
+        return None if self._nothing else (self._labels, self._expressions)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """``Selector.Matches``: whether ``labels`` satisfy every requirement."""
+        if self._nothing:
+            return False
+        for key, value in self._labels:
+            if labels.get(key) != value:
+                return False
+        for key, operator, values in self._expressions:
+            if operator == "In":
+                if labels.get(key) not in values:
+                    return False
+            elif operator == "NotIn":
+                have = labels.get(key)
+                if have is not None and have in values:
+                    return False
+            elif operator == "Exists":
+                if key not in labels:
+                    return False
+            elif key in labels:  # DoesNotExist
+                return False
+        return True
+
+
+NOTHING = Selector(nothing=True)
+"""``labels.Nothing()``: what a ``None`` LabelSelector, or one with an invalid requirement,
+compiles to."""
+
+
+def label_selector_as_selector(selector: LabelSelector | None) -> Selector:
+    """``metav1.LabelSelectorAsSelector``: ``None`` matches nothing, ``{}`` everything.
+
+    A requirement that is not well formed (:func:`label_selector_is_valid`) makes the whole
+    selector match nothing: Kubernetes returns an error there, and the callers that do not
+    check validity first treat the error as "no match".
+    """
+    if selector is None:
+        return NOTHING
+    requirements = selector.match_expressions
+    if requirements and not label_selector_is_valid(selector):
+        return NOTHING
+    # Sorted, so that the key does not depend on the order of the pairs; most selectors have
+    # one pair or none, and :func:`label_selector_matches` compiles for a single match.
+    pairs = selector.match_labels.items()
+    return Selector(
+        tuple(sorted(pairs)) if len(pairs) > 1 else tuple(pairs),
+        tuple((r.key, r.operator, frozenset(r.values)) for r in requirements)
+        if requirements
+        else (),
+    )
+
+
+def label_selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """``metav1.LabelSelectorAsSelector(selector).Matches(labels)``, for a selector used once."""
+    return label_selector_as_selector(selector).matches(labels)
 
 
 def node_selector_requirement_matches(
@@ -162,9 +238,10 @@ def _field_requirement_matches(req: NodeSelectorRequirement, fields: Mapping[str
     return have != req.values[0]
 
 
-def node_fields(node: Node) -> dict[str, str]:
-    """The node fields a matchFields requirement may name (v1.14: ``metadata.name``)."""
-    return {"metadata.name": node.metadata.name}
+def node_fields(name: str) -> dict[str, str]:
+    """The fields of the node ``name`` a matchFields requirement may name (v1.14:
+    ``metadata.name``)."""
+    return {"metadata.name": name}
 
 
 def node_selector_term_matches(
@@ -179,10 +256,10 @@ def node_selector_term_matches(
     return all(_field_requirement_matches(req, fields) for req in term.match_fields)
 
 
-def node_selector_terms_match(terms: Sequence[NodeSelectorTerm], node: Node) -> bool:
-    """``v1helper.MatchNodeSelectorTerms``: the terms are ORed."""
-    fields = node_fields(node)
-    labels = node.metadata.labels
+def node_selector_terms_match(
+    terms: Sequence[NodeSelectorTerm], labels: Mapping[str, str], fields: Mapping[str, str]
+) -> bool:
+    """``v1helper.MatchNodeSelectorTerms(terms, nodeLabels, nodeFields)``: the terms are ORed."""
     return any(node_selector_term_matches(t, labels, fields) for t in terms)
 
 

@@ -81,7 +81,7 @@ from typing import Any
 
 import msgspec
 
-from podium.actors.framework.interface import SKIP, FilterPlugin, PluginArgs
+from podium.actors.framework.interface import FilterPlugin, PluginArgs, run_filter
 from podium.actors.framework.node_tree import NodeTree
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo, Resource
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot, SnapshotDelta
@@ -220,7 +220,7 @@ class SchedulerCache:
         self._fresh_tables: set[str] = set(_FIELDS)
         self._real: dict[str, dict[str, Any]] = {_CLAIMS: {}, _VOLUMES: {}}
         self._overlay: dict[str, dict[str, _VolumeAssumption]] = {_CLAIMS: {}, _VOLUMES: {}}
-        self._fit_checks: tuple[FilterPlugin, ...] = (
+        self._fit_checks: tuple[FilterPlugin[Any], ...] = (
             PodFitsHostPorts(PluginArgs(name=names.POD_FITS_HOST_PORTS)),
             PodFitsResources(PluginArgs(name=names.POD_FITS_RESOURCES)),
         )
@@ -775,10 +775,7 @@ class SchedulerCache:
         snapshot = Snapshot([info], self._objects)
         reasons: list[str] = []
         for plugin in self._fit_checks:
-            meta = plugin.pre_filter(pod, snapshot)
-            if meta is SKIP:
-                continue
-            status = plugin.filter(pod, meta, info)
+            status = run_filter(plugin, pod, plugin.pre_filter(pod, snapshot), info)
             if not status.is_success:
                 reasons.extend(status.reasons)
         return reasons

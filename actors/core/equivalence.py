@@ -5,7 +5,8 @@ removed upstream), which cached predicate results per equivalence class and node
 invalidated them on node and pod events. Podium keeps one verdict per class over all rows and
 re-checks only the rows that changed since it was made.
 
-A verdict is valid for another pod when every active predicate is *node-local* (its answer for
+A verdict is valid for another pod when every active predicate is *node-local* (it declares
+:attr:`~podium.actors.framework.interface.FilterPlugin.node_local`: its answer for
 a row depends only on the pod's spec and that row's NodeInfo: resources, ports, selectors,
 taints, conditions) and the pod's spec encodes to the same bytes. Predicates that look at other
 nodes' pods or at other objects (inter-pod affinity, spreading, volumes) are not node-local;
@@ -22,15 +23,16 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from podium.actors.framework.columns import NodeColumns
-from podium.actors.framework.interface import Code, FilterPlugin
+from podium.actors.framework.interface import Code, FilterPlugin, run_filter
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 
-__all__ = ["Blame", "EquivalenceCache", "ScoreCache", "Verdict", "is_node_local"]
+__all__ = ["Blame", "EquivalenceCache", "ScoreCache", "Verdict"]
 
 Blame = tuple[str, npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_]]]]
 """A predicate's name, the rows it is blamed for, and (reason, rows giving it) pairs."""
@@ -43,12 +45,6 @@ SCALAR_ROWS = 16
 
 PATCH_LIMIT = 64
 """Above this many changed rows a verdict is recomputed in full rather than patched."""
-
-
-def is_node_local(plugin: object) -> bool:
-    """Whether a predicate or priority declares ``node_local = True``: its answer for a row
-    depends only on the pod's spec and that row (see the module docstring)."""
-    return bool(getattr(plugin, "node_local", False))
 
 
 @dataclass(slots=True)
@@ -85,7 +81,7 @@ class EquivalenceCache:
         key: bytes,
         pod: PodInfo,
         cols: NodeColumns,
-        active: list[tuple[FilterPlugin, object]],
+        active: list[tuple[FilterPlugin[Any], Any]],
     ) -> Verdict | None:
         """The class's verdict brought up to date with ``cols``, or None (compute it afresh)."""
         verdict = self._verdicts.get(key)
@@ -124,7 +120,7 @@ def _patch(
     pod: PodInfo,
     infos: list[NodeInfo],
     rows: npt.NDArray[np.intp],
-    active: list[tuple[FilterPlugin, object]],
+    active: list[tuple[FilterPlugin[Any], Any]],
 ) -> bool:
     """Re-judge ``rows`` with the scalar forms; False when a predicate errs (recompute)."""
     by_name = {name: (blame_rows, masks) for name, blame_rows, masks in verdict.blamed}
@@ -132,7 +128,7 @@ def _patch(
     for row in rows.tolist():
         first: tuple[str, tuple[str, ...]] | None = None
         for plugin, meta in active:
-            status = plugin.filter(pod, meta, infos[row])
+            status = run_filter(plugin, pod, meta, infos[row])
             if status.code is Code.ERROR:
                 return False
             if status.reasons:

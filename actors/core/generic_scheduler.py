@@ -33,19 +33,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from podium.actors.core.equivalence import (
-    Blame,
-    EquivalenceCache,
-    ScoreCache,
-    Verdict,
-    is_node_local,
-)
+from podium.actors.core.equivalence import Blame, EquivalenceCache, ScoreCache, Verdict
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     NO_NODES_AVAILABLE,
@@ -59,6 +53,10 @@ from podium.actors.framework.interface import (
     VectorFilterPlugin,
     VectorScorePlugin,
     fit_error_message,
+    run_filter,
+    run_filter_columns,
+    run_score,
+    run_score_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -69,7 +67,6 @@ if TYPE_CHECKING:
     from podium.actors.core.preemption import NominatedPods
 
 __all__ = [
-    "Algorithm",
     "FilterStage",
     "PluginObserver",
     "ScheduleResult",
@@ -157,17 +154,17 @@ class FilterStage:
         filters: predicates in the order they run.
         percentage_of_nodes_to_score: 0 (adaptive) to 100.
         always_check_all_predicates: record every failing predicate, not only the first.
-        equivalence_classes: share node-local verdicts between pods with the same spec
-            (:mod:`~podium.actors.core.equivalence`); off only to show they change nothing.
+
+    Pods with the same spec share the node-local predicates' verdicts
+    (:mod:`~podium.actors.core.equivalence`).
     """
 
     def __init__(
         self,
-        filters: Sequence[FilterPlugin],
+        filters: Sequence[FilterPlugin[Any]],
         *,
         percentage_of_nodes_to_score: int = 0,
         always_check_all_predicates: bool = False,
-        equivalence_classes: bool = True,
     ) -> None:
         self.filters = list(filters)
         self.percentage = percentage_of_nodes_to_score
@@ -175,8 +172,8 @@ class FilterStage:
         self.next_start_index = 0
         # isinstance against a runtime-checkable Protocol costs ~25 us: decide once, not per pod.
         self._vector_filters = {id(p) for p in self.filters if isinstance(p, VectorFilterPlugin)}
-        self._node_local = {id(p) for p in self.filters if is_node_local(p)}
-        self.equivalence = EquivalenceCache() if equivalence_classes else None
+        self._node_local = {id(p) for p in self.filters if p.node_local}
+        self.equivalence = EquivalenceCache()
 
     def run(
         self,
@@ -227,7 +224,7 @@ class FilterStage:
 
     def _active_filters(
         self, pod: PodInfo, snapshot: Snapshot
-    ) -> list[tuple[FilterPlugin, object]]:
+    ) -> list[tuple[FilterPlugin[Any], Any]]:
         active = []
         for plugin in self.filters:
             meta = plugin.pre_filter(pod, snapshot)
@@ -302,7 +299,7 @@ class FilterStage:
         self,
         pod: PodInfo,
         snapshot: Snapshot,
-        active: list[tuple[FilterPlugin, object]],
+        active: list[tuple[FilterPlugin[Any], Any]],
         start: int,
         want: int,
         *,
@@ -315,11 +312,10 @@ class FilterStage:
         # pod of the same spec; the others (inter-pod affinity, spreading, volumes), which
         # come after them in the canonical order, run on top of it for each pod.
         local = 0
-        if self.equivalence is not None and not self.check_all:
+        if not self.check_all:
             while local < len(active) and id(active[local][0]) in self._node_local:
                 local += 1
         if local:
-            assert self.equivalence is not None
             head, tail = active[:local], active[local:]
             key = _SPEC_ENCODER.encode(pod.pod.spec)
             verdict = None
@@ -364,7 +360,7 @@ class FilterStage:
         self,
         pod: PodInfo,
         cols: NodeColumns,
-        active: list[tuple[FilterPlugin, object]],
+        active: list[tuple[FilterPlugin[Any], Any]],
         observe: PluginObserver | None,
         *,
         after: Verdict | None = None,
@@ -377,12 +373,12 @@ class FilterStage:
         else:
             alive, blamed = after.alive.copy(), list(after.blamed)
         for plugin, meta in active:
-            vector = cast(VectorFilterPlugin, plugin)
+            vector = cast("VectorFilterPlugin[Any]", plugin)
             if observe is None:
-                masks = vector.filter_columns(pod, meta, cols)
+                masks = run_filter_columns(vector, pod, meta, cols)
             else:
                 started = time.perf_counter()
-                masks = vector.filter_columns(pod, meta, cols)
+                masks = run_filter_columns(vector, pod, meta, cols)
                 seconds = time.perf_counter() - started
                 rejected = any(bool(m.any()) for _, m in masks)
                 observe(plugin.name, "Filter", "Unschedulable" if rejected else "Success", seconds)
@@ -401,7 +397,7 @@ class FilterStage:
         self,
         pod: PodInfo,
         snapshot: Snapshot,
-        active: list[tuple[FilterPlugin, object]],
+        active: list[tuple[FilterPlugin[Any], Any]],
         start: int,
         want: int,
         *,
@@ -412,14 +408,14 @@ class FilterStage:
         n = len(snapshot)
         infos = snapshot.node_infos
         # Vector predicates answer for every row up front; the others run per node.
-        checks: list[tuple[FilterPlugin, object, ReasonMasks | None]] = []
+        checks: list[tuple[FilterPlugin[Any], Any, ReasonMasks | None]] = []
         # Sampled attempts only: seconds per predicate, summed over the walk.
         spent: dict[str, float] = {}
         for plugin, meta in active:
             if id(plugin) in self._vector_filters:
-                vector = cast(VectorFilterPlugin, plugin)
+                vector = cast("VectorFilterPlugin[Any]", plugin)
                 started = time.perf_counter() if observe is not None else 0.0
-                masks = vector.filter_columns(pod, meta, snapshot.columns)
+                masks = run_filter_columns(vector, pod, meta, snapshot.columns)
                 if observe is not None:
                     spent[plugin.name] = time.perf_counter() - started
                 checks.append((plugin, meta, masks))
@@ -464,10 +460,10 @@ class FilterStage:
                     got = [reason for reason, mask in row_masks if mask[i]]
                 else:
                     if observe is None:
-                        status = plugin.filter(pod, meta, infos[i])
+                        status = run_filter(plugin, pod, meta, infos[i])
                     else:
                         started = time.perf_counter()
-                        status = plugin.filter(pod, meta, infos[i])
+                        status = run_filter(plugin, pod, meta, infos[i])
                         seconds = time.perf_counter() - started
                         spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
                     if status.code is Code.ERROR:
@@ -533,10 +529,10 @@ class FilterStage:
         reasons: list[str] = []
         for plugin, meta in active:
             if spent is None:
-                status = plugin.filter(pod, meta, changed)
+                status = run_filter(plugin, pod, meta, changed)
             else:
                 started = time.perf_counter()
-                status = plugin.filter(pod, meta, changed)
+                status = run_filter(plugin, pod, meta, changed)
                 seconds = time.perf_counter() - started
                 spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
             if status.code is Code.ERROR:
@@ -559,16 +555,16 @@ class ScoreStage:
     Args:
         scorers: (priority, weight) pairs.
         rng: the tie-break's random source.
-        equivalence_classes: keep node-local map scores per class of pods with the same spec
-            (:class:`~podium.actors.core.equivalence.ScoreCache`).
+
+    Node-local map scores are kept per class of pods with the same spec
+    (:class:`~podium.actors.core.equivalence.ScoreCache`).
     """
 
     def __init__(
         self,
-        scorers: Sequence[tuple[ScorePlugin, int]],
+        scorers: Sequence[tuple[ScorePlugin[Any], int]],
         *,
         rng: random.Random | None = None,
-        equivalence_classes: bool = True,
     ) -> None:
         self.scorers = list(scorers)
         self.rng = rng if rng is not None else random.Random()
@@ -579,8 +575,8 @@ class ScoreStage:
             for p, _ in self.scorers
             if id(p) in self._vector_scorers and isinstance(p, ArrayNormalizePlugin)
         }
-        self._node_local = {id(p) for p, _ in self.scorers if is_node_local(p)}
-        self.classes = ScoreCache() if equivalence_classes else None
+        self._node_local = {id(p) for p, _ in self.scorers if p.node_local}
+        self.classes = ScoreCache()
 
     def run(
         self,
@@ -649,9 +645,9 @@ class ScoreStage:
                 if meta is SKIP:
                     columns = np.zeros(len(infos), dtype=np.int64)
                 else:
-                    vector = cast(VectorScorePlugin, plugin)
+                    vector = cast("VectorScorePlugin[Any]", plugin)
                     cols = snapshot.columns
-                    if self.classes is not None and id(plugin) in self._node_local:
+                    if id(plugin) in self._node_local:
                         if key is None:
                             key = _SPEC_ENCODER.encode(pod.pod.spec)
                         infos_by_row = cols.infos
@@ -671,13 +667,11 @@ class ScoreStage:
                 if explain is not None:
                     per_plugin.append((plugin.name, array.tolist()))
                 continue
-            if meta is SKIP:
-                raw = [0] * len(infos)
-            elif id(plugin) in self._vector_scorers:
-                vector = cast(VectorScorePlugin, plugin)
-                raw = vector.score_columns(pod, meta, snapshot.columns, row_array).tolist()
+            if id(plugin) in self._vector_scorers:
+                vector = cast("VectorScorePlugin[Any]", plugin)
+                raw = run_score_columns(vector, pod, meta, snapshot.columns, row_array).tolist()
             else:
-                raw = [plugin.score(pod, meta, info) for info in infos]
+                raw = run_score(plugin, pod, meta, infos)
             scores = plugin.normalize(pod, meta, infos, raw)
             if observe is not None:
                 observe(plugin.name, "Score", "Success", time.perf_counter() - started)
@@ -689,45 +683,3 @@ class ScoreStage:
                 explain.scores[info.name] = {name: int(s[j]) for name, s in per_plugin}
                 explain.totals[info.name] = int(totals[j])
         return totals
-
-
-class Algorithm:
-    """A filter stage and a score stage together: one whole decision in one call.
-
-    ``podium simulate`` and the daemon drive the two stages through the filter pool and the
-    scoring workers; this class serves tests and tools that want a decision in one call.
-    Arguments as :class:`FilterStage` and :class:`ScoreStage`.
-    """
-
-    def __init__(
-        self,
-        filters: Sequence[FilterPlugin],
-        scorers: Sequence[tuple[ScorePlugin, int]],
-        *,
-        percentage_of_nodes_to_score: int = 0,
-        always_check_all_predicates: bool = False,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.filter_stage = FilterStage(
-            filters,
-            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-            always_check_all_predicates=always_check_all_predicates,
-        )
-        self.score_stage = ScoreStage(scorers, rng=rng)
-
-    @property
-    def next_start_index(self) -> int:
-        return self.filter_stage.next_start_index
-
-    @next_start_index.setter
-    def next_start_index(self, value: int) -> None:
-        self.filter_stage.next_start_index = value
-
-    def schedule(
-        self, pod: PodInfo, snapshot: Snapshot, *, explain: bool = False
-    ) -> ScheduleResult:
-        """Decide where ``pod`` goes on ``snapshot``; never mutates the snapshot."""
-        result, feasible = self.filter_stage.run(pod, snapshot, explain=explain)
-        if not feasible:
-            return result
-        return self.score_stage.run(pod, snapshot, result, feasible, explain=explain)

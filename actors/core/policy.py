@@ -28,7 +28,7 @@ import difflib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from podium.actors.framework.interface import FilterPlugin, PluginArgs, ScorePlugin
 from podium.actors.plugins import names, registry
@@ -181,7 +181,7 @@ def build_plugins(
     *,
     predicate_factory: Callable[[str], registry.PredicateFactory] = registry.predicate_factory,
     priority_factory: Callable[[str], registry.PriorityFactory] = registry.priority_factory,
-) -> tuple[list[FilterPlugin], list[tuple[ScorePlugin, int]]]:
+) -> tuple[list[FilterPlugin[Any]], list[tuple[ScorePlugin[Any], int]]]:
     """Instantiate the plugins of a resolved policy.
 
     Args:
@@ -196,7 +196,7 @@ def build_plugins(
         podium.actors.plugins.registry.PluginModuleMissing: a plugin module is missing.
         TypeError: a factory returned something that is not a FilterPlugin/ScorePlugin.
     """
-    filters: list[FilterPlugin] = []
+    filters: list[FilterPlugin[Any]] = []
     for _, args, canonical in resolved.predicates:
         plugin = predicate_factory(canonical)(args)
         if not isinstance(plugin, FilterPlugin):
@@ -204,7 +204,7 @@ def build_plugins(
                 f"the factory of predicate {canonical} returned {plugin!r}, not a FilterPlugin"
             )
         filters.append(plugin)
-    scorers: list[tuple[ScorePlugin, int]] = []
+    scorers: list[tuple[ScorePlugin[Any], int]] = []
     for args, canonical, weight in resolved.priorities:
         scorer = priority_factory(canonical)(args)
         if not isinstance(scorer, ScorePlugin):

@@ -67,14 +67,14 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from podium.actors.core.equivalence import is_node_local
 from podium.actors.framework.interface import (
-    SKIP,
     Code,
     FilterPlugin,
     PredicateError,
     fit_error_message,
+    run_filter,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -319,14 +319,14 @@ class PredicateFitCheck:
     """
 
     def __init__(
-        self, filters: Sequence[FilterPlugin], nominated: NominatedPods | None = None
+        self, filters: Sequence[FilterPlugin[Any]], nominated: NominatedPods | None = None
     ) -> None:
         self.filters = list(filters)
         self.nominated = nominated
         # The node-local predicates' metadata depends on the pod alone: made once per pod,
         # not once per node examined (preemption may check every node several times).
-        self._local = {id(p) for p in self.filters if is_node_local(p)}
-        self._metas: dict[int, object] = {}
+        self._local = {id(p) for p in self.filters if p.node_local}
+        self._metas: dict[int, Any] = {}
         self._metas_pod: PodInfo | None = None
 
     def __call__(self, pod: PodInfo, node_info: NodeInfo, snapshot: Snapshot) -> tuple[str, ...]:
@@ -353,10 +353,8 @@ class PredicateFitCheck:
                     return (str(exc),)
                 if id(plugin) in self._local:
                     self._metas[id(plugin)] = meta
-            if meta is SKIP:
-                continue
             try:
-                status = plugin.filter(pod, meta, node_info)
+                status = run_filter(plugin, pod, meta, node_info)
             except PredicateError as exc:
                 # As the class says (selectVictimsOnNode logs it): a misfit, not a crash.
                 return (str(exc),)

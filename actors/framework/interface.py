@@ -1,18 +1,34 @@
-"""The plugin framework: Code, Status, CycleState and the predicate/priority Protocols.
+"""The plugin framework: Code, Status, the predicate/priority Protocols and the rules that run them.
 
 Kubernetes counterparts: pkg/scheduler/algorithm/predicates (FitPredicate, PredicateMetadata),
 pkg/scheduler/algorithm/priorities (PriorityMapFunction/ReduceFunction) at v1.14, written in the
-shape of the later framework (pkg/scheduler/framework/interface.go).
+shape of the later framework (pkg/scheduler/framework/interface.go, whose ``runFilterPlugin``
+:func:`run_filter` mirrors).
 
-A predicate is a :class:`FilterPlugin`. Per pod, the scheduler calls ``pre_filter`` once (the
-v1.14 "predicate metadata"), then ``filter`` per node. A plugin that can answer for every node
-at once over the numpy node columns also implements ``filter_columns`` (a
-:class:`VectorFilterPlugin`); both forms must give the same answer and the same reasons, and
-the tests hold them to it.
+A predicate is a :class:`FilterPlugin` generic over its metadata type ``M`` (a plugin declares
+``class PodMatchNodeSelector(VectorFilterPlugin[NodeConstraints])``). Per pod, the scheduler
+calls ``pre_filter`` once (the v1.14 "predicate metadata"), then ``filter`` per node. A plugin
+that can answer for every node at once over the numpy node columns also implements
+``filter_columns`` (a :class:`VectorFilterPlugin`); both forms must give the same answer and
+the same reasons, and the tests hold them to it.
 
 A priority is a :class:`ScorePlugin`: ``pre_score`` once per pod, ``score`` (the map step)
 per feasible node, ``normalize`` (the reduce step) once over all feasible nodes, giving
 integers in [0, MAX_PRIORITY]. ``score_columns`` is the vector form of the map step.
+
+The contract, which the framework keeps (every caller goes through :func:`run_filter`,
+:func:`run_filter_columns`, :func:`run_score` and :func:`run_score_columns`):
+
+- ``pre_filter``/``pre_score`` answer ``M`` or :data:`SKIP`. After SKIP, ``filter`` and
+  ``filter_columns`` are not called (the predicate passes on every node), nor are ``score``
+  and ``score_columns`` (every map score is 0); ``normalize`` and ``normalize_columns`` are,
+  and are handed SKIP as their ``meta``.
+- Otherwise ``filter``/``score`` and their vector forms get exactly what ``pre_filter``/
+  ``pre_score`` answered for this pod: never ``None`` in its place, never another pod's.
+- A row without a Node object (a NodeInfo whose ``node`` is None: pods name a node the cache
+  does not know, v1.14's "node not found") is answered by the framework for a predicate that
+  declares :attr:`FilterPlugin.missing_node`, without calling it; every other predicate is
+  called and judges the row as a node without labels, conditions or taints.
 """
 
 from __future__ import annotations
@@ -20,13 +36,14 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
 
 from podium.protocol.errors import PodiumError
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
 
     from podium.actors.framework.columns import NodeColumns
@@ -34,27 +51,37 @@ if TYPE_CHECKING:
     from podium.actors.framework.snapshot import Snapshot
 
 __all__ = [
+    "ERR_NODE_NOT_FOUND",
     "MAX_PRIORITY",
+    "NODE_NOT_FOUND",
     "NO_NODES_AVAILABLE",
     "SKIP",
     "SUCCESS",
     "ArrayNormalizePlugin",
     "Code",
-    "CycleState",
     "FilterPlugin",
     "PluginArgs",
     "PredicateError",
     "ReasonMasks",
     "ScorePlugin",
+    "Skip",
     "Status",
     "VectorFilterPlugin",
     "VectorScorePlugin",
     "fit_error_message",
+    "reasons_of",
+    "run_filter",
+    "run_filter_columns",
+    "run_score",
+    "run_score_columns",
     "unschedulable",
 ]
 
 MAX_PRIORITY = 10
 """Kubernetes v1.14 ``schedulerapi.MaxPriority``: every normalised score lies in [0, 10]."""
+
+M = TypeVar("M")
+"""A plugin's metadata type: what its ``pre_filter``/``pre_score`` hands its other calls."""
 
 
 class Code(enum.IntEnum):
@@ -91,23 +118,25 @@ def unschedulable(*reasons: str, resolvable: bool = True) -> Status:
     return Status(code, reasons)
 
 
-class _Skip:
-    """Returned by ``pre_filter``/``pre_score`` when the plugin has nothing to do for this pod."""
+ERR_NODE_NOT_FOUND = "node not found"
+"""The error v1.14's predicates return for a NodeInfo without a Node (``fmt.Errorf``)."""
+
+NODE_NOT_FOUND = Status(Code.ERROR, (ERR_NODE_NOT_FOUND,))
+"""The :attr:`FilterPlugin.missing_node` of a predicate that reads the Node object."""
+
+
+class Skip(enum.Enum):
+    """The type of :data:`SKIP` (one member, so that ``meta is SKIP`` narrows ``M | Skip``)."""
+
+    SKIP = "SKIP"
 
     def __repr__(self) -> str:
         return "SKIP"
 
 
-SKIP = _Skip()
+SKIP: Final = Skip.SKIP
 """A ``pre_filter`` result meaning "this predicate passes on every node for this pod";
 a ``pre_score`` result meaning "this priority gives every node the same map score (0)"."""
-
-
-@dataclass(slots=True)
-class CycleState:
-    """Per-pod data shared by the calls of one scheduling attempt, keyed by plugin name."""
-
-    data: dict[str, object] = field(default_factory=dict)
 
 
 # (reason, fail_mask) pairs in the order the scalar form appends its reasons. A node fails the
@@ -116,21 +145,30 @@ ReasonMasks = list[tuple[str, "npt.NDArray[np.bool_]"]]
 
 
 @runtime_checkable
-class FilterPlugin(Protocol):
-    """A predicate (v1.14 FitPredicate).
-
-    A predicate whose answer for a node depends only on the pod's spec and that node's
-    NodeInfo sets the class attribute ``node_local = True``: pods with the same spec then share
-    its verdicts (:mod:`podium.actors.core.equivalence`).
-    """
+class FilterPlugin(Protocol[M]):
+    """A predicate (v1.14 FitPredicate) whose metadata is an ``M``."""
 
     name: str
+    """The name it reports under (a rejection's plugin, the plugin metrics)."""
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    node_local: bool = False
+    """True when the answer for a node depends only on the pod's spec and that node's
+    NodeInfo (not on other nodes, pods elsewhere or cluster objects): pods with the same spec
+    then share its verdicts (:mod:`podium.actors.core.equivalence`), and its metadata is made
+    once per pod however many what-if snapshots preemption checks."""
+
+    missing_node: Status | None = None
+    """What the predicate answers for a row without a Node object, or ``None`` when it reads
+    only what a NodeInfo keeps without one (its pods, ports, requests) and is called for such a
+    row as for any other. :data:`NODE_NOT_FOUND` (v1.14's error) fails the attempt: the scalar
+    walk counts it per node, the vector walk fails at once. An unschedulable status gives
+    those rows its reasons. Either way ``filter`` and ``filter_columns`` never see such a row."""
+
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> M | Skip:
         """Compute what ``filter`` needs for this pod (v1.14 predicate metadata).
 
         Returns:
-            Anything, handed back to ``filter`` as ``meta``; or :data:`SKIP` when the predicate
+            The metadata handed to ``filter`` as ``meta``; or :data:`SKIP` when the predicate
             passes on every node for this pod (no volumes, no affinity, ...).
 
         Raises:
@@ -138,63 +176,70 @@ class FilterPlugin(Protocol):
         """
         ...
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: M, node: NodeInfo) -> Status:
         """The scalar reference form: can ``pod`` go on ``node``?"""
         ...
 
 
 @runtime_checkable
-class VectorFilterPlugin(FilterPlugin, Protocol):
+class VectorFilterPlugin(FilterPlugin[M], Protocol[M]):
     """A predicate that can also answer for every node at once."""
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(self, pod: PodInfo, meta: M, cols: NodeColumns) -> ReasonMasks:
         """For every row of ``cols``: the reasons it fails, as (reason, mask) pairs.
 
-        Must agree with :meth:`filter` on every row, reasons and their order included.
+        Must agree with :meth:`filter` on every row, reasons and their order included (rows
+        without a Node object aside, see :attr:`FilterPlugin.missing_node`).
         """
         ...
 
 
 @runtime_checkable
-class ScorePlugin(Protocol):
-    """A priority (v1.14 PriorityConfig with Map and Reduce)."""
+class ScorePlugin(Protocol[M]):
+    """A priority (v1.14 PriorityConfig with Map and Reduce) whose metadata is an ``M``."""
 
     name: str
+    """The name it reports under (explain's scores, the plugin metrics)."""
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
-        """Compute what ``score`` needs for this pod over the feasible ``nodes``."""
+    node_local: bool = False
+    """True when a node's map score depends only on the pod's spec and that node: it is then
+    kept per class of pods with the same spec (:class:`~podium.actors.core.equivalence.ScoreCache`)."""
+
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> M | Skip:
+        """Compute what ``score`` needs for this pod over the feasible ``nodes``; :data:`SKIP`
+        when every node's map score is 0."""
         ...
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: M, node: NodeInfo) -> int:
         """The map step: this node's raw score."""
         ...
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: M | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         """The reduce step: raw scores (one per node, in ``nodes`` order) to [0, 10]."""
         ...
 
 
 @runtime_checkable
-class VectorScorePlugin(ScorePlugin, Protocol):
+class VectorScorePlugin(ScorePlugin[M], Protocol[M]):
     """A priority whose map step can run over the node columns."""
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: M, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         """Raw map scores for ``rows`` of ``cols``; must equal :meth:`score` row by row."""
         ...
 
 
 @runtime_checkable
-class ArrayNormalizePlugin(Protocol):
+class ArrayNormalizePlugin(VectorScorePlugin[M], Protocol[M]):
     """A vector priority whose reduce step also runs on an array of map scores."""
 
     def normalize_columns(
         self,
         pod: PodInfo,
-        meta: object,
+        meta: M | Skip,
         nodes: Sequence[NodeInfo],
         scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
@@ -204,6 +249,76 @@ class ArrayNormalizePlugin(Protocol):
 
 class PredicateError(PodiumError):
     """A predicate could not be evaluated; the attempt fails with result=error and this text."""
+
+
+# --------------------------------------------------------------------------- running plugins
+
+
+def run_filter(plugin: FilterPlugin[M], pod: PodInfo, meta: M | Skip, node: NodeInfo) -> Status:
+    """One predicate on one row, as the framework runs it (see the module docstring).
+
+    Args:
+        plugin: the predicate.
+        pod: the pod being scheduled.
+        meta: what ``plugin.pre_filter`` answered for ``pod``.
+        node: the row.
+
+    Returns:
+        SUCCESS after SKIP; the predicate's :attr:`~FilterPlugin.missing_node` for a row
+        without a Node object; else the predicate's own answer.
+    """
+    if meta is SKIP:
+        return SUCCESS
+    if node.node is None and plugin.missing_node is not None:
+        return plugin.missing_node
+    return plugin.filter(pod, meta, node)
+
+
+def run_filter_columns(
+    plugin: VectorFilterPlugin[M], pod: PodInfo, meta: M | Skip, cols: NodeColumns
+) -> ReasonMasks:
+    """One predicate's vector form over every row, as the framework runs it.
+
+    Raises:
+        PredicateError: some row lacks a Node object and the predicate's
+            :attr:`~FilterPlugin.missing_node` is an error (its text).
+    """
+    if meta is SKIP:
+        return []
+    missing = plugin.missing_node
+    if missing is None or cols.has_node.all():
+        return plugin.filter_columns(pod, meta, cols)
+    if missing.code is Code.ERROR:
+        raise PredicateError("; ".join(missing.reasons))
+    has_node = cols.has_node
+    without = ~has_node
+    masks: ReasonMasks = [(reason, without) for reason in missing.reasons]
+    masks.extend(
+        (reason, fails & has_node) for reason, fails in plugin.filter_columns(pod, meta, cols)
+    )
+    return masks
+
+
+def run_score(
+    plugin: ScorePlugin[M], pod: PodInfo, meta: M | Skip, nodes: Sequence[NodeInfo]
+) -> list[int]:
+    """One priority's map step over ``nodes``: 0 for every node after SKIP."""
+    if meta is SKIP:
+        return [0] * len(nodes)
+    return [plugin.score(pod, meta, node) for node in nodes]
+
+
+def run_score_columns(
+    plugin: VectorScorePlugin[M],
+    pod: PodInfo,
+    meta: M | Skip,
+    cols: NodeColumns,
+    rows: npt.NDArray[np.intp],
+) -> npt.NDArray[np.int64]:
+    """One priority's vector map step over ``rows``: 0 for every row after SKIP."""
+    if meta is SKIP:
+        return np.zeros(len(rows), dtype=np.int64)
+    return plugin.score_columns(pod, meta, cols, rows)
 
 
 def reasons_of(masks: Sequence[tuple[str, npt.NDArray[np.bool_]]], row: int) -> tuple[str, ...]:

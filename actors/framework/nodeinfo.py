@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from podium.protocol.objects import (
     Container,
     Node,
+    NodeCondition,
     Pod,
     Taint,
     namespace_or_default,
@@ -281,6 +282,15 @@ class NodeInfo:
     @property
     def labels(self) -> dict[str, str]:
         return self.node.metadata.labels if self.node is not None else {}
+
+    @property
+    def conditions(self) -> list[NodeCondition]:
+        return self.node.status.conditions if self.node is not None else []
+
+    @property
+    def unschedulable(self) -> bool:
+        """``spec.unschedulable`` (a cordoned node)."""
+        return self.node is not None and self.node.spec.unschedulable
 
     def add_pod(self, pod: PodInfo) -> None:
         self.pods.append(pod)

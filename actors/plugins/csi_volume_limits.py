@@ -31,6 +31,7 @@ from podium.actors.framework.interface import (
     FilterPlugin,
     PluginArgs,
     PredicateError,
+    Skip,
     Status,
     unschedulable,
 )
@@ -134,7 +135,7 @@ def _volume_limits(node: NodeInfo) -> dict[str, int]:
     }
 
 
-class CSIMaxVolumeLimit(FilterPlugin):
+class CSIMaxVolumeLimit(FilterPlugin[_Meta]):
     """v1.14 ``CSIMaxVolumeLimitChecker`` (see the module docstring).
 
     ``pre_filter`` resolves the new pod's CSI volumes once and answers SKIP when there are none.
@@ -143,7 +144,7 @@ class CSIMaxVolumeLimit(FilterPlugin):
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> _Meta | Skip:
         new_volumes: dict[VolumeKey, str] = {}
         try:
             _filter_attachable(pod.pod.spec.volumes, pod.namespace, snapshot.objects, new_volumes)
@@ -153,11 +154,7 @@ class CSIMaxVolumeLimit(FilterPlugin):
             return SKIP
         return _Meta(new_volumes, snapshot.objects)
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if meta is SKIP:
-            return SUCCESS
-        if not isinstance(meta, _Meta):
-            raise TypeError(f"{self.name}.filter needs the metadata from pre_filter")
+    def filter(self, pod: PodInfo, meta: _Meta, node: NodeInfo) -> Status:
         limits = _volume_limits(node)
         # v1.14 looks at the node's limits before it resolves the pod's volumes.
         if not limits:

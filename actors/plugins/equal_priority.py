@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import PluginArgs, Skip, VectorScorePlugin
 from podium.actors.plugins import names
 
 if TYPE_CHECKING:
@@ -32,25 +32,25 @@ EQUAL_SCORE = 1
 """The map score of every node."""
 
 
-class EqualPriority(VectorScorePlugin):
+class EqualPriority(VectorScorePlugin[None]):
     """EqualPriority (map only): 1 everywhere."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> None:
         return None
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: None, node: NodeInfo) -> int:
         return EQUAL_SCORE
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: Skip | None, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return list(scores)
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: None, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         return np.full(len(rows), EQUAL_SCORE, dtype=np.int64)
 

@@ -15,6 +15,8 @@ status is unresolvable when any failing sub-check is (HostName, MatchNodeSelecto
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
@@ -25,6 +27,8 @@ from podium.actors.framework.interface import (
     ReasonMasks,
     Status,
     VectorFilterPlugin,
+    run_filter,
+    run_filter_columns,
     unschedulable,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
@@ -35,44 +39,71 @@ from podium.actors.plugins.node_ports import PodFitsHostPorts
 from podium.actors.plugins.node_resources_fit import PodFitsResources
 from podium.actors.plugins.node_selector import PodMatchNodeSelector
 
-__all__ = ["FACTORIES", "NAME", "GeneralPredicates"]
+__all__ = ["FACTORIES", "NAME", "GeneralPredicates", "SubCheck"]
 
 NAME = names.GENERAL_PREDICATES
 
+S = TypeVar("S")
 
-class GeneralPredicates(VectorFilterPlugin):
-    """v1.14 ``GeneralPredicates`` (see the module docstring)."""
+
+class SubCheck(Protocol):
+    """One sub-check bound to the pod's metadata for it (what ``pre_filter`` answers)."""
+
+    def filter(self, pod: PodInfo, node: NodeInfo) -> Status: ...
+
+    def filter_columns(self, pod: PodInfo, cols: NodeColumns) -> ReasonMasks: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound(Generic[S]):
+    """A :class:`SubCheck`: the plugin and its metadata, typed together."""
+
+    plugin: VectorFilterPlugin[S]
+    meta: S
+
+    def filter(self, pod: PodInfo, node: NodeInfo) -> Status:
+        return run_filter(self.plugin, pod, self.meta, node)
+
+    def filter_columns(self, pod: PodInfo, cols: NodeColumns) -> ReasonMasks:
+        return run_filter_columns(self.plugin, pod, self.meta, cols)
+
+
+def _bind(plugin: VectorFilterPlugin[S], pod: PodInfo, snapshot: Snapshot) -> SubCheck | None:
+    meta = plugin.pre_filter(pod, snapshot)
+    return None if meta is SKIP else _Bound(plugin, meta)
+
+
+class GeneralPredicates(VectorFilterPlugin[tuple[SubCheck, ...]]):
+    """v1.14 ``GeneralPredicates`` (see the module docstring).
+
+    ``pre_filter`` answers the sub-checks that did not SKIP, in order, each with its metadata.
+    Never SKIP as a whole: PodFitsResources always checks the pod count.
+    """
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         # noncriticalPredicates, then EssentialPredicates, in v1.14's order.
-        self.checks: tuple[VectorFilterPlugin, ...] = (
-            PodFitsResources(PluginArgs(names.POD_FITS_RESOURCES)),
-            PodFitsHost(PluginArgs(names.HOST_NAME)),
-            PodFitsHostPorts(PluginArgs(names.POD_FITS_HOST_PORTS)),
-            PodMatchNodeSelector(PluginArgs(names.MATCH_NODE_SELECTOR)),
+        self.resources = PodFitsResources(PluginArgs(names.POD_FITS_RESOURCES))
+        self.host = PodFitsHost(PluginArgs(names.HOST_NAME))
+        self.ports = PodFitsHostPorts(PluginArgs(names.POD_FITS_HOST_PORTS))
+        self.selector = PodMatchNodeSelector(PluginArgs(names.MATCH_NODE_SELECTOR))
+
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> tuple[SubCheck, ...]:
+        checks = (
+            _bind(self.resources, pod, snapshot),
+            _bind(self.host, pod, snapshot),
+            _bind(self.ports, pod, snapshot),
+            _bind(self.selector, pod, snapshot),
         )
+        return tuple(check for check in checks if check is not None)
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
-        # One meta per sub-check; a sub-check's SKIP is kept and honoured in filter.
-        # Never SKIP as a whole: PodFitsResources always checks the pod count.
-        return tuple(check.pre_filter(pod, snapshot) for check in self.checks)
-
-    def _metas(self, pod: PodInfo, meta: object) -> tuple[object, ...]:
-        if isinstance(meta, tuple) and len(meta) == len(self.checks):
-            return meta
-        return tuple(None for _ in self.checks)
-
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: tuple[SubCheck, ...], node: NodeInfo) -> Status:
         reasons: list[str] = []
         resolvable = True
-        for check, sub_meta in zip(self.checks, self._metas(pod, meta), strict=True):
-            if sub_meta is SKIP:
-                continue
-            status = check.filter(pod, sub_meta, node)
+        for check in meta:
+            status = check.filter(pod, node)
             if status.code is Code.ERROR:
                 return status
             if not status.is_success:
@@ -80,11 +111,12 @@ class GeneralPredicates(VectorFilterPlugin):
                 resolvable = resolvable and status.code is Code.UNSCHEDULABLE
         return unschedulable(*reasons, resolvable=resolvable) if reasons else SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(
+        self, pod: PodInfo, meta: tuple[SubCheck, ...], cols: NodeColumns
+    ) -> ReasonMasks:
         masks: ReasonMasks = []
-        for check, sub_meta in zip(self.checks, self._metas(pod, meta), strict=True):
-            if sub_meta is not SKIP:
-                masks.extend(check.filter_columns(pod, sub_meta, cols))
+        for check in meta:
+            masks.extend(check.filter_columns(pod, cols))
         return masks
 
 

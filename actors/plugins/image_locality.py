@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import (
+    MAX_PRIORITY,
+    SKIP,
+    PluginArgs,
+    Skip,
+    VectorScorePlugin,
+)
 from podium.actors.plugins import names
 
 if TYPE_CHECKING:
@@ -76,13 +82,15 @@ class _Meta:
     images: tuple[tuple[str, float], ...]  # (normalised name, numNodes / totalNumNodes)
 
 
-class ImageLocality(VectorScorePlugin):
+class ImageLocality(VectorScorePlugin[_Meta]):
     """ImageLocalityPriority (map only)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+    ) -> _Meta | Skip:
         """The spread of each container image; :data:`SKIP` when no node holds any of them."""
         states = snapshot.image_states()
         total = len(snapshot)
@@ -94,8 +102,8 @@ class ImageLocality(VectorScorePlugin):
                 images.append((name, float(state.num_nodes) / float(total)))
         return _Meta(tuple(images)) if images else SKIP
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
-        if not isinstance(meta, _Meta) or node.node is None:
+    def score(self, pod: PodInfo, meta: _Meta, node: NodeInfo) -> int:
+        if node.node is None:
             return 0
         sizes: dict[str, int] = {}
         for image in node.node.status.images:
@@ -107,20 +115,22 @@ class ImageLocality(VectorScorePlugin):
         return calculate_priority(total)
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: _Meta | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return list(scores)
 
     def normalize_columns(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+        self,
+        pod: PodInfo,
+        meta: _Meta | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         return scores
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: _Meta, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
-        if not isinstance(meta, _Meta):
-            return np.zeros(len(rows), dtype=np.int64)
         total = np.zeros(len(rows), dtype=np.int64)
         for name, spread in meta.images:
             sizes = cols.image_sizes(name)[rows]

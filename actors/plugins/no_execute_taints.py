@@ -18,6 +18,7 @@ from podium.actors.framework.interface import (
     SUCCESS,
     PluginArgs,
     ReasonMasks,
+    Skip,
     Status,
     VectorFilterPlugin,
     unschedulable,
@@ -40,16 +41,15 @@ ERR_REASON_TAINTS_NOT_TOLERATED = "node(s) had taints that the pod didn't tolera
 _EFFECTS = frozenset({"NoExecute"})
 
 
-class NoExecuteTaints(VectorFilterPlugin):
+class NoExecuteTaints(VectorFilterPlugin[None]):
     """v1.14 PodToleratesNodeNoExecuteTaints (see the module docstring)."""
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> Skip | None:
         # A toleration with no key, operator Exists and effect "" or NoExecute tolerates every
         # NoExecute taint, so the predicate passes on every node.
         for t in pod.pod.spec.tolerations:
@@ -57,12 +57,12 @@ class NoExecuteTaints(VectorFilterPlugin):
                 return SKIP
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         if tolerations_tolerate_taints(pod.pod.spec.tolerations, node.taints, _EFFECTS):
             return SUCCESS
         return unschedulable(ERR_REASON_TAINTS_NOT_TOLERATED, resolvable=False)
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         tolerated = taint_sets_tolerated(pod.pod.spec.tolerations, cols.taint_sets, _EFFECTS)
         return [(ERR_REASON_TAINTS_NOT_TOLERATED, ~tolerated[cols.taint_set])]
 

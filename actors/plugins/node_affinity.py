@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import SKIP, PluginArgs, PredicateError, VectorScorePlugin
+from podium.actors.framework.interface import (
+    SKIP,
+    PluginArgs,
+    PredicateError,
+    Skip,
+    VectorScorePlugin,
+)
 from podium.actors.plugins import names
 from podium.actors.plugins.reduce import normalize_reduce, normalize_reduce_array
 from podium.protocol.labels import (
@@ -79,16 +85,17 @@ class _Term:
         )
 
 
-class NodeAffinity(VectorScorePlugin):
+class NodeAffinity(VectorScorePlugin[tuple[_Term, ...]]):
     """NodeAffinityPriority: map = matched weights, reduce = NormalizeReduce(10, false)."""
 
     node_local = True
-    """A node's map score depends only on the pod's spec and that node (equivalence)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+    ) -> tuple[_Term, ...] | Skip:
         """The pod's weighted terms; :data:`SKIP` when it has none (every node scores 0).
 
         Raises:
@@ -110,30 +117,34 @@ class NodeAffinity(VectorScorePlugin):
             terms.append(_Term(pref.weight, reqs))
         return tuple(terms) if terms else SKIP
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
-        if not isinstance(meta, tuple):
-            return 0
+    def score(self, pod: PodInfo, meta: tuple[_Term, ...], node: NodeInfo) -> int:
         labels = node.labels
-        return sum(t.weight for t in meta if isinstance(t, _Term) and t.matches(labels))
+        return sum(t.weight for t in meta if t.matches(labels))
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self,
+        pod: PodInfo,
+        meta: tuple[_Term, ...] | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: list[int],
     ) -> list[int]:
         return normalize_reduce(scores, reverse=False)
 
     def normalize_columns(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+        self,
+        pod: PodInfo,
+        meta: tuple[_Term, ...] | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         return normalize_reduce_array(scores, reverse=False)
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: tuple[_Term, ...], cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         total = np.zeros(len(rows), dtype=np.int64)
-        if not isinstance(meta, tuple):
-            return total
         for term in meta:
-            if not isinstance(term, _Term) or not term.requirements:
+            if not term.requirements:
                 continue
             match = np.ones(len(rows), dtype=bool)
             for req in term.requirements:

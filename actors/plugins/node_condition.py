@@ -55,33 +55,31 @@ ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 
 
-class NodeCondition(VectorFilterPlugin):
+class NodeCondition(VectorFilterPlugin[None]):
     """v1.14 CheckNodeConditionPredicate (see the module docstring)."""
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+    missing_node = unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         """Nothing to precompute: the predicate reads only the node."""
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if node.node is None:
-            return unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         reasons: list[str] = []
-        for cond in node.node.status.conditions:
+        for cond in node.conditions:
             if cond.type == "Ready" and cond.status != "True":
                 reasons.append(ERR_REASON_NOT_READY)
             elif cond.type == "NetworkUnavailable" and cond.status != "False":
                 reasons.append(ERR_REASON_NETWORK_UNAVAILABLE)
-        if node.node.spec.unschedulable:
+        if node.unschedulable:
             reasons.append(ERR_REASON_UNSCHEDULABLE)
         return unschedulable(*reasons, resolvable=False) if reasons else SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         # The boolean columns describe a node that lists each condition type at most once;
         # the rare node listing one twice is re-checked by the scalar form below.
         regular = ~cols.duplicate_conditions
@@ -90,29 +88,25 @@ class NodeCondition(VectorFilterPlugin):
         # Both failing: the reasons come in the order the node lists the two conditions.
         network_first = not_ready & network & cols.network_before_ready
         masks: ReasonMasks = [
-            (ERR_REASON_UNKNOWN_CONDITION, ~cols.has_node),
             (ERR_REASON_NETWORK_UNAVAILABLE, network_first),
             (ERR_REASON_NOT_READY, not_ready),
             (ERR_REASON_NETWORK_UNAVAILABLE, network & ~network_first),
             (ERR_REASON_UNSCHEDULABLE, cols.unschedulable & regular),
         ]
-        masks.extend(
-            _scalar_masks(self, pod, meta, cols, np.flatnonzero(cols.duplicate_conditions))
-        )
+        masks.extend(self._scalar_masks(pod, cols, np.flatnonzero(cols.duplicate_conditions)))
         return masks
 
-
-def _scalar_masks(
-    plugin: NodeCondition, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
-) -> ReasonMasks:
-    """One-hot (reason, mask) pairs for ``rows``, each answered by the scalar form."""
-    masks: ReasonMasks = []
-    for row in rows.tolist():
-        for reason in plugin.filter(pod, meta, cols.infos[row]).reasons:
-            mask = np.zeros(cols.n, dtype=bool)
-            mask[row] = True
-            masks.append((reason, mask))
-    return masks
+    def _scalar_masks(
+        self, pod: PodInfo, cols: NodeColumns, rows: npt.NDArray[np.intp]
+    ) -> ReasonMasks:
+        """One-hot (reason, mask) pairs for ``rows``, each answered by the scalar form."""
+        masks: ReasonMasks = []
+        for row in rows.tolist():
+            for reason in self.filter(pod, None, cols.infos[row]).reasons:
+                mask = np.zeros(cols.n, dtype=bool)
+                mask[row] = True
+                masks.append((reason, mask))
+        return masks
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], NodeCondition]] = {NAME: NodeCondition}

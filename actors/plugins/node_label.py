@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, Skip, VectorScorePlugin
 from podium.actors.plugins import names
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ __all__ = ["FACTORIES", "NAME", "NodeLabel"]
 NAME = names.NODE_LABEL
 
 
-class NodeLabel(VectorScorePlugin):
+class NodeLabel(VectorScorePlugin[None]):
     """NodeLabelPriority (map only), configured by ``PluginArgs.label`` and ``.presence``."""
 
     def __init__(self, args: PluginArgs) -> None:
@@ -38,19 +38,19 @@ class NodeLabel(VectorScorePlugin):
         self.label = args.label
         self.presence = args.presence
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> None:
         return None
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: None, node: NodeInfo) -> int:
         return MAX_PRIORITY if (self.label in node.labels) == self.presence else 0
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: Skip | None, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return list(scores)
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: None, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         codes, _ = cols.label(self.label)
         has_label = codes[rows] >= 0

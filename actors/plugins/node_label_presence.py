@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from podium.actors.framework.interface import (
+    NODE_NOT_FOUND,
     SUCCESS,
-    Code,
     PluginArgs,
-    PredicateError,
     ReasonMasks,
     Status,
     VectorFilterPlugin,
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from podium.actors.framework.snapshot import Snapshot
 
 __all__ = [
-    "ERR_NODE_NOT_FOUND",
     "ERR_REASON_LABEL_PRESENCE",
     "FACTORIES",
     "NAME",
@@ -45,35 +43,29 @@ __all__ = [
 NAME = names.CHECK_NODE_LABEL_PRESENCE
 
 ERR_REASON_LABEL_PRESENCE = "node(s) didn't have the requested labels"
-ERR_NODE_NOT_FOUND = "node not found"
-"""The error v1.14 returns for a NodeInfo without a Node (the attempt fails with it)."""
 
 
-class NodeLabelPresence(VectorFilterPlugin):
+class NodeLabelPresence(VectorFilterPlugin[None]):
     """v1.14 CheckNodeLabelPresence, configured by ``labelsPresence`` (see the module docstring)."""
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+    missing_node = NODE_NOT_FOUND
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self.labels = args.labels
         self.presence = args.presence
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if node.node is None:
-            return Status(Code.ERROR, (ERR_NODE_NOT_FOUND,))
-        node_labels = node.node.metadata.labels
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
+        node_labels = node.labels
         if any((key in node_labels) != self.presence for key in self.labels):
             return unschedulable(ERR_REASON_LABEL_PRESENCE, resolvable=False)
         return SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        if not cols.has_node.all():
-            raise PredicateError(ERR_NODE_NOT_FOUND)
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         violated = np.zeros(cols.n, dtype=bool)
         for key in self.labels:
             codes, _ = cols.label(key)

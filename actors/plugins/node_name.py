@@ -2,7 +2,8 @@
 
 Kubernetes: pkg/scheduler/algorithm/predicates/predicates.go@v1.14.0 (``PodFitsHost``) and
 error.go@v1.14.0 (``ErrPodNotMatchHostName``). A pod without ``spec.nodeName`` fits every
-node; the failure is unresolvable (preemption cannot change a node's name).
+node; the failure is unresolvable (preemption cannot change a node's name). For a pod that
+names a node, a row without a Node object is v1.14's "node not found" error.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import numpy as np
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
+    NODE_NOT_FOUND,
     SKIP,
     SUCCESS,
-    Code,
     PluginArgs,
-    PredicateError,
     ReasonMasks,
+    Skip,
     Status,
     VectorFilterPlugin,
     unschedulable,
@@ -27,45 +28,36 @@ from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 
-__all__ = ["ERR_NODE_NOT_FOUND", "ERR_REASON_HOST_NAME", "FACTORIES", "NAME", "PodFitsHost"]
+__all__ = ["ERR_REASON_HOST_NAME", "FACTORIES", "NAME", "PodFitsHost"]
 
 NAME = names.HOST_NAME
 
 ERR_REASON_HOST_NAME = "node(s) didn't match the requested hostname"
-ERR_NODE_NOT_FOUND = "node not found"
-"""The error (not a misfit) v1.14 returns for a NodeInfo without a Node."""
 
 
-class PodFitsHost(VectorFilterPlugin):
-    """v1.14 ``PodFitsHost``: ``spec.nodeName`` empty or equal to the node's name."""
+class PodFitsHost(VectorFilterPlugin[str]):
+    """v1.14 ``PodFitsHost``: ``spec.nodeName`` empty or equal to the node's name.
+
+    ``pre_filter`` answers the wanted node's name, or SKIP for a pod that names none.
+    """
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+    missing_node = NODE_NOT_FOUND
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> str | Skip:
         return pod.node_name or SKIP
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        wanted = pod.node_name
-        if not wanted:
-            return SUCCESS
-        if node.node is None:
-            return Status(Code.ERROR, (ERR_NODE_NOT_FOUND,))
-        if wanted == node.name:
+    def filter(self, pod: PodInfo, meta: str, node: NodeInfo) -> Status:
+        if meta == node.name:
             return SUCCESS
         return unschedulable(ERR_REASON_HOST_NAME, resolvable=False)
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        wanted = pod.node_name
-        if not wanted:
-            return []
-        if not cols.has_node.all():
-            raise PredicateError(ERR_NODE_NOT_FOUND)
+    def filter_columns(self, pod: PodInfo, meta: str, cols: NodeColumns) -> ReasonMasks:
         fails = np.ones(cols.n, dtype=bool)
-        row = cols.index.get(wanted)
+        row = cols.index.get(meta)
         if row is not None:
             fails[row] = False
         return [(ERR_REASON_HOST_NAME, fails)]

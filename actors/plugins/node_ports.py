@@ -29,6 +29,7 @@ from podium.actors.framework.interface import (
     SUCCESS,
     PluginArgs,
     ReasonMasks,
+    Skip,
     Status,
     VectorFilterPlugin,
     unschedulable,
@@ -85,39 +86,34 @@ def ports_conflict(used: Iterable[HostPort], wanted: Iterable[HostPort]) -> bool
     return any(host_port_conflicts(held, w) for w in wanted)
 
 
-class PodFitsHostPorts(VectorFilterPlugin):
-    """v1.14 ``PodFitsHostPorts`` (see the module docstring)."""
+class PodFitsHostPorts(VectorFilterPlugin[tuple[HostPort, ...]]):
+    """v1.14 ``PodFitsHostPorts`` (see the module docstring).
+
+    ``pre_filter`` answers the pod's host ports, sanitised, or SKIP for a pod without any.
+    v1.14 reads only the node's used ports: a NodeInfo without a Node is no error.
+    """
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> tuple[HostPort, ...] | Skip:
         wanted = tuple(sanitize(p) for p in pod.host_ports if p.port > 0)
         return wanted or SKIP
 
-    def _wanted(self, pod: PodInfo, meta: object) -> tuple[HostPort, ...]:
-        if isinstance(meta, tuple):
-            return meta
-        return tuple(sanitize(p) for p in pod.host_ports if p.port > 0)
-
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        # v1.14 reads only the node's used ports here: a NodeInfo without a Node is no error.
-        wanted = self._wanted(pod, meta)
-        if wanted and node.used_ports and ports_conflict(node.used_ports, wanted):
+    def filter(self, pod: PodInfo, meta: tuple[HostPort, ...], node: NodeInfo) -> Status:
+        if node.used_ports and ports_conflict(node.used_ports, meta):
             return unschedulable(ERR_REASON_HOST_PORTS)
         return SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        wanted = self._wanted(pod, meta)
-        if not wanted:
-            return []
+    def filter_columns(
+        self, pod: PodInfo, meta: tuple[HostPort, ...], cols: NodeColumns
+    ) -> ReasonMasks:
         fails = np.zeros(cols.n, dtype=bool)
         # Only rows whose pods hold host ports can conflict; usually a small minority.
         for row in np.flatnonzero(cols.has_used_ports).tolist():
-            if ports_conflict(cols.infos[row].used_ports, wanted):
+            if ports_conflict(cols.infos[row].used_ports, meta):
                 fails[row] = True
         return [(ERR_REASON_HOST_PORTS, fails)]
 

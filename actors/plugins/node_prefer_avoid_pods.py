@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, Skip, VectorScorePlugin
 from podium.actors.plugins import names
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ __all__ = [
     "FACTORIES",
     "NAME",
     "PREFER_AVOID_PODS_ANNOTATION_KEY",
+    "Controller",
     "NodePreferAvoidPods",
     "avoided_controllers",
     "controller_ref",
@@ -61,7 +62,11 @@ class _Invalid(Exception):
     """The annotation does not decode as v1.AvoidPods."""
 
 
-def controller_ref(pod: Pod) -> tuple[str, str] | None:
+Controller = tuple[str, str] | None
+"""(kind, uid) of a pod's avoidable controller, or ``None`` (every node scores 10)."""
+
+
+def controller_ref(pod: Pod) -> Controller:
     """(kind, uid) of the pod's controller when it is a ReplicationController or ReplicaSet.
 
     ``metav1.GetControllerOf``: the first owner reference with ``controller: true``; a pod
@@ -159,52 +164,48 @@ def _node_score(controller: tuple[str, str], annotation: str | None) -> int:
     return 0 if avoided is not None and controller in avoided else MAX_PRIORITY
 
 
-class NodePreferAvoidPods(VectorScorePlugin):
+class NodePreferAvoidPods(VectorScorePlugin[Controller]):
     """NodePreferAvoidPodsPriority (map only)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> Controller:
         """The pod's avoidable controller as (kind, uid), or ``None`` (every node scores 10)."""
         return controller_ref(pod.pod)
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
-        controller = self._controller(pod, meta)
-        if controller is None or node.node is None:
+    def score(self, pod: PodInfo, meta: Controller, node: NodeInfo) -> int:
+        if meta is None or node.node is None:
             return MAX_PRIORITY
         return _node_score(
-            controller, node.node.metadata.annotations.get(PREFER_AVOID_PODS_ANNOTATION_KEY)
+            meta, node.node.metadata.annotations.get(PREFER_AVOID_PODS_ANNOTATION_KEY)
         )
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: Controller | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return list(scores)
 
     def normalize_columns(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+        self,
+        pod: PodInfo,
+        meta: Controller | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         return scores
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: Controller, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
-        controller = self._controller(pod, meta)
-        if controller is None:
+        if meta is None:
             return np.full(len(rows), MAX_PRIORITY, dtype=np.int64)
         codes, vocab = cols.annotation(PREFER_AVOID_PODS_ANNOTATION_KEY)
         # One decision per distinct annotation text; the extra last slot is "no annotation".
         table = np.full(len(vocab) + 1, MAX_PRIORITY, dtype=np.int64)
         for text, code in vocab.items():
-            table[code] = _node_score(controller, text)
+            table[code] = _node_score(meta, text)
         return table[codes[rows]]
-
-    @staticmethod
-    def _controller(pod: PodInfo, meta: object) -> tuple[str, str] | None:
-        if isinstance(meta, tuple):
-            return (str(meta[0]), str(meta[1]))
-        return controller_ref(pod.pod)
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], NodePreferAvoidPods]] = {NAME: NodePreferAvoidPods}

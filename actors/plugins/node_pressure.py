@@ -32,6 +32,7 @@ from podium.actors.framework.interface import (
     SUCCESS,
     PluginArgs,
     ReasonMasks,
+    Skip,
     Status,
     VectorFilterPlugin,
     unschedulable,
@@ -83,18 +84,16 @@ def is_pod_best_effort(pod: PodInfo) -> bool:
 def _last_status(node: NodeInfo, condition_type: str) -> str:
     """The status of the last condition of this type the node lists ("" when none)."""
     status = ""
-    if node.node is not None:
-        for cond in node.node.status.conditions:
-            if cond.type == condition_type:
-                status = cond.status
+    for cond in node.conditions:
+        if cond.type == condition_type:
+            status = cond.status
     return status
 
 
-class PressurePredicate(VectorFilterPlugin):
+class PressurePredicate(VectorFilterPlugin[None]):
     """A node whose ``condition_type`` condition is ``True`` rejects the pod."""
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
 
     condition_type: str
     column: str
@@ -103,15 +102,15 @@ class PressurePredicate(VectorFilterPlugin):
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> Skip | None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         if _last_status(node, self.condition_type) == "True":
             return unschedulable(self.reason, resolvable=False)
         return SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         # The column says "some entry is True", which is the last entry's answer wherever the
         # type is listed once; rows listing a condition type twice are re-checked one by one.
         column: npt.NDArray[np.bool_] = getattr(cols, self.column)
@@ -131,28 +130,9 @@ class NodeMemoryPressure(PressurePredicate):
     column = "memory_pressure"
     reason = ERR_REASON_MEMORY_PRESSURE
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> Skip | None:
         # Only BestEffort pods are affected (v1.14 precomputes this as podBestEffort).
-        return True if is_pod_best_effort(pod) else SKIP
-
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if not _best_effort(pod, meta):
-            return SUCCESS
-        return super().filter(pod, meta, node)
-
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        if not _best_effort(pod, meta):
-            return []
-        return super().filter_columns(pod, meta, cols)
-
-
-def _best_effort(pod: PodInfo, meta: object) -> bool:
-    # ``meta`` is pre_filter's answer (True, or SKIP for a pod that is not BestEffort).
-    if meta is True:
-        return True
-    if meta is SKIP:
-        return False
-    return is_pod_best_effort(pod)
+        return None if is_pod_best_effort(pod) else SKIP
 
 
 class NodeDiskPressure(PressurePredicate):

@@ -15,6 +15,7 @@ Rules:
   ``*kubernetes.io/*``). v1.14 walks the scalars in Go map order, which is random; Podium
   sorts them by name so that reasons are deterministic. A scalar the node does not have counts
   as 0 allocatable.
+- A row without a Node object is v1.14's "node not found" error.
 - The pod request is :attr:`PodInfo.request` (containers summed, init containers maxed, plus
   overhead). v1.14's ``ignoredExtendedResources`` (resources managed by an extender) does not
   exist in Podium.
@@ -28,10 +29,9 @@ import numpy as np
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
+    NODE_NOT_FOUND,
     SUCCESS,
-    Code,
     PluginArgs,
-    PredicateError,
     ReasonMasks,
     Status,
     VectorFilterPlugin,
@@ -42,7 +42,6 @@ from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 
 __all__ = [
-    "ERR_NODE_NOT_FOUND",
     "ERR_REASON_INSUFFICIENT_CPU",
     "ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE",
     "ERR_REASON_INSUFFICIENT_MEMORY",
@@ -55,9 +54,6 @@ __all__ = [
 ]
 
 NAME = names.POD_FITS_RESOURCES
-
-ERR_NODE_NOT_FOUND = "node not found"
-"""The error (not a misfit) v1.14 returns for a NodeInfo without a Node."""
 
 
 def insufficient(resource_name: str) -> str:
@@ -99,28 +95,24 @@ def insufficient_resources(request: Resource, node: NodeInfo) -> list[str]:
     return reasons
 
 
-class PodFitsResources(VectorFilterPlugin):
+class PodFitsResources(VectorFilterPlugin[None]):
     """v1.14 ``PodFitsResources`` (see the module docstring)."""
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+    missing_node = NODE_NOT_FOUND
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         # Never SKIP: the pod count is checked even for a pod that requests nothing.
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if node.node is None:
-            return Status(Code.ERROR, (ERR_NODE_NOT_FOUND,))
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         reasons = insufficient_resources(pod.request, node)
         return unschedulable(*reasons) if reasons else SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        if not cols.has_node.all():
-            raise PredicateError(ERR_NODE_NOT_FOUND)
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         masks: ReasonMasks = [(ERR_REASON_INSUFFICIENT_PODS, cols.pod_count + 1 > cols.alloc_pods)]
         r = pod.request
         if r.is_zero():

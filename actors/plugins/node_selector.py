@@ -13,6 +13,7 @@ Rules:
   NotIn, Exists, DoesNotExist, Gt, Lt) and matchFields (``metadata.name`` In/NotIn with one
   value) are ANDed; a term with neither, or with an invalid requirement, matches nothing.
 - Both must hold. The failure is unresolvable (preemption cannot change a node's labels).
+- A row without a Node object is v1.14's "node not found" error.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ import numpy.typing as npt
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
+    NODE_NOT_FOUND,
     SKIP,
     SUCCESS,
-    Code,
     PluginArgs,
-    PredicateError,
     ReasonMasks,
+    Skip,
     Status,
     VectorFilterPlugin,
     unschedulable,
@@ -39,29 +40,26 @@ from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.protocol.labels import (
+    node_fields,
     node_selector_requirement_matches,
     node_selector_terms_match,
     parse_int64,
     selector_from_set_matches,
 )
-from podium.protocol.objects import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod
+from podium.protocol.objects import NodeSelectorRequirement, NodeSelectorTerm, Pod
 
 __all__ = [
-    "ERR_NODE_NOT_FOUND",
     "ERR_REASON_NODE_SELECTOR",
     "FACTORIES",
     "NAME",
     "NodeConstraints",
     "PodMatchNodeSelector",
     "node_constraints",
-    "pod_matches_node_selector_and_affinity_terms",
 ]
 
 NAME = names.MATCH_NODE_SELECTOR
 
 ERR_REASON_NODE_SELECTOR = "node(s) didn't match node selector"
-ERR_NODE_NOT_FOUND = "node not found"
-"""The error (not a misfit) v1.14 returns for a NodeInfo without a Node."""
 
 _OBJECT_NAME_FIELD = "metadata.name"
 
@@ -85,6 +83,14 @@ class NodeConstraints:
     def is_empty(self) -> bool:
         return not self.node_selector and self.required_terms is None
 
+    def matches(self, labels: Mapping[str, str], name: str) -> bool:
+        """Whether the node ``name`` carrying ``labels`` satisfies both demands."""
+        if self.node_selector and not selector_from_set_matches(self.node_selector, labels):
+            return False
+        return self.required_terms is None or node_selector_terms_match(
+            self.required_terms, labels, node_fields(name)
+        )
+
 
 def node_constraints(pod: Pod) -> NodeConstraints:
     """The pod's nodeSelector and required node affinity terms."""
@@ -97,17 +103,6 @@ def node_constraints(pod: Pod) -> NodeConstraints:
     )
     terms = tuple(required.node_selector_terms) if required is not None else None
     return NodeConstraints(pod.spec.node_selector, terms)
-
-
-def pod_matches_node_selector_and_affinity_terms(pod: Pod, node: Node) -> bool:
-    """v1.14 ``PodMatchesNodeSelectorAndAffinityTerms``."""
-    return _matches(node_constraints(pod), node)
-
-
-def _matches(c: NodeConstraints, node: Node) -> bool:
-    if c.node_selector and not selector_from_set_matches(c.node_selector, node.metadata.labels):
-        return False
-    return c.required_terms is None or node_selector_terms_match(c.required_terms, node)
 
 
 # --------------------------------------------------------------------------- vector form
@@ -217,43 +212,36 @@ def _selector_mask(cols: NodeColumns, selector: Mapping[str, str]) -> BoolArray:
     return ok
 
 
-class PodMatchNodeSelector(VectorFilterPlugin):
-    """v1.14 ``PodMatchNodeSelector`` (see the module docstring)."""
+class PodMatchNodeSelector(VectorFilterPlugin[NodeConstraints]):
+    """v1.14 ``PodMatchNodeSelector`` (see the module docstring).
+
+    ``pre_filter`` answers the pod's constraints, or SKIP for a pod without any.
+    """
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+    missing_node = NODE_NOT_FOUND
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self._ints = _LabelIntegers()
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> NodeConstraints | Skip:
         c = node_constraints(pod.pod)
         return SKIP if c.is_empty else c
 
-    def _constraints(self, pod: PodInfo, meta: object) -> NodeConstraints:
-        return meta if isinstance(meta, NodeConstraints) else node_constraints(pod.pod)
-
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if node.node is None:
-            return Status(Code.ERROR, (ERR_NODE_NOT_FOUND,))
-        if _matches(self._constraints(pod, meta), node.node):
+    def filter(self, pod: PodInfo, meta: NodeConstraints, node: NodeInfo) -> Status:
+        if meta.matches(node.labels, node.name):
             return SUCCESS
         return unschedulable(ERR_REASON_NODE_SELECTOR, resolvable=False)
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        if not cols.has_node.all():
-            raise PredicateError(ERR_NODE_NOT_FOUND)
-        c = self._constraints(pod, meta)
-        if c.is_empty:
-            return []
+    def filter_columns(self, pod: PodInfo, meta: NodeConstraints, cols: NodeColumns) -> ReasonMasks:
         ok = (
-            _selector_mask(cols, c.node_selector)
-            if c.node_selector
+            _selector_mask(cols, meta.node_selector)
+            if meta.node_selector
             else np.ones(cols.n, dtype=bool)
         )
-        if c.required_terms is not None:
-            ok &= _terms_mask(cols, c.required_terms, self._ints)
+        if meta.required_terms is not None:
+            ok &= _terms_mask(cols, meta.required_terms, self._ints)
         return [(ERR_REASON_NODE_SELECTOR, ~ok)]
 
 

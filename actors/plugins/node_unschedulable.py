@@ -61,39 +61,29 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
     )
 
 
-class NodeUnschedulable(VectorFilterPlugin):
+class NodeUnschedulable(VectorFilterPlugin[bool]):
     """v1.14 CheckNodeUnschedulablePredicate (see the module docstring).
 
     ``pre_filter`` answers the pod's half once: whether it tolerates being on a cordoned node.
     """
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+    missing_node = unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> bool:
         return tolerates_unschedulable(pod)
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if node.node is None:
-            return unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
-        if node.node.spec.unschedulable and not _tolerates(pod, meta):
+    def filter(self, pod: PodInfo, meta: bool, node: NodeInfo) -> Status:
+        if node.unschedulable and not meta:
             return unschedulable(ERR_REASON_UNSCHEDULABLE, resolvable=False)
         return SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        cordoned = cols.unschedulable if not _tolerates(pod, meta) else np.zeros(cols.n, dtype=bool)
-        return [
-            (ERR_REASON_UNKNOWN_CONDITION, ~cols.has_node),
-            (ERR_REASON_UNSCHEDULABLE, cordoned),
-        ]
-
-
-def _tolerates(pod: PodInfo, meta: object) -> bool:
-    # ``meta`` is pre_filter's answer; recompute when called without it.
-    return meta if isinstance(meta, bool) else tolerates_unschedulable(pod)
+    def filter_columns(self, pod: PodInfo, meta: bool, cols: NodeColumns) -> ReasonMasks:
+        cordoned = cols.unschedulable if not meta else np.zeros(cols.n, dtype=bool)
+        return [(ERR_REASON_UNSCHEDULABLE, cordoned)]
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], NodeUnschedulable]] = {NAME: NodeUnschedulable}

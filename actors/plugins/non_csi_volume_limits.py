@@ -40,6 +40,7 @@ from podium.actors.framework.interface import (
     FilterPlugin,
     PluginArgs,
     PredicateError,
+    Skip,
     Status,
     unschedulable,
 )
@@ -197,7 +198,7 @@ class _Meta:
     error: str | None = None
 
 
-class MaxPDVolumeCount(FilterPlugin):
+class MaxPDVolumeCount(FilterPlugin[_Meta]):
     """v1.14 ``MaxPDVolumeCountChecker`` for one volume kind (see the module docstring).
 
     ``pre_filter`` resolves the new pod's volumes of this kind once and answers SKIP when it has
@@ -216,7 +217,7 @@ class MaxPDVolumeCount(FilterPlugin):
         self.volume_filter = volume_filter
         self.env_max_volumes = env_max_volumes
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> _Meta | Skip:
         new_volumes: set[VolumeKey] = set()
         try:
             _filter_volumes(
@@ -242,11 +243,7 @@ class MaxPDVolumeCount(FilterPlugin):
             return self.env_max_volumes
         return self.volume_filter.default_limit(node.labels)
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if meta is SKIP:
-            return SUCCESS
-        if not isinstance(meta, _Meta):
-            raise TypeError(f"{self.name}.filter needs the metadata from pre_filter")
+    def filter(self, pod: PodInfo, meta: _Meta, node: NodeInfo) -> Status:
         if meta.error is not None:
             raise PredicateError(meta.error)
         if not meta.new_volumes:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from podium.actors.plugins import names
 from podium.protocol.errors import PodiumError
@@ -46,8 +46,8 @@ __all__ = [
 
 PACKAGE = "podium.actors.plugins"
 
-PredicateFactory = Callable[["PluginArgs"], "FilterPlugin"]
-PriorityFactory = Callable[["PluginArgs"], "ScorePlugin"]
+PredicateFactory = Callable[["PluginArgs"], "FilterPlugin[Any]"]
+PriorityFactory = Callable[["PluginArgs"], "ScorePlugin[Any]"]
 
 PREDICATE_MODULES: Mapping[str, tuple[str, ...]] = {
     "node_condition": (names.CHECK_NODE_CONDITION,),
@@ -88,7 +88,7 @@ PRIORITY_MODULES: Mapping[str, tuple[str, ...]] = {
     "selector_spread": (names.SELECTOR_SPREAD, names.SERVICE_SPREADING),
     "service_anti_affinity": (names.SERVICE_ANTI_AFFINITY,),
     "node_affinity": (names.NODE_AFFINITY,),
-    "inter_pod_affinity_priority": (names.INTER_POD_AFFINITY,),
+    "inter_pod_affinity": (names.INTER_POD_AFFINITY,),
     "taint_toleration_priority": (names.TAINT_TOLERATION,),
     "image_locality": (names.IMAGE_LOCALITY,),
     "node_prefer_avoid_pods": (names.NODE_PREFER_AVOID_PODS,),
@@ -98,8 +98,10 @@ PRIORITY_MODULES: Mapping[str, tuple[str, ...]] = {
 }
 """Priority module (in :data:`PACKAGE`) -> the canonical names its FACTORIES must provide.
 
-A module may appear here and in :data:`PREDICATE_MODULES` (``pod_topology_spread`` holds both
-halves of Kubernetes' PodTopologySpread); its FACTORIES must then provide both sets of names."""
+A module may appear here and in :data:`PREDICATE_MODULES` (the ``inter_pod_affinity`` and
+``pod_topology_spread`` packages hold both halves of a Kubernetes plugin, as Kubernetes'
+interpodaffinity and podtopologyspread packages do); its FACTORIES must then provide both sets
+of names."""
 
 _PREDICATE_OWNER = {name: module for module, owned in PREDICATE_MODULES.items() for name in owned}
 _PRIORITY_OWNER = {name: module for module, owned in PRIORITY_MODULES.items() for name in owned}

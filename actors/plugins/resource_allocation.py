@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import PluginArgs, Skip, VectorScorePlugin
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["ResourceAllocationPriority", "safe_denominator"]
 
 
-class ResourceAllocationPriority(VectorScorePlugin):
+class ResourceAllocationPriority(VectorScorePlugin[None]):
     """Base of the resource priorities: gathers (requested, allocatable) and calls the scorer.
 
     Subclasses implement :meth:`scorer` (Python integers) and :meth:`scorer_columns` (numpy
@@ -41,15 +41,14 @@ class ResourceAllocationPriority(VectorScorePlugin):
     """
 
     node_local = True
-    """A node's map score depends only on the pod's spec and that node (equivalence)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> None:
         return None
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: None, node: NodeInfo) -> int:
         alloc = node.allocatable
         return self.scorer(
             node.non_zero_milli_cpu + pod.non_zero_milli_cpu,
@@ -59,17 +58,21 @@ class ResourceAllocationPriority(VectorScorePlugin):
         )
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: Skip | None, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return list(scores)
 
     def normalize_columns(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+        self,
+        pod: PodInfo,
+        meta: Skip | None,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         return scores
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: None, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         return self.scorer_columns(
             cols.nz_milli_cpu[rows] + pod.non_zero_milli_cpu,

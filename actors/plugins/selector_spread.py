@@ -43,10 +43,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import (
+    MAX_PRIORITY,
+    SKIP,
+    PluginArgs,
+    Skip,
+    VectorScorePlugin,
+)
 from podium.actors.framework.zones import zone_key
 from podium.actors.plugins import names
-from podium.protocol.labels import label_selector_matches, selector_from_set_matches
+from podium.protocol.labels import (
+    Selector,
+    label_selector_as_selector,
+    label_selector_matches,
+    selector_from_set_matches,
+)
 from podium.protocol.objects import (
     LabelSelector,
     LabelSelectorRequirement,
@@ -160,13 +171,11 @@ class Siblings:
 
     Attributes:
         namespace: the pod's namespace.
-        match_labels: the union of the selectors' ``matchLabels``, as (key, value) pairs.
-        expressions: the selectors' ``matchExpressions`` (``None`` when there are none).
+        selector: the merged selector, compiled (``LabelSelectorAsSelector``).
     """
 
     namespace: str
-    match_labels: tuple[tuple[str, str], ...]
-    expressions: LabelSelector | None
+    selector: Selector
 
     @classmethod
     def of(cls, namespace: str, selectors: Sequence[LabelSelector]) -> Siblings | None:
@@ -181,34 +190,17 @@ class Siblings:
                 if required.setdefault(k, v) != v:
                     return None
             exprs.extend(sel.match_expressions)
-        expressions = LabelSelector(match_expressions=exprs) if exprs else None
-        return cls(namespace, tuple(required.items()), expressions)
-
-    def matches(self, pod: PodInfo) -> bool:
-        """Whether an existing pod is a sibling."""
-        if pod.namespace != self.namespace or pod.pod.metadata.deletion_timestamp is not None:
-            return False
-        labels = pod.labels
-        for k, v in self.match_labels:
-            if labels.get(k) != v:
-                return False
-        return self.expressions is None or label_selector_matches(self.expressions, labels)
+        merged = LabelSelector(match_labels=required, match_expressions=exprs)
+        return cls(namespace, label_selector_as_selector(merged))
 
     def count(self, node: NodeInfo) -> int:
         """v1.14 ``countMatchingPods``: the siblings on ``node``."""
-        # matches() inlined: this loop runs over every pod of every feasible node.
-        namespace, required, expressions = self.namespace, self.match_labels, self.expressions
+        # This loop runs over every pod of every feasible node: the lookups are made once.
+        namespace, selects = self.namespace, self.selector.matches
         n = 0
         for p in node.pods:
-            if p.namespace != namespace or p.pod.metadata.deletion_timestamp is not None:
-                continue
-            labels = p.labels
-            for k, v in required:
-                if labels.get(k) != v:
-                    break
-            else:
-                if expressions is None or label_selector_matches(expressions, labels):
-                    n += 1
+            if p.namespace == namespace and p.pod.metadata.deletion_timestamp is None:
+                n += selects(p.labels)
         return n
 
 
@@ -273,7 +265,7 @@ def spread_reduce(scores: Sequence[int], zones: Sequence[str]) -> list[int]:
 # --------------------------------------------------------------------------- plugins
 
 
-class SelectorSpread(VectorScorePlugin):
+class SelectorSpread(VectorScorePlugin[Siblings]):
     """SelectorSpreadPriority: prefer nodes, then zones, holding fewer of the pod's siblings."""
 
     services_only = False
@@ -282,7 +274,9 @@ class SelectorSpread(VectorScorePlugin):
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+    ) -> Siblings | Skip:
         """The pod's merged selector; :data:`SKIP` when no existing pod can count.
 
         With SKIP every map score is 0, and :meth:`normalize` gives every node 10, exactly as
@@ -292,18 +286,18 @@ class SelectorSpread(VectorScorePlugin):
         siblings = Siblings.of(pod.namespace, selectors)
         return SKIP if siblings is None else siblings
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: Siblings, node: NodeInfo) -> int:
         """The map step: the number of siblings on ``node``."""
-        return meta.count(node) if isinstance(meta, Siblings) else 0
+        return meta.count(node)
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: Siblings, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         """The map step for ``rows`` of ``cols`` (visits only rows holding pods)."""
-        return count_siblings_columns(meta if isinstance(meta, Siblings) else None, cols, rows)
+        return count_siblings_columns(meta, cols, rows)
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: Siblings | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         """The reduce step: node and zone spreading blended 1/3 : 2/3."""
         if meta is SKIP or not any(scores):
@@ -312,7 +306,11 @@ class SelectorSpread(VectorScorePlugin):
         return spread_reduce(scores, [zone_key(n.labels) for n in nodes])
 
     def normalize_columns(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+        self,
+        pod: PodInfo,
+        meta: Siblings | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         if meta is SKIP or not scores.any():
             return np.full(len(nodes), MAX_PRIORITY, dtype=np.int64)

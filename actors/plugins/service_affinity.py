@@ -37,6 +37,7 @@ from podium.actors.framework.interface import (
     SUCCESS,
     PluginArgs,
     ReasonMasks,
+    Skip,
     Status,
     VectorFilterPlugin,
     unschedulable,
@@ -100,28 +101,25 @@ def wanted_labels(pod: PodInfo, snapshot: Snapshot, labels: tuple[str, ...]) -> 
     return wanted
 
 
-class ServiceAffinity(VectorFilterPlugin):
+class ServiceAffinity(VectorFilterPlugin[dict[str, str]]):
     """v1.14 CheckServiceAffinity, built from ``serviceAffinity.labels`` (see the module docstring)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self.labels = tuple(args.labels)
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> dict[str, str] | Skip:
         wanted = wanted_labels(pod, snapshot, self.labels)
         return wanted if wanted else SKIP
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if not isinstance(meta, dict) or selector_from_set_matches(meta, node.labels):
+    def filter(self, pod: PodInfo, meta: dict[str, str], node: NodeInfo) -> Status:
+        if selector_from_set_matches(meta, node.labels):
             return SUCCESS
         return unschedulable(ERR_REASON_SERVICE_AFFINITY_VIOLATED)
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        if not isinstance(meta, dict):
-            return []
-        wanted: dict[str, str] = meta
+    def filter_columns(self, pod: PodInfo, meta: dict[str, str], cols: NodeColumns) -> ReasonMasks:
         fail = np.zeros(cols.n, dtype=bool)
-        for key, value in wanted.items():
+        for key, value in meta.items():
             codes, table = cols.label(key)
             code = table.get(value)
             if code is None:

@@ -21,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import (
+    MAX_PRIORITY,
+    SKIP,
+    PluginArgs,
+    Skip,
+    VectorScorePlugin,
+)
 from podium.actors.plugins import names
 from podium.actors.plugins.selector_spread import (
     Siblings,
@@ -72,14 +78,16 @@ def anti_affinity_reduce(scores: Sequence[int], values: Sequence[str | None]) ->
     return out
 
 
-class ServiceAntiAffinity(VectorScorePlugin):
+class ServiceAntiAffinity(VectorScorePlugin[Siblings]):
     """ServiceAntiAffinityPriority: prefer label values holding fewer of the Service's pods."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self.label = args.label
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+    ) -> Siblings | Skip:
         """The first Service's selector; :data:`SKIP` when no Service selects the pod."""
         selector = first_service_selector(pod, snapshot.objects)
         if selector is None:
@@ -87,18 +95,18 @@ class ServiceAntiAffinity(VectorScorePlugin):
         siblings = Siblings.of(pod.namespace, [LabelSelector(match_labels=selector)])
         return SKIP if siblings is None else siblings
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: Siblings, node: NodeInfo) -> int:
         """The map step: the Service's pods on ``node``."""
-        return meta.count(node) if isinstance(meta, Siblings) else 0
+        return meta.count(node)
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: Siblings, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         """The map step for ``rows`` of ``cols`` (visits only rows holding pods)."""
-        return count_siblings_columns(meta if isinstance(meta, Siblings) else None, cols, rows)
+        return count_siblings_columns(meta, cols, rows)
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: Siblings | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         """The reduce step: spread over the label's values; unlabeled nodes score 0."""
         label = self.label

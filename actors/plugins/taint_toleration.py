@@ -79,31 +79,26 @@ def taint_sets_tolerated(
     )
 
 
-class TaintToleration(VectorFilterPlugin):
+class TaintToleration(VectorFilterPlugin[None]):
     """v1.14 PodToleratesNodeTaints (see the module docstring)."""
 
     node_local = True
-    """The answer for a node depends only on the pod's spec and that node (equivalence)."""
+    missing_node = unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if node.node is None:
-            return unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
-        if tolerations_tolerate_taints(pod.pod.spec.tolerations, node.node.spec.taints, _EFFECTS):
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
+        if tolerations_tolerate_taints(pod.pod.spec.tolerations, node.taints, _EFFECTS):
             return SUCCESS
         return unschedulable(ERR_REASON_TAINTS_NOT_TOLERATED, resolvable=False)
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         tolerated = taint_sets_tolerated(pod.pod.spec.tolerations, cols.taint_sets, _EFFECTS)
-        return [
-            (ERR_REASON_UNKNOWN_CONDITION, ~cols.has_node),
-            (ERR_REASON_TAINTS_NOT_TOLERATED, ~tolerated[cols.taint_set] & cols.has_node),
-        ]
+        return [(ERR_REASON_TAINTS_NOT_TOLERATED, ~tolerated[cols.taint_set])]
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], TaintToleration]] = {NAME: TaintToleration}

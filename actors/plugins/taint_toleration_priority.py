@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import PluginArgs, Skip, VectorScorePlugin
 from podium.actors.plugins import names
 from podium.actors.plugins.reduce import normalize_reduce, normalize_reduce_array
 from podium.protocol.labels import toleration_tolerates_taint
+from podium.protocol.objects import Toleration
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from podium.actors.framework.columns import NodeColumns
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.snapshot import Snapshot
-    from podium.protocol.objects import Taint, Toleration
+    from podium.protocol.objects import Taint
 
 __all__ = ["FACTORIES", "NAME", "TaintTolerationPriority", "count_intolerable_taints"]
 
@@ -49,36 +50,49 @@ def count_intolerable_taints(taints: Sequence[Taint], tolerations: Sequence[Tole
     )
 
 
-class TaintTolerationPriority(VectorScorePlugin):
+class TaintTolerationPriority(VectorScorePlugin[tuple[Toleration, ...]]):
     """TaintTolerationPriority: map = intolerable taints, reduce = NormalizeReduce(10, true)."""
 
     node_local = True
-    """A node's map score depends only on the pod's spec and that node (equivalence)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+    ) -> tuple[Toleration, ...] | Skip:
         """The pod's tolerations that can cover a PreferNoSchedule taint."""
         return _prefer_no_schedule_tolerations(pod)
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
-        return count_intolerable_taints(node.taints, self._tolerations(pod, meta))
+    def score(self, pod: PodInfo, meta: tuple[Toleration, ...], node: NodeInfo) -> int:
+        return count_intolerable_taints(node.taints, meta)
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self,
+        pod: PodInfo,
+        meta: tuple[Toleration, ...] | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: list[int],
     ) -> list[int]:
         return normalize_reduce(scores, reverse=True)
 
     def normalize_columns(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+        self,
+        pod: PodInfo,
+        meta: tuple[Toleration, ...] | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         return normalize_reduce_array(scores, reverse=True)
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self,
+        pod: PodInfo,
+        meta: tuple[Toleration, ...],
+        cols: NodeColumns,
+        rows: npt.NDArray[np.intp],
     ) -> npt.NDArray[np.int64]:
-        tolerations = self._tolerations(pod, meta)
+        tolerations = meta
         ids = cols.taint_set[rows]
         # One count per distinct taint list among the rows, not one per node.
         unique, inverse = np.unique(ids, return_inverse=True)
@@ -88,9 +102,6 @@ class TaintTolerationPriority(VectorScorePlugin):
             count=len(unique),
         )
         return counts[inverse.reshape(-1)]
-
-    def _tolerations(self, pod: PodInfo, meta: object) -> tuple[Toleration, ...]:
-        return meta if isinstance(meta, tuple) else _prefer_no_schedule_tolerations(pod)
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], TaintTolerationPriority]] = {

@@ -31,7 +31,8 @@ A missing claim, or one being deleted, fails the attempt once before any node is
 found`` / ``... is being deleted``. A bound claim whose volume is missing fails with
 ``could not find v1.PersistentVolume "NAME"`` (the binder's assume cache).
 
-Both reasons are unresolvable (v1.14 preemption skips such nodes).
+Both reasons are unresolvable (v1.14 preemption skips such nodes). A row without a Node object
+is v1.14's "node not found" error.
 
 Deliberate differences (docs/parity.md, volume_binding): a claim whose ``status.phase`` is
 ``Bound`` counts as fully bound even without the bind-completed annotation (Podium has no
@@ -48,11 +49,13 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from podium.actors.framework.interface import (
+    NODE_NOT_FOUND,
     SKIP,
     SUCCESS,
     FilterPlugin,
     PluginArgs,
     PredicateError,
+    Skip,
     Status,
     unschedulable,
 )
@@ -81,6 +84,7 @@ __all__ = [
     "FACTORIES",
     "NAME",
     "NOT_SUPPORTED_PROVISIONER",
+    "PodClaims",
     "PodVolumes",
     "VolumeBinding",
     "claim_class",
@@ -216,7 +220,13 @@ class _Unbound:
 
 
 @dataclass(frozen=True, slots=True)
-class _Meta:
+class PodClaims:
+    """What ``pre_filter`` learns about a pod's claims (node-independent).
+
+    Attributes:
+        error: the error every node gives (unbound immediate claims), or ``None``.
+    """
+
     error: str | None
     bound: tuple[tuple[str, PersistentVolume | None], ...]
     """(volume name, volume or ``None`` when missing) per bound claim, in volume order."""
@@ -291,7 +301,7 @@ class PodVolumes:
 # --------------------------------------------------------------------------- the plugin
 
 
-class VolumeBinding(FilterPlugin):
+class VolumeBinding(FilterPlugin[PodClaims]):
     """v1.14 CheckVolumeBinding over the snapshot's objects (see the module docstring).
 
     ``pre_filter`` runs the pod-level checks once (claims exist, which are bound, which wait for
@@ -300,10 +310,12 @@ class VolumeBinding(FilterPlugin):
     for the binder.
     """
 
+    missing_node = NODE_NOT_FOUND
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> PodClaims | Skip:
         if not _claim_names(pod.pod):
             return SKIP
         objects = snapshot.objects
@@ -334,25 +346,19 @@ class VolumeBinding(FilterPlugin):
         unbound = tuple(
             _Unbound(key, claim, _candidates(claim, namespace, pvs)) for key, claim in waiting
         )
-        return _Meta(
+        return PodClaims(
             error=ERR_UNBOUND_IMMEDIATE if immediate else None,
             bound=tuple(bound),
             unbound=unbound,
             classes=objects.storage_classes,
         )
 
-    def find_pod_volumes(self, pod: PodInfo, meta: object, node: NodeInfo) -> PodVolumes:
+    def find_pod_volumes(self, pod: PodInfo, meta: PodClaims, node: NodeInfo) -> PodVolumes:
         """v1.14 ``FindPodVolumes`` for ``node``.
 
         Raises:
             PredicateError: v1.14's error for this pod and node (see the module docstring).
         """
-        if meta is SKIP:
-            return PodVolumes(True, True, {}, ())
-        if not isinstance(meta, _Meta):
-            raise TypeError(f"{self.name} needs the metadata from pre_filter")
-        if node.node is None:
-            raise PredicateError("node not found")
         if meta.error is not None:
             raise PredicateError(meta.error)
         labels = node.labels
@@ -381,13 +387,11 @@ class VolumeBinding(FilterPlugin):
                 provisions = tuple(item.key for item in unmatched)
         return PodVolumes(bound_satisfied, unbound_satisfied, bindings, provisions)
 
-    def find_bindings(self, pod: PodInfo, meta: object, node: NodeInfo) -> dict[str, str]:
+    def find_bindings(self, pod: PodInfo, meta: PodClaims, node: NodeInfo) -> dict[str, str]:
         """Claim key -> volume name for each waiting claim that would bind to an existing volume."""
         return dict(self.find_pod_volumes(pod, meta, node).bindings)
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if meta is SKIP:
-            return SUCCESS
+    def filter(self, pod: PodInfo, meta: PodClaims, node: NodeInfo) -> Status:
         found = self.find_pod_volumes(pod, meta, node)
         reasons = []
         if not found.bound_satisfied:

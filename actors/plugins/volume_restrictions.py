@@ -25,6 +25,7 @@ from podium.actors.framework.interface import (
     SUCCESS,
     FilterPlugin,
     PluginArgs,
+    Skip,
     Status,
     unschedulable,
 )
@@ -90,7 +91,7 @@ def is_volume_conflict(volume: Volume, existing_volumes: Sequence[Volume]) -> bo
     return any(_pair_conflicts(volume, existing) for existing in existing_volumes)
 
 
-class NoDiskConflict(FilterPlugin):
+class NoDiskConflict(FilterPlugin[tuple[Volume, ...]]):
     """v1.14 NoDiskConflict (see the module docstring).
 
     ``pre_filter`` keeps the pod's volumes of the checked kinds, and answers SKIP for a pod that
@@ -100,13 +101,12 @@ class NoDiskConflict(FilterPlugin):
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> tuple[Volume, ...] | Skip:
         checked = tuple(v for v in pod.pod.spec.volumes if _checked(v))
         return checked if checked else SKIP
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        volumes = meta if isinstance(meta, tuple) else pod.pod.spec.volumes
-        for volume in volumes:
+    def filter(self, pod: PodInfo, meta: tuple[Volume, ...], node: NodeInfo) -> Status:
+        for volume in meta:
             for existing in node.pods:
                 if is_volume_conflict(volume, existing.pod.spec.volumes):
                     return unschedulable(ERR_DISK_CONFLICT)

@@ -19,7 +19,8 @@ An unbound claim is skipped when its StorageClass has ``volumeBindingMode:
 WaitForFirstConsumer`` (CheckVolumeBinding places it); any other unbound claim, a missing claim
 and a missing volume are errors, raised as :class:`PredicateError` with v1.14's text from every
 node that has zone labels (v1.14 returns the error from each node it evaluates). The reason
-"node(s) had no available volume zone" is unresolvable (v1.14 preemption skips such nodes).
+"node(s) had no available volume zone" is unresolvable (v1.14 preemption skips such nodes). A row
+without a Node object is v1.14's "node not found" error.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from podium.actors.framework.interface import (
+    NODE_NOT_FOUND,
     SKIP,
     SUCCESS,
     FilterPlugin,
     PluginArgs,
     PredicateError,
+    Skip,
     Status,
     unschedulable,
 )
@@ -136,17 +139,19 @@ def _node_value(labels: Mapping[str, str], key: str) -> str:
     return value
 
 
-class VolumeZone(FilterPlugin):
+class VolumeZone(FilterPlugin[tuple[_Step, ...]]):
     """v1.14 ``VolumeZoneChecker`` (see the module docstring).
 
     ``pre_filter`` resolves the pod's claims once into a list of steps (an error, or the zone
     constraints of one volume, in volume order) and answers SKIP for a pod without claims.
     """
 
+    missing_node = NODE_NOT_FOUND
+
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> tuple[_Step, ...] | Skip:
         steps: list[_Step] = []
         has_claims = False
         for volume in pod.pod.spec.volumes:
@@ -161,13 +166,7 @@ class VolumeZone(FilterPlugin):
             return SKIP
         return tuple(steps)
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if meta is SKIP:
-            return SUCCESS
-        if not isinstance(meta, tuple):
-            raise TypeError(f"{self.name}.filter needs the metadata from pre_filter")
-        if node.node is None:
-            raise PredicateError("node not found")
+    def filter(self, pod: PodInfo, meta: tuple[_Step, ...], node: NodeInfo) -> Status:
         labels = node.labels
         if not any(key in labels for key in TOPOLOGY_LABELS):
             # The node has no zone constraints: every volume fits it.

@@ -18,24 +18,45 @@ from builders import make_node, make_pod
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from random_cluster import RandomPick, incoming_pod, node
+from stages import decide
 
-from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
+from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
 from podium.actors.core.policy import build_plugins, default_policy
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.protocol import objects as o
 
 
-def _algorithm(*, equivalence: bool, seed: int) -> Algorithm:
-    filters, scorers = build_plugins(default_policy())
-    algorithm = Algorithm(filters, scorers, rng=random.Random(seed))
-    if not equivalence:
-        algorithm.filter_stage.equivalence = None
-        algorithm.score_stage.classes = None
-        for plugin in [*filters, *(p for p, _ in scorers)]:
-            if hasattr(plugin, "incremental"):
-                plugin.incremental = False  # inter-pod affinity counts afresh for every pod
-    return algorithm
+class _Scheduler:
+    """The default policy's two stages, chained as the actors chain them.
+
+    Args:
+        seed: the tie-break's random source.
+        afresh: the reference that computes everything from scratch: every pod gets new
+            plugins and new stages (the start index and the random source carried over), so
+            nothing one pod computed (verdicts and map scores per class, inter-pod affinity
+            counts per class) serves the next.
+    """
+
+    def __init__(self, *, seed: int, afresh: bool = False) -> None:
+        self.afresh = afresh
+        self.rng = random.Random(seed)
+        self.filters, self.scores = self._stages()
+
+    def _stages(self) -> tuple[FilterStage, ScoreStage]:
+        filters, scorers = build_plugins(default_policy())
+        return FilterStage(filters), ScoreStage(scorers, rng=self.rng)
+
+    @property
+    def next_start_index(self) -> int:
+        return self.filters.next_start_index
+
+    def schedule(self, pod: PodInfo, snapshot: Snapshot) -> ScheduleResult:
+        if self.afresh:
+            start = self.filters.next_start_index
+            self.filters, self.scores = self._stages()
+            self.filters.next_start_index = start
+        return decide(self.filters, self.scores, pod, snapshot)
 
 
 def _outcome(result: ScheduleResult) -> tuple[object, ...]:
@@ -76,8 +97,8 @@ def test_equivalence_classes_never_change_a_decision(
     infos = [NodeInfo(node(pick, name)) for name in names]
     specs = [incoming_pod(RandomPick(s), names) for s in spec_seeds]
     shared, fresh = Snapshot(infos), Snapshot(list(infos))
-    with_classes = _algorithm(equivalence=True, seed=cluster_seed)
-    without = _algorithm(equivalence=False, seed=cluster_seed)
+    with_classes = _Scheduler(seed=cluster_seed)
+    without = _Scheduler(seed=cluster_seed, afresh=True)
     edit_at = {(seed % len(picks)): seed for seed in edits}
     for step, which in enumerate(picks):
         template = specs[which % len(specs)]
@@ -103,9 +124,8 @@ def test_equivalence_classes_never_change_a_decision(
 def test_a_class_reuses_its_verdict_and_rejudges_the_changed_node() -> None:
     nodes = [NodeInfo(make_node(f"n{i}").capacity(cpu="1", pods="110").obj()) for i in range(4)]
     snapshot = Snapshot(nodes)
-    algorithm = _algorithm(equivalence=True, seed=1)
-    cache = algorithm.filter_stage.equivalence
-    assert cache is not None
+    algorithm = _Scheduler(seed=1)
+    cache = algorithm.filters.equivalence
     placed: list[str] = []
     for i in range(5):
         pod = make_pod(f"p{i}").req(cpu="600m").obj()
@@ -143,8 +163,8 @@ def test_affinity_counts_follow_placements_and_in_place_changes() -> None:
         for i in range(3)
     ]
     shared, fresh = Snapshot(nodes), Snapshot(list(nodes))
-    with_classes = _algorithm(equivalence=True, seed=3)
-    without = _algorithm(equivalence=False, seed=3)
+    with_classes = _Scheduler(seed=3)
+    without = _Scheduler(seed=3, afresh=True)
     placed = []
     for i in range(4):
         pod = _anti_pod(f"web-{i}")

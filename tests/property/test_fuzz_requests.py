@@ -54,9 +54,10 @@ from request_strategies import (
     requests,
 )
 from scalar_plugins import ScalarFilter, ScalarScore
+from stages import decide
 
 from podium.actors.core.explain import hints
-from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
+from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
 from podium.actors.core.policy import build_plugins, default_policy, resolve_policy
 from podium.actors.core.preemption import PredicateFitCheck, fit_error_with_preemption, preempt
 from podium.actors.core.simulation import build_cluster
@@ -446,10 +447,13 @@ def schedule_pending(core: StoreCore, tally: Tally, limit: int = 3) -> None:
     for pod in cluster.pending[:limit]:
         for check_all, (filters, scorers) in zip((False, True), policies(), strict=True):
             snapshot = Snapshot([cluster.infos[n] for n in cluster.tree.list()], cluster.objects)
-            algorithm = Algorithm(
-                filters, scorers, always_check_all_predicates=check_all, rng=random.Random(1)
+            result = decide(
+                FilterStage(filters, always_check_all_predicates=check_all),
+                ScoreStage(scorers, rng=random.Random(1)),
+                pod,
+                snapshot,
+                explain=True,
             )
-            result = algorithm.schedule(pod, snapshot, explain=True)
             tally.decisions += 1
             check_result(result, snapshot)
             if result.node is None and not result.error:

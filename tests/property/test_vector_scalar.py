@@ -3,20 +3,20 @@
 Three comparisons per random cluster and incoming pod:
 
 1. every predicate with a ``filter_columns``: row by row, the reasons its masks give equal
-   ``filter(...).reasons`` (and so pass/fail agrees); a predicate whose ``pre_filter`` says SKIP
-   must pass every node through ``filter``;
+   ``filter(...).reasons`` (and so pass/fail agrees), both run as the framework runs them; a
+   predicate whose ``pre_filter`` says SKIP must pass every node;
 2. every priority with a ``score_columns``: the map scores over all rows (and over a shuffled
    subset of rows) equal ``score(...)`` node by node;
-3. the whole :class:`Algorithm` (the default policy, and a policy naming every predicate and
-   every priority, argument ones included): the vector walk and the per-node loop (the same
-   plugins behind thin adapters that hide the vector methods) give the same ScheduleResult and
-   the same next start index.
+3. the whole decision, filter stage then score stage (the default policy, and a policy naming
+   every predicate and every priority, argument ones included): the vector walk and the
+   per-node loop (the same plugins behind thin adapters that hide the vector methods) give the
+   same ScheduleResult and the same next start index.
 
 The scalar form is the reference (Kubernetes v1.14 semantics). Besides fresh snapshots, about
 a third of the cases edit a few rows through ``Snapshot.replace_node_info`` after every
 on-demand column was built (so ``NodeColumns.update_row`` is on trial too), non-argument
-plugins are shared across examples (caches kept between pods), and the Algorithm runs with a
-lowered ``MIN_FEASIBLE_NODES_TO_FIND`` so that the walk's early stop happens on small clusters.
+plugins are shared across examples (caches kept between pods), and the filter stage runs with
+a lowered ``MIN_FEASIBLE_NODES_TO_FIND`` so that the walk's early stop happens on small clusters.
 
 Generation: Hypothesis draws the node count, the incoming pod and the knobs (all shrinkable);
 each node with its pods, and the Services/controllers, come from a seeded ``random.Random``
@@ -52,9 +52,10 @@ from random_cluster import (
     node,
 )
 from scalar_plugins import ScalarFilter, ScalarScore
+from stages import decide
 
 from podium.actors.core import generic_scheduler
-from podium.actors.core.generic_scheduler import Algorithm, ScheduleResult
+from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
 from podium.actors.core.policy import build_plugins, default_policy, resolve_policy
 from podium.actors.framework.interface import (
     SKIP,
@@ -65,6 +66,8 @@ from podium.actors.framework.interface import (
     VectorFilterPlugin,
     VectorScorePlugin,
     reasons_of,
+    run_filter,
+    run_filter_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -306,14 +309,14 @@ def check_predicates(case: Case) -> None:
             continue
         if meta is SKIP:
             for info in infos:
-                status = plugin.filter(pod, meta, info)
+                status = run_filter(plugin, pod, meta, info)
                 assert status.is_success, (canonical, info.name, status)
             continue
-        masks = plugin.filter_columns(pod, meta, cols)
+        masks = run_filter_columns(plugin, pod, meta, cols)
         for mask_reason, mask in masks:
             assert mask.dtype == np.bool_ and mask.shape == (cols.n,), (canonical, mask_reason)
         for row, info in enumerate(infos):
-            status = plugin.filter(pod, meta, info)
+            status = run_filter(plugin, pod, meta, info)
             vector = reasons_of(masks, row)
             assert vector == status.reasons, (canonical, info.name, vector, status)
             assert (not vector) == status.is_success, (canonical, info.name, vector, status)
@@ -361,18 +364,17 @@ def schedule(
         filters = [ScalarFilter(f) for f in filters]
         scorers = [(ScalarScore(s), w) for s, w in scorers]
         assert not any(isinstance(f, VectorFilterPlugin) for f in filters)
-    algorithm = Algorithm(
+    stage = FilterStage(
         filters,
-        scorers,
         percentage_of_nodes_to_score=case.percentage,
         always_check_all_predicates=resolved.always_check_all_predicates or case.check_all,
-        rng=random.Random(case.seed),
     )
-    algorithm.next_start_index = case.start
+    stage.next_start_index = case.start
+    scores = ScoreStage(scorers, rng=random.Random(case.seed))
     # A smaller floor than Kubernetes' 100 makes the walk stop early on these small clusters.
     with mock.patch.object(generic_scheduler, "MIN_FEASIBLE_NODES_TO_FIND", case.min_feasible):
-        result = algorithm.schedule(case.pod, fresh_snapshot(case), explain=True)
-    return result, algorithm.next_start_index
+        result = decide(stage, scores, case.pod, fresh_snapshot(case), explain=True)
+    return result, stage.next_start_index
 
 
 # Every field of the result (node, message, error, evaluated, feasible, reasons, failed,
@@ -380,7 +382,7 @@ def schedule(
 RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(ScheduleResult))
 
 
-def check_algorithm(case: Case) -> None:
+def check_decision(case: Case) -> None:
     for policy in (None, full_policy(case)):
         label = "default" if policy is None else "full"
         vector, vector_next = schedule(case, policy, scalar=False)
@@ -404,7 +406,7 @@ def check_algorithm(case: Case) -> None:
 def test_vector_and_scalar_forms_agree(case: Case) -> None:
     check_predicates(case)
     check_priorities(case)
-    check_algorithm(case)
+    check_decision(case)
 
 
 def test_adapters_hide_the_vector_forms() -> None:

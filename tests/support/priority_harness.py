@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from builders import make_node, make_pod
 
-from podium.actors.framework.interface import ScorePlugin, VectorScorePlugin
+from podium.actors.framework.interface import (
+    ScorePlugin,
+    VectorScorePlugin,
+    run_score,
+    run_score_columns,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.protocol import objects as o
@@ -46,7 +52,7 @@ class PriorityRun:
 
 
 def run_priority(
-    plugin: ScorePlugin, pod: o.Pod, nodes: Sequence[o.Node], pods: Sequence[o.Pod] = ()
+    plugin: ScorePlugin[Any], pod: o.Pod, nodes: Sequence[o.Node], pods: Sequence[o.Pod] = ()
 ) -> PriorityRun:
     """Score ``pod`` on ``nodes`` (with ``pods`` placed by nodeName) through both forms.
 
@@ -57,15 +63,15 @@ def run_priority(
     snapshot = Snapshot(infos)
     pod_info = PodInfo(pod)
     meta = plugin.pre_score(pod_info, snapshot, infos)
-    raw = [plugin.score(pod_info, meta, info) for info in infos]
+    raw = run_score(plugin, pod_info, meta, infos)
     final = plugin.normalize(pod_info, meta, infos, list(raw))
     if not isinstance(plugin, VectorScorePlugin):
         return PriorityRun(raw, final, None, None)
     rows = np.arange(len(infos), dtype=np.intp)
-    columns = plugin.score_columns(pod_info, meta, snapshot.columns, rows)
+    columns = run_score_columns(plugin, pod_info, meta, snapshot.columns, rows)
     assert columns.dtype == np.int64
     vector_raw = [int(v) for v in columns]
-    reversed_raw = plugin.score_columns(pod_info, meta, snapshot.columns, rows[::-1].copy())
+    reversed_raw = run_score_columns(plugin, pod_info, meta, snapshot.columns, rows[::-1].copy())
     assert [int(v) for v in reversed_raw] == raw[::-1]
     vector_final = plugin.normalize(pod_info, meta, infos, list(vector_raw))
     return PriorityRun(raw, final, vector_raw, vector_final)

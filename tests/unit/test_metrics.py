@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,15 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.columns import NodeColumns
-from podium.actors.framework.interface import ReasonMasks, Status, unschedulable
+from podium.actors.framework.interface import (
+    FilterPlugin,
+    ReasonMasks,
+    ScorePlugin,
+    Skip,
+    Status,
+    VectorFilterPlugin,
+    unschedulable,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.protocol import metrics
@@ -131,49 +140,51 @@ def test_observe_plugin_records_one_sample() -> None:
 # --------------------------------------------------------------------------- stage hooks
 
 
-class _ScalarOdd:
+class _ScalarOdd(FilterPlugin[None]):
     """Rejects odd-numbered nodes (scalar only)."""
 
     name = "Odd"
     REASON = "node(s) are odd"
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         return unschedulable(self.REASON) if int(node.name[1:]) % 2 else Status()
 
 
-class _Odd(_ScalarOdd):
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+class _Odd(_ScalarOdd, VectorFilterPlugin[None]):
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         return [(self.REASON, np.array([int(n[1:]) % 2 == 1 for n in cols.names]))]
 
 
-class _Never:
+class _Never(VectorFilterPlugin[None]):
     """Rejects nothing (vector form)."""
 
     name = "Never"
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         return Status()
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         return [("never", np.zeros(cols.n, dtype=bool))]
 
 
-class _Flat:
+class _Flat(ScorePlugin[None]):
     name = "Flat"
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: object) -> object:
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> None:
         return None
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: None, node: NodeInfo) -> int:
         return 1
 
-    def normalize(self, pod: PodInfo, meta: object, nodes: object, scores: list[int]) -> list[int]:
+    def normalize(
+        self, pod: PodInfo, meta: Skip | None, nodes: Sequence[NodeInfo], scores: list[int]
+    ) -> list[int]:
         return scores
 
 

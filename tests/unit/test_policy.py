@@ -924,28 +924,28 @@ def test_policy_is_frozen() -> None:
 
 
 @dataclass
-class FakeFilter:
+class FakeFilter(FilterPlugin[None]):
     name: str
     canonical: str
     args: PluginArgs
 
-    def pre_filter(self, pod: object, snapshot: object) -> object:
+    def pre_filter(self, pod: object, snapshot: object) -> None:
         return None
 
-    def filter(self, pod: object, meta: object, node: object) -> Status:
+    def filter(self, pod: object, meta: None, node: object) -> Status:
         return SUCCESS
 
 
 @dataclass
-class FakeScorer:
+class FakeScorer(ScorePlugin[None]):
     name: str
     canonical: str
     args: PluginArgs
 
-    def pre_score(self, pod: object, snapshot: object, nodes: Sequence[object]) -> object:
+    def pre_score(self, pod: object, snapshot: object, nodes: Sequence[object]) -> None:
         return None
 
-    def score(self, pod: object, meta: object, node: object) -> int:
+    def score(self, pod: object, meta: None, node: object) -> int:
         return 0
 
     def normalize(

@@ -16,7 +16,7 @@ import pytest
 from builders import decode, make_node, make_pod
 
 from podium.actors.core.cache_core import SchedulerCache, apply_delta
-from podium.actors.framework.interface import SKIP, PluginArgs
+from podium.actors.framework.interface import SKIP, PluginArgs, run_filter
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins.volume_binding import (
@@ -727,7 +727,7 @@ def test_next_pods_volume_predicate_sees_the_assumed_volume_taken() -> None:
         snap = apply_delta(None, cache.snapshot_since(0))
         meta = plugin.pre_filter(second, snap)
         assert meta is not SKIP
-        return plugin.filter(second, meta, snap.node_infos[0]).reasons
+        return run_filter(plugin, second, meta, snap.node_infos[0]).reasons
 
     assert verdict() == ()
     cache.assume(

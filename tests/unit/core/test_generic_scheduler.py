@@ -4,25 +4,31 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
 import numpy as np
 import pytest
 from builders import make_node, make_pod
+from stages import decide
 
 from podium.actors.core.generic_scheduler import (
-    Algorithm,
     FilterStage,
+    ScoreStage,
     num_feasible_nodes_to_find,
 )
 from podium.actors.core.preemption import NominatedPods
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SKIP,
+    FilterPlugin,
     PluginArgs,
     ReasonMasks,
+    ScorePlugin,
+    Skip,
     Status,
+    VectorFilterPlugin,
     fit_error_message,
     unschedulable,
 )
@@ -75,39 +81,38 @@ def test_fit_error_message_counts_and_sorts_as_strings() -> None:
 
 
 def test_no_nodes_message() -> None:
-    algo = Algorithm([], [])
-    result = algo.schedule(make_pod().info(), Snapshot([]))
+    result = decide(FilterStage([]), ScoreStage([]), make_pod().info(), Snapshot([]))
     assert result.node is None
     assert result.message == "no nodes available to schedule pods"
 
 
-class _ScalarParity:
+class _ScalarParity(FilterPlugin[None]):
     """A predicate failing odd-numbered nodes (by the number in their name), scalar only."""
 
     name = "Parity"
     REASON = "node(s) are odd"
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         return unschedulable(self.REASON) if int(node.name[1:]) % 2 else Status()
 
 
-class _Parity(_ScalarParity):
+class _Parity(_ScalarParity, VectorFilterPlugin[None]):
     """The same predicate with a vector form."""
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         return [(self.REASON, np.array([int(n[1:]) % 2 == 1 for n in cols.names]))]
 
 
-class _Skipper:
+class _Skipper(FilterPlugin[None]):
     name = "Skipper"
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> Skip:
         return SKIP
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         raise AssertionError("a skipped predicate must not run")
 
 
@@ -120,29 +125,29 @@ def _snapshot(n: int) -> Snapshot:
 @pytest.mark.parametrize("plugin", [_Parity(), _ScalarParity()], ids=["vector", "loop"])
 def test_walk_stops_at_num_feasible_and_carries_start_index(plugin: _ScalarParity) -> None:
     snap = _snapshot(400)  # 400 nodes, adaptive: 400 * (50 - 3) / 100 = 188 feasible wanted
-    algo = Algorithm([plugin, _Skipper()], [], rng=random.Random(1))
-    first = algo.schedule(make_pod().info(), snap, explain=True)
+    stage = FilterStage([plugin, _Skipper()])
+    first, _ = stage.run(make_pod().info(), snap, explain=True)
     assert first.feasible == 188
     # n0 fits, n1 does not, ...: the 188th feasible node is n374, so 375 nodes were examined.
     assert first.evaluated == 375
     assert first.reasons == Counter({_Parity.REASON: 187})
     assert len(first.failed) == 187
-    assert algo.next_start_index == 375
-    second = algo.schedule(make_pod().info(), snap, explain=True)
+    assert stage.next_start_index == 375
+    second, _ = stage.run(make_pod().info(), snap, explain=True)
     # From n375 on, wrapping round: n376, n378, ..., n398, n0, n2, ... until 188 fit.
     assert second.feasible_nodes[:2] == ["n376", "n378"]
     # 12 fit in n375..n399, then n0..n350 give the other 176: 25 + 351 nodes examined.
     assert second.evaluated == 376
-    assert algo.next_start_index == (375 + 376) % 400
+    assert stage.next_start_index == (375 + 376) % 400
 
 
 def test_vector_and_loop_walks_agree() -> None:
     snap = _snapshot(250)
     for start in (0, 1, 7, 249):
-        a, b = Algorithm([_Parity()], []), Algorithm([_ScalarParity()], [])
+        a, b = FilterStage([_Parity()]), FilterStage([_ScalarParity()])
         a.next_start_index = b.next_start_index = start
-        ra = a.schedule(make_pod().info(), snap, explain=True)
-        rb = b.schedule(make_pod().info(), snap, explain=True)
+        ra, _ = a.run(make_pod().info(), snap, explain=True)
+        rb, _ = b.run(make_pod().info(), snap, explain=True)
         assert (
             ra.evaluated,
             ra.feasible,
@@ -163,23 +168,25 @@ def test_vector_and_loop_walks_agree() -> None:
 
 def test_nothing_fits_gives_fit_error_over_all_nodes() -> None:
     snap = Snapshot([make_node("n1").info(), make_node("n3").info()])
-    result = Algorithm([_Parity()], []).schedule(make_pod().info(), snap)
+    result = decide(FilterStage([_Parity()]), ScoreStage([]), make_pod().info(), snap)
     assert result.node is None
     assert result.message == "0/2 nodes are available: 2 node(s) are odd."
 
 
-class _ByName:
+class _ByName(ScorePlugin[None]):
     """Scores a node by its number; no reduce."""
 
     name = "ByName"
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: object) -> object:
+    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> None:
         return None
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
+    def score(self, pod: PodInfo, meta: None, node: NodeInfo) -> int:
         return int(node.name[1:]) // 2
 
-    def normalize(self, pod: PodInfo, meta: object, nodes: object, scores: list[int]) -> list[int]:
+    def normalize(
+        self, pod: PodInfo, meta: Skip | None, nodes: Sequence[NodeInfo], scores: list[int]
+    ) -> list[int]:
         return scores
 
 
@@ -187,13 +194,18 @@ def test_highest_total_wins_and_ties_break_at_random_repeatably() -> None:
     snap = _snapshot(6)  # scores: n0 0, n1 0, n2 1, n3 1, n4 2, n5 2
     picks = set()
     for seed in range(20):
-        algo = Algorithm([], [(_ByName(), 3)], rng=random.Random(seed))
-        result = algo.schedule(make_pod().info(), snap, explain=True)
+        scores = ScoreStage([(_ByName(), 3)], rng=random.Random(seed))
+        result = decide(FilterStage([]), scores, make_pod().info(), snap, explain=True)
         assert result.totals["n5"] == 6
         picks.add(result.node)
     assert picks == {"n4", "n5"}
     again = [
-        Algorithm([], [(_ByName(), 1)], rng=random.Random(7)).schedule(make_pod().info(), snap).node
+        decide(
+            FilterStage([]),
+            ScoreStage([(_ByName(), 1)], rng=random.Random(7)),
+            make_pod().info(),
+            snap,
+        ).node
         for _ in range(3)
     ]
     assert len(set(again)) == 1

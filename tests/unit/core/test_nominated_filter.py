@@ -27,6 +27,7 @@ from podium.actors.framework.interface import (
     PluginArgs,
     ReasonMasks,
     Status,
+    VectorFilterPlugin,
     unschedulable,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
@@ -94,7 +95,7 @@ def run(
 # --------------------------------------------------------------------------- call counts
 
 
-class _Counting:
+class _Counting(FilterPlugin[None]):
     """generic_scheduler_test.go's FakeFilterPlugin: passes, counting its calls."""
 
     name = "FakeFilter"
@@ -102,10 +103,10 @@ class _Counting:
     def __init__(self) -> None:
         self.calls = 0
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         self.calls += 1
         return SUCCESS
 
@@ -288,26 +289,26 @@ def test_always_check_all_predicates_keeps_every_reason_of_the_failing_pass() ->
 # --------------------------------------------------------------------------- the walk
 
 
-class _Parity:
+class _Parity(VectorFilterPlugin[None]):
     """Fails odd-numbered nodes, with a vector form."""
 
     name = "Parity"
     REASON = "node(s) are odd"
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         return unschedulable(self.REASON) if int(node.name[1:]) % 2 else SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
+    def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
         return [(self.REASON, np.array([int(n[1:]) % 2 == 1 for n in cols.names]))]
 
 
 class _VectorOnly(_Parity):
     """The same, refusing scalar calls: proves the vector walk ran."""
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         raise AssertionError("the vector walk must serve a pod without relevant nominations")
 
 
@@ -404,13 +405,13 @@ def test_vector_and_loop_walks_agree_with_nominated_pods() -> None:
         assert a.next_start_index == b.next_start_index
 
 
-class _ScalarOnly:
+class _ScalarOnly(FilterPlugin[None]):
     """_Parity without the vector form."""
 
     name = "Parity"
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         return unschedulable(_Parity.REASON) if int(node.name[1:]) % 2 else SUCCESS

@@ -50,6 +50,7 @@ from podium.actors.framework.interface import (
     PluginArgs,
     Status,
     fit_error_message,
+    run_filter,
     unschedulable,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
@@ -93,17 +94,17 @@ INSUFFICIENT_MEMORY = node_resources_fit.ERR_REASON_INSUFFICIENT_MEMORY
 # --------------------------------------------------------------------------- test predicates
 
 
-class _Fake:
+class _Fake(FilterPlugin[None]):
     """generic_scheduler_test.go's falsePredicate, truePredicate and matchesPredicate."""
 
     def __init__(self, name: str, verdict: Callable[[PodInfo, NodeInfo], bool]) -> None:
         self.name = name
         self._verdict = verdict
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         return None
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+    def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
         return SUCCESS if self._verdict(pod, node) else unschedulable(ERR_FAKE_PREDICATE)
 
 
@@ -749,7 +750,9 @@ def test_pod_affinity_rules_rejection_is_unresolvable_as_in_v1_14() -> None:
     nodes = [make_node("n1").label("zone", "a").obj(), make_node("n2").label("zone", "b").obj()]
     snapshot = snapshot_of(nodes, [db])
     incoming = PodInfo(make_pod("web").affinity(affinity).obj())
-    status = plugin.filter(incoming, plugin.pre_filter(incoming, snapshot), snapshot.node_infos[1])
+    status = run_filter(
+        plugin, incoming, plugin.pre_filter(incoming, snapshot), snapshot.node_infos[1]
+    )
     assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.reasons == (
         inter_pod_affinity.ERR_REASON_AFFINITY_NOT_MATCH,
@@ -1268,13 +1271,13 @@ def test_preempt_clears_lower_priority_nominations_on_the_chosen_node() -> None:
 
 
 def test_a_predicate_error_makes_the_node_unfit() -> None:
-    class Broken:
+    class Broken(FilterPlugin[None]):
         name = "Broken"
 
-        def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+        def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
             return None
 
-        def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
+        def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
             return Status(Code.ERROR, ("disk on fire",))
 
     snapshot = snapshot_of(machines(("machine1",)), [pod("v", LOW, on="machine1")])

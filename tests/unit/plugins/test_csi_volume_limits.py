@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError
+from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError, run_filter
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import csi_volume_limits
@@ -190,7 +190,7 @@ def test_csi_volume_count(case: Case) -> None:
     node = node_with_limits(case.existing, case.max_vols, case.drivers)
     new_pod = PodInfo(decode(o.Pod, case.new_pod))
     meta = plugin.pre_filter(new_pod, Snapshot([node], fake_objects("csi", "csi-sc", case.drivers)))
-    status = plugin.filter(new_pod, meta, node)
+    status = run_filter(plugin, new_pod, meta, node)
     assert status.is_success is case.fits
     assert status.reasons == (() if case.fits else (ERR_MAX_VOLUME_COUNT_EXCEEDED,))
     assert status.code is (Code.SUCCESS if case.fits else Code.UNSCHEDULABLE)
@@ -203,7 +203,7 @@ def test_node_without_limits_passes() -> None:
     )
     new_pod = PodInfo(decode(o.Pod, ONE_VOL))
     meta = plugin.pre_filter(new_pod, Snapshot([node], fake_objects("csi", "csi-sc", ("ebs",))))
-    assert plugin.filter(new_pod, meta, node).is_success
+    assert run_filter(plugin, new_pod, meta, node).is_success
 
 
 def test_limit_for_another_driver_only_does_not_limit() -> None:
@@ -211,7 +211,7 @@ def test_limit_for_another_driver_only_does_not_limit() -> None:
     node = node_with_limits((RUNNING, TWO_VOL), 0, ("gce",))
     new_pod = PodInfo(decode(o.Pod, ONE_VOL))
     meta = plugin.pre_filter(new_pod, Snapshot([node], fake_objects("csi", "csi-sc", ("ebs",))))
-    assert plugin.filter(new_pod, meta, node).is_success
+    assert run_filter(plugin, new_pod, meta, node).is_success
 
 
 def test_pod_without_csi_volumes_is_skipped() -> None:
@@ -219,16 +219,16 @@ def test_pod_without_csi_volumes_is_skipped() -> None:
     new_pod = PodInfo(decode(o.Pod, NO_SC_PVC))
     meta = plugin.pre_filter(new_pod, Snapshot([], fake_objects("csi", "csi-sc", ("ebs",))))
     assert meta is SKIP
-    assert plugin.filter(new_pod, meta, make_node("n").info()).is_success
+    assert run_filter(plugin, new_pod, meta, make_node("n").info()).is_success
 
 
 def test_claim_without_name_is_an_error_only_where_limits_exist() -> None:
     plugin = CSIMaxVolumeLimit(PluginArgs(name="x"))
     new_pod = PodInfo(decode(o.Pod, pod("")))
     meta = plugin.pre_filter(new_pod, Snapshot([]))
-    assert plugin.filter(new_pod, meta, make_node("plain").info()).is_success
+    assert run_filter(plugin, new_pod, meta, make_node("plain").info()).is_success
     with pytest.raises(PredicateError, match=r"^PersistentVolumeClaim had no name$"):
-        plugin.filter(new_pod, meta, node_with_limits((), 3, ("ebs",)))
+        run_filter(plugin, new_pod, meta, node_with_limits((), 3, ("ebs",)))
 
 
 @pytest.mark.parametrize(

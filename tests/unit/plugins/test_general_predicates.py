@@ -11,12 +11,15 @@ from builders import PodBuilder, make_node, make_pod
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
+    ERR_NODE_NOT_FOUND,
     SKIP,
     Code,
     PluginArgs,
     PredicateError,
     VectorFilterPlugin,
     reasons_of,
+    run_filter,
+    run_filter_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -24,7 +27,6 @@ from podium.actors.plugins import names
 from podium.actors.plugins.general_predicates import FACTORIES, NAME, GeneralPredicates
 from podium.actors.plugins.node_name import ERR_REASON_HOST_NAME
 from podium.actors.plugins.node_ports import ERR_REASON_HOST_PORTS
-from podium.actors.plugins.node_resources_fit import ERR_NODE_NOT_FOUND
 from podium.actors.plugins.node_selector import ERR_REASON_NODE_SELECTOR
 
 PLUGIN = GeneralPredicates(PluginArgs(NAME))
@@ -145,30 +147,28 @@ def test_general_predicates(case: Case) -> None:
     meta = PLUGIN.pre_filter(pod, Snapshot(infos))
     assert meta is not SKIP
 
-    status = PLUGIN.filter(pod, meta, info)
+    status = run_filter(PLUGIN, pod, meta, info)
     assert status.reasons == case.want
     assert status.is_success == (not case.want)
     if case.want:
         assert status.code is case.code
 
     cols = NodeColumns(infos)
-    masks = PLUGIN.filter_columns(pod, meta, cols)
+    masks = run_filter_columns(PLUGIN, pod, meta, cols)
     assert reasons_of(masks, len(infos) - 1) == case.want
     for row, other in enumerate(infos):
-        assert reasons_of(masks, row) == PLUGIN.filter(pod, meta, other).reasons, other.name
-    # Without pre_filter's meta each sub-check computes its own.
-    assert PLUGIN.filter(pod, None, info) == status
-    assert reasons_of(PLUGIN.filter_columns(pod, None, cols), len(infos) - 1) == case.want
+        assert reasons_of(masks, row) == run_filter(PLUGIN, pod, meta, other).reasons, other.name
 
 
 def test_error_stops_the_checks() -> None:
     ghost = NodeInfo(name="ghost")
     pod = make_pod("p").node("elsewhere").info()
-    status = PLUGIN.filter(pod, PLUGIN.pre_filter(pod, Snapshot([ghost])), ghost)
+    meta = PLUGIN.pre_filter(pod, Snapshot([ghost]))
+    status = run_filter(PLUGIN, pod, meta, ghost)
     assert status.code is Code.ERROR
     assert status.reasons == (ERR_NODE_NOT_FOUND,)
     with pytest.raises(PredicateError, match=ERR_NODE_NOT_FOUND):
-        PLUGIN.filter_columns(pod, None, NodeColumns([ghost]))
+        run_filter_columns(PLUGIN, pod, meta, NodeColumns([ghost]))
 
 
 def test_plugin_contract() -> None:

@@ -23,7 +23,15 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.framework.interface import SKIP, SUCCESS, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework.interface import (
+    SKIP,
+    SUCCESS,
+    PluginArgs,
+    PredicateError,
+    reasons_of,
+    run_filter,
+    run_filter_columns,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
@@ -37,7 +45,7 @@ from podium.actors.plugins.inter_pod_affinity import (
     InterPodAffinityMeta,
 )
 from podium.protocol import objects as o
-from podium.protocol.labels import node_selector_terms_match
+from podium.protocol.labels import node_fields, node_selector_terms_match
 
 FITS: tuple[str, ...] = ()
 AFFINITY = (ERR_REASON_AFFINITY_NOT_MATCH, ERR_REASON_AFFINITY_RULES_NOT_MATCH)
@@ -120,10 +128,10 @@ def evaluate(plugin: InterPodAffinity, p: o.Pod, snapshot: Snapshot) -> dict[str
     meta = plugin.pre_filter(info, snapshot)
     scalar = {}
     for n in snapshot.node_infos:
-        status = plugin.filter(info, meta, n)
+        status = run_filter(plugin, info, meta, n)
         assert status.is_success == (not status.reasons)
         scalar[n.name] = status.reasons
-    masks = plugin.filter_columns(info, meta, snapshot.columns)
+    masks = run_filter_columns(plugin, info, meta, snapshot.columns)
     vector = {name: reasons_of(masks, i) for i, name in enumerate(snapshot.columns.names)}
     assert vector == scalar
     return scalar
@@ -741,7 +749,9 @@ def test_inter_pod_affinity_with_multiple_nodes(case: MultiCase) -> None:
         assert required is not None
         fits = {
             n.metadata.name: not got[n.metadata.name]
-            and node_selector_terms_match(required.node_selector_terms, n)
+            and node_selector_terms_match(
+                required.node_selector_terms, n.metadata.labels, node_fields(n.metadata.name)
+            )
             for n in case.nodes
         }
         assert fits == case.fits
@@ -866,8 +876,8 @@ def test_skip_when_nothing_constrains_the_pod() -> None:
     p = PodInfo(pod(labels=POD_LABEL))
     meta = plugin().pre_filter(p, snapshot)
     assert meta is SKIP
-    assert plugin().filter(p, meta, snapshot.node_infos[0]) == SUCCESS
-    assert plugin().filter_columns(p, meta, snapshot.columns) == []
+    assert run_filter(plugin(), p, meta, snapshot.node_infos[0]) == SUCCESS
+    assert run_filter_columns(plugin(), p, meta, snapshot.columns) == []
 
 
 def test_existing_anti_affinity_in_another_namespace_is_ignored() -> None:

@@ -22,7 +22,7 @@ from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, Pr
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
-from podium.actors.plugins.inter_pod_affinity_priority import (
+from podium.actors.plugins.inter_pod_affinity import (
     FACTORIES,
     InterPodAffinityPriority,
     normalize_counts,

@@ -14,7 +14,14 @@ import pytest
 from builders import make_node, make_pod
 
 from podium.actors.framework.columns import NodeColumns
-from podium.actors.framework.interface import SKIP, Code, PluginArgs, reasons_of
+from podium.actors.framework.interface import (
+    SKIP,
+    Code,
+    PluginArgs,
+    reasons_of,
+    run_filter,
+    run_filter_columns,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import no_execute_taints
@@ -123,7 +130,7 @@ def plugin() -> NoExecuteTaints:
 def test_filter(case: Case) -> None:
     p = plugin()
     meta = p.pre_filter(case.pod, Snapshot([case.node]))
-    status = p.filter(case.pod, meta, case.node)
+    status = run_filter(p, case.pod, meta, case.node)
     assert status.reasons == case.want
     assert status.code is (Code.UNSCHEDULABLE_AND_UNRESOLVABLE if case.want else Code.SUCCESS)
     if meta is SKIP:
@@ -134,16 +141,18 @@ def test_filter(case: Case) -> None:
 def test_filter_columns(case: Case) -> None:
     p = plugin()
     meta = p.pre_filter(case.pod, Snapshot([case.node]))
-    assert reasons_of(p.filter_columns(case.pod, meta, NodeColumns([case.node])), 0) == case.want
+    assert (
+        reasons_of(run_filter_columns(p, case.pod, meta, NodeColumns([case.node])), 0) == case.want
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=attrgetter("name"))
 def test_filter_columns_whole_cluster(case: Case) -> None:
     p = plugin()
     infos = [c.node for c in CASES]
-    masks = p.filter_columns(case.pod, None, NodeColumns(infos))
+    masks = run_filter_columns(p, case.pod, None, NodeColumns(infos))
     assert [reasons_of(masks, i) for i in range(len(infos))] == [
-        p.filter(case.pod, None, info).reasons for info in infos
+        run_filter(p, case.pod, None, info).reasons for info in infos
     ]
 
 

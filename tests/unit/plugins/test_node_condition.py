@@ -14,7 +14,13 @@ import pytest
 from builders import make_node, make_pod
 
 from podium.actors.framework.columns import NodeColumns
-from podium.actors.framework.interface import Code, PluginArgs, reasons_of
+from podium.actors.framework.interface import (
+    Code,
+    PluginArgs,
+    reasons_of,
+    run_filter,
+    run_filter_columns,
+)
 from podium.actors.framework.nodeinfo import NodeInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import node_condition
@@ -161,7 +167,7 @@ def plugin() -> NodeCondition:
 def test_filter(case: Case) -> None:
     p = plugin()
     meta = p.pre_filter(POD, Snapshot([case.node]))
-    status = p.filter(POD, meta, case.node)
+    status = run_filter(p, POD, meta, case.node)
     assert status.reasons == case.want
     assert status.code is (Code.UNSCHEDULABLE_AND_UNRESOLVABLE if case.want else Code.SUCCESS)
 
@@ -170,30 +176,30 @@ def test_filter(case: Case) -> None:
 def test_filter_columns(case: Case) -> None:
     p = plugin()
     meta = p.pre_filter(POD, Snapshot([case.node]))
-    masks = p.filter_columns(POD, meta, NodeColumns([case.node]))
+    masks = run_filter_columns(p, POD, meta, NodeColumns([case.node]))
     assert reasons_of(masks, 0) == case.want
 
 
 def test_filter_columns_whole_table() -> None:
     p = plugin()
     infos = [case.node for case in CASES]
-    masks = p.filter_columns(POD, None, NodeColumns(infos))
+    masks = run_filter_columns(p, POD, None, NodeColumns(infos))
     assert [reasons_of(masks, i) for i in range(len(infos))] == [case.want for case in CASES]
 
 
 def test_filter_columns_follows_update_row() -> None:
     p = plugin()
     cols = NodeColumns([make_node("a").condition("Ready", "True").info(), make_node("b").info()])
-    assert reasons_of(p.filter_columns(POD, None, cols), 0) == ()
+    assert reasons_of(run_filter_columns(p, POD, None, cols), 0) == ()
     changed = (
         make_node("a").condition("NetworkUnavailable", "True").condition("Ready", "False").info()
     )
     cols.update_row(0, changed)
-    assert reasons_of(p.filter_columns(POD, None, cols), 0) == (NETWORK, NOT_READY)
+    assert reasons_of(run_filter_columns(p, POD, None, cols), 0) == (NETWORK, NOT_READY)
     duplicated = make_node("a").condition("Ready", "False").condition("Ready", "False").info()
     cols.update_row(0, duplicated)
-    assert reasons_of(p.filter_columns(POD, None, cols), 0) == (NOT_READY, NOT_READY)
-    assert reasons_of(p.filter_columns(POD, None, cols), 1) == ()
+    assert reasons_of(run_filter_columns(p, POD, None, cols), 0) == (NOT_READY, NOT_READY)
+    assert reasons_of(run_filter_columns(p, POD, None, cols), 1) == ()
 
 
 def test_factory_reports_under_the_given_name() -> None:

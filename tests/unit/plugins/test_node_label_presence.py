@@ -13,16 +13,23 @@ import pytest
 from builders import make_node, make_pod
 
 from podium.actors.framework.columns import NodeColumns
-from podium.actors.framework.interface import Code, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework.interface import (
+    ERR_NODE_NOT_FOUND,
+    Code,
+    PluginArgs,
+    PredicateError,
+    reasons_of,
+    run_filter,
+    run_filter_columns,
+)
 from podium.actors.framework.nodeinfo import NodeInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import node_label_presence
 from podium.actors.plugins.node_label_presence import (
-    ERR_NODE_NOT_FOUND,
-    NodeLabelPresence,
+    ERR_REASON_LABEL_PRESENCE as LABELS,
 )
 from podium.actors.plugins.node_label_presence import (
-    ERR_REASON_LABEL_PRESENCE as LABELS,
+    NodeLabelPresence,
 )
 
 
@@ -71,7 +78,7 @@ def plugin(case: Case) -> NodeLabelPresence:
 def test_filter(case: Case) -> None:
     p = plugin(case)
     meta = p.pre_filter(POD, Snapshot([case.node]))
-    status = p.filter(POD, meta, case.node)
+    status = run_filter(p, POD, meta, case.node)
     assert status.reasons == case.want
     assert status.code is (Code.UNSCHEDULABLE_AND_UNRESOLVABLE if case.want else Code.SUCCESS)
 
@@ -80,27 +87,27 @@ def test_filter(case: Case) -> None:
 def test_filter_columns(case: Case) -> None:
     p = plugin(case)
     meta = p.pre_filter(POD, Snapshot([case.node]))
-    assert reasons_of(p.filter_columns(POD, meta, NodeColumns([case.node])), 0) == case.want
+    assert reasons_of(run_filter_columns(p, POD, meta, NodeColumns([case.node])), 0) == case.want
 
 
 @pytest.mark.parametrize("case", CASES, ids=attrgetter("name"))
 def test_filter_columns_whole_cluster(case: Case) -> None:
     p = plugin(case)
     infos = [c.node for c in CASES]
-    masks = p.filter_columns(POD, None, NodeColumns(infos))
+    masks = run_filter_columns(p, POD, None, NodeColumns(infos))
     assert [reasons_of(masks, i) for i in range(len(infos))] == [
-        p.filter(POD, None, i).reasons for i in infos
+        run_filter(p, POD, None, i).reasons for i in infos
     ]
 
 
 def test_missing_node_is_an_error() -> None:
     p = NodeLabelPresence(PluginArgs("labels", labels=("foo",), presence=True))
     ghost = NodeInfo(None, name="ghost")
-    status = p.filter(POD, None, ghost)
+    status = run_filter(p, POD, None, ghost)
     assert status.code is Code.ERROR
     assert status.reasons == (ERR_NODE_NOT_FOUND,)
     with pytest.raises(PredicateError, match=r"^node not found$"):
-        p.filter_columns(POD, None, NodeColumns([LABELLED, ghost]))
+        run_filter_columns(p, POD, None, NodeColumns([LABELLED, ghost]))
 
 
 def test_factory_takes_the_argument_and_the_entry_name() -> None:

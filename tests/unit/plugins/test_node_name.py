@@ -10,18 +10,20 @@ from builders import make_node, make_pod
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
+    ERR_NODE_NOT_FOUND,
     SKIP,
     Code,
     PluginArgs,
     PredicateError,
     VectorFilterPlugin,
     reasons_of,
+    run_filter,
+    run_filter_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_name import (
-    ERR_NODE_NOT_FOUND,
     ERR_REASON_HOST_NAME,
     FACTORIES,
     NAME,
@@ -67,29 +69,34 @@ def test_pod_fits_host(case: Case) -> None:
     meta = PLUGIN.pre_filter(pod, Snapshot(infos))
     assert (meta is SKIP) == (not case.pod_node_name)
 
-    status = PLUGIN.filter(pod, meta, info)
+    status = run_filter(PLUGIN, pod, meta, info)
     assert status.reasons == case.want
     assert status.is_success == (not case.want)
     if case.want:
         assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
     cols = NodeColumns(infos)
-    masks = PLUGIN.filter_columns(pod, meta, cols)
+    masks = run_filter_columns(PLUGIN, pod, meta, cols)
     assert reasons_of(masks, 1) == case.want
     for row, other in enumerate(infos):
-        assert reasons_of(masks, row) == PLUGIN.filter(pod, meta, other).reasons, other.name
+        assert reasons_of(masks, row) == run_filter(PLUGIN, pod, meta, other).reasons, other.name
 
 
 def test_node_without_node_object() -> None:
     ghost = NodeInfo(name="ghost")
+    snapshot = Snapshot([ghost])
     # v1.14 checks spec.nodeName first: a pod naming no node fits even a node-less NodeInfo.
-    assert PLUGIN.filter(_pod(""), None, ghost).is_success
-    assert PLUGIN.filter_columns(_pod(""), None, NodeColumns([ghost])) == []
-    status = PLUGIN.filter(_pod("ghost"), None, ghost)
+    nameless = _pod("")
+    meta = PLUGIN.pre_filter(nameless, snapshot)
+    assert run_filter(PLUGIN, nameless, meta, ghost).is_success
+    assert run_filter_columns(PLUGIN, nameless, meta, NodeColumns([ghost])) == []
+    named = _pod("ghost")
+    meta = PLUGIN.pre_filter(named, snapshot)
+    status = run_filter(PLUGIN, named, meta, ghost)
     assert status.code is Code.ERROR
     assert status.reasons == (ERR_NODE_NOT_FOUND,)
     with pytest.raises(PredicateError, match=ERR_NODE_NOT_FOUND):
-        PLUGIN.filter_columns(_pod("ghost"), None, NodeColumns([ghost]))
+        run_filter_columns(PLUGIN, named, meta, NodeColumns([ghost]))
 
 
 def test_plugin_contract() -> None:

@@ -13,7 +13,15 @@ import pytest
 from builders import make_node, make_pod
 
 from podium.actors.framework.columns import NodeColumns
-from podium.actors.framework.interface import SKIP, Code, PluginArgs, VectorFilterPlugin, reasons_of
+from podium.actors.framework.interface import (
+    SKIP,
+    Code,
+    PluginArgs,
+    VectorFilterPlugin,
+    reasons_of,
+    run_filter,
+    run_filter_columns,
+)
 from podium.actors.framework.nodeinfo import HostPort, NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
@@ -150,7 +158,7 @@ def test_pod_fits_host_ports(case: Case) -> None:
     meta = PLUGIN.pre_filter(pod, Snapshot(infos))
     want = () if case.fits else (ERR_REASON_HOST_PORTS,)
 
-    status = PLUGIN.filter(pod, meta, info)
+    status = run_filter(PLUGIN, pod, meta, info)
     assert status.reasons == want
     assert status.is_success == case.fits
     if not case.fits:
@@ -159,12 +167,12 @@ def test_pod_fits_host_ports(case: Case) -> None:
     cols = NodeColumns(infos)
     if meta is SKIP:
         assert not pod.host_ports
-        assert PLUGIN.filter_columns(pod, None, cols) == []
+        assert run_filter_columns(PLUGIN, pod, meta, cols) == []
         return
-    masks = PLUGIN.filter_columns(pod, meta, cols)
+    masks = run_filter_columns(PLUGIN, pod, meta, cols)
     assert reasons_of(masks, len(infos) - 1) == want
     for row, other in enumerate(infos):
-        assert reasons_of(masks, row) == PLUGIN.filter(pod, meta, other).reasons, other.name
+        assert reasons_of(masks, row) == run_filter(PLUGIN, pod, meta, other).reasons, other.name
 
 
 @dataclass(frozen=True)
@@ -254,7 +262,7 @@ def test_host_port_info_check(case: CheckCase) -> None:
         info = make_node("n").info(existing.obj())
         pod = make_pod("p").host_port(port, protocol, ip).info()
         assert (
-            PLUGIN.filter(pod, PLUGIN.pre_filter(pod, Snapshot([info])), info).is_success
+            run_filter(PLUGIN, pod, PLUGIN.pre_filter(pod, Snapshot([info])), info).is_success
             is not case.expect
         )
 
@@ -270,19 +278,21 @@ def test_ports_change_with_the_row() -> None:
     cols = NodeColumns([info])
     pod = make_pod("p").host_port(80).info()
     meta = PLUGIN.pre_filter(pod, Snapshot([info]))
-    assert reasons_of(PLUGIN.filter_columns(pod, meta, cols), 0) == ()
+    assert reasons_of(run_filter_columns(PLUGIN, pod, meta, cols), 0) == ()
     busy = info.clone()
     busy.add_pod(make_pod("holder").host_port(80).info())
     cols.update_row(0, busy)
-    assert reasons_of(PLUGIN.filter_columns(pod, meta, cols), 0) == (ERR_REASON_HOST_PORTS,)
+    assert reasons_of(run_filter_columns(PLUGIN, pod, meta, cols), 0) == (ERR_REASON_HOST_PORTS,)
 
 
 def test_node_without_node_object_is_not_an_error() -> None:
     # v1.14 PodFitsHostPorts reads only the used ports; it never asks for the Node.
     ghost = NodeInfo(name="ghost")
     pod = make_pod("p").host_port(80).info()
-    assert PLUGIN.filter(pod, None, ghost).is_success
-    assert reasons_of(PLUGIN.filter_columns(pod, None, NodeColumns([ghost])), 0) == ()
+    meta = PLUGIN.pre_filter(pod, Snapshot([ghost]))
+    assert meta is not SKIP
+    assert run_filter(PLUGIN, pod, meta, ghost).is_success
+    assert reasons_of(run_filter_columns(PLUGIN, pod, meta, NodeColumns([ghost])), 0) == ()
 
 
 def test_plugin_contract() -> None:

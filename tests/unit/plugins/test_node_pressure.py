@@ -15,7 +15,14 @@ import pytest
 from builders import make_node, make_pod
 
 from podium.actors.framework.columns import NodeColumns
-from podium.actors.framework.interface import SKIP, Code, PluginArgs, reasons_of
+from podium.actors.framework.interface import (
+    SKIP,
+    Code,
+    PluginArgs,
+    reasons_of,
+    run_filter,
+    run_filter_columns,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names, node_pressure
@@ -237,18 +244,18 @@ def plugin(predicate: str) -> node_pressure.PressurePredicate:
 def test_filter(case: Case) -> None:
     p = plugin(case.predicate)
     meta = p.pre_filter(case.pod, Snapshot([case.node]))
-    status = p.filter(case.pod, meta, case.node)
+    status = run_filter(p, case.pod, meta, case.node)
     assert status.reasons == case.want
     assert status.code is (Code.UNSCHEDULABLE_AND_UNRESOLVABLE if case.want else Code.SUCCESS)
-    assert p.filter(case.pod, None, case.node) == status
 
 
 @pytest.mark.parametrize("case", CASES, ids=attrgetter("name"))
 def test_filter_columns(case: Case) -> None:
     p = plugin(case.predicate)
     meta = p.pre_filter(case.pod, Snapshot([case.node]))
-    assert reasons_of(p.filter_columns(case.pod, meta, NodeColumns([case.node])), 0) == case.want
-    assert reasons_of(p.filter_columns(case.pod, None, NodeColumns([case.node])), 0) == case.want
+    assert (
+        reasons_of(run_filter_columns(p, case.pod, meta, NodeColumns([case.node])), 0) == case.want
+    )
 
 
 @pytest.mark.parametrize("predicate", [MEM, DSK, PIDP])
@@ -258,8 +265,8 @@ def test_filter_columns_whole_table(predicate: str) -> None:
     cols = NodeColumns(infos)
     for pod in (BEST_EFFORT, BURSTABLE):
         meta = p.pre_filter(pod, Snapshot(infos))
-        masks = p.filter_columns(pod, meta, cols)
-        want = [p.filter(pod, meta, info).reasons for info in infos]
+        masks = run_filter_columns(p, pod, meta, cols)
+        want = [run_filter(p, pod, meta, info).reasons for info in infos]
         assert [reasons_of(masks, i) for i in range(len(infos))] == want
 
 
@@ -269,8 +276,8 @@ def test_memory_pressure_skips_pods_that_are_not_best_effort() -> None:
     assert p.pre_filter(BEST_EFFORT, Snapshot([MEMORY_PRESSURE])) is not SKIP
     assert plugin(DSK).pre_filter(BURSTABLE, Snapshot([DISK_PRESSURE])) is not SKIP
     # filter and filter_columns stay correct when called with SKIP anyway.
-    assert p.filter(BURSTABLE, SKIP, MEMORY_PRESSURE).is_success
-    assert p.filter_columns(BURSTABLE, SKIP, NodeColumns([MEMORY_PRESSURE])) == []
+    assert run_filter(p, BURSTABLE, SKIP, MEMORY_PRESSURE).is_success
+    assert run_filter_columns(p, BURSTABLE, SKIP, NodeColumns([MEMORY_PRESSURE])) == []
 
 
 def test_is_pod_best_effort() -> None:

@@ -17,18 +17,20 @@ from builders import make_node, make_pod
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
+    ERR_NODE_NOT_FOUND,
     SKIP,
     Code,
     PluginArgs,
     PredicateError,
     VectorFilterPlugin,
     reasons_of,
+    run_filter,
+    run_filter_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_resources_fit import (
-    ERR_NODE_NOT_FOUND,
     FACTORIES,
     NAME,
     PodFitsResources,
@@ -420,17 +422,17 @@ def test_pod_fits_resources(case: Case) -> None:
     meta = PLUGIN.pre_filter(pod, Snapshot(infos))
     assert meta is not SKIP
 
-    status = PLUGIN.filter(pod, meta, info)
+    status = run_filter(PLUGIN, pod, meta, info)
     assert status.reasons == case.want
     assert status.is_success == (not case.want)
     if case.want:
         assert status.code is Code.UNSCHEDULABLE
 
     cols = NodeColumns(infos)
-    masks = PLUGIN.filter_columns(pod, meta, cols)
+    masks = run_filter_columns(PLUGIN, pod, meta, cols)
     assert reasons_of(masks, len(infos) - 1) == case.want
     for row, other in enumerate(infos):
-        assert reasons_of(masks, row) == PLUGIN.filter(pod, meta, other).reasons, other.name
+        assert reasons_of(masks, row) == run_filter(PLUGIN, pod, meta, other).reasons, other.name
 
 
 @pytest.mark.parametrize("cpu", ["1e15", "1e16", "1e17", "1e30"])
@@ -442,18 +444,18 @@ def test_absurd_requests_never_fit_in_either_form(cpu: str) -> None:
     pod = PodInfo(make_pod("huge").req(cpu=cpu, memory=cpu).obj())
     meta = PLUGIN.pre_filter(pod, Snapshot([info]))
     want = ("Insufficient cpu", "Insufficient memory")
-    assert PLUGIN.filter(pod, meta, info).reasons == want
-    assert reasons_of(PLUGIN.filter_columns(pod, meta, NodeColumns([info])), 0) == want
+    assert run_filter(PLUGIN, pod, meta, info).reasons == want
+    assert reasons_of(run_filter_columns(PLUGIN, pod, meta, NodeColumns([info])), 0) == want
 
 
 def test_node_without_node_object_is_an_error() -> None:
     pod = PodInfo(resource_pod(_r(cpu=1)))
     ghost = NodeInfo(name="ghost")
-    status = PLUGIN.filter(pod, None, ghost)
+    status = run_filter(PLUGIN, pod, None, ghost)
     assert status.code is Code.ERROR
     assert status.reasons == (ERR_NODE_NOT_FOUND,)
     with pytest.raises(PredicateError, match=ERR_NODE_NOT_FOUND):
-        PLUGIN.filter_columns(pod, None, NodeColumns([ghost]))
+        run_filter_columns(PLUGIN, pod, None, NodeColumns([ghost]))
 
 
 def test_plugin_contract() -> None:

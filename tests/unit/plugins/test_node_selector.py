@@ -11,18 +11,20 @@ from builders import make_node, make_pod
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
+    ERR_NODE_NOT_FOUND,
     SKIP,
     Code,
     PluginArgs,
     PredicateError,
     VectorFilterPlugin,
     reasons_of,
+    run_filter,
+    run_filter_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_selector import (
-    ERR_NODE_NOT_FOUND,
     ERR_REASON_NODE_SELECTOR,
     FACTORIES,
     NAME,
@@ -405,7 +407,7 @@ def test_pod_fits_selector(case: Case) -> None:
     meta = PLUGIN.pre_filter(pod, Snapshot(infos))
     want = () if case.fits else (ERR_REASON_NODE_SELECTOR,)
 
-    status = PLUGIN.filter(pod, meta, info)
+    status = run_filter(PLUGIN, pod, meta, info)
     assert status.reasons == want
     assert status.is_success == case.fits
     if not case.fits:
@@ -414,12 +416,12 @@ def test_pod_fits_selector(case: Case) -> None:
     cols = NodeColumns(infos)
     if meta is SKIP:
         assert case.fits
-        assert PLUGIN.filter_columns(pod, None, cols) == []
+        assert run_filter_columns(PLUGIN, pod, meta, cols) == []
         return
-    masks = PLUGIN.filter_columns(pod, meta, cols)
+    masks = run_filter_columns(PLUGIN, pod, meta, cols)
     assert reasons_of(masks, 1) == want
     for row, other in enumerate(infos):
-        assert reasons_of(masks, row) == PLUGIN.filter(pod, meta, other).reasons, other.name
+        assert reasons_of(masks, row) == run_filter(PLUGIN, pod, meta, other).reasons, other.name
 
 
 def test_label_change_refreshes_the_vector_form() -> None:
@@ -427,9 +429,9 @@ def test_label_change_refreshes_the_vector_form() -> None:
     cols = NodeColumns([info])
     pod = make_pod("p").node_selector(FOO_BAR).info()
     meta = PLUGIN.pre_filter(pod, Snapshot([info]))
-    assert reasons_of(PLUGIN.filter_columns(pod, meta, cols), 0) == (ERR_REASON_NODE_SELECTOR,)
+    assert reasons_of(run_filter_columns(PLUGIN, pod, meta, cols), 0) == (ERR_REASON_NODE_SELECTOR,)
     cols.update_row(0, make_node("n").labels(FOO_BAR).info())
-    assert reasons_of(PLUGIN.filter_columns(pod, meta, cols), 0) == ()
+    assert reasons_of(run_filter_columns(PLUGIN, pod, meta, cols), 0) == ()
 
 
 def test_gt_follows_a_label_change() -> None:
@@ -438,21 +440,22 @@ def test_gt_follows_a_label_change() -> None:
     cols = NodeColumns(infos)
     pod = make_pod("p").affinity(required(term(req("kernel-version", "Gt", "1")))).info()
     meta = PLUGIN.pre_filter(pod, Snapshot(infos))
-    fails = [bool(reasons_of(PLUGIN.filter_columns(pod, meta, cols), r)) for r in range(4)]
+    fails = [bool(reasons_of(run_filter_columns(PLUGIN, pod, meta, cols), r)) for r in range(4)]
     assert fails == [True, True, False, False]
     cols.update_row(0, make_node("n0").labels({"kernel-version": "9"}).info())
-    fails = [bool(reasons_of(PLUGIN.filter_columns(pod, meta, cols), r)) for r in range(4)]
+    fails = [bool(reasons_of(run_filter_columns(PLUGIN, pod, meta, cols), r)) for r in range(4)]
     assert fails == [False, True, False, False]
 
 
 def test_node_without_node_object_is_an_error() -> None:
     ghost = NodeInfo(name="ghost")
     pod = make_pod("p").node_selector(FOO_BAR).info()
-    status = PLUGIN.filter(pod, None, ghost)
+    meta = PLUGIN.pre_filter(pod, Snapshot([ghost]))
+    status = run_filter(PLUGIN, pod, meta, ghost)
     assert status.code is Code.ERROR
     assert status.reasons == (ERR_NODE_NOT_FOUND,)
     with pytest.raises(PredicateError, match=ERR_NODE_NOT_FOUND):
-        PLUGIN.filter_columns(pod, None, NodeColumns([ghost]))
+        run_filter_columns(PLUGIN, pod, meta, NodeColumns([ghost]))
 
 
 def test_plugin_contract() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError
+from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError, run_filter
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import names, non_csi_volume_limits
@@ -301,7 +301,7 @@ def run(case: Case, *, from_allocatable: bool) -> Any:
     )
     new_pod = PodInfo(decode(o.Pod, case.new_pod))
     meta = plugin.pre_filter(new_pod, Snapshot([node], objects_for(case.kind)))
-    return plugin.filter(new_pod, meta, node)
+    return run_filter(plugin, new_pod, meta, node)
 
 
 @pytest.mark.parametrize("from_allocatable", [False, True], ids=["env", "allocatable"])
@@ -376,7 +376,7 @@ def test_pod_without_counted_volumes_is_skipped() -> None:
     new_pod = PodInfo(decode(o.Pod, pod(aws("a"), HOST_PATH)))
     meta = plugin.pre_filter(new_pod, Snapshot([]))
     assert meta is SKIP
-    assert plugin.filter(new_pod, meta, make_node("n").info()).is_success
+    assert run_filter(plugin, new_pod, meta, make_node("n").info()).is_success
 
 
 def test_pvc_and_direct_volume_with_the_same_id_count_once() -> None:
@@ -387,7 +387,7 @@ def test_pvc_and_direct_volume_with_the_same_id_count_once() -> None:
     )
     new_pod = PodInfo(decode(o.Pod, one_pvc(EBS)))
     meta = plugin.pre_filter(new_pod, Snapshot([node], objects_for(EBS)))
-    assert plugin.filter(new_pod, meta, node).is_success
+    assert run_filter(plugin, new_pod, meta, node).is_success
 
 
 def test_claim_without_name_is_an_error_on_every_node() -> None:
@@ -395,7 +395,7 @@ def test_claim_without_name_is_an_error_on_every_node() -> None:
     new_pod = PodInfo(decode(o.Pod, pod(claim(""))))
     meta = plugin.pre_filter(new_pod, Snapshot([]))
     with pytest.raises(PredicateError, match=r"^PersistentVolumeClaim had no name$"):
-        plugin.filter(new_pod, meta, make_node("n").info())
+        run_filter(plugin, new_pod, meta, make_node("n").info())
 
 
 def test_factories_cover_the_four_predicates() -> None:

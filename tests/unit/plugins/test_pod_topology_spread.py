@@ -26,10 +26,11 @@ namespace "" is Podium's "default".
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -37,12 +38,22 @@ from typing import Any
 import numpy as np
 import pytest
 from builders import make_node, make_pod
+from stages import decide
 
-from podium.actors.core.generic_scheduler import Algorithm
+from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
 from podium.actors.core.policy import build_plugins, resolve_policy
 from podium.actors.core.preemption import PredicateFitCheck, is_unresolvable, preempt
 from podium.actors.core.queue_core import SchedulingQueue
-from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError, reasons_of
+from podium.actors.framework import interface
+from podium.actors.framework.interface import (
+    SKIP,
+    Code,
+    PluginArgs,
+    PredicateError,
+    reasons_of,
+    run_filter,
+    run_filter_columns,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names, registry
@@ -195,10 +206,10 @@ def evaluate(
     for meta in (walk, vector):
         scalar = {}
         for n in infos:
-            status = plugin.filter(info, meta, n)
+            status = run_filter(plugin, info, meta, n)
             assert status.is_success == (not status.reasons)
             scalar[n.name] = (status.reasons, status.code)
-        masks = plugin.filter_columns(info, meta, snapshot.columns)
+        masks = run_filter_columns(plugin, info, meta, snapshot.columns)
         for i, name in enumerate(snapshot.columns.names):
             assert reasons_of(masks, i) == scalar[name][0], name
         assert got is None or got == scalar
@@ -1165,18 +1176,16 @@ def run_score(
     rows = np.arange(len(nodes), dtype=np.intp)
     runs: list[ScoreRun] = []
     for meta in metas:
-        raw = [plugin.score(pod, meta, n) for n in nodes]
-        vector = plugin.score_columns(pod, meta, snapshot.columns, rows)
+        raw = interface.run_score(plugin, pod, meta, nodes)
+        vector = interface.run_score_columns(plugin, pod, meta, snapshot.columns, rows)
         assert vector.dtype == np.int64
         assert vector.tolist() == raw
-        reverse = plugin.score_columns(pod, meta, snapshot.columns, rows[::-1].copy())
+        reverse = interface.run_score_columns(
+            plugin, pod, meta, snapshot.columns, rows[::-1].copy()
+        )
         assert reverse.tolist() == raw[::-1]
         final = plugin.normalize(pod, meta, nodes, list(raw))
-        ignored = (
-            [n.name in meta.ignored for n in nodes]
-            if isinstance(meta, PreScoreMeta)
-            else [False] * len(nodes)
-        )
+        ignored = [False] * len(nodes) if meta is SKIP else [n.name in meta.ignored for n in nodes]
         runs.append(ScoreRun(raw, final, ignored))
     assert runs[0] == runs[1] == runs[2]
     return runs[0]
@@ -1275,7 +1284,7 @@ def test_pod_without_constraints_skips_both() -> None:
     infos = node_infos(FOUR, ())
     f = EvenPodsSpread(PluginArgs(NAME))
     assert f.pre_filter(pod, Snapshot(infos)) is SKIP
-    assert all(f.filter(pod, SKIP, n).is_success for n in infos)
+    assert all(run_filter(f, pod, SKIP, n).is_success for n in infos)
     p = EvenPodsSpreadPriority(PluginArgs(names.EVEN_PODS_SPREAD_PRIORITY))
     meta = p.pre_score(pod, Snapshot(infos), infos)
     assert meta is SKIP
@@ -1343,8 +1352,8 @@ def test_row_without_node_object_lacks_every_label() -> None:
     plugin = EvenPodsSpread(PluginArgs(NAME))
     snapshot = with_columns(infos)
     meta = plugin.pre_filter(pod, snapshot)
-    assert plugin.filter(pod, meta, infos[-1]).reasons == LABEL
-    masks = plugin.filter_columns(pod, meta, snapshot.columns)
+    assert run_filter(plugin, pod, meta, infos[-1]).reasons == LABEL
+    masks = run_filter_columns(plugin, pod, meta, snapshot.columns)
     assert reasons_of(masks, len(infos) - 1) == LABEL
     walk = plugin.pre_filter(pod, Snapshot(infos))
     assert isinstance(meta, PreFilterMeta)
@@ -1429,9 +1438,11 @@ def test_random_clusters_agree_across_forms() -> None:
 # --------------------------------------------------------------------------- end to end
 
 
-def policy_plugins(policy: dict[str, Any]) -> Algorithm:
+def policy_plugins(policy: dict[str, Any]) -> Callable[..., ScheduleResult]:
     filters, scorers = build_plugins(resolve_policy(decode_policy(policy).policy))
-    return Algorithm(filters, scorers, rng=random.Random(1))
+    return functools.partial(
+        decide, FilterStage(filters), ScoreStage(scorers, rng=random.Random(1))
+    )
 
 
 def test_policy_alias_resolves_both_and_orders_the_predicate() -> None:
@@ -1479,7 +1490,7 @@ def test_scheduling_one_by_one_spreads_evenly_over_zones() -> None:
             )
             .obj()
         )
-        result = algo.schedule(pod, snapshot)
+        result = algo(pod, snapshot)
         assert result.node is not None, result.message
         placed.append(result.node)
         info = snapshot.get(result.node)
@@ -1508,7 +1519,7 @@ def test_fit_error_counts_both_reasons() -> None:
     pod = PodInfo(incoming(["foo"], *ZONE_NODE_FOO))
     # zone1 = 3, zone2 = 1: node-a and node-b too skewed by zone; node-x by node (1 + 1 - 0,
     # node-a holding none); node-c lacks 'zone'.
-    result = algo.schedule(pod, snapshot, explain=True)
+    result = algo(pod, snapshot, explain=True)
     assert result.node is None
     assert result.message == (
         "0/4 nodes are available: 1 node(s) didn't match pod topology spread constraints "
@@ -1518,7 +1529,7 @@ def test_fit_error_counts_both_reasons() -> None:
     assert result.failed_plugins == {names.EVEN_PODS_SPREAD}
     # Once node-b's pods are gone (zone1 = 0), zone1's nodes fit again.
     snapshot.replace_node_info(node_infos(nodes[1:2], ())[0])
-    result = algo.schedule(pod, snapshot, explain=True)
+    result = algo(pod, snapshot, explain=True)
     assert sorted(result.feasible_nodes) == ["node-a", "node-b"]
     assert result.failed == {"node-c": LABEL, "node-x": SKEW}
 
@@ -1529,7 +1540,7 @@ def test_priority_scores_reported_on_the_0_to_10_scale() -> None:
     )
     case = SCORE_CASES[3]  # "one constraint on node, all 4 nodes are candidates"
     snapshot = Snapshot(node_infos(case.nodes, case.pods))
-    result = algo.schedule(PodInfo(case.pod), snapshot, explain=True)
+    result = algo(PodInfo(case.pod), snapshot, explain=True)
     assert result.node == "node-c"
     assert {n: s[names.EVEN_PODS_SPREAD_PRIORITY] for n, s in result.scores.items()} == dict(
         zip(["node-a", "node-b", "node-c", "node-d"], case.want10, strict=True)
@@ -1579,7 +1590,7 @@ def test_preemption_evicts_where_the_spread_allows() -> None:
             ).policy
         )
     )
-    algo = Algorithm(filters, [], rng=random.Random(1))
+    algo = functools.partial(decide, FilterStage(filters), ScoreStage([], rng=random.Random(1)))
     nodes = [
         make_node("node-a").label("zone", "zone1").capacity(cpu="4", pods=10).obj(),
         make_node("node-x").label("zone", "zone2").capacity(cpu="1", pods=10).obj(),
@@ -1599,7 +1610,7 @@ def test_preemption_evicts_where_the_spread_allows() -> None:
         .spec(topologySpreadConstraints=[hard(1, "zone", exists("foo"))])
         .obj()
     )
-    result = algo.schedule(preemptor, snapshot, explain=True)
+    result = algo(preemptor, snapshot, explain=True)
     assert result.node is None
     assert result.failed == {
         "node-a": SKEW,

@@ -22,7 +22,14 @@ import numpy as np
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import (
+    MAX_PRIORITY,
+    SKIP,
+    PluginArgs,
+    VectorScorePlugin,
+    run_score,
+    run_score_columns,
+)
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.framework.zones import LABEL_REGION_GA, LABEL_ZONE_BETA, LABEL_ZONE_GA
@@ -141,7 +148,7 @@ def _key(obj: Any) -> str:
     return f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
 
 
-def run(plugin: VectorScorePlugin, case: Case) -> dict[str, int]:
+def run(plugin: VectorScorePlugin[Any], case: Case) -> dict[str, int]:
     """pre_score, map (scalar and vector, which must agree), reduce; name -> score."""
     objects = ClusterObjects(
         services={_key(x): x for x in case.services},
@@ -160,10 +167,8 @@ def run(plugin: VectorScorePlugin, case: Case) -> dict[str, int]:
     rows = np.array([snap.columns.index[n.name] for n in feasible], dtype=np.intp)
     p = PodInfo(case.pod)
     meta = plugin.pre_score(p, snap, feasible)
-    scalar = [plugin.score(p, meta, n) for n in feasible]
-    if meta is SKIP:
-        assert scalar == [0] * len(feasible)
-    vector = plugin.score_columns(p, meta, snap.columns, rows)
+    scalar = run_score(plugin, p, meta, feasible)
+    vector = run_score_columns(plugin, p, meta, snap.columns, rows)
     assert vector.dtype == np.int64
     assert vector.tolist() == scalar
     got = plugin.normalize(p, meta, feasible, scalar)
@@ -726,6 +731,7 @@ def test_vector_form_visits_a_row_subset() -> None:
     plugin = _spread()
     meta = plugin.pre_score(p, snap, infos)
     rows = np.array([6, 1, 3, 2], dtype=np.intp)
+    assert meta is not SKIP
     assert plugin.score_columns(p, meta, snap.columns, rows).tolist() == [0, 1, 0, 2]
     assert plugin.score_columns(p, meta, snap.columns, np.array([], dtype=np.intp)).tolist() == []
 

@@ -17,7 +17,14 @@ from operator import attrgetter
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.framework.interface import SKIP, SUCCESS, PluginArgs, reasons_of
+from podium.actors.framework.interface import (
+    SKIP,
+    SUCCESS,
+    PluginArgs,
+    reasons_of,
+    run_filter,
+    run_filter_columns,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import names
@@ -184,8 +191,8 @@ def evaluate(plugin: ServiceAffinity, p: o.Pod, snapshot: Snapshot) -> dict[str,
     """Every node's reasons from the scalar form, checked against the vector form."""
     info = PodInfo(p)
     meta = plugin.pre_filter(info, snapshot)
-    scalar = {n.name: plugin.filter(info, meta, n).reasons for n in snapshot.node_infos}
-    masks = plugin.filter_columns(info, meta, snapshot.columns)
+    scalar = {n.name: run_filter(plugin, info, meta, n).reasons for n in snapshot.node_infos}
+    masks = run_filter_columns(plugin, info, meta, snapshot.columns)
     assert {name: reasons_of(masks, i) for i, name in enumerate(snapshot.columns.names)} == scalar
     return scalar
 
@@ -215,8 +222,8 @@ def test_skip_when_no_label_is_wanted() -> None:
     p = PodInfo(pod(labels=SELECTOR))
     meta = plugin.pre_filter(p, snapshot)
     assert meta is SKIP
-    assert plugin.filter(p, meta, snapshot.node_infos[0]) == SUCCESS
-    assert plugin.filter_columns(p, meta, snapshot.columns) == []
+    assert run_filter(plugin, p, meta, snapshot.node_infos[0]) == SUCCESS
+    assert run_filter_columns(plugin, p, meta, snapshot.columns) == []
 
 
 def test_no_labels_configured_skips() -> None:

@@ -18,7 +18,14 @@ import numpy as np
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import (
+    MAX_PRIORITY,
+    SKIP,
+    PluginArgs,
+    VectorScorePlugin,
+    run_score,
+    run_score_columns,
+)
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import names
@@ -90,10 +97,8 @@ def run(case: Case) -> dict[str, int]:
     rows = np.array([snap.columns.index[n.name] for n in feasible], dtype=np.intp)
     p = PodInfo(case.pod)
     meta = plugin.pre_score(p, snap, feasible)
-    scalar = [plugin.score(p, meta, n) for n in feasible]
-    if meta is SKIP:
-        assert scalar == [0] * len(feasible)
-    vector = plugin.score_columns(p, meta, snap.columns, rows)
+    scalar = run_score(plugin, p, meta, feasible)
+    vector = run_score_columns(plugin, p, meta, snap.columns, rows)
     assert vector.dtype == np.int64
     assert vector.tolist() == scalar
     got = plugin.normalize(p, meta, feasible, scalar)

@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError
+from podium.actors.framework.interface import (
+    ERR_NODE_NOT_FOUND,
+    SKIP,
+    Code,
+    PluginArgs,
+    PredicateError,
+    run_filter,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import volume_binding
@@ -166,7 +173,6 @@ class Case:
     unbound: bool = False
     bound: bool = False
     error: str | None = None
-    node: NodeInfo = NODE1
 
 
 def b(pvc: o.PersistentVolumeClaim, pv: o.PersistentVolume) -> tuple[str, str]:
@@ -441,13 +447,6 @@ PODIUM = [
         (pvBound,),
         error=ERR_UNBOUND_IMMEDIATE,
     ),
-    Case(
-        "an unknown node is an error",
-        (boundPVC,),
-        (pvBound,),
-        error="node not found",
-        node=NodeInfo(None, name="ghost"),
-    ),
 ]
 
 CASES = WITHOUT_PROVISIONING + WITH_PROVISIONING + PODIUM
@@ -464,7 +463,7 @@ def snapshot_for(case: Case) -> Snapshot:
 
 
 def evaluate(plugin: VolumeBinding, pod: PodInfo, case: Case) -> object:
-    return plugin.filter(pod, plugin.pre_filter(pod, snapshot_for(case)), case.node)
+    return run_filter(plugin, pod, plugin.pre_filter(pod, snapshot_for(case)), NODE1)
 
 
 @pytest.mark.parametrize("case", CASES, ids=attrgetter("name"))
@@ -477,11 +476,21 @@ def test_find_pod_volumes(case: Case) -> None:
         assert str(raised.value) == case.error
         return
     meta = plugin.pre_filter(pod, snapshot_for(case))
-    found = plugin.find_pod_volumes(pod, meta, case.node)
+    if meta is SKIP:
+        # A pod without claims: the predicate passes and the binder has nothing to decide.
+        assert (case.unbound, case.bound, dict(case.bindings), case.provisions) == (
+            True,
+            True,
+            {},
+            (),
+        )
+        assert run_filter(plugin, pod, meta, NODE1).is_success
+        return
+    found = plugin.find_pod_volumes(pod, meta, NODE1)
     assert (found.unbound_satisfied, found.bound_satisfied) == (case.unbound, case.bound)
     assert dict(found.bindings) == dict(case.bindings)
     assert found.provisions == case.provisions
-    assert plugin.find_bindings(pod, meta, case.node) == dict(case.bindings)
+    assert plugin.find_bindings(pod, meta, NODE1) == dict(case.bindings)
     want = tuple(
         reason
         for reason, failed in (
@@ -490,7 +499,7 @@ def test_find_pod_volumes(case: Case) -> None:
         )
         if failed
     )
-    status = plugin.filter(pod, meta, case.node)
+    status = run_filter(plugin, pod, meta, NODE1)
     assert status.reasons == want
     assert status.code is (Code.UNSCHEDULABLE_AND_UNRESOLVABLE if want else Code.SUCCESS)
 
@@ -504,7 +513,16 @@ def test_pod_without_claims_is_skipped() -> None:
     pod = make_pod("p").volume({"name": "e", "emptyDir": {}}).info()
     meta = plugin.pre_filter(pod, Snapshot([NODE1]))
     assert meta is SKIP
-    assert plugin.filter(pod, meta, NODE1).is_success
+    assert run_filter(plugin, pod, meta, NODE1).is_success
+
+
+def test_unknown_node_is_an_error() -> None:
+    plugin = VolumeBinding(PluginArgs(name="x"))
+    pod = make_test_pod([boundPVC])
+    meta = plugin.pre_filter(pod, snapshot_for(Case("", (boundPVC,), (pvBound,))))
+    status = run_filter(plugin, pod, meta, NodeInfo(None, name="ghost"))
+    assert status.code is Code.ERROR
+    assert status.reasons == (ERR_NODE_NOT_FOUND,)
 
 
 def test_immediate_error_is_raised_from_every_node() -> None:
@@ -514,7 +532,7 @@ def test_immediate_error_is_raised_from_every_node() -> None:
     meta = plugin.pre_filter(pod, snapshot_for(Case("", (immediateUnboundPVC,))))
     for node in (NODE1, make_node("node2").label(NODE_KEY, "node2").info()):
         with pytest.raises(PredicateError, match=f"^{ERR_UNBOUND_IMMEDIATE}$"):
-            plugin.filter(pod, meta, node)
+            run_filter(plugin, pod, meta, node)
 
 
 def test_basic_checks() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.framework.interface import SKIP, Code, PluginArgs
+from podium.actors.framework.interface import SKIP, Code, PluginArgs, run_filter
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import volume_restrictions
 from podium.actors.plugins.volume_restrictions import ERR_DISK_CONFLICT, NoDiskConflict
@@ -177,7 +177,7 @@ def test_no_disk_conflict(case: Case) -> None:
     plugin = NoDiskConflict(PluginArgs(name="NoDiskConflict"))
     node = make_node("n").info(*case.existing)
     meta = plugin.pre_filter(case.pod, Snapshot([node]))
-    status = plugin.filter(case.pod, meta, node)
+    status = run_filter(plugin, case.pod, meta, node)
     assert status.reasons == case.want
     assert status.code is (Code.UNSCHEDULABLE if case.want else Code.SUCCESS)
     if meta is SKIP:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError
+from podium.actors.framework.interface import SKIP, Code, PluginArgs, PredicateError, run_filter
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import volume_zone
@@ -324,10 +324,10 @@ def test_volume_zone(case: Case) -> None:
     meta = plugin.pre_filter(case.pod, Snapshot([case.node], case.objects))
     if case.error is not None:
         with pytest.raises(PredicateError) as raised:
-            plugin.filter(case.pod, meta, case.node)
+            run_filter(plugin, case.pod, meta, case.node)
         assert str(raised.value) == case.error
         return
-    status = plugin.filter(case.pod, meta, case.node)
+    status = run_filter(plugin, case.pod, meta, case.node)
     assert status.is_success is case.fits
     assert status.reasons == (() if case.fits else (ERR_VOLUME_ZONE_CONFLICT,))
     assert status.code is (Code.SUCCESS if case.fits else Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
@@ -338,15 +338,16 @@ def test_pod_without_claims_is_skipped() -> None:
     pod = make_pod("p").volume({"name": "e", "emptyDir": {}}).info()
     meta = plugin.pre_filter(pod, Snapshot([], SINGLE))
     assert meta is SKIP
-    assert plugin.filter(pod, meta, host(WEST_A)).is_success
+    assert run_filter(plugin, pod, meta, host(WEST_A)).is_success
 
 
 def test_unknown_node_is_an_error() -> None:
     plugin = VolumeZone(PluginArgs(name="x"))
     pod = pod_with_volume("PVC_1")
     meta = plugin.pre_filter(pod, Snapshot([], SINGLE))
-    with pytest.raises(PredicateError, match=r"^node not found$"):
-        plugin.filter(pod, meta, NodeInfo(None, name="ghost"))
+    status = run_filter(plugin, pod, meta, NodeInfo(None, name="ghost"))
+    assert status.code is Code.ERROR
+    assert status.reasons == ("node not found",)
 
 
 @pytest.mark.parametrize(

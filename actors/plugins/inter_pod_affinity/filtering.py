@@ -1,6 +1,6 @@
 """MatchInterPodAffinity: required pod affinity and anti-affinity, the pod's and the cluster's.
 
-Kubernetes sources (v1.14):
+Kubernetes counterpart: pkg/scheduler/framework/plugins/interpodaffinity/filtering.go, at v1.14:
 
 - pkg/scheduler/algorithm/predicates/predicates.go@v1.14.0: ``PodAffinityChecker``,
   ``InterPodAffinityMatches``, ``satisfiesExistingPodsAntiAffinity``,
@@ -8,8 +8,6 @@ Kubernetes sources (v1.14):
   ``nodeMatchesAnyTopologyTerm``, ``targetPodMatchesAffinityOfPod``;
 - pkg/scheduler/algorithm/predicates/metadata.go@v1.14.0: ``topologyPairsMaps``,
   ``getTPMapMatchingExistingAntiAffinity``, ``getTPMapMatchingIncomingAffinityAntiAffinity``;
-- pkg/scheduler/algorithm/priorities/util/topologies.go@v1.14.0:
-  ``GetNamespacesFromPodAffinityTerm``, ``PodMatchesTermsNamespaceAndSelector``;
 - reasons from pkg/scheduler/algorithm/predicates/error.go@v1.14.0.
 
 A node passes when, in this order (the first failure decides the reasons):
@@ -28,11 +26,11 @@ A node passes when, in this order (the first failure decides the reasons):
    pod matching that term; else ``[..._NOT_MATCH, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH]``.
 
 A term's namespaces default to the namespace of the pod that defines it; an empty topology key
-never matches a node. ``pre_filter`` computes the three topology-pair counts once per pod from
-the snapshot (v1.14's ``topologyPairsAntiAffinityPodsMap``, ``topologyPairsPotentialAffinityPods``
-and ``topologyPairsPotentialAntiAffinityPods``), so ``filter`` costs a few dict lookups per node
-and ``filter_columns`` a few numpy gathers over ``NodeColumns.label`` codes. Existing pods'
-terms are compiled once and kept in a :class:`TermCache` between pods.
+never matches a node (:mod:`.common`). ``pre_filter`` computes the three topology-pair counts
+once per pod from the snapshot (v1.14's ``topologyPairsAntiAffinityPodsMap``,
+``topologyPairsPotentialAffinityPods`` and ``topologyPairsPotentialAntiAffinityPods``), so
+``filter`` costs a few dict lookups per node and ``filter_columns`` a few numpy gathers over
+``NodeColumns.label`` codes.
 
 Differences from v1.14, all at the edges: a row without a Node object is judged as a node
 without labels (v1.14 returns an error); a label selector that is not well formed (``In``
@@ -43,27 +41,32 @@ recomputes without metadata from its pod lister, with the same outcome).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING
 
-import msgspec
 import numpy as np
 
 from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     PluginArgs,
-    PredicateError,
     ReasonMasks,
+    Skip,
     Status,
     VectorFilterPlugin,
     unschedulable,
 )
 from podium.actors.plugins import names
-from podium.protocol.labels import label_selector_is_valid
-from podium.protocol.objects import enc_hook
+from podium.actors.plugins.inter_pod_affinity.common import (
+    AffinityTerm,
+    ClassCounts,
+    PodTerms,
+    TermCache,
+    TopologyPair,
+    affinity_class_key,
+    node_changes,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -71,7 +74,6 @@ if TYPE_CHECKING:
     from podium.actors.framework.columns import NodeColumns
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.snapshot import Snapshot
-    from podium.protocol.objects import LabelSelector, PodAffinityTerm, WeightedPodAffinityTerm
 
 __all__ = [
     "ERR_REASON_AFFINITY_NOT_MATCH",
@@ -80,15 +82,8 @@ __all__ = [
     "ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH",
     "FACTORIES",
     "NAME",
-    "AffinityTerm",
-    "ClassCounts",
     "InterPodAffinity",
     "InterPodAffinityMeta",
-    "PodTerms",
-    "TermCache",
-    "affinity_class_key",
-    "compile_term",
-    "node_changes",
 ]
 
 NAME = names.MATCH_INTER_POD_AFFINITY
@@ -99,197 +94,6 @@ ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affini
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = (
     "node(s) didn't satisfy existing pods anti-affinity rules"
 )
-
-TopologyPair = tuple[str, str]
-
-
-# --------------------------------------------------------------------------- terms
-
-
-class _Selector:
-    """A valid LabelSelector compiled for fast matching (``LabelSelectorAsSelector``).
-
-    ``None`` matches nothing, ``{}`` everything; requirements are ANDed.
-    """
-
-    __slots__ = ("_exprs", "_labels", "_nothing")
-
-    def __init__(self, selector: LabelSelector | None) -> None:
-        self._nothing = selector is None
-        self._labels: tuple[tuple[str, str], ...] = ()
-        self._exprs: tuple[tuple[str, str, frozenset[str]], ...] = ()
-        if selector is not None:
-            self._labels = tuple(selector.match_labels.items())
-            self._exprs = tuple(
-                (r.key, r.operator, frozenset(r.values)) for r in selector.match_expressions
-            )
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if self._nothing:
-            return False
-        for key, value in self._labels:
-            if labels.get(key) != value:
-                return False
-        for key, op, values in self._exprs:
-            if op == "In":
-                if labels.get(key) not in values:
-                    return False
-            elif op == "NotIn":
-                have = labels.get(key)
-                if have is not None and have in values:
-                    return False
-            elif op == "Exists":
-                if key not in labels:
-                    return False
-            elif key in labels:  # DoesNotExist
-                return False
-        return True
-
-
-@dataclass(frozen=True, slots=True)
-class AffinityTerm:
-    """A PodAffinityTerm resolved against the pod that defines it.
-
-    Attributes:
-        namespaces: the term's namespaces, or the defining pod's namespace when it lists none
-            (``GetNamespacesFromPodAffinityTerm``).
-        topology_key: the term's topology key.
-        selector: its label selector, compiled.
-        weight: the weight of a preferred term (1 for a required one).
-    """
-
-    namespaces: frozenset[str]
-    topology_key: str
-    selector: _Selector
-    weight: int = 1
-
-    def matches(self, pod: PodInfo) -> bool:
-        """``PodMatchesTermsNamespaceAndSelector``: ``pod`` is in the namespaces and selected."""
-        return pod.namespace in self.namespaces and self.selector.matches(pod.labels)
-
-
-def compile_term(defining: PodInfo, term: PodAffinityTerm, weight: int = 1) -> AffinityTerm:
-    """Resolve and compile a term of ``defining``'s.
-
-    Raises:
-        PredicateError: the term's label selector is not well formed (v1.14's
-            ``LabelSelectorAsSelector`` error fails the attempt).
-    """
-    selector = term.label_selector
-    if selector is not None and not label_selector_is_valid(selector):
-        raise PredicateError(
-            f"pod {defining.key} has an invalid label selector in a pod affinity term "
-            f"(topologyKey {term.topology_key!r})"
-        )
-    namespaces = frozenset(term.namespaces) if term.namespaces else frozenset((defining.namespace,))
-    return AffinityTerm(namespaces, term.topology_key, _Selector(selector), weight)
-
-
-def _compile_weighted(
-    defining: PodInfo, terms: Sequence[WeightedPodAffinityTerm], sign: int
-) -> tuple[AffinityTerm, ...]:
-    return tuple(compile_term(defining, t.pod_affinity_term, sign * t.weight) for t in terms)
-
-
-class PodTerms:
-    """One pod's affinity terms, each kind compiled on first use.
-
-    A kind whose selector is invalid raises :class:`PredicateError` when asked for, so a bad
-    preferred term does not fail the predicate (which never reads it), as in v1.14.
-    """
-
-    __slots__ = ("_cache", "pod")
-
-    def __init__(self, pod: PodInfo) -> None:
-        self.pod = pod
-        self._cache: dict[str, tuple[AffinityTerm, ...]] = {}
-
-    def _get(
-        self, kind: str, build: Callable[[], tuple[AffinityTerm, ...]]
-    ) -> tuple[AffinityTerm, ...]:
-        terms = self._cache.get(kind)
-        if terms is None:
-            terms = self._cache[kind] = build()
-        return terms
-
-    def required_affinity(self) -> tuple[AffinityTerm, ...]:
-        """``GetPodAffinityTerms``: the requiredDuringSchedulingIgnoredDuringExecution terms."""
-
-        def build() -> tuple[AffinityTerm, ...]:
-            a = self.pod.pod.spec.affinity
-            if a is None or a.pod_affinity is None:
-                return ()
-            terms = a.pod_affinity.required_during_scheduling_ignored_during_execution
-            return tuple(compile_term(self.pod, t) for t in terms)
-
-        return self._get("ra", build)
-
-    def required_anti_affinity(self) -> tuple[AffinityTerm, ...]:
-        """``GetPodAntiAffinityTerms``: the required anti-affinity terms."""
-
-        def build() -> tuple[AffinityTerm, ...]:
-            a = self.pod.pod.spec.affinity
-            if a is None or a.pod_anti_affinity is None:
-                return ()
-            terms = a.pod_anti_affinity.required_during_scheduling_ignored_during_execution
-            return tuple(compile_term(self.pod, t) for t in terms)
-
-        return self._get("rn", build)
-
-    def preferred_affinity(self) -> tuple[AffinityTerm, ...]:
-        """The preferred affinity terms, weights positive."""
-
-        def build() -> tuple[AffinityTerm, ...]:
-            a = self.pod.pod.spec.affinity
-            if a is None or a.pod_affinity is None:
-                return ()
-            terms = a.pod_affinity.preferred_during_scheduling_ignored_during_execution
-            return _compile_weighted(self.pod, terms, 1)
-
-        return self._get("pa", build)
-
-    def preferred_anti_affinity(self) -> tuple[AffinityTerm, ...]:
-        """The preferred anti-affinity terms, weights negated."""
-
-        def build() -> tuple[AffinityTerm, ...]:
-            a = self.pod.pod.spec.affinity
-            if a is None or a.pod_anti_affinity is None:
-                return ()
-            terms = a.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution
-            return _compile_weighted(self.pod, terms, -1)
-
-        return self._get("pn", build)
-
-
-class TermCache:
-    """Compiled terms of existing pods, kept from one pod's pass to the next.
-
-    Keyed by the PodInfo object (a pod changed in the cache is a new PodInfo, so it is compiled
-    afresh). Two generations: call :meth:`begin` before each pass; entries not used during a
-    pass are dropped at the next one, so the cache never outgrows the cluster.
-    """
-
-    __slots__ = ("_current", "_previous")
-
-    def __init__(self) -> None:
-        self._current: dict[int, PodTerms] = {}
-        self._previous: dict[int, PodTerms] = {}
-
-    def begin(self) -> None:
-        """Start a pass: what the last pass did not touch is forgotten after this one."""
-        self._previous = self._current
-        self._current = {}
-
-    def get(self, pod: PodInfo) -> PodTerms:
-        key = id(pod)
-        terms = self._current.get(key)
-        if terms is not None and terms.pod is pod:
-            return terms
-        terms = self._previous.get(key)
-        if terms is None or terms.pod is not pod:
-            terms = PodTerms(pod)
-        self._current[key] = terms
-        return terms
 
 
 def _add_pair(pairs: dict[TopologyPair, int], key: str, labels: Mapping[str, str]) -> None:
@@ -382,81 +186,6 @@ def _incoming_pairs(
     return affinity_pairs, anti_pairs
 
 
-# --------------------------------------------------------------------------- incremental counts
-
-CLASSES = 64
-"""Classes of incoming pods whose counts are kept between pods (least recently used dropped)."""
-
-_KEY_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
-
-S = TypeVar("S")
-
-
-def affinity_class_key(pod: PodInfo) -> bytes:
-    """Incoming pods with the same namespace, labels and spec match and are matched alike."""
-    meta = pod.pod.metadata
-    return _KEY_ENCODER.encode((meta.namespace, meta.labels, pod.pod.spec))
-
-
-def node_changes(
-    changes: Iterable[tuple[NodeInfo, NodeInfo]], *, with_affinity: bool = False
-) -> Iterator[tuple[NodeInfo, list[PodInfo], int]]:
-    """(node, pods, -1) for pods a change took away and (node, pods, +1) for pods it brought,
-    each with the NodeInfo whose labels they counted under. A node whose labels changed has
-    all its old pods taken away and all its new ones brought. ``with_affinity``: only the pods
-    with affinity terms (the only ones that count when the incoming pod has none)."""
-    for old, new in changes:
-        old_pods = old.pods_with_affinity if with_affinity else old.pods
-        new_pods = new.pods_with_affinity if with_affinity else new.pods
-        if old.node is not new.node and (
-            old.node is None or new.node is None or old.labels != new.labels
-        ):
-            yield old, old_pods, -1
-            yield new, new_pods, 1
-            continue
-        if not old_pods and not new_pods:
-            continue
-        old_ids = {id(p) for p in old_pods}
-        new_ids = {id(p) for p in new_pods}
-        removed = [p for p in old_pods if id(p) not in new_ids]
-        added = [p for p in new_pods if id(p) not in old_ids]
-        if removed:
-            yield old, removed, -1
-        if added:
-            yield new, added, 1
-
-
-class ClassCounts(Generic[S]):
-    """Per-class counts (``S``) kept against one snapshot's journal.
-
-    :meth:`find` answers the state made for this class on this snapshot and the node changes
-    since; the caller applies them and hands the state back with :meth:`keep`. Another snapshot
-    (a what-if copy, a new node set), a journal that no longer reaches back, or a class not seen
-    lately answers ``None``: the caller counts afresh over every pod.
-    """
-
-    def __init__(self, size: int = CLASSES) -> None:
-        self._size = size
-        self._entries: OrderedDict[bytes, tuple[int, int, S]] = OrderedDict()
-
-    def find(
-        self, key: bytes, snapshot: Snapshot
-    ) -> tuple[S, Sequence[tuple[NodeInfo, NodeInfo]]] | None:
-        entry = self._entries.pop(key, None)
-        if entry is None:
-            return None
-        token, position, state = entry
-        if token != snapshot.token:
-            return None
-        changes = snapshot.changes_since(position)
-        return None if changes is None else (state, changes)
-
-    def keep(self, key: bytes, snapshot: Snapshot, state: S) -> None:
-        self._entries[key] = (snapshot.token, snapshot.journal_position, state)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
-
-
 def _bump(pairs: dict[TopologyPair, int], key: str, labels: Mapping[str, str], sign: int) -> None:
     value = labels.get(key)
     if value is None:
@@ -508,25 +237,22 @@ def _hits(table: Mapping[str, int], values: Iterable[str]) -> npt.NDArray[np.boo
     return hit
 
 
-class InterPodAffinity(VectorFilterPlugin):
+class InterPodAffinity(VectorFilterPlugin[InterPodAffinityMeta]):
     """v1.14 MatchInterPodAffinity (see the module docstring)."""
-
-    incremental = True
-    """Keep each class's pair counts between pods (off only to test that it changes nothing)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         self._terms = TermCache()
         self._classes: ClassCounts[InterPodAffinityMeta] = ClassCounts()
 
-    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> object:
+    def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> InterPodAffinityMeta | Skip:
         """The pair counts, made afresh over every pod, or for a pod whose class was seen on
         this snapshot, brought up to date from the nodes changed since (the meta handed out
         is that class's state: valid until the next ``pre_filter``)."""
         own = PodTerms(pod)
         affinity, anti = own.required_affinity(), own.required_anti_affinity()
-        key = affinity_class_key(pod) if self.incremental else None
-        found = self._classes.find(key, snapshot) if key is not None else None
+        key = affinity_class_key(pod)
+        found = self._classes.find(key, snapshot)
         if found is not None:
             meta, changes = found
             _apply_changes(meta, pod, affinity, anti, changes)
@@ -543,8 +269,7 @@ class InterPodAffinity(VectorFilterPlugin):
                 affinity_keys=tuple(t.topology_key for t in affinity),
                 anti_affinity_keys=tuple(t.topology_key for t in anti),
             )
-        if key is not None:
-            self._classes.keep(key, snapshot, meta)
+        self._classes.keep(key, snapshot, meta)
         if not affinity and not anti and not meta.existing_anti_pairs:
             return SKIP
         meta.first_of_group = (
@@ -552,9 +277,7 @@ class InterPodAffinity(VectorFilterPlugin):
         )
         return meta
 
-    def filter(self, pod: PodInfo, meta: object, node: NodeInfo) -> Status:
-        if not isinstance(meta, InterPodAffinityMeta):
-            return SUCCESS
+    def filter(self, pod: PodInfo, meta: InterPodAffinityMeta, node: NodeInfo) -> Status:
         labels = node.labels
         for pair in labels.items():
             if pair in meta.existing_anti_pairs:
@@ -580,9 +303,9 @@ class InterPodAffinity(VectorFilterPlugin):
                 )
         return SUCCESS
 
-    def filter_columns(self, pod: PodInfo, meta: object, cols: NodeColumns) -> ReasonMasks:
-        if not isinstance(meta, InterPodAffinityMeta):
-            return []
+    def filter_columns(
+        self, pod: PodInfo, meta: InterPodAffinityMeta, cols: NodeColumns
+    ) -> ReasonMasks:
         n = cols.n
         existing = np.zeros(n, dtype=bool)
         for key, values in _values_by_key(meta.existing_anti_pairs).items():

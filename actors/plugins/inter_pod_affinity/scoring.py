@@ -1,6 +1,7 @@
 """InterPodAffinityPriority: prefer nodes near the pods a pod likes, away from those it avoids.
 
-Kubernetes source: ``CalculateInterPodAffinityPriority`` and ``podAffinityPriorityMap`` in
+Kubernetes counterpart: pkg/scheduler/framework/plugins/interpodaffinity/scoring.go, at v1.14
+``CalculateInterPodAffinityPriority`` and ``podAffinityPriorityMap`` in
 pkg/scheduler/algorithm/priorities/interpod_affinity.go@v1.14.0, with ``NodesHaveSameTopologyKey``
 from pkg/scheduler/algorithm/priorities/util/topologies.go@v1.14.0.
 
@@ -41,9 +42,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, SKIP, PluginArgs, VectorScorePlugin
+from podium.actors.framework.interface import (
+    MAX_PRIORITY,
+    SKIP,
+    PluginArgs,
+    Skip,
+    VectorScorePlugin,
+)
 from podium.actors.plugins import names
-from podium.actors.plugins.inter_pod_affinity import (
+from podium.actors.plugins.inter_pod_affinity.common import (
     AffinityTerm,
     ClassCounts,
     PodTerms,
@@ -59,7 +66,14 @@ if TYPE_CHECKING:
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.snapshot import Snapshot
 
-__all__ = ["FACTORIES", "NAME", "InterPodAffinityPriority", "PairWeights", "normalize_counts"]
+__all__ = [
+    "FACTORIES",
+    "NAME",
+    "InterPodAffinityPriority",
+    "PairWeights",
+    "normalize_counts",
+    "normalize_counts_array",
+]
 
 NAME = names.INTER_POD_AFFINITY
 
@@ -98,11 +112,8 @@ def normalize_counts_array(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int6
     return scores.astype(np.int64)
 
 
-class InterPodAffinityPriority(VectorScorePlugin):
+class InterPodAffinityPriority(VectorScorePlugin[PairWeights]):
     """v1.14 InterPodAffinityPriority (see the module docstring)."""
-
-    incremental = True
-    """Keep each class's weights between pods (off only to test that it changes nothing)."""
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
@@ -110,7 +121,9 @@ class InterPodAffinityPriority(VectorScorePlugin):
         self._terms = TermCache()
         self._classes: ClassCounts[PairWeights] = ClassCounts()
 
-    def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> object:
+    def pre_score(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+    ) -> PairWeights | Skip:
         own = PodTerms(pod)
         affinity = pod.pod.spec.affinity
         has_affinity = affinity is not None and affinity.pod_affinity is not None
@@ -124,7 +137,7 @@ class InterPodAffinityPriority(VectorScorePlugin):
         # nodes and pods without affinity need no visit, and the class's weights can be kept
         # from pod to pod, brought up to date from the nodes changed since.
         scan_all = bool(preferred)
-        key = affinity_class_key(pod) if self.incremental and not scan_all else None
+        key = None if scan_all else affinity_class_key(pod)
         found = self._classes.find(key, snapshot) if key is not None else None
         if found is not None:
             weights, changes = found
@@ -188,26 +201,20 @@ class InterPodAffinityPriority(VectorScorePlugin):
                         _add(weights, term, labels, term.weight)
         return weights
 
-    def score(self, pod: PodInfo, meta: object, node: NodeInfo) -> int:
-        if not isinstance(meta, dict):
-            return 0
-        weights: PairWeights = meta
+    def score(self, pod: PodInfo, meta: PairWeights, node: NodeInfo) -> int:
         labels = node.labels
         total = 0
-        for key, per_value in weights.items():
+        for key, per_value in meta.items():
             value = labels.get(key)
             if value is not None:
                 total += per_value.get(value, 0)
         return total
 
     def score_columns(
-        self, pod: PodInfo, meta: object, cols: NodeColumns, rows: npt.NDArray[np.intp]
+        self, pod: PodInfo, meta: PairWeights, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         total = np.zeros(len(rows), dtype=np.int64)
-        if not isinstance(meta, dict):
-            return total
-        weights: PairWeights = meta
-        for key, per_value in weights.items():
+        for key, per_value in meta.items():
             codes, table = cols.label(key)
             # One slot per label value plus a last 0 for code -1 (label absent).
             by_code = np.zeros(len(table) + 1, dtype=np.int64)
@@ -219,12 +226,16 @@ class InterPodAffinityPriority(VectorScorePlugin):
         return total
 
     def normalize(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+        self, pod: PodInfo, meta: PairWeights | Skip, nodes: Sequence[NodeInfo], scores: list[int]
     ) -> list[int]:
         return normalize_counts(scores)
 
     def normalize_columns(
-        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: npt.NDArray[np.int64]
+        self,
+        pod: PodInfo,
+        meta: PairWeights | Skip,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         return normalize_counts_array(scores)
 
