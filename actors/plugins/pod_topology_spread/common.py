@@ -36,6 +36,7 @@ from podium.protocol.labels import (
     label_selector_is_valid,
     label_selector_matches,
 )
+from podium.protocol.objects import namespace_or_default
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -109,7 +110,7 @@ def spread_constraints(pod: PodInfo, action: Action) -> tuple[SpreadConstraint, 
 def hard_constraints_select(unschedulable: Pod, assigned: PodInfo) -> bool:
     """Whether a DoNotSchedule constraint of ``unschedulable`` counts ``assigned`` (same
     namespace, selected); the queue moves such pods when ``assigned`` is bound."""
-    namespace = unschedulable.metadata.namespace or "default"
+    namespace = namespace_or_default(unschedulable.metadata.namespace)
     if assigned.namespace != namespace:
         return False
     return any(
