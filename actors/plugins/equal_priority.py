@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import PluginArgs, Skip, VectorScorePlugin
+from podium.actors.framework.interface import PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
+from podium.actors.plugins.reduce import NoReduce
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -32,7 +33,7 @@ EQUAL_SCORE = 1
 """The map score of every node."""
 
 
-class EqualPriority(VectorScorePlugin[None]):
+class EqualPriority(NoReduce, VectorScorePlugin[None]):
     """EqualPriority (map only): 1 everywhere."""
 
     def __init__(self, args: PluginArgs) -> None:
@@ -43,11 +44,6 @@ class EqualPriority(VectorScorePlugin[None]):
 
     def score(self, pod: PodInfo, meta: None, node: NodeInfo) -> int:
         return EQUAL_SCORE
-
-    def normalize(
-        self, pod: PodInfo, meta: Skip | None, nodes: Sequence[NodeInfo], scores: list[int]
-    ) -> list[int]:
-        return list(scores)
 
     def score_columns(
         self, pod: PodInfo, meta: None, cols: NodeColumns, rows: npt.NDArray[np.intp]

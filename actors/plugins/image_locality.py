@@ -34,6 +34,7 @@ from podium.actors.framework.interface import (
     VectorScorePlugin,
 )
 from podium.actors.plugins import names
+from podium.actors.plugins.reduce import NoReduce
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -82,7 +83,7 @@ class _Meta:
     images: tuple[tuple[str, float], ...]  # (normalised name, numNodes / totalNumNodes)
 
 
-class ImageLocality(VectorScorePlugin[_Meta]):
+class ImageLocality(NoReduce, VectorScorePlugin[_Meta]):
     """ImageLocalityPriority (map only)."""
 
     def __init__(self, args: PluginArgs) -> None:
@@ -113,20 +114,6 @@ class ImageLocality(VectorScorePlugin[_Meta]):
             int(float(sizes[name]) * spread) for name, spread in meta.images if name in sizes
         )
         return calculate_priority(total)
-
-    def normalize(
-        self, pod: PodInfo, meta: _Meta | Skip, nodes: Sequence[NodeInfo], scores: list[int]
-    ) -> list[int]:
-        return list(scores)
-
-    def normalize_columns(
-        self,
-        pod: PodInfo,
-        meta: _Meta | Skip,
-        nodes: Sequence[NodeInfo],
-        scores: npt.NDArray[np.int64],
-    ) -> npt.NDArray[np.int64]:
-        return scores
 
     def score_columns(
         self, pod: PodInfo, meta: _Meta, cols: NodeColumns, rows: npt.NDArray[np.intp]

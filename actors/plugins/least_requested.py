@@ -14,9 +14,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs
+from podium.actors.framework.interface import PluginArgs
 from podium.actors.plugins import names
-from podium.actors.plugins.resource_allocation import ResourceAllocationPriority, safe_denominator
+from podium.actors.plugins.resource_allocation import (
+    RequestedSharePriority,
+    share_score,
+    share_score_columns,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -28,41 +32,19 @@ NAME = names.LEAST_REQUESTED
 
 def least_requested_score(requested: int, capacity: int) -> int:
     """The unused share of one resource on a 0-10 scale (``leastRequestedScore``)."""
-    if capacity == 0 or requested > capacity:
-        return 0
-    return (capacity - requested) * MAX_PRIORITY // capacity
+    return share_score(capacity - requested, requested, capacity)
 
 
-def _least_requested_columns(
-    requested: npt.NDArray[np.int64], capacity: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int64]:
-    # Every operand is >= 0 where the result is kept, so numpy's floor division is Go's.
-    score = (capacity - requested) * MAX_PRIORITY // safe_denominator(capacity)
-    return np.where((capacity == 0) | (requested > capacity), 0, score)
-
-
-class LeastRequested(ResourceAllocationPriority):
+class LeastRequested(RequestedSharePriority):
     """LeastRequestedPriority (map only)."""
 
-    def scorer(
-        self, cpu_requested: int, cpu_allocatable: int, mem_requested: int, mem_allocatable: int
-    ) -> int:
-        return (
-            least_requested_score(cpu_requested, cpu_allocatable)
-            + least_requested_score(mem_requested, mem_allocatable)
-        ) // 2
+    def resource_score(self, requested: int, capacity: int) -> int:
+        return least_requested_score(requested, capacity)
 
-    def scorer_columns(
-        self,
-        cpu_requested: npt.NDArray[np.int64],
-        cpu_allocatable: npt.NDArray[np.int64],
-        mem_requested: npt.NDArray[np.int64],
-        mem_allocatable: npt.NDArray[np.int64],
+    def resource_score_columns(
+        self, requested: npt.NDArray[np.int64], capacity: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.int64]:
-        total = _least_requested_columns(cpu_requested, cpu_allocatable) + _least_requested_columns(
-            mem_requested, mem_allocatable
-        )
-        return total // 2
+        return share_score_columns(capacity - requested, requested, capacity)
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], LeastRequested]] = {NAME: LeastRequested}

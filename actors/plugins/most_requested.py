@@ -15,9 +15,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs
+from podium.actors.framework.interface import PluginArgs
 from podium.actors.plugins import names
-from podium.actors.plugins.resource_allocation import ResourceAllocationPriority, safe_denominator
+from podium.actors.plugins.resource_allocation import (
+    RequestedSharePriority,
+    share_score,
+    share_score_columns,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -29,41 +33,19 @@ NAME = names.MOST_REQUESTED
 
 def most_requested_score(requested: int, capacity: int) -> int:
     """The requested share of one resource on a 0-10 scale (``mostRequestedScore``)."""
-    if capacity == 0 or requested > capacity:
-        return 0
-    return requested * MAX_PRIORITY // capacity
+    return share_score(requested, requested, capacity)
 
 
-def _most_requested_columns(
-    requested: npt.NDArray[np.int64], capacity: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int64]:
-    # Every operand is >= 0 where the result is kept, so numpy's floor division is Go's.
-    score = requested * MAX_PRIORITY // safe_denominator(capacity)
-    return np.where((capacity == 0) | (requested > capacity), 0, score)
-
-
-class MostRequested(ResourceAllocationPriority):
+class MostRequested(RequestedSharePriority):
     """MostRequestedPriority (map only)."""
 
-    def scorer(
-        self, cpu_requested: int, cpu_allocatable: int, mem_requested: int, mem_allocatable: int
-    ) -> int:
-        return (
-            most_requested_score(cpu_requested, cpu_allocatable)
-            + most_requested_score(mem_requested, mem_allocatable)
-        ) // 2
+    def resource_score(self, requested: int, capacity: int) -> int:
+        return most_requested_score(requested, capacity)
 
-    def scorer_columns(
-        self,
-        cpu_requested: npt.NDArray[np.int64],
-        cpu_allocatable: npt.NDArray[np.int64],
-        mem_requested: npt.NDArray[np.int64],
-        mem_allocatable: npt.NDArray[np.int64],
+    def resource_score_columns(
+        self, requested: npt.NDArray[np.int64], capacity: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.int64]:
-        total = _most_requested_columns(cpu_requested, cpu_allocatable) + _most_requested_columns(
-            mem_requested, mem_allocatable
-        )
-        return total // 2
+        return share_score_columns(requested, requested, capacity)
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], MostRequested]] = {NAME: MostRequested}

@@ -30,7 +30,7 @@ from podium.actors.framework.interface import (
     VectorScorePlugin,
 )
 from podium.actors.plugins import names
-from podium.actors.plugins.reduce import normalize_reduce, normalize_reduce_array
+from podium.actors.plugins.reduce import NormalizeReduce
 from podium.protocol.labels import (
     is_qualified_name,
     is_valid_label_value,
@@ -85,10 +85,11 @@ class _Term:
         )
 
 
-class NodeAffinity(VectorScorePlugin[tuple[_Term, ...]]):
+class NodeAffinity(NormalizeReduce, VectorScorePlugin[tuple[_Term, ...]]):
     """NodeAffinityPriority: map = matched weights, reduce = NormalizeReduce(10, false)."""
 
     node_local = True
+    reverse = False
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
@@ -120,24 +121,6 @@ class NodeAffinity(VectorScorePlugin[tuple[_Term, ...]]):
     def score(self, pod: PodInfo, meta: tuple[_Term, ...], node: NodeInfo) -> int:
         labels = node.labels
         return sum(t.weight for t in meta if t.matches(labels))
-
-    def normalize(
-        self,
-        pod: PodInfo,
-        meta: tuple[_Term, ...] | Skip,
-        nodes: Sequence[NodeInfo],
-        scores: list[int],
-    ) -> list[int]:
-        return normalize_reduce(scores, reverse=False)
-
-    def normalize_columns(
-        self,
-        pod: PodInfo,
-        meta: tuple[_Term, ...] | Skip,
-        nodes: Sequence[NodeInfo],
-        scores: npt.NDArray[np.int64],
-    ) -> npt.NDArray[np.int64]:
-        return normalize_reduce_array(scores, reverse=False)
 
     def score_columns(
         self, pod: PodInfo, meta: tuple[_Term, ...], cols: NodeColumns, rows: npt.NDArray[np.intp]

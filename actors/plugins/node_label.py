@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, Skip, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
+from podium.actors.plugins.reduce import NoReduce
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -30,7 +31,7 @@ __all__ = ["FACTORIES", "NAME", "NodeLabel"]
 NAME = names.NODE_LABEL
 
 
-class NodeLabel(VectorScorePlugin[None]):
+class NodeLabel(NoReduce, VectorScorePlugin[None]):
     """NodeLabelPriority (map only), configured by ``PluginArgs.label`` and ``.presence``."""
 
     def __init__(self, args: PluginArgs) -> None:
@@ -43,11 +44,6 @@ class NodeLabel(VectorScorePlugin[None]):
 
     def score(self, pod: PodInfo, meta: None, node: NodeInfo) -> int:
         return MAX_PRIORITY if (self.label in node.labels) == self.presence else 0
-
-    def normalize(
-        self, pod: PodInfo, meta: Skip | None, nodes: Sequence[NodeInfo], scores: list[int]
-    ) -> list[int]:
-        return list(scores)
 
     def score_columns(
         self, pod: PodInfo, meta: None, cols: NodeColumns, rows: npt.NDArray[np.intp]

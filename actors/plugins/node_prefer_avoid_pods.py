@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, Skip, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, VectorScorePlugin
 from podium.actors.plugins import names
+from podium.actors.plugins.reduce import NoReduce
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -164,7 +165,7 @@ def _node_score(controller: tuple[str, str], annotation: str | None) -> int:
     return 0 if avoided is not None and controller in avoided else MAX_PRIORITY
 
 
-class NodePreferAvoidPods(VectorScorePlugin[Controller]):
+class NodePreferAvoidPods(NoReduce, VectorScorePlugin[Controller]):
     """NodePreferAvoidPodsPriority (map only)."""
 
     def __init__(self, args: PluginArgs) -> None:
@@ -180,20 +181,6 @@ class NodePreferAvoidPods(VectorScorePlugin[Controller]):
         return _node_score(
             meta, node.node.metadata.annotations.get(PREFER_AVOID_PODS_ANNOTATION_KEY)
         )
-
-    def normalize(
-        self, pod: PodInfo, meta: Controller | Skip, nodes: Sequence[NodeInfo], scores: list[int]
-    ) -> list[int]:
-        return list(scores)
-
-    def normalize_columns(
-        self,
-        pod: PodInfo,
-        meta: Controller | Skip,
-        nodes: Sequence[NodeInfo],
-        scores: npt.NDArray[np.int64],
-    ) -> npt.NDArray[np.int64]:
-        return scores
 
     def score_columns(
         self, pod: PodInfo, meta: Controller, cols: NodeColumns, rows: npt.NDArray[np.intp]

@@ -1,19 +1,29 @@
-"""The shared reduce step of the v1.14 priorities: ``NormalizeReduce`` and Go integer division.
+"""The shared reduce steps of the v1.14 priorities: ``NormalizeReduce``, none, Go division.
 
 Kubernetes counterpart: pkg/scheduler/algorithm/priorities/reduce.go@v1.14.0
-(NormalizeReduce), used by NodeAffinityPriority and TaintTolerationPriority.
+(NormalizeReduce), used by NodeAffinityPriority and TaintTolerationPriority; the priorities
+registered with ``Reduce: nil`` (pkg/scheduler/algorithmprovider/defaults/defaults.go), whose
+map scores are their scores. Each comes as a function and as a mixin holding a priority's
+``normalize`` and ``normalize_columns``, listed before the plugin's Protocol::
+
+    class NodeAffinity(NormalizeReduce, VectorScorePlugin[tuple[_Term, ...]]):
+        reverse = False
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from podium.actors.framework.interface import MAX_PRIORITY
 
-__all__ = ["go_div", "normalize_reduce", "normalize_reduce_array"]
+if TYPE_CHECKING:
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+
+__all__ = ["NoReduce", "NormalizeReduce", "go_div", "normalize_reduce", "normalize_reduce_array"]
 
 
 def go_div(a: int, b: int) -> int:
@@ -49,3 +59,45 @@ def normalize_reduce_array(
     # Go's division truncates toward zero; numpy's // floors, so divide magnitudes.
     scaled: npt.NDArray[np.int64] = np.sign(product) * (np.abs(product) // highest)
     return max_priority - scaled if reverse else scaled
+
+
+class NormalizeReduce:
+    """The reduce step ``NormalizeReduce(MaxPriority, reverse)``, scalar and array forms.
+
+    Attributes:
+        reverse: subtract the scaled score from ``MAX_PRIORITY`` (fewer is better).
+    """
+
+    reverse: ClassVar[bool]
+
+    def normalize(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+    ) -> list[int]:
+        return normalize_reduce(scores, reverse=self.reverse)
+
+    def normalize_columns(
+        self,
+        pod: PodInfo,
+        meta: object,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.int64]:
+        return normalize_reduce_array(scores, reverse=self.reverse)
+
+
+class NoReduce:
+    """No reduce step (``Reduce: nil``): the map scores are the priority's scores."""
+
+    def normalize(
+        self, pod: PodInfo, meta: object, nodes: Sequence[NodeInfo], scores: list[int]
+    ) -> list[int]:
+        return list(scores)
+
+    def normalize_columns(
+        self,
+        pod: PodInfo,
+        meta: object,
+        nodes: Sequence[NodeInfo],
+        scores: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.int64]:
+        return scores

@@ -11,7 +11,12 @@ none (``GetNonzeroRequests``); Podium's PodInfo/NodeInfo also count init contain
 overhead in them (docs/differences.md). The alpha ``BalanceAttachedNodeVolumes`` feature
 (off by default in v1.14) is not implemented.
 
-These priorities have no reduce step: ``normalize`` returns the map scores unchanged.
+LeastRequested and MostRequested score each resource alike and take the integer mean
+(:class:`RequestedSharePriority`, ``leastResourceScorer`` and ``mostResourceScorer``): a share
+of the capacity on the 0-10 scale, 0 when the capacity is 0 or the request exceeds it
+(:func:`share_score`, the common steps of ``leastRequestedScore`` and ``mostRequestedScore``).
+
+These priorities have no reduce step (:class:`~podium.actors.plugins.reduce.NoReduce`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podium.actors.framework.interface import PluginArgs, Skip, VectorScorePlugin
+from podium.actors.framework.interface import MAX_PRIORITY, PluginArgs, VectorScorePlugin
+from podium.actors.plugins.reduce import NoReduce
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -30,10 +36,16 @@ if TYPE_CHECKING:
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.snapshot import Snapshot
 
-__all__ = ["ResourceAllocationPriority", "safe_denominator"]
+__all__ = [
+    "RequestedSharePriority",
+    "ResourceAllocationPriority",
+    "safe_denominator",
+    "share_score",
+    "share_score_columns",
+]
 
 
-class ResourceAllocationPriority(VectorScorePlugin[None]):
+class ResourceAllocationPriority(NoReduce, VectorScorePlugin[None]):
     """Base of the resource priorities: gathers (requested, allocatable) and calls the scorer.
 
     Subclasses implement :meth:`scorer` (Python integers) and :meth:`scorer_columns` (numpy
@@ -56,20 +68,6 @@ class ResourceAllocationPriority(VectorScorePlugin[None]):
             node.non_zero_memory + pod.non_zero_memory,
             alloc.memory,
         )
-
-    def normalize(
-        self, pod: PodInfo, meta: Skip | None, nodes: Sequence[NodeInfo], scores: list[int]
-    ) -> list[int]:
-        return list(scores)
-
-    def normalize_columns(
-        self,
-        pod: PodInfo,
-        meta: Skip | None,
-        nodes: Sequence[NodeInfo],
-        scores: npt.NDArray[np.int64],
-    ) -> npt.NDArray[np.int64]:
-        return scores
 
     def score_columns(
         self, pod: PodInfo, meta: None, cols: NodeColumns, rows: npt.NDArray[np.intp]
@@ -101,3 +99,62 @@ class ResourceAllocationPriority(VectorScorePlugin[None]):
 def safe_denominator(capacity: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """``capacity`` with zeros replaced by ones, for a division whose zero rows are masked out."""
     return np.where(capacity == 0, 1, capacity)
+
+
+def share_score(part: int, requested: int, capacity: int) -> int:
+    """``part`` as a share of ``capacity`` on the 0-10 scale (Go integer division).
+
+    0 when the capacity is 0 or ``requested`` exceeds it. ``part`` is the unrequested amount
+    for ``leastRequestedScore``, the requested amount for ``mostRequestedScore``.
+    """
+    if capacity == 0 or requested > capacity:
+        return 0
+    return part * MAX_PRIORITY // capacity
+
+
+def share_score_columns(
+    part: npt.NDArray[np.int64],
+    requested: npt.NDArray[np.int64],
+    capacity: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """:func:`share_score` over arrays (one element per node)."""
+    # Every operand is >= 0 where the result is kept, so numpy's floor division is Go's.
+    score = part * MAX_PRIORITY // safe_denominator(capacity)
+    return np.where((capacity == 0) | (requested > capacity), 0, score)
+
+
+class RequestedSharePriority(ResourceAllocationPriority):
+    """A resource priority scoring cpu and memory alike: the node's score is their integer mean.
+
+    Subclasses implement :meth:`resource_score` and :meth:`resource_score_columns` (one
+    resource's requested amount and capacity, Python integers or numpy arrays).
+    """
+
+    def resource_score(self, requested: int, capacity: int) -> int:
+        """One resource's score on the 0-10 scale."""
+        raise NotImplementedError
+
+    def resource_score_columns(
+        self, requested: npt.NDArray[np.int64], capacity: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        """:meth:`resource_score` over arrays (one element per node)."""
+        raise NotImplementedError
+
+    def scorer(
+        self, cpu_requested: int, cpu_allocatable: int, mem_requested: int, mem_allocatable: int
+    ) -> int:
+        return (
+            self.resource_score(cpu_requested, cpu_allocatable)
+            + self.resource_score(mem_requested, mem_allocatable)
+        ) // 2
+
+    def scorer_columns(
+        self,
+        cpu_requested: npt.NDArray[np.int64],
+        cpu_allocatable: npt.NDArray[np.int64],
+        mem_requested: npt.NDArray[np.int64],
+        mem_allocatable: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.int64]:
+        cpu = self.resource_score_columns(cpu_requested, cpu_allocatable)
+        memory = self.resource_score_columns(mem_requested, mem_allocatable)
+        return (cpu + memory) // 2

@@ -16,7 +16,7 @@ import numpy as np
 
 from podium.actors.framework.interface import PluginArgs, Skip, VectorScorePlugin
 from podium.actors.plugins import names
-from podium.actors.plugins.reduce import normalize_reduce, normalize_reduce_array
+from podium.actors.plugins.reduce import NormalizeReduce
 from podium.protocol.labels import toleration_tolerates_taint
 from podium.protocol.objects import Toleration
 
@@ -50,10 +50,11 @@ def count_intolerable_taints(taints: Sequence[Taint], tolerations: Sequence[Tole
     )
 
 
-class TaintTolerationPriority(VectorScorePlugin[tuple[Toleration, ...]]):
+class TaintTolerationPriority(NormalizeReduce, VectorScorePlugin[tuple[Toleration, ...]]):
     """TaintTolerationPriority: map = intolerable taints, reduce = NormalizeReduce(10, true)."""
 
     node_local = True
+    reverse = True
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
@@ -66,24 +67,6 @@ class TaintTolerationPriority(VectorScorePlugin[tuple[Toleration, ...]]):
 
     def score(self, pod: PodInfo, meta: tuple[Toleration, ...], node: NodeInfo) -> int:
         return count_intolerable_taints(node.taints, meta)
-
-    def normalize(
-        self,
-        pod: PodInfo,
-        meta: tuple[Toleration, ...] | Skip,
-        nodes: Sequence[NodeInfo],
-        scores: list[int],
-    ) -> list[int]:
-        return normalize_reduce(scores, reverse=True)
-
-    def normalize_columns(
-        self,
-        pod: PodInfo,
-        meta: tuple[Toleration, ...] | Skip,
-        nodes: Sequence[NodeInfo],
-        scores: npt.NDArray[np.int64],
-    ) -> npt.NDArray[np.int64]:
-        return normalize_reduce_array(scores, reverse=True)
 
     def score_columns(
         self,
