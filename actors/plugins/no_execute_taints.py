@@ -2,6 +2,7 @@
 
 Kubernetes source: ``PodToleratesNodeNoExecuteTaints`` and ``podToleratesNodeTaints`` in
 pkg/scheduler/algorithm/predicates/predicates.go@v1.14.0; reason from predicates/error.go there.
+``podToleratesNodeTaints`` and the reason are PodToleratesNodeTaints' (:mod:`taint_toleration`).
 
 Unlike PodToleratesNodeTaints, v1.14 does not check for a missing Node object here: a row
 without one has no taints and passes. The reason is unresolvable (v1.14
@@ -15,17 +16,18 @@ from typing import TYPE_CHECKING
 
 from podium.actors.framework.interface import (
     SKIP,
-    SUCCESS,
     PluginArgs,
     ReasonMasks,
     Skip,
     Status,
     VectorFilterPlugin,
-    unschedulable,
 )
 from podium.actors.plugins import names
-from podium.actors.plugins.taint_toleration import taint_sets_tolerated
-from podium.protocol.labels import tolerations_tolerate_taints
+from podium.actors.plugins.taint_toleration import (
+    ERR_REASON_TAINTS_NOT_TOLERATED,
+    pod_tolerates_node_taints,
+    pod_tolerates_node_taints_columns,
+)
 
 if TYPE_CHECKING:
     from podium.actors.framework.columns import NodeColumns
@@ -35,8 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["ERR_REASON_TAINTS_NOT_TOLERATED", "FACTORIES", "NAME", "NoExecuteTaints"]
 
 NAME = names.POD_TOLERATES_NODE_NO_EXECUTE_TAINTS
-
-ERR_REASON_TAINTS_NOT_TOLERATED = "node(s) had taints that the pod didn't tolerate"
 
 _EFFECTS = frozenset({"NoExecute"})
 
@@ -58,13 +58,10 @@ class NoExecuteTaints(VectorFilterPlugin[None]):
         return None
 
     def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
-        if tolerations_tolerate_taints(pod.pod.spec.tolerations, node.taints, _EFFECTS):
-            return SUCCESS
-        return unschedulable(ERR_REASON_TAINTS_NOT_TOLERATED, resolvable=False)
+        return pod_tolerates_node_taints(pod, node, _EFFECTS)
 
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
-        tolerated = taint_sets_tolerated(pod.pod.spec.tolerations, cols.taint_sets, _EFFECTS)
-        return [(ERR_REASON_TAINTS_NOT_TOLERATED, ~tolerated[cols.taint_set])]
+        return pod_tolerates_node_taints_columns(pod, cols, _EFFECTS)
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], NoExecuteTaints]] = {NAME: NoExecuteTaints}

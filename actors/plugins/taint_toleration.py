@@ -8,7 +8,9 @@ in pkg/apis/core/v1/helper/helpers.go@v1.14.0; reasons from predicates/error.go 
 without a Node object gets "node(s) had unknown conditions". Both reasons are unresolvable
 (v1.14 ``nodesWherePreemptionMightHelp``).
 
-The vector form decides once per distinct taint list of the cluster (``NodeColumns.taint_sets``,
+The two forms are :func:`pod_tolerates_node_taints` and its columns twin, which
+PodToleratesNodeNoExecuteTaints shares with other effects, as v1.14 shares
+``podToleratesNodeTaints``. The vector form decides once per distinct taint list of the cluster (``NodeColumns.taint_sets``,
 each taint judged once per key/value/effect) and gathers the answer by ``taint_set`` id.
 """
 
@@ -43,6 +45,8 @@ __all__ = [
     "FACTORIES",
     "NAME",
     "TaintToleration",
+    "pod_tolerates_node_taints",
+    "pod_tolerates_node_taints_columns",
     "taint_sets_tolerated",
 ]
 
@@ -79,6 +83,21 @@ def taint_sets_tolerated(
     )
 
 
+def pod_tolerates_node_taints(pod: PodInfo, node: NodeInfo, effects: frozenset[str]) -> Status:
+    """v1.14 ``podToleratesNodeTaints``: the pod tolerates the node's taints of ``effects``."""
+    if tolerations_tolerate_taints(pod.pod.spec.tolerations, node.taints, effects):
+        return SUCCESS
+    return unschedulable(ERR_REASON_TAINTS_NOT_TOLERATED, resolvable=False)
+
+
+def pod_tolerates_node_taints_columns(
+    pod: PodInfo, cols: NodeColumns, effects: frozenset[str]
+) -> ReasonMasks:
+    """:func:`pod_tolerates_node_taints` for every row, decided once per distinct taint list."""
+    tolerated = taint_sets_tolerated(pod.pod.spec.tolerations, cols.taint_sets, effects)
+    return [(ERR_REASON_TAINTS_NOT_TOLERATED, ~tolerated[cols.taint_set])]
+
+
 class TaintToleration(VectorFilterPlugin[None]):
     """v1.14 PodToleratesNodeTaints (see the module docstring)."""
 
@@ -92,13 +111,10 @@ class TaintToleration(VectorFilterPlugin[None]):
         return None
 
     def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
-        if tolerations_tolerate_taints(pod.pod.spec.tolerations, node.taints, _EFFECTS):
-            return SUCCESS
-        return unschedulable(ERR_REASON_TAINTS_NOT_TOLERATED, resolvable=False)
+        return pod_tolerates_node_taints(pod, node, _EFFECTS)
 
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
-        tolerated = taint_sets_tolerated(pod.pod.spec.tolerations, cols.taint_sets, _EFFECTS)
-        return [(ERR_REASON_TAINTS_NOT_TOLERATED, ~tolerated[cols.taint_set])]
+        return pod_tolerates_node_taints_columns(pod, cols, _EFFECTS)
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], TaintToleration]] = {NAME: TaintToleration}
