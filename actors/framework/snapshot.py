@@ -8,13 +8,14 @@ controllers, PVs, PVCs, storage classes).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.protocol.labels import selector_from_set_matches
 from podium.protocol.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
@@ -25,9 +26,10 @@ from podium.protocol.objects import (
     Service,
     StatefulSet,
     StorageClass,
+    namespace_or_default,
 )
 
-__all__ = ["ClusterObjects", "ImageState", "Snapshot", "SnapshotDelta"]
+__all__ = ["ClusterObjects", "ImageState", "Snapshot", "SnapshotDelta", "set_selector_selects"]
 
 JOURNAL = 4096
 """Node changes a snapshot remembers (older ones are dropped half at a time)."""
@@ -51,6 +53,27 @@ class ClusterObjects:
     storage_classes: dict[str, StorageClass] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pod_disruption_budgets: dict[str, PodDisruptionBudget] = field(default_factory=dict)
+
+
+def set_selector_selects(
+    selector: Mapping[str, str] | None, namespace: str | None, pod: PodInfo
+) -> bool:
+    """Whether a Service or ReplicationController (a label-set selector) selects ``pod``.
+
+    client-go's ``GetPodServices`` / ``GetPodControllers`` rule: the object is in the pod's
+    namespace (both defaulted), and its selector is not empty (the API server drops an empty
+    map, so it reads as none and selects nothing) and matches the pod's labels.
+
+    Args:
+        selector: the object's ``spec.selector``.
+        namespace: the object's ``metadata.namespace``.
+        pod: the pod.
+    """
+    if not selector:
+        return False
+    return namespace_or_default(namespace) == pod.namespace and selector_from_set_matches(
+        selector, pod.labels
+    )
 
 
 @dataclass(frozen=True, slots=True)

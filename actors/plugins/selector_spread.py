@@ -50,13 +50,13 @@ from podium.actors.framework.interface import (
     Skip,
     VectorScorePlugin,
 )
+from podium.actors.framework.snapshot import set_selector_selects
 from podium.actors.framework.zones import zone_key
 from podium.actors.plugins import names
 from podium.protocol.labels import (
     Selector,
     label_selector_as_selector,
     label_selector_matches,
-    selector_from_set_matches,
 )
 from podium.protocol.objects import (
     LabelSelector,
@@ -76,6 +76,7 @@ __all__ = [
     "NAME",
     "SERVICE_SPREADING_NAME",
     "ZONE_WEIGHTING",
+    "CountMatchingPods",
     "SelectorSpread",
     "ServiceSpreading",
     "Siblings",
@@ -105,13 +106,8 @@ def first_service_selector(pod: PodInfo, objects: ClusterObjects) -> dict[str, s
     """
     for key in sorted(objects.services):
         svc = objects.services[key]
-        selector = svc.spec.selector
-        if (
-            selector
-            and namespace_or_default(svc.metadata.namespace) == pod.namespace
-            and selector_from_set_matches(selector, pod.labels)
-        ):
-            return selector
+        if set_selector_selects(svc.spec.selector, svc.metadata.namespace, pod):
+            return svc.spec.selector
     return None
 
 
@@ -129,26 +125,19 @@ def pod_selectors(
         One selector per selecting Service, ReplicationController, ReplicaSet and StatefulSet.
     """
     labels, namespace = pod.labels, pod.namespace
-    found: list[LabelSelector] = []
-    for svc in objects.services.values():
-        selector = svc.spec.selector
-        if (
-            selector
-            and namespace_or_default(svc.metadata.namespace) == namespace
-            and selector_from_set_matches(selector, labels)
-        ):
-            found.append(LabelSelector(match_labels=selector))
+    found = [
+        LabelSelector(match_labels=svc.spec.selector)
+        for svc in objects.services.values()
+        if set_selector_selects(svc.spec.selector, svc.metadata.namespace, pod)
+    ]
     # The controller listers refuse a pod without labels ("no controllers found").
     if services_only or not labels:
         return found
-    for rc in objects.replication_controllers.values():
-        selector = rc.spec.selector
-        if (
-            selector
-            and namespace_or_default(rc.metadata.namespace) == namespace
-            and selector_from_set_matches(selector, labels)
-        ):
-            found.append(LabelSelector(match_labels=selector))
+    found.extend(
+        LabelSelector(match_labels=rc.spec.selector)
+        for rc in objects.replication_controllers.values()
+        if set_selector_selects(rc.spec.selector, rc.metadata.namespace, pod)
+    )
     for owners in (objects.replica_sets, objects.stateful_sets):
         for owner in owners.values():
             ls = owner.spec.selector
@@ -217,6 +206,21 @@ def count_siblings_columns(
     return out
 
 
+class CountMatchingPods:
+    """The map step both spreading priorities share (v1.14 ``countMatchingPods``): the siblings
+    on a node. A mixin: listed before the plugin's Protocol, with ``Siblings`` as its metadata."""
+
+    def score(self, pod: PodInfo, meta: Siblings, node: NodeInfo) -> int:
+        """The map step: the number of siblings on ``node``."""
+        return meta.count(node)
+
+    def score_columns(
+        self, pod: PodInfo, meta: Siblings, cols: NodeColumns, rows: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
+        """The map step for ``rows`` of ``cols`` (visits only rows holding pods)."""
+        return count_siblings_columns(meta, cols, rows)
+
+
 # --------------------------------------------------------------------------- reduce
 
 
@@ -265,7 +269,7 @@ def spread_reduce(scores: Sequence[int], zones: Sequence[str]) -> list[int]:
 # --------------------------------------------------------------------------- plugins
 
 
-class SelectorSpread(VectorScorePlugin[Siblings]):
+class SelectorSpread(CountMatchingPods, VectorScorePlugin[Siblings]):
     """SelectorSpreadPriority: prefer nodes, then zones, holding fewer of the pod's siblings."""
 
     services_only = False
@@ -285,16 +289,6 @@ class SelectorSpread(VectorScorePlugin[Siblings]):
         selectors = pod_selectors(pod, snapshot.objects, services_only=self.services_only)
         siblings = Siblings.of(pod.namespace, selectors)
         return SKIP if siblings is None else siblings
-
-    def score(self, pod: PodInfo, meta: Siblings, node: NodeInfo) -> int:
-        """The map step: the number of siblings on ``node``."""
-        return meta.count(node)
-
-    def score_columns(
-        self, pod: PodInfo, meta: Siblings, cols: NodeColumns, rows: npt.NDArray[np.intp]
-    ) -> npt.NDArray[np.int64]:
-        """The map step for ``rows`` of ``cols`` (visits only rows holding pods)."""
-        return count_siblings_columns(meta, cols, rows)
 
     def normalize(
         self, pod: PodInfo, meta: Siblings | Skip, nodes: Sequence[NodeInfo], scores: list[int]

@@ -42,9 +42,9 @@ from podium.actors.framework.interface import (
     VectorFilterPlugin,
     unschedulable,
 )
+from podium.actors.framework.snapshot import set_selector_selects
 from podium.actors.plugins import names
 from podium.protocol.labels import selector_from_set_matches
-from podium.protocol.objects import namespace_or_default
 
 if TYPE_CHECKING:
     from podium.actors.framework.columns import NodeColumns
@@ -66,15 +66,10 @@ ERR_REASON_SERVICE_AFFINITY_VIOLATED = "node(s) didn't match service affinity"
 
 def _has_service(pod: PodInfo, snapshot: Snapshot) -> bool:
     """Whether a Service in the pod's namespace selects it (``GetPodServices`` non-empty)."""
-    for svc in snapshot.objects.services.values():
-        selector = svc.spec.selector
-        if (
-            selector
-            and namespace_or_default(svc.metadata.namespace) == pod.namespace
-            and selector_from_set_matches(selector, pod.labels)
-        ):
-            return True
-    return False
+    return any(
+        set_selector_selects(svc.spec.selector, svc.metadata.namespace, pod)
+        for svc in snapshot.objects.services.values()
+    )
 
 
 def _first_peer_node_labels(pod: PodInfo, snapshot: Snapshot) -> Mapping[str, str] | None:

@@ -30,17 +30,13 @@ from podium.actors.framework.interface import (
 )
 from podium.actors.plugins import names
 from podium.actors.plugins.selector_spread import (
+    CountMatchingPods,
     Siblings,
-    count_siblings_columns,
     first_service_selector,
 )
 from podium.protocol.objects import LabelSelector
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    from podium.actors.framework.columns import NodeColumns
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.snapshot import Snapshot
 
@@ -78,8 +74,11 @@ def anti_affinity_reduce(scores: Sequence[int], values: Sequence[str | None]) ->
     return out
 
 
-class ServiceAntiAffinity(VectorScorePlugin[Siblings]):
-    """ServiceAntiAffinityPriority: prefer label values holding fewer of the Service's pods."""
+class ServiceAntiAffinity(CountMatchingPods, VectorScorePlugin[Siblings]):
+    """ServiceAntiAffinityPriority: prefer label values holding fewer of the Service's pods.
+
+    The map step counts the pods the first Service selecting the pod selects (its siblings).
+    """
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
@@ -94,16 +93,6 @@ class ServiceAntiAffinity(VectorScorePlugin[Siblings]):
             return SKIP
         siblings = Siblings.of(pod.namespace, [LabelSelector(match_labels=selector)])
         return SKIP if siblings is None else siblings
-
-    def score(self, pod: PodInfo, meta: Siblings, node: NodeInfo) -> int:
-        """The map step: the Service's pods on ``node``."""
-        return meta.count(node)
-
-    def score_columns(
-        self, pod: PodInfo, meta: Siblings, cols: NodeColumns, rows: npt.NDArray[np.intp]
-    ) -> npt.NDArray[np.int64]:
-        """The map step for ``rows`` of ``cols`` (visits only rows holding pods)."""
-        return count_siblings_columns(meta, cols, rows)
 
     def normalize(
         self, pod: PodInfo, meta: Siblings | Skip, nodes: Sequence[NodeInfo], scores: list[int]
