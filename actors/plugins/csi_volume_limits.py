@@ -36,7 +36,8 @@ from podium.actors.framework.interface import (
     unschedulable,
 )
 from podium.actors.plugins import names
-from podium.protocol.objects import PersistentVolumeClaim, Volume
+from podium.actors.plugins.claims import resolve_claim
+from podium.protocol.objects import PersistentVolume, PersistentVolumeClaim, Volume
 
 if TYPE_CHECKING:
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
@@ -73,9 +74,10 @@ def csi_attach_limit_key(driver: str) -> str:
     return CSI_ATTACH_LIMIT_PREFIX + driver
 
 
-def _driver_of_claim(claim: PersistentVolumeClaim, objects: ClusterObjects) -> str:
-    """The driver a claim's volume belongs to, or ``""`` when it is not a CSI volume."""
-    pv = objects.persistent_volumes.get(claim.spec.volume_name) if claim.spec.volume_name else None
+def _driver_of_claim(
+    claim: PersistentVolumeClaim, pv: PersistentVolume | None, objects: ClusterObjects
+) -> str:
+    """The driver of a claim's volume ``pv``, or ``""`` when it is not a CSI volume."""
     if pv is not None:
         return pv.spec.csi.driver if pv.spec.csi is not None else ""
     # Unbound, or bound to a volume that is gone: the class's provisioner decides.
@@ -98,18 +100,10 @@ def _filter_attachable(
         source = volume.persistent_volume_claim
         if source is None:
             continue
-        if not source.claim_name:
-            raise PredicateError("PersistentVolumeClaim had no name")
-        claim_key = f"{namespace}/{source.claim_name}"
-        claim = objects.persistent_volume_claims.get(claim_key)
+        claim_key, claim, pv = resolve_claim(source, namespace, objects)
         if claim is None:
             continue
-        pv = (
-            objects.persistent_volumes.get(claim.spec.volume_name)
-            if claim.spec.volume_name
-            else None
-        )
-        driver = _driver_of_claim(claim, objects)
+        driver = _driver_of_claim(claim, pv, objects)
         if pv is not None:
             handle = pv.spec.csi.volume_handle if pv.spec.csi is not None else ""
             key: VolumeKey = ("handle", handle)

@@ -45,6 +45,7 @@ from podium.actors.framework.interface import (
     unschedulable,
 )
 from podium.actors.plugins import names
+from podium.actors.plugins.claims import resolve_claim
 from podium.protocol.objects import PersistentVolume, Volume
 
 if TYPE_CHECKING:
@@ -176,14 +177,10 @@ def _filter_volumes(
         source = volume.persistent_volume_claim
         if source is None:
             continue
-        if not source.claim_name:
-            raise PredicateError("PersistentVolumeClaim had no name")
-        claim_key = f"{namespace}/{source.claim_name}"
-        claim = objects.persistent_volume_claims.get(claim_key)
+        claim_key, _, pv = resolve_claim(source, namespace, objects)
         # A missing claim, an unbound claim and a missing volume are all counted, once per
         # claim: the pod may still hold the volume the claim was bound to.
-        pv = objects.persistent_volumes.get(claim.spec.volume_name) if claim is not None else None
-        if claim is None or not claim.spec.volume_name or pv is None:
+        if pv is None:
             into.add(("claim", claim_key))
             continue
         pv_id = vfilter.pv_volume_id(pv)

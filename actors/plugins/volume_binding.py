@@ -60,6 +60,7 @@ from podium.actors.framework.interface import (
     unschedulable,
 )
 from podium.actors.plugins import names
+from podium.actors.plugins.claims import claim_class, pv_class
 from podium.protocol.labels import label_selector_matches, node_selector_term_matches
 from podium.protocol.objects import (
     PersistentVolume,
@@ -87,9 +88,7 @@ __all__ = [
     "PodClaims",
     "PodVolumes",
     "VolumeBinding",
-    "claim_class",
     "pod_passes_basic_checks",
-    "pv_class",
     "pv_node_affinity_matches",
 ]
 
@@ -101,29 +100,12 @@ ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
-BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
 _FILESYSTEM = "Filesystem"
 _STORAGE = "storage"
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def claim_class(claim: PersistentVolumeClaim) -> str:
-    """``v1helper.GetPersistentVolumeClaimClass``: the beta annotation, then the spec field."""
-    annotated = claim.metadata.annotations.get(BETA_STORAGE_CLASS_ANNOTATION)
-    if annotated is not None:
-        return annotated
-    return claim.spec.storage_class_name or ""
-
-
-def pv_class(pv: PersistentVolume) -> str:
-    """``v1helper.GetPersistentVolumeClass``: the beta annotation, then the spec field."""
-    annotated = pv.metadata.annotations.get(BETA_STORAGE_CLASS_ANNOTATION)
-    if annotated is not None:
-        return annotated
-    return pv.spec.storage_class_name
 
 
 def pv_node_affinity_matches(pv: PersistentVolume, node_labels: Mapping[str, str]) -> bool:

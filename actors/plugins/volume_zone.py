@@ -41,7 +41,7 @@ from podium.actors.framework.interface import (
     unschedulable,
 )
 from podium.actors.plugins import names
-from podium.protocol.objects import PersistentVolumeClaim
+from podium.actors.plugins.claims import ERR_CLAIM_WITHOUT_NAME, claim_class
 
 if TYPE_CHECKING:
     from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
@@ -66,7 +66,6 @@ LABEL_REGION_BETA = "failure-domain.beta.kubernetes.io/region"
 LABEL_ZONE_GA = "topology.kubernetes.io/zone"
 LABEL_REGION_GA = "topology.kubernetes.io/region"
 LABEL_MULTI_ZONE_DELIMITER = "__"
-BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 
 _OTHER_SPELLING = {
     LABEL_ZONE_BETA: LABEL_ZONE_GA,
@@ -85,14 +84,6 @@ def label_zones_to_set(value: str) -> frozenset[str] | None:
     return frozenset(zones)
 
 
-def claim_class(claim: PersistentVolumeClaim) -> str:
-    """``v1helper.GetPersistentVolumeClaimClass``: the beta annotation, then the spec field."""
-    annotated = claim.metadata.annotations.get(BETA_STORAGE_CLASS_ANNOTATION)
-    if annotated is not None:
-        return annotated
-    return claim.spec.storage_class_name or ""
-
-
 @dataclass(frozen=True, slots=True)
 class _Step:
     """One claim volume, resolved: an error to raise, or the volume's zone constraints."""
@@ -104,7 +95,7 @@ class _Step:
 def _resolve(claim_name: str, namespace: str, objects: ClusterObjects) -> _Step | None:
     """What one claim volume requires of a node; ``None`` when it requires nothing."""
     if not claim_name:
-        return _Step(error="PersistentVolumeClaim had no name")
+        return _Step(error=ERR_CLAIM_WITHOUT_NAME)
     claim = objects.persistent_volume_claims.get(f"{namespace}/{claim_name}")
     if claim is None:
         return _Step(error=f'persistentvolumeclaim "{claim_name}" not found')
