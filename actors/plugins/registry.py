@@ -166,11 +166,8 @@ def predicate_factory(canonical: str) -> PredicateFactory:
         PluginModuleMissing: the module that owns it does not exist.
         RegistryError: no module provides ``canonical``.
     """
-    module = _PREDICATE_OWNER.get(canonical)
-    table = module_factories(module) if module is not None else factories()
-    if canonical not in table or (module is None and canonical in _PRIORITY_OWNER):
-        raise RegistryError(f"no plugin module provides the predicate {canonical!r}")
-    return cast("PredicateFactory", table[canonical])
+    found = _factory("predicate", canonical, _PREDICATE_OWNER, _PRIORITY_OWNER)
+    return cast("PredicateFactory", found)
 
 
 def priority_factory(canonical: str) -> PriorityFactory:
@@ -180,8 +177,17 @@ def priority_factory(canonical: str) -> PriorityFactory:
         PluginModuleMissing: the module that owns it does not exist.
         RegistryError: no module provides ``canonical``.
     """
-    module = _PRIORITY_OWNER.get(canonical)
+    found = _factory("priority", canonical, _PRIORITY_OWNER, _PREDICATE_OWNER)
+    return cast("PriorityFactory", found)
+
+
+def _factory(
+    kind: str, canonical: str, owner: Mapping[str, str], other_owner: Mapping[str, str]
+) -> Callable[..., object]:
+    """The factory of the ``kind`` named ``canonical``: from the module ``owner`` names, or
+    else from any module's FACTORIES, unless ``other_owner`` (the other kind's) owns the name."""
+    module = owner.get(canonical)
     table = module_factories(module) if module is not None else factories()
-    if canonical not in table or (module is None and canonical in _PREDICATE_OWNER):
-        raise RegistryError(f"no plugin module provides the priority {canonical!r}")
-    return cast("PriorityFactory", table[canonical])
+    if canonical not in table or (module is None and canonical in other_owner):
+        raise RegistryError(f"no plugin module provides the {kind} {canonical!r}")
+    return table[canonical]
