@@ -50,6 +50,7 @@ from podium.actors.framework.interface import (
     PredicateError,
     ReasonMasks,
     ScorePlugin,
+    Status,
     VectorFilterPlugin,
     VectorScorePlugin,
     fit_error_message,
@@ -425,6 +426,7 @@ class FilterStage:
         feasible: list[int] = []
         errors: Counter[str] = Counter()
         evaluated = 0
+        timing = spent if observe is not None else None
         # The snapshot copy the first passes swap nodes into (made on first need).
         work: Snapshot | None = None
         for step in range(n):
@@ -440,43 +442,12 @@ class FilterStage:
                 if work is None:
                     work = snapshot.copy()
                 reasons, erred = self._first_pass(
-                    pod,
-                    infos[i],
-                    added,
-                    work,
-                    result,
-                    errors,
-                    spent if observe is not None else None,
+                    pod, i, infos[i], added, work, result, errors, timing
                 )
-                if erred:
-                    continue
-                if reasons:
-                    result.reasons.update(reasons)
-                    if explain:
-                        result.failed[infos[i].name] = tuple(reasons)
-                    continue
-            for plugin, meta, row_masks in checks:
-                if row_masks is not None:
-                    got = [reason for reason, mask in row_masks if mask[i]]
-                else:
-                    if observe is None:
-                        status = run_filter(plugin, pod, meta, infos[i])
-                    else:
-                        started = time.perf_counter()
-                        status = run_filter(plugin, pod, meta, infos[i])
-                        seconds = time.perf_counter() - started
-                        spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
-                    if status.code is Code.ERROR:
-                        # v1.14 counts each node's error and fails the attempt at the end.
-                        errors["; ".join(status.reasons)] += 1
-                        erred = True
-                        break
-                    got = list(status.reasons)
-                if got:
-                    reasons.extend(got)
-                    result.failed_plugins.add(plugin.name)
-                    if not self.check_all:
-                        break
+            if not erred and not reasons:
+                reasons, erred = self._node_reasons(
+                    pod, checks, i, infos[i], result, errors, timing
+                )
             if erred:
                 continue
             if reasons:
@@ -497,9 +468,46 @@ class FilterStage:
         result.feasible = len(feasible)
         return result, feasible
 
+    def _node_reasons(
+        self,
+        pod: PodInfo,
+        checks: Sequence[tuple[FilterPlugin[Any], Any, ReasonMasks | None]],
+        row: int,
+        info: NodeInfo,
+        result: ScheduleResult,
+        errors: Counter[str],
+        spent: dict[str, float] | None,
+    ) -> tuple[list[str], bool]:
+        """The predicates ``checks`` on one node, in order (v1.14 ``podFitsOnNode``): a vector
+        predicate's reasons are read from its masks at ``row``; the others run on ``info``
+        (their seconds added to ``spent`` on sampled attempts).
+
+        Returns:
+            (the reasons the node fails, whether a predicate erred: its error is counted in
+            ``errors``, and v1.14 fails the attempt once the walk is over).
+        """
+        reasons: list[str] = []
+        for plugin, meta, row_masks in checks:
+            got: Sequence[str]
+            if row_masks is not None:
+                got = [reason for reason, mask in row_masks if mask[row]]
+            else:
+                status = _run_filter_timed(plugin, pod, meta, info, spent)
+                if status.code is Code.ERROR:
+                    errors["; ".join(status.reasons)] += 1
+                    return reasons, True
+                got = status.reasons
+            if got:
+                reasons.extend(got)
+                result.failed_plugins.add(plugin.name)
+                if not self.check_all:
+                    break
+        return reasons, False
+
     def _first_pass(
         self,
         pod: PodInfo,
+        row: int,
         info: NodeInfo,
         added: list[PodInfo],
         work: Snapshot,
@@ -512,8 +520,7 @@ class FilterStage:
         node (v1.14 updates its metadata with ``meta.AddPod``), which is put back after.
 
         Returns:
-            (the reasons the node fails, whether a predicate erred: its error is counted in
-            ``errors``, as the loop counts them).
+            What :meth:`_node_reasons` returns for the changed node.
 
         Raises:
             PredicateError: a predicate's metadata cannot be computed (fails the attempt).
@@ -526,24 +533,27 @@ class FilterStage:
             active = self._active_filters(pod, work)
         finally:
             work.replace_node_info(info)
-        reasons: list[str] = []
-        for plugin, meta in active:
-            if spent is None:
-                status = run_filter(plugin, pod, meta, changed)
-            else:
-                started = time.perf_counter()
-                status = run_filter(plugin, pod, meta, changed)
-                seconds = time.perf_counter() - started
-                spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
-            if status.code is Code.ERROR:
-                errors["; ".join(status.reasons)] += 1
-                return reasons, True
-            if status.reasons:
-                reasons.extend(status.reasons)
-                result.failed_plugins.add(plugin.name)
-                if not self.check_all:
-                    break
-        return reasons, False
+        # No masks: the vector forms answer for the snapshot's rows, not for the changed node.
+        checks = [(plugin, meta, None) for plugin, meta in active]
+        return self._node_reasons(pod, checks, row, changed, result, errors, spent)
+
+
+def _run_filter_timed(
+    plugin: FilterPlugin[Any],
+    pod: PodInfo,
+    meta: Any,
+    node: NodeInfo,
+    spent: dict[str, float] | None,
+) -> Status:
+    """:func:`run_filter`, its seconds added to ``spent[plugin.name]`` unless ``spent`` is
+    ``None`` (only sampled attempts read the clock)."""
+    if spent is None:
+        return run_filter(plugin, pod, meta, node)
+    started = time.perf_counter()
+    status = run_filter(plugin, pod, meta, node)
+    seconds = time.perf_counter() - started
+    spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
+    return status
 
 
 class ScoreStage:
