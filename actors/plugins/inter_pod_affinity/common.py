@@ -17,7 +17,7 @@ snapshot costs the changed nodes, not every pod of the cluster.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -109,61 +109,42 @@ class PodTerms:
         self.pod = pod
         self._cache: dict[str, tuple[AffinityTerm, ...]] = {}
 
-    def _get(
-        self, kind: str, build: Callable[[], tuple[AffinityTerm, ...]]
-    ) -> tuple[AffinityTerm, ...]:
-        terms = self._cache.get(kind)
-        if terms is None:
-            terms = self._cache[kind] = build()
-        return terms
-
     def required_affinity(self) -> tuple[AffinityTerm, ...]:
         """``GetPodAffinityTerms``: the requiredDuringSchedulingIgnoredDuringExecution terms."""
-
-        def build() -> tuple[AffinityTerm, ...]:
-            a = self.pod.pod.spec.affinity
-            if a is None or a.pod_affinity is None:
-                return ()
-            terms = a.pod_affinity.required_during_scheduling_ignored_during_execution
-            return tuple(compile_term(self.pod, t) for t in terms)
-
-        return self._get("ra", build)
+        return self._terms("required_affinity")
 
     def required_anti_affinity(self) -> tuple[AffinityTerm, ...]:
         """``GetPodAntiAffinityTerms``: the required anti-affinity terms."""
-
-        def build() -> tuple[AffinityTerm, ...]:
-            a = self.pod.pod.spec.affinity
-            if a is None or a.pod_anti_affinity is None:
-                return ()
-            terms = a.pod_anti_affinity.required_during_scheduling_ignored_during_execution
-            return tuple(compile_term(self.pod, t) for t in terms)
-
-        return self._get("rn", build)
+        return self._terms("required_anti_affinity")
 
     def preferred_affinity(self) -> tuple[AffinityTerm, ...]:
         """The preferred affinity terms, weights positive."""
-
-        def build() -> tuple[AffinityTerm, ...]:
-            a = self.pod.pod.spec.affinity
-            if a is None or a.pod_affinity is None:
-                return ()
-            terms = a.pod_affinity.preferred_during_scheduling_ignored_during_execution
-            return _compile_weighted(self.pod, terms, 1)
-
-        return self._get("pa", build)
+        return self._terms("preferred_affinity")
 
     def preferred_anti_affinity(self) -> tuple[AffinityTerm, ...]:
         """The preferred anti-affinity terms, weights negated."""
+        return self._terms("preferred_anti_affinity")
 
-        def build() -> tuple[AffinityTerm, ...]:
-            a = self.pod.pod.spec.affinity
-            if a is None or a.pod_anti_affinity is None:
-                return ()
-            terms = a.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution
-            return _compile_weighted(self.pod, terms, -1)
+    def _terms(self, kind: str) -> tuple[AffinityTerm, ...]:
+        terms = self._cache.get(kind)
+        if terms is None:
+            terms = self._cache[kind] = self._compile(kind)
+        return terms
 
-        return self._get("pn", build)
+    def _compile(self, kind: str) -> tuple[AffinityTerm, ...]:
+        """The terms of ``kind``, one of the four accessors' names."""
+        affinity = self.pod.pod.spec.affinity
+        if affinity is None:
+            return ()
+        anti = kind.endswith("anti_affinity")
+        rules = affinity.pod_anti_affinity if anti else affinity.pod_affinity
+        if rules is None:
+            return ()
+        if kind.startswith("required"):
+            required = rules.required_during_scheduling_ignored_during_execution
+            return tuple(compile_term(self.pod, t) for t in required)
+        preferred = rules.preferred_during_scheduling_ignored_during_execution
+        return _compile_weighted(self.pod, preferred, -1 if anti else 1)
 
 
 class TermCache:
