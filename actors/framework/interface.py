@@ -52,8 +52,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERR_NODE_NOT_FOUND",
+    "ERR_REASON_UNKNOWN_CONDITION",
     "MAX_PRIORITY",
     "NODE_NOT_FOUND",
+    "NODE_UNKNOWN_CONDITION",
     "NO_NODES_AVAILABLE",
     "SKIP",
     "SUCCESS",
@@ -123,6 +125,13 @@ ERR_NODE_NOT_FOUND = "node not found"
 
 NODE_NOT_FOUND = Status(Code.ERROR, (ERR_NODE_NOT_FOUND,))
 """The :attr:`FilterPlugin.missing_node` of a predicate that reads the Node object."""
+
+ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
+"""v1.14 ``ErrNodeUnknownCondition`` (predicates/error.go)."""
+
+NODE_UNKNOWN_CONDITION = unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
+"""The :attr:`FilterPlugin.missing_node` of CheckNodeCondition, CheckNodeUnschedulable and
+PodToleratesNodeTaints: v1.14 rejects a nil node with ``ErrNodeUnknownCondition`` there."""
 
 
 class Skip(enum.Enum):

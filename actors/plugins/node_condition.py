@@ -23,6 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from podium.actors.framework.interface import (
+    ERR_REASON_UNKNOWN_CONDITION,
+    NODE_UNKNOWN_CONDITION,
     SUCCESS,
     PluginArgs,
     ReasonMasks,
@@ -52,14 +54,13 @@ NAME = names.CHECK_NODE_CONDITION
 ERR_REASON_NOT_READY = "node(s) were not ready"
 ERR_REASON_NETWORK_UNAVAILABLE = "node(s) had unavailable network"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
-ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 
 
 class NodeCondition(VectorFilterPlugin[None]):
     """v1.14 CheckNodeConditionPredicate (see the module docstring)."""
 
     node_local = True
-    missing_node = unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
+    missing_node = NODE_UNKNOWN_CONDITION
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from podium.actors.framework.interface import (
+    ERR_REASON_UNKNOWN_CONDITION,
+    NODE_UNKNOWN_CONDITION,
     SUCCESS,
     PluginArgs,
     ReasonMasks,
@@ -46,7 +48,6 @@ __all__ = [
 NAME = names.CHECK_NODE_UNSCHEDULABLE
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
-ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 """``schedulerapi.TaintNodeUnschedulable`` (v1.14)."""
@@ -68,7 +69,7 @@ class NodeUnschedulable(VectorFilterPlugin[bool]):
     """
 
     node_local = True
-    missing_node = unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
+    missing_node = NODE_UNKNOWN_CONDITION
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name

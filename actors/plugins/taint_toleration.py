@@ -23,6 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from podium.actors.framework.interface import (
+    ERR_REASON_UNKNOWN_CONDITION,
+    NODE_UNKNOWN_CONDITION,
     SUCCESS,
     PluginArgs,
     ReasonMasks,
@@ -53,7 +55,6 @@ __all__ = [
 NAME = names.POD_TOLERATES_NODE_TAINTS
 
 ERR_REASON_TAINTS_NOT_TOLERATED = "node(s) had taints that the pod didn't tolerate"
-ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 
 _EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -102,7 +103,7 @@ class TaintToleration(VectorFilterPlugin[None]):
     """v1.14 PodToleratesNodeTaints (see the module docstring)."""
 
     node_local = True
-    missing_node = unschedulable(ERR_REASON_UNKNOWN_CONDITION, resolvable=False)
+    missing_node = NODE_UNKNOWN_CONDITION
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
