@@ -9,9 +9,10 @@ without a Node object gets "node(s) had unknown conditions". Both reasons are un
 (v1.14 ``nodesWherePreemptionMightHelp``).
 
 The two forms are :func:`pod_tolerates_node_taints` and its columns twin, which
-PodToleratesNodeNoExecuteTaints shares with other effects, as v1.14 shares
-``podToleratesNodeTaints``. The vector form decides once per distinct taint list of the cluster (``NodeColumns.taint_sets``,
-each taint judged once per key/value/effect) and gathers the answer by ``taint_set`` id.
+PodToleratesNodeNoExecuteTaints shares with its own effects, as v1.14 shares
+``podToleratesNodeTaints``. The vector form decides once per distinct taint list of the
+cluster (``NodeColumns.taint_sets``, each taint judged once per key/value/effect) and gathers
+the answer by ``taint_set`` id.
 """
 
 from __future__ import annotations
