@@ -180,3 +180,17 @@ def test_unknown_policy_name_is_an_error_naming_the_entry(tmp_path: Path) -> Non
 def test_usage_errors_exit_2() -> None:
     assert podium("simulate").returncode == 2
     assert podium("no-such-command").returncode == 2
+
+
+def test_a_later_config_version_says_which_version_podium_reads(tmp_path: Path) -> None:
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1beta3\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: default-scheduler\n"
+    )
+    proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "--config", str(config))
+    assert proc.returncode == 1
+    assert "got 'kubescheduler.config.k8s.io/v1beta3'" in proc.stderr
+    assert "Write apiVersion: kubescheduler.config.k8s.io/v1alpha1" in proc.stderr
+    assert "unknown key" not in proc.stderr
