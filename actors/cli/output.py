@@ -139,7 +139,18 @@ def print_remote_error(exc: RemoteError) -> None:
         at = f" at {reply.path}" if reply.path and reply.path not in reply.message else ""
         err(f"error: {reply.message}{at}")
         return
-    err(f"error: {reply.message}")
+    if len(reply.errors) == 1:
+        # The reply's message is this object's message: say it once (with the object and
+        # path when the error is in a field), not as a summary and again as a list.
+        (only,) = reply.errors
+        if only.path is None:
+            err(f"error: {reply.message}")
+        else:
+            err(f"error: {_object_error_text(only)}; nothing was written")
+        return
+    # The daemon's summary ends with "; first: <the first object's message>", listed below.
+    summary, _, _ = reply.message.partition("; first: ")
+    err(f"error: {summary}")
     for e in reply.errors:
         err(f"error: {_object_error_text(e)}")
 
