@@ -488,14 +488,14 @@ GET_CASES = [
         "nodes",
         ("get", "nodes"),
         "NAME   STATUS                        PODS   CPU     MEMORY   AGE\n"
-        "n1     Ready                         110    4       32Gi     4d\n"
+        "n1     Unknown                       110    4       32Gi     4d\n"
         "n2     NotReady,SchedulingDisabled   100    7500m   60Gi     3m\n",
     ),
     GetCase(
         "nodes wide",
         ("get", "no", "-o", "wide"),
         "NAME   STATUS                        PODS   CPU     MEMORY   AGE   ZONE     TAINTS\n"
-        "n1     Ready                         110    4       32Gi     4d    zone-a   <none>\n"
+        "n1     Unknown                       110    4       32Gi     4d    zone-a   <none>\n"
         "n2     NotReady,SchedulingDisabled   100    7500m   60Gi     3m    zone-b   "
         "dedicated=gpu:NoSchedule,spot:PreferNoSchedule\n",
     ),
@@ -516,6 +516,59 @@ def test_get_tables(serve: Any, capsys: pytest.CaptureFixture[str], case: GetCas
     out, err = capsys.readouterr()
     assert out == case.out
     assert err == case.err
+
+
+@dataclass(frozen=True)
+class NodeStatusCase:
+    name: str
+    conditions: tuple[tuple[str, str], ...]
+    unschedulable: bool
+    want: str
+
+
+# kubernetes/kubernetes pkg/printers/internalversion/printers_test.go TestPrintNodeStatus
+# (foo1-foo9), as kubectl's printNode prints the STATUS column.
+NODE_STATUS_CASES = [
+    NodeStatusCase("foo1 ready", (("Ready", "True"),), False, "Ready"),
+    NodeStatusCase(
+        "foo2 ready, unschedulable", (("Ready", "True"),), True, "Ready,SchedulingDisabled"
+    ),
+    NodeStatusCase(
+        "foo3 two ready conditions", (("Ready", "True"), ("Ready", "True")), False, "Ready"
+    ),
+    NodeStatusCase("foo4 not ready", (("Ready", "False"),), False, "NotReady"),
+    NodeStatusCase(
+        "foo5 not ready, unschedulable", (("Ready", "False"),), True, "NotReady,SchedulingDisabled"
+    ),
+    NodeStatusCase(
+        "foo6 only an unknown condition type", (("InvalidValue", "True"),), False, "Unknown"
+    ),
+    NodeStatusCase("foo7 an empty condition", (("", ""),), False, "Unknown"),
+    NodeStatusCase(
+        "foo8 unknown condition type, unschedulable",
+        (("InvalidValue", "True"),),
+        True,
+        "Unknown,SchedulingDisabled",
+    ),
+    NodeStatusCase(
+        "foo9 empty condition, unschedulable", (("", ""),), True, "Unknown,SchedulingDisabled"
+    ),
+    NodeStatusCase("no conditions at all", (), False, "Unknown"),
+    NodeStatusCase("ready status Unknown", (("Ready", "Unknown"),), False, "NotReady"),
+    NodeStatusCase(
+        "the last ready condition wins", (("Ready", "False"), ("Ready", "True")), False, "Ready"
+    ),
+]
+
+
+@pytest.mark.parametrize("case", NODE_STATUS_CASES, ids=attrgetter("name"))
+def test_node_status_as_kubectl_prints_it(case: NodeStatusCase) -> None:
+    node = make_node("n")
+    for type_, status in case.conditions:
+        node = node.condition(type_, status)
+    if case.unschedulable:
+        node = node.unschedulable()
+    assert objects.node_status(node.obj()) == case.want
 
 
 def test_get_sends_namespace_and_selector(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
