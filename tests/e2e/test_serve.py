@@ -160,6 +160,12 @@ async def test_unschedulable_pods_are_retried_after_node_and_pod_changes(daemon:
                 ev.message
                 == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
             )
+            # The event carries the pod, its PodScheduled condition holding the message
+            # (docs/protocol.md's example).
+            assert isinstance(ev.object, o.Pod)
+            assert [(c.type, c.status, c.message) for c in ev.object.status.conditions] == [
+                ("PodScheduled", "False", ev.message)
+            ]
             await until(lambda e: e.type == "Unschedulable" and e.name == "mid")
             # A new node that fits "big": the queue moves it back and it is bound there.
             await cl.put([_node("large", cpu="4")])
