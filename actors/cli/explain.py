@@ -22,7 +22,7 @@ from podium.actors.cli.output import (
     dump_json,
     err,
     out,
-    table,
+    verdict_table,
 )
 from podium.actors.cli.remote import add_remote_command, run_client
 from podium.actors.client import Client
@@ -48,20 +48,7 @@ def _print_explain(reply: ExplainReply) -> None:
     if p.preempted:
         out(f"Preempts:  {', '.join(p.preempted)}")
     out()
-    if p.nodes:
-        rows = [["NODE", "FITS", "REASONS", "TOTAL"]]
-        for name, verdict in p.nodes.items():
-            rows.append(
-                [
-                    name,
-                    "yes" if verdict.fits else "no",
-                    ", ".join(verdict.reasons) or "-",
-                    "-" if verdict.total is None else str(verdict.total),
-                ]
-            )
-        table(rows)
-    else:
-        out("No nodes were examined.")
+    verdict_table(p.nodes)
     if reply.hints:
         out()
         out("Hints:")

@@ -16,14 +16,14 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 import msgspec
 
 from podium.actors.client import RemoteError
 from podium.protocol.objects import KubeObject, enc_hook
-from podium.protocol.wire import Event, ObjectError
+from podium.protocol.wire import Event, NodeVerdict, ObjectError
 
 __all__ = [
     "EXIT_FAILED",
@@ -39,6 +39,7 @@ __all__ = [
     "out",
     "print_remote_error",
     "table",
+    "verdict_table",
 ]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -61,6 +62,26 @@ def table(rows: Sequence[Sequence[str]], stream: TextIO | None = None) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         write("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+
+
+def verdict_table(nodes: Mapping[str, NodeVerdict], stream: TextIO | None = None) -> None:
+    """Every examined node's verdict, in walk order: NODE, FITS, REASONS, TOTAL (``explain``,
+    ``simulate --explain``); "No nodes were examined." when there are none."""
+    write = (stream or sys.stdout).write
+    if not nodes:
+        write("No nodes were examined.\n")
+        return
+    rows = [["NODE", "FITS", "REASONS", "TOTAL"]]
+    for name, verdict in nodes.items():
+        rows.append(
+            [
+                name,
+                "yes" if verdict.fits else "no",
+                ", ".join(verdict.reasons) or "-",
+                "-" if verdict.total is None else str(verdict.total),
+            ]
+        )
+    table(rows, stream)
 
 
 def dump_json(doc: Any) -> None:

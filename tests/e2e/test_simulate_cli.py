@@ -194,3 +194,30 @@ def test_a_later_config_version_says_which_version_podium_reads(tmp_path: Path) 
     assert "got 'kubescheduler.config.k8s.io/v1beta3'" in proc.stderr
     assert "Write apiVersion: kubescheduler.config.k8s.io/v1alpha1" in proc.stderr
     assert "unknown key" not in proc.stderr
+
+
+def test_explain_in_table_form_prints_every_pods_verdicts() -> None:
+    args = ("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "--seed", "1", "--explain")
+    as_table, as_json = podium(*args), podium(*args, "-o", "json")
+    assert as_table.returncode == 0, as_table.stderr
+    doc = json.loads(as_json.stdout)
+    blocks = as_table.stdout.split("\n\n")
+    for pod in doc["pods"]:
+        where = f"on {pod['node']}" if pod["node"] is not None else "unschedulable"
+        heading = f"{pod['namespace']}/{pod['name']} ({where}):"
+        (block,) = [b for b in blocks if b.startswith(heading + "\n")]
+        lines = block.splitlines()
+        assert lines[1].split() == ["NODE", "FITS", "REASONS", "TOTAL"]
+        rows = [line.split(maxsplit=2) for line in lines[2:]]
+        assert [row[0] for row in rows] == list(pod["nodes"])
+        for (_, fits, rest), verdict in zip(rows, pod["nodes"].values(), strict=True):
+            assert fits == ("yes" if verdict["fits"] else "no")
+            total = "-" if verdict["total"] is None else str(verdict["total"])
+            assert rest.endswith(total)
+            assert rest.removesuffix(total).strip() == (", ".join(verdict["reasons"]) or "-")
+
+
+def test_without_explain_the_table_has_no_verdicts() -> None:
+    proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "FITS" not in proc.stdout
