@@ -42,6 +42,10 @@ def _print_explain(reply: ExplainReply) -> None:
     p = reply.placement
     out(f"Pod:       {p.namespace}/{p.name}")
     out(f"Node:      {p.node or '<none>'}")
+    if p.bound:
+        # kubectl describe: a bound pod has a node and a status; no attempts are kept for it.
+        out("Status:    Bound")
+        return
     if p.message:
         out(f"Message:   {p.message}")
     out(f"Attempts:  {p.attempts}")

@@ -873,6 +873,18 @@ def test_explain_of_a_pod_that_fits(serve: Any, capsys: pytest.CaptureFixture[st
     )
 
 
+def test_explain_of_a_bound_pod_shows_its_node_and_no_attempts(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        placement = Placement(namespace="shop", name="db-0", node="n1", message=None, bound=True)
+        return [ExplainReply(id=request.id, revision=41, placement=placement)]
+
+    server = serve(handler)
+    assert podium("explain", "shop/db-0", "--server", server.address) == 0
+    assert capsys.readouterr().out == "Pod:       shop/db-0\nNode:      n1\nStatus:    Bound\n"
+
+
 def test_explain_json_is_the_simulate_entry_plus_hints(
     serve: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -887,6 +899,7 @@ def test_explain_json_is_the_simulate_entry_plus_hints(
         "attempts",
         "nodes",
         "preempted",
+        "bound",
         "hints",
     ]
     assert doc["nodes"]["n1"] == {
