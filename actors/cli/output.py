@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -157,8 +158,7 @@ def print_remote_error(exc: RemoteError) -> None:
     """The daemon's error on stderr: its message (and path), or one line per rejected object."""
     reply = exc.reply
     if not reply.errors:
-        at = f" at {reply.path}" if reply.path and reply.path not in reply.message else ""
-        err(f"error: {reply.message}{at}")
+        err(f"error: {_located(reply.message, reply.path)}")
         return
     if len(reply.errors) == 1:
         # The reply's message is this object's message: say it once (with the object and
@@ -174,6 +174,31 @@ def print_remote_error(exc: RemoteError) -> None:
     err(f"error: {summary}")
     for e in reply.errors:
         err(f"error: {_object_error_text(e)}")
+
+
+# Request fields a command fills from what the person typed: an error there names the flag.
+_REQUEST_FIELD_SOURCES = {
+    "$.token": "--token, --token-file or $PODIUM_TOKEN",
+    "$.label_selector": "-l/--selector",
+    "$.kind": "KIND",
+    "$.kinds": "--kind",
+    "$.from_revision": "--from-revision",
+}
+_REQUEST_FIELD = re.compile(r"\$\.[a-z_]+")
+
+
+def _located(message: str, path: str | None) -> str:
+    """The message with where the error is, in the person's words: the flag behind a request
+    field, nothing for a field the client fills by itself (``$.id``, ``$.continue``, ...),
+    else the path (a field of an object the person wrote, e.g. ``$.pod.spec.priority``)."""
+    if not path:
+        return message
+    if path in _REQUEST_FIELD_SOURCES or _REQUEST_FIELD.fullmatch(path):
+        # A decode error names the path itself ("Expected `int` >= 0 at $.from_revision").
+        message = message.replace(f" at {path}", "")
+        source = _REQUEST_FIELD_SOURCES.get(path)
+        return f"{message} ({source})" if source else message
+    return message if path in message else f"{message} at {path}"
 
 
 def _object_error_text(e: ObjectError) -> str:

@@ -30,6 +30,7 @@ from podium.actors.cli.objects import resolve_kind
 from podium.actors.cli.output import human_duration
 from podium.actors.client import DEFAULT_CHUNK_SIZE
 from podium.protocol import objects as o
+from podium.protocol.errors import ErrorCode
 from podium.protocol.wire import (
     Cancel,
     CancelReply,
@@ -283,6 +284,81 @@ def test_server_comes_from_the_environment(
     monkeypatch.setenv("PODIUM_SERVER", server.address)
     assert podium("get", "nodes", "-o", "json") == 0
     assert json.loads(capsys.readouterr().out)["items"][0]["metadata"]["name"] == "n1"
+
+
+@dataclass(frozen=True)
+class RequestFieldError:
+    name: str
+    argv: tuple[str, ...]
+    code: ErrorCode
+    message: str
+    path: str | None
+    want: str
+
+
+REQUEST_FIELD_ERRORS = [
+    RequestFieldError(
+        "a bad token names the flags, not $.token",
+        ("get", "pods", "--token", "nope"),
+        "unauthorized",
+        "this listener requires an access token and the token is not valid",
+        "$.token",
+        "error: this listener requires an access token and the token is not valid"
+        " (--token, --token-file or $PODIUM_TOKEN)\n",
+    ),
+    RequestFieldError(
+        "a bad selector names -l",
+        ("get", "pods", "-l", "a in ("),
+        "invalid",
+        'couldn\'t parse the label selector "a in (": found end of string at position 6',
+        "$.label_selector",
+        'error: couldn\'t parse the label selector "a in (": found end of string at position 6'
+        " (-l/--selector)\n",
+    ),
+    RequestFieldError(
+        "a decode error's own path becomes the flag",
+        ("get", "pods"),
+        "invalid",
+        "Expected `int` >= 0 at $.from_revision",
+        "$.from_revision",
+        "error: Expected `int` >= 0 (--from-revision)\n",
+    ),
+    RequestFieldError(
+        "a field the client fills by itself is not shown",
+        ("get", "pods"),
+        "invalid",
+        "the continue token is stale; list again",
+        "$.continue",
+        "error: the continue token is stale; list again\n",
+    ),
+    RequestFieldError(
+        "a field of an object the person wrote keeps its path",
+        ("get", "pods"),
+        "invalid",
+        "Expected `int`, got `str`",
+        "$.pod.spec.priority",
+        "error: Expected `int`, got `str` at $.pod.spec.priority\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", REQUEST_FIELD_ERRORS, ids=attrgetter("name"))
+def test_request_field_errors_are_said_for_the_person(
+    serve: Any, capsys: pytest.CaptureFixture[str], case: RequestFieldError
+) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        return [
+            ErrorReply(
+                id=request.id,
+                code=case.code,
+                message=case.message,
+                path=case.path,
+            )
+        ]
+
+    server = serve(handler)
+    assert podium(*case.argv, "--server", server.address) == 1
+    assert capsys.readouterr().err == case.want
 
 
 def test_bad_server_address_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
