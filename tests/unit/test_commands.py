@@ -391,76 +391,71 @@ def test_delete_the_objects_of_a_file(
     assert capsys.readouterr().out == "node/n1 deleted\npod/x/a deleted\n"
 
 
-def _not_found(index: int, name: str) -> ObjectError:
+def _rejected(
+    index: int, kind: str, name: str, message: str, path: str | None = None
+) -> ObjectError:
+    namespace = "default" if kind == "Pod" else ""
     return ObjectError(
-        index=index,
-        kind="Pod",
-        namespace="default",
-        name=name,
-        path=None,
-        message=f"Pod default/{name} not found; cannot delete it",
+        index=index, kind=kind, namespace=namespace, name=name, path=path, message=message
     )
 
 
-def test_delete_not_found_says_it_once_and_exits_1(
-    serve: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # The daemon's reply as store/core.py builds it: the message and the one object's error.
-    def handler(request: ClientMessage) -> Sequence[Outgoing]:
-        message = "Pod default/web-9 not found; cannot delete it; nothing was written"
-        errors = [_not_found(0, "web-9")]
-        return [ErrorReply(id=request.id, code="not_found", message=message, errors=errors)]
+@dataclass(frozen=True)
+class Rejection:
+    """A rejected request, its reply as store/core.py builds it, and what the person reads."""
 
-    server = serve(handler)
-    assert podium("delete", "pod", "web-9", "--server", server.address) == 1
-    assert capsys.readouterr().err == (
-        "error: Pod default/web-9 not found; cannot delete it; nothing was written\n"
-    )
+    name: str
+    argv: tuple[str, ...]
+    message: str
+    errors: tuple[ObjectError, ...]
+    want: str
 
 
-def test_delete_of_several_missing_lists_each_once(
-    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    def handler(request: ClientMessage) -> Sequence[Outgoing]:
-        message = (
-            "2 of 2 objects rejected, nothing was written; "
-            "first: Pod default/a not found; cannot delete it"
-        )
-        errors = [_not_found(0, "a"), _not_found(1, "b")]
-        return [ErrorReply(id=request.id, code="not_found", message=message, errors=errors)]
-
-    server = serve(handler)
-    path = write(tmp_path / "c.yaml", [make_pod("a").dict(), make_pod("b").dict()])
-    assert podium("delete", "-f", path, "--server", server.address) == 1
-    assert capsys.readouterr().err == (
+REJECTIONS = [
+    Rejection(
+        "a delete of a missing object says it once",
+        ("delete", "pod", "web-9"),
+        "Pod default/web-9 not found; cannot delete it; nothing was written",
+        (_rejected(0, "Pod", "web-9", "Pod default/web-9 not found; cannot delete it"),),
+        "error: Pod default/web-9 not found; cannot delete it; nothing was written\n",
+    ),
+    Rejection(
+        "several missing objects: the count, then each once",
+        ("delete", "-f", "FILE"),
+        "2 of 2 objects rejected, nothing was written; "
+        "first: Pod default/a not found; cannot delete it",
+        (
+            _rejected(0, "Pod", "a", "Pod default/a not found; cannot delete it"),
+            _rejected(1, "Pod", "b", "Pod default/b not found; cannot delete it"),
+        ),
         "error: 2 of 2 objects rejected, nothing was written\n"
         "error: object 0 (Pod default/a): Pod default/a not found; cannot delete it\n"
-        "error: object 1 (Pod default/b): Pod default/b not found; cannot delete it\n"
-    )
+        "error: object 1 (Pod default/b): Pod default/b not found; cannot delete it\n",
+    ),
+    Rejection(
+        "one rejected field is one line with its object and path",
+        ("apply", "-f", "FILE"),
+        "node n9 does not exist; nothing was written",
+        (_rejected(1, "Pod", "web-1", "node n9 does not exist", "$.spec.nodeName"),),
+        "error: object 1 (Pod default/web-1) at $.spec.nodeName: node n9 does not exist; "
+        "nothing was written\n",
+    ),
+]
 
 
-def test_one_rejected_field_is_one_line_with_its_path(
-    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("case", REJECTIONS, ids=attrgetter("name"))
+def test_a_rejection_says_each_objects_error_once(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: Rejection
 ) -> None:
     def handler(request: ClientMessage) -> Sequence[Outgoing]:
-        error = ObjectError(
-            index=1,
-            kind="Pod",
-            namespace="default",
-            name="web-1",
-            path="$.spec.nodeName",
-            message="node n9 does not exist",
-        )
-        message = "node n9 does not exist; nothing was written"
-        return [ErrorReply(id=request.id, code="invalid", message=message, errors=[error])]
+        errors = list(case.errors)
+        return [ErrorReply(id=request.id, code="invalid", message=case.message, errors=errors)]
 
     server = serve(handler)
-    path = write(tmp_path / "c.yaml", [make_node("n1").dict(), make_pod("web-1").dict()])
-    assert podium("apply", "-f", path, "--server", server.address) == 1
-    assert capsys.readouterr().err == (
-        "error: object 1 (Pod default/web-1) at $.spec.nodeName: node n9 does not exist; "
-        "nothing was written\n"
-    )
+    path = write(tmp_path / "c.yaml", [make_pod(e.name).dict() for e in case.errors])
+    argv = [path if a == "FILE" else a for a in case.argv]
+    assert podium(*argv, "--server", server.address) == 1
+    assert capsys.readouterr().err == case.want
 
 
 def test_delete_needs_kind_and_name_or_a_file(capsys: pytest.CaptureFixture[str]) -> None:
