@@ -51,6 +51,11 @@ def volume_decision(
     info = snapshot.get(node)
     if meta is SKIP or info is None:
         return {}, []
+    if meta.error is None and not meta.unbound:
+        # v1.14 AssumePodVolumes: every claim is bound (arePodVolumesBound looks at the claims
+        # only), so nothing is bound or provisioned and the volumes are not looked up. A bound
+        # claim whose volume is missing fails only CheckVolumeBinding, when the policy runs it.
+        return {}, []
     found = _VOLUMES.find_pod_volumes(pod, meta, info)
     return dict(found.bindings), list(found.provisions)
 

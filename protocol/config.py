@@ -78,6 +78,8 @@ KIND = "KubeSchedulerConfiguration"
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1alpha1", "componentconfig/v1alpha1")
 """The KubeSchedulerConfiguration versions whose shape this module reads (1.14 and before)."""
 DEFAULT_PROVIDER = "DefaultProvider"
+_LATER_VERSION_PREFIX = "kubescheduler.config.k8s.io/"
+"""v1alpha2 (1.18), v1beta1-3 and v1 (1.25+): the profiles shape, which Podium does not read."""
 
 HONOURED_KEYS = (
     "schedulerName",
@@ -440,6 +442,11 @@ def decode_config(raw: Any, *, source: str | None = None) -> SchedulerConfig:
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
         raise ConfigError([("", f"expected a mapping, got {type(raw).__name__}")], source=source)
+    version = raw.get("apiVersion", API_VERSIONS[0])
+    if version not in API_VERSIONS:
+        # A later version's keys (profiles, plugins, ...) would each be "unknown key": the
+        # version is the one problem to report, with what to write instead.
+        raise ConfigError([("apiVersion", _version_message(version))], source=source)
     problems: list[Problem] = []
     warnings: list[str] = []
     kept: dict[str, Any] = {}
@@ -508,15 +515,21 @@ def _policy_file(algorithm: AlgorithmSource, source: str | None) -> Path | None:
     return (Path(source).parent / candidate).absolute()
 
 
+def _version_message(version: object) -> str:
+    """The error for a KubeSchedulerConfiguration version Podium does not read."""
+    message = f"apiVersion must be one of {', '.join(API_VERSIONS)}, got {version!r}"
+    if isinstance(version, str) and version.startswith(_LATER_VERSION_PREFIX):
+        message += (
+            "; Podium reads the v1.14 shape (v1alpha1): profiles, plugins and pluginConfig have"
+            " no form in it. Write apiVersion: kubescheduler.config.k8s.io/v1alpha1 with"
+            " schedulerName and percentageOfNodesToScore at the top level, and choose"
+            " predicates and priorities with a Policy file (algorithmSource.policy.file.path)"
+        )
+    return message
+
+
 def _check(config: _KubeSchedulerConfiguration) -> list[Problem]:
     problems: list[Problem] = []
-    if config.api_version not in API_VERSIONS:
-        problems.append(
-            (
-                "apiVersion",
-                f"apiVersion must be one of {', '.join(API_VERSIONS)}, got {config.api_version!r}",
-            )
-        )
     if config.kind != KIND:
         problems.append(("kind", f"kind must be {KIND}, got {config.kind!r}"))
     if not config.scheduler_name:

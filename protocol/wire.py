@@ -173,9 +173,12 @@ class Placement(msgspec.Struct, frozen=True, kw_only=True):
         namespace, name: the pod.
         node: the chosen node, or None.
         message: the FitError text (or the error) when ``node`` is None.
-        attempts: scheduling attempts so far (1 for a simulate request).
+        attempts: scheduling attempts so far (1 for a simulate request); 0 for a bound pod,
+            whose attempts are not kept (the queue forgets a pod once it is bound).
         nodes: every examined node, in walk order, with its verdict (explain only).
         preempted: ``NS/NAME`` of the pods this pod would evict or evicted.
+        bound: ``explain`` of a pod already bound to ``node`` (by Podium or by its client):
+            nothing was examined.
     """
 
     namespace: str
@@ -185,6 +188,7 @@ class Placement(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int = 0
     nodes: dict[str, NodeVerdict] = {}
     preempted: list[str] = []
+    bound: bool = False
 
 
 class Hint(msgspec.Struct, frozen=True, kw_only=True):

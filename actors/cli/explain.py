@@ -22,7 +22,7 @@ from podium.actors.cli.output import (
     dump_json,
     err,
     out,
-    table,
+    verdict_table,
 )
 from podium.actors.cli.remote import add_remote_command, run_client
 from podium.actors.client import Client
@@ -42,26 +42,17 @@ def _print_explain(reply: ExplainReply) -> None:
     p = reply.placement
     out(f"Pod:       {p.namespace}/{p.name}")
     out(f"Node:      {p.node or '<none>'}")
+    if p.bound:
+        # kubectl describe: a bound pod has a node and a status; no attempts are kept for it.
+        out("Status:    Bound")
+        return
     if p.message:
         out(f"Message:   {p.message}")
     out(f"Attempts:  {p.attempts}")
     if p.preempted:
         out(f"Preempts:  {', '.join(p.preempted)}")
     out()
-    if p.nodes:
-        rows = [["NODE", "FITS", "REASONS", "TOTAL"]]
-        for name, verdict in p.nodes.items():
-            rows.append(
-                [
-                    name,
-                    "yes" if verdict.fits else "no",
-                    ", ".join(verdict.reasons) or "-",
-                    "-" if verdict.total is None else str(verdict.total),
-                ]
-            )
-        table(rows)
-    else:
-        out("No nodes were examined.")
+    verdict_table(p.nodes)
     if reply.hints:
         out()
         out("Hints:")

@@ -297,9 +297,17 @@ def _unschedulable_message(pod: Pod) -> str:
 
 
 def node_status(node: Node) -> str:
-    """Ready/NotReady from the Ready condition (Ready when absent), plus SchedulingDisabled."""
-    ready = next((c for c in node.status.conditions if c.type == "Ready"), None)
-    status = "Ready" if ready is None or ready.status == "True" else "NotReady"
+    """Ready/NotReady from the Ready condition, Unknown without one, plus SchedulingDisabled.
+
+    As kubectl prints it (pkg/printers/internalversion/printers.go ``printNode``: the last
+    condition of a type wins, no Ready condition is "Unknown"). The scheduler's
+    CheckNodeCondition still lets such a node pass: "Unknown" is only what is printed.
+    """
+    ready = {c.type: c for c in node.status.conditions}.get("Ready")
+    if ready is None:
+        status = "Unknown"
+    else:
+        status = "Ready" if ready.status == "True" else "NotReady"
     return status + (",SchedulingDisabled" if node.spec.unschedulable else "")
 
 

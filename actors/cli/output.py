@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 import msgspec
 
 from podium.actors.client import RemoteError
 from podium.protocol.objects import KubeObject, enc_hook
-from podium.protocol.wire import Event, ObjectError
+from podium.protocol.wire import Event, NodeVerdict, ObjectError
 
 __all__ = [
     "EXIT_FAILED",
@@ -39,6 +40,7 @@ __all__ = [
     "out",
     "print_remote_error",
     "table",
+    "verdict_table",
 ]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -61,6 +63,26 @@ def table(rows: Sequence[Sequence[str]], stream: TextIO | None = None) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         write("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+
+
+def verdict_table(nodes: Mapping[str, NodeVerdict], stream: TextIO | None = None) -> None:
+    """Every examined node's verdict, in walk order: NODE, FITS, REASONS, TOTAL (``explain``,
+    ``simulate --explain``); "No nodes were examined." when there are none."""
+    write = (stream or sys.stdout).write
+    if not nodes:
+        write("No nodes were examined.\n")
+        return
+    rows = [["NODE", "FITS", "REASONS", "TOTAL"]]
+    for name, verdict in nodes.items():
+        rows.append(
+            [
+                name,
+                "yes" if verdict.fits else "no",
+                ", ".join(verdict.reasons) or "-",
+                "-" if verdict.total is None else str(verdict.total),
+            ]
+        )
+    table(rows, stream)
 
 
 def dump_json(doc: Any) -> None:
@@ -136,12 +158,47 @@ def print_remote_error(exc: RemoteError) -> None:
     """The daemon's error on stderr: its message (and path), or one line per rejected object."""
     reply = exc.reply
     if not reply.errors:
-        at = f" at {reply.path}" if reply.path and reply.path not in reply.message else ""
-        err(f"error: {reply.message}{at}")
+        err(f"error: {_located(reply.message, reply.path)}")
         return
-    err(f"error: {reply.message}")
+    if len(reply.errors) == 1:
+        # The reply's message is this object's message: say it once (with the object and
+        # path when the error is in a field), not as a summary and again as a list.
+        (only,) = reply.errors
+        if only.path is None:
+            err(f"error: {reply.message}")
+        else:
+            err(f"error: {_object_error_text(only)}; nothing was written")
+        return
+    # The daemon's summary ends with "; first: <the first object's message>", listed below.
+    summary, _, _ = reply.message.partition("; first: ")
+    err(f"error: {summary}")
     for e in reply.errors:
         err(f"error: {_object_error_text(e)}")
+
+
+# Request fields a command fills from what the person typed: an error there names the flag.
+_REQUEST_FIELD_SOURCES = {
+    "$.token": "--token, --token-file or $PODIUM_TOKEN",
+    "$.label_selector": "-l/--selector",
+    "$.kind": "KIND",
+    "$.kinds": "--kind",
+    "$.from_revision": "--from-revision",
+}
+_REQUEST_FIELD = re.compile(r"\$\.[a-z_]+")
+
+
+def _located(message: str, path: str | None) -> str:
+    """The message with where the error is, in the person's words: the flag behind a request
+    field, nothing for a field the client fills by itself (``$.id``, ``$.continue``, ...),
+    else the path (a field of an object the person wrote, e.g. ``$.pod.spec.priority``)."""
+    if not path:
+        return message
+    if path in _REQUEST_FIELD_SOURCES or _REQUEST_FIELD.fullmatch(path):
+        # A decode error names the path itself ("Expected `int` >= 0 at $.from_revision").
+        message = message.replace(f" at {path}", "")
+        source = _REQUEST_FIELD_SOURCES.get(path)
+        return f"{message} ({source})" if source else message
+    return message if path in message else f"{message} at {path}"
 
 
 def _object_error_text(e: ObjectError) -> str:

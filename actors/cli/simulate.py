@@ -26,7 +26,9 @@ from podium.actors.cli.output import (
     dump_json,
     err,
     table,
+    verdict_table,
 )
+from podium.actors.core.explain import placement
 from podium.actors.core.simulation import PodOutcome, build_cluster, final_node_infos
 from podium.actors.daemon.logs import configure as configure_logging
 from podium.actors.framework.nodeinfo import NodeInfo
@@ -101,6 +103,8 @@ def _print_simulation(
     after: dict[str, NodeInfo],
     pool_label: str | None,
     out: TextIO,
+    *,
+    explain: bool = False,
 ) -> None:
     rows = [["NAMESPACE", "NAME", "NODE", "ATTEMPTS", "REASON"]]
     for o in outcomes:
@@ -110,6 +114,11 @@ def _print_simulation(
             reason = f"{evicted}; {reason}" if reason else evicted
         rows.append([o.pod.namespace, o.pod.name, o.node or "<none>", str(o.attempts), reason])
     table(rows, out)
+    if explain:
+        for o in outcomes:
+            where = f"on {o.node}" if o.node is not None else "unschedulable"
+            out.write(f"\n{o.pod.namespace}/{o.pod.name} ({where}):\n")
+            verdict_table(placement(o.pod, o.result, attempts=o.attempts, explain=True).nodes, out)
     placed = sum(1 for o in outcomes if o.node is not None)
     out.write(
         f"\n{placed} placed, {len(outcomes) - placed} unschedulable, of {len(outcomes)} pending pods\n\n"
@@ -183,6 +192,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             final_node_infos(cluster, outcomes),
             args.pool_label,
             sys.stdout,
+            explain=args.explain,
         )
     return EXIT_OK
 
@@ -234,7 +244,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim.add_argument(
         "--explain",
         action="store_true",
-        help="with -o json: every examined node's reasons and scores per pod",
+        help=(
+            "every examined node's verdict per pod: reasons and total in the table,"
+            " reasons and each priority's score with -o json"
+        ),
     )
     sim.add_argument(
         "--scheduler-name",

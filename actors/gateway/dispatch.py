@@ -19,7 +19,6 @@ import msgspec
 import trio
 
 from podium.actors.core.explain import placement
-from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.gateway.connection import Connection
 from podium.actors.gateway.paging import continue_token, read_continue
@@ -56,6 +55,7 @@ from podium.protocol.wire import (
     Get,
     GetReply,
     PendingCounts,
+    Placement,
     PriorityWeight,
     Put,
     PutReply,
@@ -256,18 +256,18 @@ class Dispatcher:
         pod = read.items[0]
         assert isinstance(pod, Pod)
         info = PodInfo(pod)
-        looked: LookupReply = await ask(h.queue, lambda r: Lookup(key=info.key, reply=r))
         if pod.spec.node_name:
-            return ExplainReply(
-                id=msg.id,
-                revision=read.revision,
-                placement=placement(
-                    info,
-                    ScheduleResult(node=pod.spec.node_name),
-                    attempts=looked.attempts,
-                    explain=False,
-                ),
+            # As kubectl describe shows a bound pod: its node and that it is bound. Its
+            # attempts are not kept once it is bound (the queue forgets it at the bind).
+            bound = Placement(
+                namespace=info.namespace,
+                name=info.name,
+                node=pod.spec.node_name,
+                message=None,
+                bound=True,
             )
+            return ExplainReply(id=msg.id, revision=read.revision, placement=bound)
+        looked: LookupReply = await ask(h.queue, lambda r: Lookup(key=info.key, reply=r))
         explained: Explained = await ask(
             h.scheduler, lambda r: ExplainPod(pod=info, explain=True, reply=r)
         )

@@ -221,3 +221,27 @@ async def test_a_plugin_that_raises_fails_its_attempt_not_the_workers(
         )
         h.set_scorers([("LeastRequestedPriority", 1)])
         assert (await h.decide(web(), cluster())).node == "n1"
+
+
+def _bound_claim_without_its_volume() -> ClusterObjects:
+    claim = {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "default"},
+        "spec": {"volumeName": "gone", "resources": {"requests": {"storage": "1Gi"}}},
+        "status": {"phase": "Bound"},
+    }
+    return ClusterObjects(
+        persistent_volume_claims={"default/data": decode(o.PersistentVolumeClaim, claim)}
+    )
+
+
+async def test_a_bound_claim_whose_volume_is_missing_binds_without_a_volume_decision(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # v1.14 scheduler.go assumeVolumes -> AssumePodVolumes: arePodVolumesBound reads only the
+    # claims, so a pod whose claims are all bound is bound without looking its volumes up; the
+    # missing volume fails the attempt only through CheckVolumeBinding (not run here).
+    claiming = make_pod("web").req(cpu="1").pvc("data").info()
+    async with running(LEAST_AND_MOST) as h:
+        got = await h.decide(claiming, cluster(_bound_claim_without_its_volume()))
+    assert (got.node, got.result.error, got.volumes, got.provisions) == ("n0", False, {}, [])

@@ -202,7 +202,11 @@ async def test_a_client_without_a_valid_token_reads_and_writes_nothing(
             [PODIUM, "get", "nodes", "--server", d.address], capture_stderr=True, check=False
         )
         assert cli.returncode == 1
-        assert b"requires an access token and no token was given" in cli.stderr
+        # Said for the person: the flags to check, not the protocol's $.token.
+        assert cli.stderr == (
+            b"error: this listener requires an access token and no token was given"
+            b" (--token, --token-file or $PODIUM_TOKEN)\n"
+        )
         # Nothing was written; a valid token reads that, and the Unix socket asks for none.
         async with connect(d.address, token=RW_TOKEN) as cl:
             assert (await cl.get("Node")).items == []

@@ -111,6 +111,13 @@ async def test_apply_example_cluster_and_watch_the_bindings(daemon: Daemon) -> N
             assert by_key[key]["spec"]["nodeName"], key
         table = await trio.to_thread.run_sync(lambda: daemon.cli("get", "pods", "-n", "ml"))
         assert "train-llm" in table.stdout and "Pending" in table.stdout
+        # A pod Podium bound is explained as kubectl describe shows it: its node, Bound, and
+        # no attempt count (the queue forgot it at the bind).
+        explained = await trio.to_thread.run_sync(lambda: daemon.cli("explain", "shop/web-7d9f-0"))
+        assert explained.returncode == 0, explained.stderr
+        assert explained.stdout == (
+            f"Pod:       shop/web-7d9f-0\nNode:      {bound['shop/web-7d9f-0']}\nStatus:    Bound\n"
+        )
 
 
 async def test_concurrent_clients_submit_pods_and_none_is_bound_twice(daemon: Daemon) -> None:
@@ -160,6 +167,12 @@ async def test_unschedulable_pods_are_retried_after_node_and_pod_changes(daemon:
                 ev.message
                 == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
             )
+            # The event carries the pod, its PodScheduled condition holding the message
+            # (docs/protocol.md's example).
+            assert isinstance(ev.object, o.Pod)
+            assert [(c.type, c.status, c.message) for c in ev.object.status.conditions] == [
+                ("PodScheduled", "False", ev.message)
+            ]
             await until(lambda e: e.type == "Unschedulable" and e.name == "mid")
             # A new node that fits "big": the queue moves it back and it is bound there.
             await cl.put([_node("large", cpu="4")])

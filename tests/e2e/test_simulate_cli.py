@@ -180,3 +180,118 @@ def test_unknown_policy_name_is_an_error_naming_the_entry(tmp_path: Path) -> Non
 def test_usage_errors_exit_2() -> None:
     assert podium("simulate").returncode == 2
     assert podium("no-such-command").returncode == 2
+
+
+def test_a_later_config_version_says_which_version_podium_reads(tmp_path: Path) -> None:
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1beta3\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: default-scheduler\n"
+    )
+    proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "--config", str(config))
+    assert proc.returncode == 1
+    assert "got 'kubescheduler.config.k8s.io/v1beta3'" in proc.stderr
+    assert "Write apiVersion: kubescheduler.config.k8s.io/v1alpha1" in proc.stderr
+    assert "unknown key" not in proc.stderr
+
+
+def test_explain_in_table_form_prints_every_pods_verdicts() -> None:
+    args = ("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "--seed", "1", "--explain")
+    as_table, as_json = podium(*args), podium(*args, "-o", "json")
+    assert as_table.returncode == 0, as_table.stderr
+    doc = json.loads(as_json.stdout)
+    blocks = as_table.stdout.split("\n\n")
+    for pod in doc["pods"]:
+        where = f"on {pod['node']}" if pod["node"] is not None else "unschedulable"
+        heading = f"{pod['namespace']}/{pod['name']} ({where}):"
+        (block,) = [b for b in blocks if b.startswith(heading + "\n")]
+        lines = block.splitlines()
+        assert lines[1].split() == ["NODE", "FITS", "REASONS", "TOTAL"]
+        rows = [line.split(maxsplit=2) for line in lines[2:]]
+        assert [row[0] for row in rows] == list(pod["nodes"])
+        for (_, fits, rest), verdict in zip(rows, pod["nodes"].values(), strict=True):
+            assert fits == ("yes" if verdict["fits"] else "no")
+            total = "-" if verdict["total"] is None else str(verdict["total"])
+            assert rest.endswith(total)
+            assert rest.removesuffix(total).strip() == (", ".join(verdict["reasons"]) or "-")
+
+
+def test_without_explain_the_table_has_no_verdicts() -> None:
+    proc = podium("simulate", "-f", str(EXAMPLES / "cluster.yaml"), "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "FITS" not in proc.stdout
+
+
+def _volume_cluster(ebs_limit: int) -> str:
+    """A node taking ``ebs_limit`` EBS volumes, holding a pod with one; a pending pod whose
+    claim is bound to a PersistentVolume that is missing from the dump."""
+    return f"""\
+apiVersion: v1
+kind: Node
+metadata:
+  name: ip-10-0-1-17.ec2.internal
+  labels: {{kubernetes.io/hostname: ip-10-0-1-17.ec2.internal}}
+status:
+  allocatable: {{cpu: "2", memory: 8Gi, pods: "110", attachable-volumes-aws-ebs: "{ebs_limit}"}}
+  conditions: [{{type: Ready, status: "True"}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: cache-0, namespace: default}}
+spec:
+  nodeName: ip-10-0-1-17.ec2.internal
+  containers: [{{name: redis, image: redis:7}}]
+  volumes:
+  - name: data
+    awsElasticBlockStore: {{volumeID: vol-0a1b2c3d4e5f60001, fsType: ext4}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-db-0
+  namespace: default
+  annotations: {{pv.kubernetes.io/bind-completed: "yes"}}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {{requests: {{storage: 10Gi}}}}
+  volumeName: pvc-5f0c1d2e-0000-4000-8000-000000000001
+status: {{phase: Bound}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: db-0, namespace: default}}
+spec:
+  containers: [{{name: postgres, image: postgres:16}}]
+  volumes:
+  - name: data
+    persistentVolumeClaim: {{claimName: data-db-0}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("ebs_limit", "node", "message"),
+    [
+        (2, "ip-10-0-1-17.ec2.internal", None),
+        (
+            1,
+            None,
+            "0/1 nodes are available: 1 node(s) exceed max volume count. preemption: 0/1 nodes "
+            "are available: 1 No preemption victims found for incoming pod.",
+        ),
+    ],
+)
+def test_a_claim_whose_volume_is_missing_counts_as_one_volume(
+    tmp_path: Path, ebs_limit: int, node: str | None, message: str | None
+) -> None:
+    # v1.14 filterVolumes: a claim that cannot be resolved to its volume counts as one unique
+    # volume of the predicate's kind, and the attempt goes on (no "could not find" error).
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"kind": "Policy", "predicates": [{"name": "MaxEBSVolumeCount"}]}))
+    proc = podium(
+        "simulate", "-f", "-", "--policy", str(policy), "-o", "json",
+        stdin=_volume_cluster(ebs_limit),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (pod,) = json.loads(proc.stdout)["pods"]
+    assert (pod["name"], pod["node"], pod["message"]) == ("db-0", node, message)

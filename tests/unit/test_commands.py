@@ -30,6 +30,7 @@ from podium.actors.cli.objects import resolve_kind
 from podium.actors.cli.output import human_duration
 from podium.actors.client import DEFAULT_CHUNK_SIZE
 from podium.protocol import objects as o
+from podium.protocol.errors import ErrorCode
 from podium.protocol.wire import (
     Cancel,
     CancelReply,
@@ -285,6 +286,81 @@ def test_server_comes_from_the_environment(
     assert json.loads(capsys.readouterr().out)["items"][0]["metadata"]["name"] == "n1"
 
 
+@dataclass(frozen=True)
+class RequestFieldError:
+    name: str
+    argv: tuple[str, ...]
+    code: ErrorCode
+    message: str
+    path: str | None
+    want: str
+
+
+REQUEST_FIELD_ERRORS = [
+    RequestFieldError(
+        "a bad token names the flags, not $.token",
+        ("get", "pods", "--token", "nope"),
+        "unauthorized",
+        "this listener requires an access token and the token is not valid",
+        "$.token",
+        "error: this listener requires an access token and the token is not valid"
+        " (--token, --token-file or $PODIUM_TOKEN)\n",
+    ),
+    RequestFieldError(
+        "a bad selector names -l",
+        ("get", "pods", "-l", "a in ("),
+        "invalid",
+        'couldn\'t parse the label selector "a in (": found end of string at position 6',
+        "$.label_selector",
+        'error: couldn\'t parse the label selector "a in (": found end of string at position 6'
+        " (-l/--selector)\n",
+    ),
+    RequestFieldError(
+        "a decode error's own path becomes the flag",
+        ("get", "pods"),
+        "invalid",
+        "Expected `int` >= 0 at $.from_revision",
+        "$.from_revision",
+        "error: Expected `int` >= 0 (--from-revision)\n",
+    ),
+    RequestFieldError(
+        "a field the client fills by itself is not shown",
+        ("get", "pods"),
+        "invalid",
+        "the continue token is stale; list again",
+        "$.continue",
+        "error: the continue token is stale; list again\n",
+    ),
+    RequestFieldError(
+        "a field of an object the person wrote keeps its path",
+        ("get", "pods"),
+        "invalid",
+        "Expected `int`, got `str`",
+        "$.pod.spec.priority",
+        "error: Expected `int`, got `str` at $.pod.spec.priority\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", REQUEST_FIELD_ERRORS, ids=attrgetter("name"))
+def test_request_field_errors_are_said_for_the_person(
+    serve: Any, capsys: pytest.CaptureFixture[str], case: RequestFieldError
+) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        return [
+            ErrorReply(
+                id=request.id,
+                code=case.code,
+                message=case.message,
+                path=case.path,
+            )
+        ]
+
+    server = serve(handler)
+    assert podium(*case.argv, "--server", server.address) == 1
+    assert capsys.readouterr().err == case.want
+
+
 def test_bad_server_address_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         podium("stats", "--server", "nowhere")
@@ -315,14 +391,71 @@ def test_delete_the_objects_of_a_file(
     assert capsys.readouterr().out == "node/n1 deleted\npod/x/a deleted\n"
 
 
-def test_delete_not_found_exits_1(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def _rejected(
+    index: int, kind: str, name: str, message: str, path: str | None = None
+) -> ObjectError:
+    namespace = "default" if kind == "Pod" else ""
+    return ObjectError(
+        index=index, kind=kind, namespace=namespace, name=name, path=path, message=message
+    )
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A rejected request, its reply as store/core.py builds it, and what the person reads."""
+
+    name: str
+    argv: tuple[str, ...]
+    message: str
+    errors: tuple[ObjectError, ...]
+    want: str
+
+
+REJECTIONS = [
+    Rejection(
+        "a delete of a missing object says it once",
+        ("delete", "pod", "web-9"),
+        "Pod default/web-9 not found; cannot delete it; nothing was written",
+        (_rejected(0, "Pod", "web-9", "Pod default/web-9 not found; cannot delete it"),),
+        "error: Pod default/web-9 not found; cannot delete it; nothing was written\n",
+    ),
+    Rejection(
+        "several missing objects: the count, then each once",
+        ("delete", "-f", "FILE"),
+        "2 of 2 objects rejected, nothing was written; "
+        "first: Pod default/a not found; cannot delete it",
+        (
+            _rejected(0, "Pod", "a", "Pod default/a not found; cannot delete it"),
+            _rejected(1, "Pod", "b", "Pod default/b not found; cannot delete it"),
+        ),
+        "error: 2 of 2 objects rejected, nothing was written\n"
+        "error: object 0 (Pod default/a): Pod default/a not found; cannot delete it\n"
+        "error: object 1 (Pod default/b): Pod default/b not found; cannot delete it\n",
+    ),
+    Rejection(
+        "one rejected field is one line with its object and path",
+        ("apply", "-f", "FILE"),
+        "node n9 does not exist; nothing was written",
+        (_rejected(1, "Pod", "web-1", "node n9 does not exist", "$.spec.nodeName"),),
+        "error: object 1 (Pod default/web-1) at $.spec.nodeName: node n9 does not exist; "
+        "nothing was written\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", REJECTIONS, ids=attrgetter("name"))
+def test_a_rejection_says_each_objects_error_once(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: Rejection
+) -> None:
     def handler(request: ClientMessage) -> Sequence[Outgoing]:
-        message = "pod default/web-9 not found; nothing was deleted"
-        return [ErrorReply(id=request.id, code="not_found", message=message)]
+        errors = list(case.errors)
+        return [ErrorReply(id=request.id, code="invalid", message=case.message, errors=errors)]
 
     server = serve(handler)
-    assert podium("delete", "pod", "web-9", "--server", server.address) == 1
-    assert capsys.readouterr().err == "error: pod default/web-9 not found; nothing was deleted\n"
+    path = write(tmp_path / "c.yaml", [make_pod(e.name).dict() for e in case.errors])
+    argv = [path if a == "FILE" else a for a in case.argv]
+    assert podium(*argv, "--server", server.address) == 1
+    assert capsys.readouterr().err == case.want
 
 
 def test_delete_needs_kind_and_name_or_a_file(capsys: pytest.CaptureFixture[str]) -> None:
@@ -426,14 +559,14 @@ GET_CASES = [
         "nodes",
         ("get", "nodes"),
         "NAME   STATUS                        PODS   CPU     MEMORY   AGE\n"
-        "n1     Ready                         110    4       32Gi     4d\n"
+        "n1     Unknown                       110    4       32Gi     4d\n"
         "n2     NotReady,SchedulingDisabled   100    7500m   60Gi     3m\n",
     ),
     GetCase(
         "nodes wide",
         ("get", "no", "-o", "wide"),
         "NAME   STATUS                        PODS   CPU     MEMORY   AGE   ZONE     TAINTS\n"
-        "n1     Ready                         110    4       32Gi     4d    zone-a   <none>\n"
+        "n1     Unknown                       110    4       32Gi     4d    zone-a   <none>\n"
         "n2     NotReady,SchedulingDisabled   100    7500m   60Gi     3m    zone-b   "
         "dedicated=gpu:NoSchedule,spot:PreferNoSchedule\n",
     ),
@@ -454,6 +587,59 @@ def test_get_tables(serve: Any, capsys: pytest.CaptureFixture[str], case: GetCas
     out, err = capsys.readouterr()
     assert out == case.out
     assert err == case.err
+
+
+@dataclass(frozen=True)
+class NodeStatusCase:
+    name: str
+    conditions: tuple[tuple[str, str], ...]
+    unschedulable: bool
+    want: str
+
+
+# kubernetes/kubernetes pkg/printers/internalversion/printers_test.go TestPrintNodeStatus
+# (foo1-foo9), as kubectl's printNode prints the STATUS column.
+NODE_STATUS_CASES = [
+    NodeStatusCase("foo1 ready", (("Ready", "True"),), False, "Ready"),
+    NodeStatusCase(
+        "foo2 ready, unschedulable", (("Ready", "True"),), True, "Ready,SchedulingDisabled"
+    ),
+    NodeStatusCase(
+        "foo3 two ready conditions", (("Ready", "True"), ("Ready", "True")), False, "Ready"
+    ),
+    NodeStatusCase("foo4 not ready", (("Ready", "False"),), False, "NotReady"),
+    NodeStatusCase(
+        "foo5 not ready, unschedulable", (("Ready", "False"),), True, "NotReady,SchedulingDisabled"
+    ),
+    NodeStatusCase(
+        "foo6 only an unknown condition type", (("InvalidValue", "True"),), False, "Unknown"
+    ),
+    NodeStatusCase("foo7 an empty condition", (("", ""),), False, "Unknown"),
+    NodeStatusCase(
+        "foo8 unknown condition type, unschedulable",
+        (("InvalidValue", "True"),),
+        True,
+        "Unknown,SchedulingDisabled",
+    ),
+    NodeStatusCase(
+        "foo9 empty condition, unschedulable", (("", ""),), True, "Unknown,SchedulingDisabled"
+    ),
+    NodeStatusCase("no conditions at all", (), False, "Unknown"),
+    NodeStatusCase("ready status Unknown", (("Ready", "Unknown"),), False, "NotReady"),
+    NodeStatusCase(
+        "the last ready condition wins", (("Ready", "False"), ("Ready", "True")), False, "Ready"
+    ),
+]
+
+
+@pytest.mark.parametrize("case", NODE_STATUS_CASES, ids=attrgetter("name"))
+def test_node_status_as_kubectl_prints_it(case: NodeStatusCase) -> None:
+    node = make_node("n")
+    for type_, status in case.conditions:
+        node = node.condition(type_, status)
+    if case.unschedulable:
+        node = node.unschedulable()
+    assert objects.node_status(node.obj()) == case.want
 
 
 def test_get_sends_namespace_and_selector(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -758,6 +944,18 @@ def test_explain_of_a_pod_that_fits(serve: Any, capsys: pytest.CaptureFixture[st
     )
 
 
+def test_explain_of_a_bound_pod_shows_its_node_and_no_attempts(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        placement = Placement(namespace="shop", name="db-0", node="n1", message=None, bound=True)
+        return [ExplainReply(id=request.id, revision=41, placement=placement)]
+
+    server = serve(handler)
+    assert podium("explain", "shop/db-0", "--server", server.address) == 0
+    assert capsys.readouterr().out == "Pod:       shop/db-0\nNode:      n1\nStatus:    Bound\n"
+
+
 def test_explain_json_is_the_simulate_entry_plus_hints(
     serve: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -772,6 +970,7 @@ def test_explain_json_is_the_simulate_entry_plus_hints(
         "attempts",
         "nodes",
         "preempted",
+        "bound",
         "hints",
     ]
     assert doc["nodes"]["n1"] == {

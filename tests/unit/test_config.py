@@ -234,6 +234,16 @@ class Rejected:
     problems: list[tuple[str, str]]
 
 
+def _later_version(version: str) -> str:
+    return (
+        "apiVersion must be one of kubescheduler.config.k8s.io/v1alpha1, componentconfig/v1alpha1,"
+        f" got {version!r}; Podium reads the v1.14 shape (v1alpha1): profiles, plugins and"
+        " pluginConfig have no form in it. Write apiVersion: kubescheduler.config.k8s.io/v1alpha1"
+        " with schedulerName and percentageOfNodesToScore at the top level, and choose predicates"
+        " and priorities with a Policy file (algorithmSource.policy.file.path)"
+    )
+
+
 REJECTED = [
     Rejected(
         "unknown top-level key, with a suggestion",
@@ -260,14 +270,26 @@ REJECTED = [
         {"podium": {"alwaysCheckAllPredicates": True}},
         [("podium.alwaysCheckAllPredicates", "unknown key")],
     ),
+    *(
+        Rejected(
+            f"a later apiVersion ({version}) with profiles is the version message alone",
+            {
+                "apiVersion": f"kubescheduler.config.k8s.io/{version}",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"schedulerName": "default-scheduler"}],
+            },
+            [("apiVersion", _later_version(f"kubescheduler.config.k8s.io/{version}"))],
+        )
+        for version in ("v1beta2", "v1beta3", "v1")
+    ),
     Rejected(
-        "apiVersion",
-        {"apiVersion": "kubescheduler.config.k8s.io/v1beta3"},
+        "an apiVersion of another group",
+        {"apiVersion": "v1"},
         [
             (
                 "apiVersion",
-                "apiVersion must be one of kubescheduler.config.k8s.io/v1alpha1, componentconfig/v1alpha1, "
-                "got 'kubescheduler.config.k8s.io/v1beta3'",
+                "apiVersion must be one of kubescheduler.config.k8s.io/v1alpha1, "
+                "componentconfig/v1alpha1, got 'v1'",
             )
         ],
     ),

@@ -1,0 +1,33 @@
+"""docs/protocol.md against the code it describes: the object kinds and the event examples."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from podium.protocol.objects import KINDS, NAMESPACED_KINDS
+
+DOC = (Path(__file__).resolve().parents[3] / "docs" / "protocol.md").read_text()
+
+
+def _kinds_in(text: str) -> set[str]:
+    return set(re.findall(r"`([A-Z][A-Za-z]+)`", text))
+
+
+def test_the_object_list_names_every_kind() -> None:
+    listed = re.search(r"The kinds are (.*?); `kind` is required", DOC, re.DOTALL)
+    assert listed is not None
+    assert _kinds_in(listed.group(1)) == set(KINDS)
+
+
+def test_the_namespaced_kinds_are_the_namespaced_kinds() -> None:
+    listed = re.search(r"Namespaced kinds \((.*?)\) default", DOC, re.DOTALL)
+    assert listed is not None
+    assert _kinds_in(listed.group(1)) == set(NAMESPACED_KINDS)
+
+
+def test_no_event_example_of_a_pod_change_shows_a_null_object() -> None:
+    # Every event the daemon sends carries its object (the pod, for Bound and Unschedulable).
+    examples = re.findall(r'\{"msg": "event".*?\}\n```', DOC, re.DOTALL)
+    assert examples
+    assert all('"object": null' not in example for example in examples)
