@@ -151,6 +151,12 @@ def test_a_file_with_nulls_loads_as_the_api_server_reads_it(case: Case) -> None:
             "(e.g. '100m', '1.5', '1Gi', '2e3', '500M')",
         ),
         (
+            "a null quantity is still refused",
+            "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{resources: {requests: {cpu: null}}}]}\n",
+            "$.spec.containers[0].resources.requests['cpu']",
+            "Expected a quantity (string or number), got `NoneType`",
+        ),
+        (
             "a null list item is still refused",
             "kind: Pod\nmetadata: {name: p}\nspec: {containers: [null]}\n",
             "$.spec.containers[0]",
