@@ -27,8 +27,8 @@ Error handling:
 
 YAML is read with PyYAML's safe loader (the C one when available), with timestamps kept as the
 strings kubectl printed (``creationTimestamp: 2024-05-01T10:00:00Z`` stays a ``str``).
-Reading stdin (``-``) is the caller's business: read it and call :func:`load_text` with
-``source="-"``.
+:func:`load_all` reads ``-`` from the stream it is given (the CLI's stdin); the other functions
+take a file name or the text itself (``source="-"`` names stdin in errors).
 """
 
 from __future__ import annotations
@@ -375,14 +375,10 @@ def load_all(
     errors: list[LoadError] = []
     for path in paths:
         source = os.fspath(path)
-        if source == "-" and stdin is not None:
-            data = stdin.read()
-        else:
-            try:
-                data = Path(path).read_bytes()
-            except OSError as exc:
-                errors.append(LoadError(f"cannot read: {exc.strerror or exc}", file=source))
-                continue
+        data = stdin.read() if source == "-" and stdin is not None else _read(source)
+        if isinstance(data, LoadError):
+            errors.append(data)
+            continue
         _load_into(loaded, errors, data, source=source, fmt=None, strict=strict)
     if errors:
         raise LoadErrors(errors)
@@ -421,11 +417,18 @@ def load_file(path: str | os.PathLike[str], *, fmt: Format | None = None) -> lis
         LoadErrors: as :func:`load_text`; also when the file cannot be read.
     """
     source = os.fspath(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise LoadErrors([LoadError(f"cannot read: {exc.strerror or exc}", file=source)]) from None
+    data = _read(source)
+    if isinstance(data, LoadError):
+        raise LoadErrors([data])
     return load_text(data, source=source, fmt=fmt)
+
+
+def _read(source: str) -> bytes | LoadError:
+    """The bytes of the file ``source``, or the LoadError that says why they cannot be read."""
+    try:
+        return Path(source).read_bytes()
+    except OSError as exc:
+        return LoadError(f"cannot read: {exc.strerror or exc}", file=source)
 
 
 def load_files(paths: typing.Iterable[str | os.PathLike[str]]) -> list[KubeObject]:
