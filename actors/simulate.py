@@ -99,7 +99,9 @@ async def _simulate(
             f"{e.path + ': ' if e.path else ''}{e.message}"
             for e in rejected.errors
         ]
-        raise SimulationError("\n".join(lines))
+        raise SimulationError(
+            "\n".join(lines), objects=[(e.index, e.message, e.path) for e in rejected.errors]
+        )
     return list(outcomes.values())
 
 

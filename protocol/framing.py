@@ -50,6 +50,7 @@ from podium.protocol.errors import (
     MalformedFrame,
     split_validation_message,
 )
+from podium.protocol.nulls import absent_nulls
 from podium.protocol.objects import dec_hook, enc_hook
 from podium.protocol.wire import (
     ClientMessage,
@@ -390,6 +391,15 @@ def _decode(
         raise _malformed(payload, fmt, exc) from None
     except RecursionError:
         pass  # the typed error stands; its path is left as msgspec gave it
+    if raw is not None and (fixed := absent_nulls(raw, root)) is not raw:
+        # A Kubernetes object's null read as the API server reads it (protocol/nulls.py), as
+        # a file's is: only a message msgspec refused is walked, the rest pays nothing.
+        try:
+            converted: _T = msgspec.convert(fixed, type=root, dec_hook=dec_hook)
+        except msgspec.ValidationError as exc:
+            invalid, raw = str(exc), fixed
+        else:
+            return converted
     raise _invalid(invalid, payload, raw, fmt, root, echo_id=echo_id)
 
 

@@ -8,8 +8,12 @@ Accepted shapes, in JSON or YAML:
 - a multi-document YAML stream (``---`` separated), each document one of the above.
 
 Each object is decoded into its :data:`~podium.protocol.objects.KINDS` class. Unknown fields are
-ignored; unknown kinds, wrong types, unparsable or negative quantities and a missing
-``metadata.name`` are rejected. A namespaced kind without ``metadata.namespace`` is put in
+ignored; wrong types, unparsable or negative quantities and a missing ``metadata.name`` are
+rejected. ``null`` reads as the API server reads it (:mod:`podium.protocol.nulls`: absent, or
+``""`` in a map of strings). An object of a kind Podium does not schedule (Deployment,
+ConfigMap, Event, ...: every real dump holds them) is counted in :attr:`Loaded.skipped` by
+:func:`load_all`, or refused as an unknown kind when ``strict`` (and by :func:`load_text`,
+:func:`load_file` and :func:`load_files`, which read only what Podium knows). A namespaced kind without ``metadata.namespace`` is put in
 ``default`` (as ``kubectl apply`` does); a cluster-scoped kind's namespace is cleared (as the
 API server does).
 
@@ -23,8 +27,8 @@ Error handling:
 
 YAML is read with PyYAML's safe loader (the C one when available), with timestamps kept as the
 strings kubectl printed (``creationTimestamp: 2024-05-01T10:00:00Z`` stays a ``str``).
-Reading stdin (``-``) is the caller's business: read it and call :func:`load_text` with
-``source="-"``.
+:func:`load_all` reads ``-`` from the stream it is given (the CLI's stdin); the other functions
+take a file name or the text itself (``source="-"`` names stdin in errors).
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ import os
 import re
 import types
 import typing
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,6 +55,7 @@ from podium.protocol.errors import (
     PolicyError,
     split_validation_message,
 )
+from podium.protocol.nulls import absent_nulls
 from podium.protocol.objects import (
     KINDS,
     NAMESPACED_KINDS,
@@ -58,7 +66,9 @@ from podium.protocol.objects import (
 
 __all__ = [
     "Format",
+    "Loaded",
     "decode_object",
+    "load_all",
     "load_file",
     "load_files",
     "load_text",
@@ -235,8 +245,8 @@ def parse_documents(
             continue
         item_kind = document["kind"].removesuffix("List")
         for item in items:
-            # A typed list from the API (PodList) omits each item's kind.
-            typed = item_kind in KINDS and isinstance(item, dict) and "kind" not in item
+            # A typed list from the API (PodList, EventList) omits each item's kind.
+            typed = bool(item_kind) and isinstance(item, dict) and "kind" not in item
             flat.append({"kind": item_kind, **item} if typed else item)
     if errors:
         raise LoadErrors(errors)
@@ -275,28 +285,55 @@ def _json_type(value: Any) -> str:
             return type(value).__name__
 
 
-def load_text(
-    text: str | bytes, *, source: str = "<text>", fmt: Format | None = None
-) -> list[KubeObject]:
-    """Decode every object of a file's content.
+@dataclass(slots=True)
+class Loaded:
+    """What :func:`load_all` read.
 
-    Args:
-        text: the content (JSON or YAML; see the module docstring for the shapes).
-        source: the file name errors carry (``-`` for stdin).
-        fmt: ``"json"``, ``"yaml"`` or ``None`` to guess.
-
-    Returns:
-        The objects, in file order.
-
-    Raises:
-        LoadErrors: one LoadError per object that cannot be decoded (all of them, not only
-            the first), or one for a file that is not JSON/YAML.
+    Attributes:
+        objects: the objects, in file order (files in the order given).
+        origins: per object, its file and its index in that file (as a LoadError counts it:
+            every object of every document and list item, skipped ones included).
+        skipped: how many objects of each kind Podium does not schedule were skipped.
     """
-    raws = parse_documents(text, source=source, fmt=fmt)
-    loaded: list[KubeObject] = []
-    errors: list[LoadError] = []
+
+    objects: list[KubeObject] = field(default_factory=list)
+    origins: list[tuple[str, int]] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def error_at(self, position: int, reason: str, *, path: str | None = None) -> LoadError:
+        """A LoadError naming the file and the object at ``position`` of :attr:`objects`
+        (for a rule checked after loading, such as priority admission)."""
+        obj = self.objects[position]
+        file, index = self.origins[position]
+        kind = type(obj).__name__
+        return LoadError(
+            reason,
+            file=file,
+            index=index,
+            kind=kind,
+            namespace=scoped_namespace(kind, obj.metadata.namespace) or None,
+            name=obj.metadata.name,
+            path=path,
+        )
+
+
+def _load_into(
+    loaded: Loaded,
+    errors: list[LoadError],
+    text: str | bytes,
+    *,
+    source: str,
+    fmt: Format | None,
+    strict: bool,
+) -> None:
+    """Decode every object of one file's content into ``loaded``; its errors into ``errors``."""
+    try:
+        raws = parse_documents(text, source=source, fmt=fmt)
+    except LoadErrors as exc:
+        errors.extend(exc.errors)
+        return
     for index, raw in enumerate(raws):
-        result = _decode(raw)
+        result = _decode(raw, strict=strict)
         if isinstance(result, _Failure):
             kind, namespace, name = _identity(raw)
             errors.append(
@@ -310,11 +347,67 @@ def load_text(
                     path=result.path,
                 )
             )
+        elif isinstance(result, str):
+            loaded.skipped[result] += 1
         else:
-            loaded.append(result)
+            loaded.objects.append(result)
+            loaded.origins.append((source, index))
+
+
+def load_all(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    stdin: typing.BinaryIO | None = None,
+    strict: bool = False,
+) -> Loaded:
+    """Decode every object of every file, skipping the kinds Podium does not schedule.
+
+    Args:
+        paths: the files, in order; ``-`` reads ``stdin``.
+        stdin: what ``-`` reads (the caller's ``sys.stdin.buffer``).
+        strict: refuse an object of a kind Podium does not know (as an error naming its
+            file, the object and ``$.kind``) instead of counting it in :attr:`Loaded.skipped`.
+
+    Raises:
+        LoadErrors: every LoadError of every file (a file is checked whole).
+    """
+    loaded = Loaded()
+    errors: list[LoadError] = []
+    for path in paths:
+        source = os.fspath(path)
+        data = stdin.read() if source == "-" and stdin is not None else _read(source)
+        if isinstance(data, LoadError):
+            errors.append(data)
+            continue
+        _load_into(loaded, errors, data, source=source, fmt=None, strict=strict)
     if errors:
         raise LoadErrors(errors)
     return loaded
+
+
+def load_text(
+    text: str | bytes, *, source: str = "<text>", fmt: Format | None = None
+) -> list[KubeObject]:
+    """Decode every object of a file's content; a kind Podium does not know is an error.
+
+    Args:
+        text: the content (JSON or YAML; see the module docstring for the shapes).
+        source: the file name errors carry (``-`` for stdin).
+        fmt: ``"json"``, ``"yaml"`` or ``None`` to guess.
+
+    Returns:
+        The objects, in file order.
+
+    Raises:
+        LoadErrors: one LoadError per object that cannot be decoded (all of them, not only
+            the first), or one for a file that is not JSON/YAML.
+    """
+    loaded = Loaded()
+    errors: list[LoadError] = []
+    _load_into(loaded, errors, text, source=source, fmt=fmt, strict=True)
+    if errors:
+        raise LoadErrors(errors)
+    return loaded.objects
 
 
 def load_file(path: str | os.PathLike[str], *, fmt: Format | None = None) -> list[KubeObject]:
@@ -324,29 +417,28 @@ def load_file(path: str | os.PathLike[str], *, fmt: Format | None = None) -> lis
         LoadErrors: as :func:`load_text`; also when the file cannot be read.
     """
     source = os.fspath(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise LoadErrors([LoadError(f"cannot read: {exc.strerror or exc}", file=source)]) from None
+    data = _read(source)
+    if isinstance(data, LoadError):
+        raise LoadErrors([data])
     return load_text(data, source=source, fmt=fmt)
 
 
+def _read(source: str) -> bytes | LoadError:
+    """The bytes of the file ``source``, or the LoadError that says why they cannot be read."""
+    try:
+        return Path(source).read_bytes()
+    except OSError as exc:
+        return LoadError(f"cannot read: {exc.strerror or exc}", file=source)
+
+
 def load_files(paths: typing.Iterable[str | os.PathLike[str]]) -> list[KubeObject]:
-    """Decode every object of every file, collecting the errors of all files.
+    """Decode every object of every file, collecting the errors of all files; a kind Podium
+    does not know is an error (:func:`load_all` with ``strict``, ``-`` a file name).
 
     Raises:
         LoadErrors: every LoadError of every file.
     """
-    loaded: list[KubeObject] = []
-    errors: list[LoadError] = []
-    for path in paths:
-        try:
-            loaded.extend(load_file(path))
-        except LoadErrors as exc:
-            errors.extend(exc.errors)
-    if errors:
-        raise LoadErrors(errors)
-    return loaded
+    return load_all(list(paths), strict=True).objects
 
 
 def decode_object(raw: Any) -> KubeObject:
@@ -356,7 +448,8 @@ def decode_object(raw: Any) -> KubeObject:
         InvalidObject: the message names the object (``Pod default/web-1``) and the rule; its
             ``path`` is the field (``$.spec.containers[0].resources.requests['cpu']``).
     """
-    result = _decode(raw)
+    result = _decode(raw, strict=True)
+    assert not isinstance(result, str)  # strict: an unknown kind is a failure
     if isinstance(result, _Failure):
         kind, namespace, name = _identity(raw)
         what = " ".join(
@@ -392,26 +485,33 @@ def _identity(raw: Any) -> tuple[str | None, str | None, str | None]:
     return kind, namespace or None, name or None
 
 
-def _decode(raw: Any) -> KubeObject | _Failure:
+def _decode(raw: Any, *, strict: bool) -> KubeObject | _Failure | str:
+    """The object ``raw`` decodes to, why it does not, or (unless ``strict``) its kind when
+    Podium does not schedule that kind."""
     if not isinstance(raw, dict):
         return _Failure(f"expected a Kubernetes object (a mapping), got `{_json_type(raw)}`", "$")
     kind = raw.get("kind")
-    if kind is None:
+    if kind is None or kind == "":
         return _Failure("missing kind", "$.kind")
     if not isinstance(kind, str):
         return _Failure(f"Expected `str`, got `{_json_type(kind)}`", "$.kind")
     cls = KINDS.get(kind)
     if cls is None:
+        if not strict:
+            return kind
         known = ", ".join(sorted(KINDS))
         return _Failure(f"unknown kind {kind!r}; Podium knows {known}", "$.kind")
     try:
         obj: KubeObject = msgspec.convert(raw, type=cls, dec_hook=objects.dec_hook)
-    except msgspec.ValidationError as exc:
-        reason, path = split_validation_message(str(exc))
-        key_error = reason.endswith("(a key)")
-        if path is not None and ("[...]" in path or key_error):
-            path = _resolve_keys(raw, cls, path, key_error=key_error)
-        return _Failure(reason, path)
+    except msgspec.ValidationError as first:
+        # Only an object msgspec refused is walked for nulls: the rest pays nothing.
+        fixed = absent_nulls(raw, cls)
+        try:
+            if fixed is raw:
+                raise first
+            obj = msgspec.convert(fixed, type=cls, dec_hook=objects.dec_hook)
+        except msgspec.ValidationError as exc:
+            return _validation_failure(exc, fixed, cls)
     namespace = obj.metadata.namespace
     wanted = scoped_namespace(kind, namespace)
     if wanted != namespace:
@@ -419,6 +519,14 @@ def _decode(raw: Any) -> KubeObject | _Failure:
             obj, metadata=msgspec.structs.replace(obj.metadata, namespace=wanted)
         )
     return obj
+
+
+def _validation_failure(exc: msgspec.ValidationError, raw: Any, cls: type) -> _Failure:
+    reason, path = split_validation_message(str(exc))
+    key_error = reason.endswith("(a key)")
+    if path is not None and ("[...]" in path or key_error):
+        path = _resolve_keys(raw, cls, path, key_error=key_error)
+    return _Failure(reason, path)
 
 
 # --------------------------------------------------------------------------- path repair

@@ -14,7 +14,14 @@ from collections.abc import Callable, Sequence
 
 from podium.actors.client import parse_server
 
-__all__ = ["add_command", "add_command_group", "at_least", "file_mode", "server_address"]
+__all__ = [
+    "add_command",
+    "add_command_group",
+    "add_file_options",
+    "at_least",
+    "file_mode",
+    "server_address",
+]
 
 
 def add_command(
@@ -35,6 +42,22 @@ def add_command(
         help=summary,
         description=description,
         epilog=epilog,
+    )
+
+
+def add_file_options(parser: argparse.ArgumentParser, *, help_text: str) -> None:
+    """``-f/--file`` (repeatable, ``-`` for stdin) and ``--strict``, for the commands that
+    read objects files."""
+    parser.add_argument(
+        "-f", "--file", action="append", required=True, metavar="FILE", help=help_text
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help=(
+            "refuse objects of kinds Podium does not schedule (Deployment, ConfigMap, ...) "
+            "instead of skipping them with a summary on stderr"
+        ),
     )
 
 

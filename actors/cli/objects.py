@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, assert_never
@@ -23,7 +24,7 @@ from typing import Any, assert_never
 import msgspec
 import yaml
 
-from podium.actors.cli.arguments import at_least
+from podium.actors.cli.arguments import add_file_options, at_least
 from podium.actors.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -37,13 +38,15 @@ from podium.actors.cli.output import (
     object_doc,
     out,
     print_remote_error,
+    skipped_doc,
+    skipped_line,
     table,
 )
 from podium.actors.cli.remote import add_remote_command, run_client
 from podium.actors.client import DEFAULT_CHUNK_SIZE, Client, RemoteError
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.protocol.errors import LoadErrors
-from podium.protocol.loader import load_files, load_text
+from podium.protocol.loader import Loaded, load_all
 from podium.protocol.objects import (
     NAMESPACED_KINDS,
     KubeObject,
@@ -189,21 +192,26 @@ def _selector_text(selector: LabelSelector | dict[str, str] | None) -> str:
     return ",".join(parts) or "<none>"
 
 
-def _load(paths: Sequence[str]) -> list[KubeObject] | None:
-    """Every object of the files (``-`` is stdin), or None after printing every load error."""
+def _load(paths: Sequence[str], *, strict: bool = False) -> Loaded | None:
+    """Every object of the files (``-`` is stdin), or None after printing every load error.
+
+    The kinds Podium does not schedule are skipped with one summary line on stderr (refused
+    when ``strict``).
+    """
     try:
-        objects = load_files([p for p in paths if p != "-"])
-        if "-" in paths:
-            objects += load_text(sys.stdin.buffer.read(), source="-")
+        loaded = load_all(paths, stdin=sys.stdin.buffer, strict=strict)
     except LoadErrors as exc:
         for e in exc.errors:
             err(f"error: {e}")
         err("error: nothing was sent")
         return None
-    if not objects:
-        err(f"error: no objects found in {', '.join(paths)}")
+    if loaded.skipped:
+        err(skipped_line(loaded.skipped))
+    if not loaded.objects:
+        what = "of the kinds Podium schedules " if loaded.skipped else ""
+        err(f"error: no objects {what}found in {', '.join(paths)}")
         return None
-    return objects
+    return loaded
 
 
 # --------------------------------------------------------------------------- apply
@@ -221,10 +229,16 @@ def _status_line(status: ObjectStatus) -> str:
     return f"{_ref(status.kind, status.namespace, status.name)} {_ACTION_WORDS[status.action]}"
 
 
-def _print_statuses(reply: PutReply | DeleteReply, output: str) -> int:
-    """A put's or delete's reply: as JSON, or a line per object as kubectl prints it."""
+def _print_statuses(
+    reply: PutReply | DeleteReply, output: str, skipped: Counter[str] | None = None
+) -> int:
+    """A put's or delete's reply: as JSON (with what the files skipped, by kind), or a line
+    per object as kubectl prints it."""
     if output == "json":
-        dump_json(message_doc(reply))
+        doc = message_doc(reply)
+        if skipped is not None:
+            doc["skipped"] = skipped_doc(skipped)
+        dump_json(doc)
     else:
         for status in reply.objects:
             out(_status_line(status))
@@ -233,12 +247,12 @@ def _print_statuses(reply: PutReply | DeleteReply, output: str) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     """``podium apply -f FILE...``: put every object of the files in one atomic request."""
-    objects = _load(args.file)
-    if objects is None:
+    loaded = _load(args.file, strict=args.strict)
+    if loaded is None:
         return EXIT_FAILED
 
     async def body(client: Client) -> int:
-        return _print_statuses(await client.put(objects), args.output)
+        return _print_statuses(await client.put(loaded.objects), args.output, loaded.skipped)
 
     return run_client(args, body)
 
@@ -252,12 +266,12 @@ def cmd_delete(args: argparse.Namespace) -> int:
         if args.kind or args.name:
             err("error: give either KIND NAME or -f FILE, not both")
             return EXIT_USAGE
-        objects = _load(args.file)
-        if objects is None:
+        loaded = _load(args.file)
+        if loaded is None:
             return EXIT_FAILED
         refs = [
             ObjectRef(kind=type(o).__name__, name=o.metadata.name, namespace=o.metadata.namespace)
-            for o in objects
+            for o in loaded.objects
         ]
     else:
         if not (args.kind and args.name):
@@ -546,7 +560,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Create or replace every object of the files in one atomic request: all are\n"
             "stored or none. Exit 0 means the daemon stored them durably. Files are what\n"
             "`kubectl get ... -o json|yaml` prints: one object, a kind: List, or a\n"
-            "multi-document YAML. A file that does not load sends nothing."
+            "multi-document YAML. A file that does not load sends nothing. Objects of\n"
+            "kinds the scheduler does not use (Deployment, ConfigMap, Event, ...) are\n"
+            "skipped, with one summary line on stderr (--strict refuses them)."
         ),
         epilog=(
             "examples:\n"
@@ -556,17 +572,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "output: one line per object, as kubectl prints it:\n"
             "  node/n1 created\n"
             "  pod/default/web-1 configured\n"
-            "  pod/default/web-2 unchanged"
+            "  pod/default/web-2 unchanged\n"
+            "and on stderr, when the files hold other kinds:\n"
+            "  skipped 3 objects of 2 kinds Podium does not schedule: ConfigMap 2, Deployment 1"
         ),
     )
-    p.add_argument(
-        "-f",
-        "--file",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="a JSON or YAML file; '-' for stdin; repeatable",
-    )
+    add_file_options(p, help_text="a JSON or YAML file; '-' for stdin; repeatable")
     add_output_option(p, ("text", "json"), "text")
     p.set_defaults(func=cmd_apply)
 

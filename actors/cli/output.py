@@ -17,6 +17,7 @@ import json
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -39,6 +40,8 @@ __all__ = [
     "object_doc",
     "out",
     "print_remote_error",
+    "skipped_doc",
+    "skipped_line",
     "table",
     "verdict_table",
 ]
@@ -152,6 +155,23 @@ def message_doc(msg: msgspec.Struct) -> dict[str, Any]:
     if isinstance(msg, Event) and msg.object is not None:
         doc["object"] = object_doc(msg.object)
     return doc
+
+
+def skipped_doc(skipped: Counter[str]) -> dict[str, int]:
+    """``-o json``'s ``"skipped"``: objects per kind Podium does not schedule, the most
+    numerous kind first, then by name."""
+    return dict(sorted(skipped.items(), key=lambda entry: (-entry[1], entry[0])))
+
+
+def skipped_line(skipped: Counter[str]) -> str:
+    """The one stderr line that says what a load skipped (``skipped 3 objects of 2 kinds
+    Podium does not schedule: ConfigMap 2, Secret 1``)."""
+    total, kinds = skipped.total(), len(skipped)
+    counts = ", ".join(f"{kind} {n}" for kind, n in skipped_doc(skipped).items())
+    return (
+        f"skipped {total} object{'s' * (total != 1)} of {kinds} kind{'s' * (kinds != 1)} "
+        f"Podium does not schedule: {counts}"
+    )
 
 
 def print_remote_error(exc: RemoteError) -> None:

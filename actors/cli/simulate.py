@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from podium.actors.cli.arguments import add_command
+from podium.actors.cli.arguments import add_command, add_file_options
 from podium.actors.cli.config import configured
 from podium.actors.cli.output import (
     EXIT_OK,
@@ -25,16 +25,24 @@ from podium.actors.cli.output import (
     add_output_option,
     dump_json,
     err,
+    skipped_doc,
+    skipped_line,
     table,
     verdict_table,
 )
 from podium.actors.core.explain import placement
-from podium.actors.core.simulation import PodOutcome, build_cluster, final_node_infos
+from podium.actors.core.simulation import (
+    PodOutcome,
+    SimulationError,
+    build_cluster,
+    final_node_infos,
+)
 from podium.actors.daemon.logs import configure as configure_logging
 from podium.actors.framework.nodeinfo import NodeInfo
 from podium.actors.simulate import simulate
 from podium.actors.supervisor import load_plugin_set
-from podium.protocol.loader import load_files, load_text
+from podium.protocol.errors import LoadErrors
+from podium.protocol.loader import load_all
 
 __all__ = ["POOL_LABELS", "cmd_simulate", "register"]
 
@@ -163,27 +171,38 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     plugins = load_plugin_set(config)
     for w in plugins.warnings:
         err(f"warning: {w}")
-    files = [f for f in args.file if f != "-"]
-    objects = load_files(files)
-    if "-" in args.file:
-        objects += load_text(sys.stdin.buffer.read(), source="-")
-    cluster = build_cluster(objects, scheduler_name=config.scheduler_name)
-    for w in cluster.warnings:
-        err(f"warning: {w}")
-    # The actors' own warnings repeat the ones above; only their errors are worth showing.
-    configure_logging("text", "error")
-    progress = Progress("scheduling", len(cluster.pending), enabled=not as_json)
-    outcomes = simulate(
-        objects,
-        config,
-        plugins,
-        seed=config.podium.random_seed,
-        explain=args.explain,
-        progress=progress.update,
-    )
+    loaded = load_all(args.file, stdin=sys.stdin.buffer, strict=args.strict)
+    if loaded.skipped:
+        err(skipped_line(loaded.skipped))
+    objects = loaded.objects
+    try:
+        cluster = build_cluster(objects, scheduler_name=config.scheduler_name)
+        for w in cluster.warnings:
+            err(f"warning: {w}")
+        # The actors' own warnings repeat the ones above; only their errors are worth showing.
+        configure_logging("text", "error")
+        progress = Progress("scheduling", len(cluster.pending), enabled=not as_json)
+        outcomes = simulate(
+            objects,
+            config,
+            plugins,
+            seed=config.podium.random_seed,
+            explain=args.explain,
+            progress=progress.update,
+        )
+    except SimulationError as exc:
+        if not exc.objects:
+            raise
+        # Named as a load error is: the file, the object, the field.
+        raise LoadErrors(
+            [loaded.error_at(at, reason, path=path) for at, reason, path in exc.objects]
+        ) from None
     progress.close()
     if as_json:
-        doc = {"pods": [_outcome_json(o, explain=args.explain) for o in outcomes]}
+        doc = {
+            "pods": [_outcome_json(o, explain=args.explain) for o in outcomes],
+            "skipped": skipped_doc(loaded.skipped),
+        }
         dump_json(doc)
     else:
         _print_simulation(
@@ -207,7 +226,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Schedule the pending pods of a cluster dump offline, with the Kubernetes scheduler's "
             "predicates and priorities, and print where each goes or why it cannot go anywhere. "
             "Nodes, bound pods (spec.nodeName set) and the other objects (PVs, PVCs, "
-            "StorageClasses, Services, ReplicaSets, ...) form the cluster. Nothing is bound."
+            "StorageClasses, Services, ReplicaSets, ...) form the cluster. Nothing is bound. "
+            "Objects of kinds the scheduler does not use (Deployment, ConfigMap, Event, ...) "
+            "are skipped, with one summary line on stderr (--strict refuses them)."
         ),
         epilog=(
             "examples:\n"
@@ -217,13 +238,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  podium simulate -f examples/cluster.yaml --policy examples/policy-seed-004.json"
         ),
     )
-    sim.add_argument(
-        "-f",
-        "--file",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="a JSON or YAML file (one object, a kind: List, or multi-document YAML); '-' for stdin; repeatable",
+    add_file_options(
+        sim,
+        help_text=(
+            "a JSON or YAML file (one object, a kind: List, or multi-document YAML); '-' for "
+            "stdin; repeatable"
+        ),
     )
     sim.add_argument(
         "--policy",

@@ -40,9 +40,22 @@ log = logging.getLogger("podium.simulate")
 
 
 class SimulationError(PodiumError, ValueError):
-    """The input cannot be simulated (e.g. a pod names a PriorityClass that does not exist)."""
+    """The input cannot be simulated (e.g. a pod names a PriorityClass that does not exist).
+
+    Args:
+        message: the whole text.
+        objects: per refused object, its position in the objects simulated, what is wrong
+            (without the object's name) and the field's path, so a caller that knows where
+            each object came from can name its file (``podium simulate``).
+    """
 
     code: ErrorCode = "invalid"
+
+    def __init__(
+        self, message: str, *, objects: Sequence[tuple[int, str, str | None]] = ()
+    ) -> None:
+        super().__init__(message)
+        self.objects = tuple(objects)
 
 
 @dataclass(slots=True)
@@ -72,17 +85,21 @@ def _key(obj: KubeObject) -> str:
     return namespaced_key(obj.metadata.namespace, obj.metadata.name)
 
 
-def _admitted(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
+def _admitted(pod: Pod, position: int, classes: dict[str, PriorityClass]) -> Pod:
     """The pod as the store admits it (store/admission.py), so the summaries before the run
     show the priorities the run itself gives.
 
     Raises:
-        SimulationError: the store would refuse it (an unknown class, a priority that differs).
+        SimulationError: the store would refuse it (an unknown class, a priority that
+            differs); it names the pod's ``position`` among the objects.
     """
     try:
         return admit_pod(pod, classes)
     except InvalidObject as exc:
-        raise SimulationError(f"{exc.message} ({exc.path})") from None
+        reason = exc.message.removeprefix(f"pod {pod.metadata.namespace}/{pod.metadata.name}: ")
+        raise SimulationError(
+            f"{exc.message} ({exc.path})", objects=[(position, reason, exc.path)]
+        ) from None
 
 
 def build_cluster(
@@ -93,10 +110,11 @@ def build_cluster(
     A later object with the same kind/namespace/name replaces an earlier one (a put).
 
     Raises:
-        SimulationError: a pod names an unknown PriorityClass.
+        SimulationError: a pod names an unknown PriorityClass (the first such pod, by its
+            position in ``objects``).
     """
     nodes: dict[str, Node] = {}
-    pods: dict[str, Pod] = {}
+    pods: dict[str, tuple[int, Pod]] = {}  # by key: (position among the objects, pod)
     objs = ClusterObjects()
     classes: dict[str, PriorityClass] = {}
     tables: dict[type, dict[str, object]] = {
@@ -107,13 +125,13 @@ def build_cluster(
         PersistentVolumeClaim: objs.persistent_volume_claims,  # type: ignore[dict-item]
         PodDisruptionBudget: objs.pod_disruption_budgets,  # type: ignore[dict-item]
     }
-    for obj in objects:
+    for position, obj in enumerate(objects):
         match obj:
             case Node():
                 nodes[obj.metadata.name] = obj
             case Pod():
                 pods.pop(_key(obj), None)  # a replace moves it to the end of arrival order
-                pods[_key(obj)] = obj
+                pods[_key(obj)] = (position, obj)
             case PersistentVolume():
                 objs.persistent_volumes[obj.metadata.name] = obj
             case StorageClass():
@@ -131,10 +149,10 @@ def build_cluster(
         infos[name] = NodeInfo(node)
     pending: list[PodInfo] = []
     warnings: list[str] = []
-    for key, pod in pods.items():
+    for key, (position, pod) in pods.items():
         if not holds_resources(pod):
             continue
-        info = PodInfo(_admitted(pod, admitting))
+        info = PodInfo(_admitted(pod, position, admitting))
         if pod.spec.node_name:
             node_info = infos.get(pod.spec.node_name)
             if node_info is None:

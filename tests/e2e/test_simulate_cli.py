@@ -54,7 +54,8 @@ def test_simulate_examples_matches_golden(golden: str, extra: list[str]) -> None
 
 
 def _check_shape(doc: Any, *, explain: bool) -> None:
-    assert set(doc) == {"pods"}
+    assert set(doc) == {"pods", "skipped"}
+    assert doc["skipped"] == {}
     for pod in doc["pods"]:
         keys = {"namespace", "name", "node", "message", "attempts"} | (
             {"nodes"} if explain else set()

@@ -209,7 +209,75 @@ def test_apply_reads_stdin_and_prints_json(
                 "action": "created",
             }
         ],
+        "skipped": {},
     }
+
+
+_OTHER_KINDS = [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "b"}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}},
+    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s1"}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg-2"}},
+]
+
+
+def test_apply_skips_the_kinds_podium_does_not_schedule_with_one_summary_line(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    path = write(
+        tmp_path / "all.yaml", [*_OTHER_KINDS[:2], make_node("n1").dict(), *_OTHER_KINDS[2:]]
+    )
+    assert podium("apply", "-f", path, "--server", server.address) == 0
+    out, err = capsys.readouterr()
+    assert out == "node/n1 created\n"
+    assert err == (
+        "skipped 4 objects of 3 kinds Podium does not schedule: ConfigMap 2, Deployment 1, "
+        "Secret 1\n"
+    )
+    (put,) = server.requests
+    assert isinstance(put, Put)
+    assert [type(x).__name__ for x in put.objects] == ["Node"]
+
+
+def test_apply_json_counts_the_skipped_kinds(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    path = write(tmp_path / "all.yaml", [make_node("n1").dict(), *_OTHER_KINDS])
+    assert podium("apply", "-f", path, "-o", "json", "--server", server.address) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["skipped"] == {"ConfigMap": 2, "Deployment": 1, "Secret": 1}
+    assert list(doc["skipped"]) == ["ConfigMap", "Deployment", "Secret"]
+
+
+def test_apply_strict_refuses_an_unknown_kind_naming_file_object_and_kind(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    path = write(tmp_path / "all.yaml", [make_node("n1").dict(), _OTHER_KINDS[1]])
+    assert podium("apply", "-f", path, "--strict", "--server", server.address) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(
+        f"error: {path}: object 1 (Deployment web) at $.kind: unknown kind 'Deployment'; "
+        "Podium knows Node, "
+    )
+    assert err.endswith("error: nothing was sent\n")
+    assert server.requests == []
+
+
+def test_apply_of_only_skipped_kinds_sends_nothing(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    path = write(tmp_path / "cfg.yaml", _OTHER_KINDS[:1])
+    assert podium("apply", "-f", path, "--server", server.address) == 1
+    assert capsys.readouterr().err == (
+        "skipped 1 object of 1 kind Podium does not schedule: ConfigMap 1\n"
+        f"error: no objects of the kinds Podium schedules found in {path}\n"
+    )
+    assert server.requests == []
 
 
 def test_apply_with_a_file_that_does_not_load_sends_nothing(

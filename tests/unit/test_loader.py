@@ -15,6 +15,7 @@ from podium.protocol import objects as o
 from podium.protocol.errors import InvalidObject, LoadError, LoadErrors
 from podium.protocol.loader import (
     decode_object,
+    load_all,
     load_file,
     load_files,
     load_text,
@@ -444,6 +445,128 @@ def test_load_files_collects_the_errors_of_every_file(tmp_path: Path) -> None:
         (str(bad_b), "$.spec.nodeName"),
     ]
     assert [x.metadata.name for x in load_files([good, good])] == ["n", "n"]
+
+
+# --------------------------------------------------------------------------- other kinds
+
+ALL_KINDS = """\
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: shop}}
+- {apiVersion: v1, kind: Node, metadata: {name: n1}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: shop}}
+---
+apiVersion: v1
+kind: EventList
+items:
+- {metadata: {name: web.17a, namespace: shop}, reason: Scheduled}
+- {metadata: {name: web.17b, namespace: shop}, reason: Pulled}
+---
+apiVersion: v1
+kind: PodList
+items:
+- {metadata: {name: web-1, namespace: shop}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg-2}
+"""
+
+
+def test_load_all_skips_the_kinds_podium_does_not_schedule_and_counts_them(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "all.yaml"
+    path.write_text(ALL_KINDS)
+    loaded = load_all([path])
+    assert [(type(x).__name__, x.metadata.name) for x in loaded.objects] == [
+        ("Node", "n1"),
+        ("Pod", "web-1"),
+    ]
+    # Items of a typed list of another kind (EventList) take its kind, as PodList's do.
+    assert loaded.skipped == {"ConfigMap": 2, "Event": 2, "Deployment": 1}
+    # Each object's place in its file counts the skipped ones, as a LoadError does.
+    assert loaded.origins == [(str(path), 1), (str(path), 5)]
+
+
+def test_load_all_strict_refuses_each_unknown_kind_naming_file_object_and_kind(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "all.yaml"
+    path.write_text(ALL_KINDS)
+    with pytest.raises(LoadErrors) as caught:
+        load_all([path], strict=True)
+    assert [(e.index, e.kind, e.object_ref, e.path) for e in caught.value.errors] == [
+        (0, "Deployment", "shop/web", "$.kind"),
+        (2, "ConfigMap", "shop/cfg", "$.kind"),
+        (3, "Event", "shop/web.17a", "$.kind"),
+        (4, "Event", "shop/web.17b", "$.kind"),
+        (6, "ConfigMap", "cfg-2", "$.kind"),
+    ]
+    assert str(caught.value.errors[0]).startswith(
+        f"{path}: object 0 (Deployment shop/web) at $.kind: unknown kind 'Deployment'; "
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "path", "reason"),
+    [
+        (
+            "a malformed object of a known kind",
+            "kind: ConfigMap\nmetadata: {name: c}\n---\nkind: Pod\nmetadata: {name: p}\n"
+            "spec: {nodeName: 7}\n",
+            "$.spec.nodeName",
+            "Expected `str`, got `int`",
+        ),
+        ("an empty kind", "kind: ''\nmetadata: {name: p}\n", "$.kind", "missing kind"),
+        (
+            "an item of a kind: List without a kind",
+            "kind: List\nitems: [{metadata: {name: p}}]\n",
+            "$.kind",
+            "missing kind",
+        ),
+        (
+            "a kind that is not a string",
+            "kind: 7\nmetadata: {name: p}\n",
+            "$.kind",
+            "Expected `str`, got `int`",
+        ),
+    ],
+)
+def test_load_all_still_refuses_malformed_objects(
+    tmp_path: Path, name: str, text: str, path: str, reason: str
+) -> None:
+    file = tmp_path / "f.yaml"
+    file.write_text(text)
+    with pytest.raises(LoadErrors) as caught:
+        load_all([file])
+    (error,) = caught.value.errors
+    assert (error.path, error.reason) == (path, reason)
+
+
+def test_load_all_reads_stdin_in_its_place(tmp_path: Path) -> None:
+    import io
+
+    path = tmp_path / "n.yaml"
+    path.write_text("kind: Node\nmetadata: {name: n1}\n")
+    stdin = io.BytesIO(b'{"kind": "Secret", "metadata": {"name": "s"}}')
+    loaded = load_all(["-", path], stdin=stdin)
+    assert loaded.skipped == {"Secret": 1}
+    assert loaded.origins == [(str(path), 0)]
+
+
+def test_error_at_names_the_file_and_the_object_of_a_later_rule(tmp_path: Path) -> None:
+    path = tmp_path / "all.yaml"
+    path.write_text(ALL_KINDS)
+    loaded = load_all([path])
+    error = loaded.error_at(
+        1, "no PriorityClass with name x was found", path="$.spec.priorityClassName"
+    )
+    assert str(error) == (
+        f"{path}: object 5 (Pod shop/web-1) at $.spec.priorityClassName: "
+        "no PriorityClass with name x was found"
+    )
 
 
 # --------------------------------------------------------------------------- one object

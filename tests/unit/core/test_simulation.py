@@ -152,12 +152,18 @@ def test_priority_class_resolution_and_unknown_class() -> None:
     with pytest.raises(
         SimulationError,
         match=r"pod default/c: no PriorityClass with name nope was found \(\$.spec.priorityClassName\)",
-    ):
-        build_cluster([make_pod("c").spec(priorityClassName="nope").obj()])
+    ) as caught:
+        build_cluster([pc, make_pod("c").spec(priorityClassName="nope").obj()])
+    # The object's position, the reason without its name and the path, for the CLI to name
+    # the object's file (podium simulate).
+    assert caught.value.objects == (
+        (1, "no PriorityClass with name nope was found", "$.spec.priorityClassName"),
+    )
     with pytest.raises(
         SimulationError, match=r"objects\[0\] Pod default/c: \$.spec.priorityClassName"
-    ):
+    ) as caught:
         run([make_pod("c").spec(priorityClassName="nope").obj()])
+    assert [(at, path) for at, _, path in caught.value.objects] == [(0, "$.spec.priorityClassName")]
 
 
 def test_later_object_with_the_same_name_replaces_the_earlier() -> None:
