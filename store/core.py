@@ -24,7 +24,8 @@ Rules (BRIEF.md, "Objects as a store" and "Durability"):
 - The store's own fields, carried over on a replace that leaves them unset, so that applying
   the same file twice changes nothing: uid, resourceVersion and creationTimestamp (always);
   a pod's ``spec.nodeName``, ``spec.priority``/``spec.preemptionPolicy`` (when its
-  priorityClassName is unchanged) and its status (when the put has none); a claim's
+  priorityClassName is unchanged), its status (when the put has none) or else its
+  PodScheduled condition and ``status.nominatedNodeName`` (when the put's status has neither); a claim's
   ``spec.volumeName``, status and binding annotations; a volume's ``spec.claimRef`` and status;
   a PodDisruptionBudget's status.
 - Node ``status.allocatable`` defaults to ``status.capacity``.
@@ -890,8 +891,7 @@ def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
             spec = msgspec.structs.replace(spec, priority=old.spec.priority)
         if spec.preemption_policy is None:
             spec = msgspec.structs.replace(spec, preemption_policy=old.spec.preemption_policy)
-    status = old.status if pod.status == PodStatus() else pod.status
-    pod = msgspec.structs.replace(pod, spec=spec, status=status)
+    pod = msgspec.structs.replace(pod, spec=spec, status=_pod_status(pod.status, old.status))
     if old.spec.node_name:
         if spec != old.spec:
             raise StoreRejected(
@@ -910,6 +910,24 @@ def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
     # A pending pod may change its spec; new priority fields are admitted as on create (and a
     # pod whose class was deleted since keeps its priority, as in Kubernetes).
     return pod if unchanged_priority else admit_pod(pod, classes)
+
+
+def _pod_status(put: PodStatus, old: PodStatus) -> PodStatus:
+    """The put's status with what the store wrote and the put leaves unset kept: the
+    PodScheduled condition (a pending pod's Unschedulable message, a bound pod's True) and
+    ``nominatedNodeName`` (a file from ``kubectl get -o yaml`` says ``phase: Pending`` and
+    nothing of either; the API server's pod update keeps the status whole:
+    pkg/registry/core/pod/strategy.go@v1.14 ``PrepareForUpdate``)."""
+    if put == PodStatus():
+        return old
+    conditions = put.conditions
+    if not any(c.type == _POD_SCHEDULED for c in conditions):
+        conditions = [*conditions, *(c for c in old.conditions if c.type == _POD_SCHEDULED)]
+    return msgspec.structs.replace(
+        put,
+        nominated_node_name=put.nominated_node_name or old.nominated_node_name,
+        conditions=conditions,
+    )
 
 
 def _set_scheduled_condition(

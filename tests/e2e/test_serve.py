@@ -515,3 +515,55 @@ async def _take(events: Any, count: int) -> Any:
         count -= 1
         if not count:
             return
+
+
+async def test_apply_the_example_cluster_twice_changes_nothing(daemon: Daemon) -> None:
+    """Issue 15: re-applying an unchanged file prints ``unchanged`` for every object, commits
+    no event and keeps each pending pod's Unschedulable message."""
+    with trio.fail_after(90):
+        first = await trio.to_thread.run_sync(
+            lambda: daemon.cli("apply", "-f", str(EXAMPLES / "cluster.yaml"))
+        )
+        assert first.returncode == 0, first.stderr
+        sim = await trio.run_process(
+            [PODIUM, "simulate", "-f", str(EXAMPLES / "cluster.yaml"), "-o", "json", "--seed", "1"],
+            capture_stdout=True,
+        )
+        placed = {
+            f"{p['namespace']}/{p['name']}" for p in json.loads(sim.stdout)["pods"] if p["node"]
+        }
+        await _bound(daemon.address, placed)
+        async with connect(daemon.address) as client:
+            async with client.watch(0, kinds=["Pod"]) as events:
+                async for ev in events:
+                    if ev.type == "Unschedulable" and ev.name == "train-llm":
+                        break
+            reply = await client.get("Pod", namespace="ml", name="train-llm")
+            before, [pending] = reply.revision, reply.items
+            assert isinstance(pending, o.Pod)
+            [cond] = pending.status.conditions
+            assert cond.reason == "Unschedulable" and cond.message
+
+            second = await trio.to_thread.run_sync(
+                lambda: daemon.cli("apply", "-f", str(EXAMPLES / "cluster.yaml"))
+            )
+            assert second.returncode == 0, second.stderr
+            lines = second.stdout.splitlines()
+            assert len(lines) == len(first.stdout.splitlines())
+            assert all(line.endswith(" unchanged") for line in lines), second.stdout
+
+            # Nothing of the second apply reaches a watcher: the next change is the sentinel's.
+            await client.put([_node("sentinel")])
+            async with client.watch(before) as events:
+                async for ev in events:
+                    assert ev.type not in ("Added", "Modified") or ev.name == "sentinel", ev
+                    if ev.name == "sentinel":
+                        break
+            [kept] = (await client.get("Pod", namespace="ml", name="train-llm")).items
+            assert isinstance(kept, o.Pod)
+            assert kept.status == pending.status
+        got = await trio.to_thread.run_sync(
+            lambda: daemon.cli("get", "pod", "train-llm", "-n", "ml", "-o", "json")
+        )
+        [cond_json] = json.loads(got.stdout)["status"]["conditions"]
+        assert cond_json["message"] == cond.message

@@ -171,6 +171,20 @@ REPUT_CASES = [
         [Binding(namespace="default", name="p", uid="uid-2", node="n")],
     ),
     ReputCase(
+        "pod bound by Podium, put again as kubectl get -o yaml wrote it first (phase Pending)",
+        [make_node("n").obj(), make_pod("p").phase("Pending").obj()],
+        make_pod("p").phase("Pending").obj(),
+        "unchanged",
+        [Binding(namespace="default", name="p", uid="uid-2", node="n")],
+    ),
+    ReputCase(
+        "pod bound by Podium, put again as pending with a nomination of its own",
+        [make_node("n").obj(), make_pod("p").obj()],
+        make_pod("p").nominated("m").obj(),
+        "replaced",
+        [Binding(namespace="default", name="p", uid="uid-2", node="n")],
+    ),
+    ReputCase(
         "claim bound by Podium, put again as written",
         [make_node("n").obj(), _pv("pv1"), _pvc("c"), make_pod("p").pvc("c").obj()],
         _pvc("c"),
@@ -224,6 +238,43 @@ def test_put_again(case: ReputCase) -> None:
         assert (change.type, change.revision, change.old) == ("Modified", before + 1, stored)
         assert change.object.metadata.resource_version == str(before + 1)
         assert change.object.metadata.creation_timestamp == stored.metadata.creation_timestamp
+
+
+@pytest.mark.parametrize(
+    "second",
+    [make_pod("p").obj(), make_pod("p").phase("Pending").obj()],
+    ids=["no status", "phase Pending"],
+)
+def test_put_again_keeps_the_unschedulable_message_and_nomination(
+    core: StoreCore, second: o.Pod
+) -> None:
+    core.write([make_node("n").obj(), make_pod("p").phase("Pending").obj()])
+    assert core.record_unschedulable("default", "p", "uid-2", "0/1 nodes are available")
+    core.evict(_v("p", "uid-2"), "n", [])
+    stored = _pod(core, "p")
+    before = core.revision
+    revision, [status], changes = core.write([second])
+    assert (status.action, revision, changes) == ("unchanged", before, [])
+    assert _pod(core, "p") == stored
+    # A real change keeps them too, and the dedupe still holds: no second Unschedulable.
+    _, [status], _ = core.write([make_pod("p").phase("Pending").label("v", "2").obj()])
+    pod = _pod(core, "p")
+    assert (status.action, pod.status.nominated_node_name) == ("replaced", "n")
+    [cond] = pod.status.conditions
+    assert (cond.reason, cond.message) == ("Unschedulable", "0/1 nodes are available")
+    assert core.record_unschedulable("default", "p", "uid-2", "0/1 nodes are available") is None
+
+
+def test_put_with_its_own_pod_scheduled_condition_replaces_the_stored_one(core: StoreCore) -> None:
+    core.write([make_pod("p").obj()])
+    core.record_unschedulable("default", "p", "uid-1", "0/0 nodes")
+    pod = make_pod("p").phase("Pending").obj()
+    mine = o.PodCondition(type="PodScheduled", status="False", reason="Mine", message="m")
+    pod = msgspec.structs.replace(
+        pod, status=msgspec.structs.replace(pod.status, conditions=[mine])
+    )
+    _, [status], _ = core.write([pod])
+    assert (status.action, _pod(core, "p").status.conditions) == ("replaced", [mine])
 
 
 def test_replace_keeps_uid_and_timestamp_delete_then_create_gets_new_ones() -> None:
