@@ -44,6 +44,7 @@ from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol.errors import InvalidObject
 from podium.protocol.labels import parse_selector
 from podium.protocol.objects import DEFAULT_NAMESPACE, Pod, PriorityClass
+from podium.protocol.validation import SCHEDULING_GATED_MESSAGE
 from podium.protocol.wire import (
     Cancel,
     CancelReply,
@@ -264,6 +265,19 @@ class Dispatcher:
                 placement=placement(
                     info,
                     ScheduleResult(node=pod.spec.node_name),
+                    attempts=looked.attempts,
+                    explain=False,
+                ),
+            )
+        if pod.spec.scheduling_gates:
+            # Not for the scheduler to try while gated (Kubernetes 1.27+ SchedulingGates).
+            gates = ", ".join(g.name for g in pod.spec.scheduling_gates)
+            return ExplainReply(
+                id=msg.id,
+                revision=read.revision,
+                placement=placement(
+                    info,
+                    ScheduleResult(message=f"{SCHEDULING_GATED_MESSAGE}: {gates}"),
                     attempts=looked.attempts,
                     explain=False,
                 ),
