@@ -85,6 +85,7 @@ _DNS1123_LABEL = re.compile(_DNS1123_LABEL_FMT, re.ASCII)
 _DNS1123_SUBDOMAIN = re.compile(_DNS1123_SUBDOMAIN_FMT, re.ASCII)
 _DNS1035_LABEL = re.compile(_DNS1035_LABEL_FMT, re.ASCII)
 _QUALIFIED_NAME = re.compile(_QUALIFIED_NAME_FMT, re.ASCII)
+_LABEL_VALUE = re.compile(_LABEL_VALUE_FMT, re.ASCII)
 
 
 def _max_len(length: int) -> str:
@@ -119,24 +120,48 @@ def is_dns1123_label(value: str) -> list[str]:
     return errors
 
 
+_Rule = tuple[int, re.Pattern[str], str, str, tuple[str, ...]]
+"""(max length, pattern, message, the pattern's text, examples) of a validation.go check."""
+_SUBDOMAIN_RULE: _Rule = (
+    _SUBDOMAIN_MAX,
+    _DNS1123_SUBDOMAIN,
+    _DNS1123_SUBDOMAIN_MSG,
+    _DNS1123_SUBDOMAIN_FMT,
+    ("example.com",),
+)
+_DNS1035_RULE: _Rule = (
+    _LABEL_MAX,
+    _DNS1035_LABEL,
+    _DNS1035_LABEL_MSG,
+    _DNS1035_LABEL_FMT,
+    ("my-name", "abc-123"),
+)
+_LABEL_VALUE_RULE: _Rule = (
+    _LABEL_MAX,
+    _LABEL_VALUE,
+    _LABEL_VALUE_MSG,
+    _LABEL_VALUE_FMT,
+    ("MyValue", "my_value", "12345"),
+)
+
+
+def _checked(value: str, rule: _Rule) -> list[str]:
+    """The length, then the pattern, as each of validation.go's ``Is*`` functions checks."""
+    max_len, pattern, message, fmt, examples = rule
+    errors = [_max_len(max_len)] if _length(value) > max_len else []
+    if not pattern.fullmatch(value):
+        errors.append(_regex_error(message, fmt, *examples))
+    return errors
+
+
 def is_dns1123_subdomain(value: str) -> list[str]:
     """``IsDNS1123Subdomain``: most objects' names."""
-    errors = []
-    if _length(value) > _SUBDOMAIN_MAX:
-        errors.append(_max_len(_SUBDOMAIN_MAX))
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        errors.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errors
+    return _checked(value, _SUBDOMAIN_RULE)
 
 
 def is_dns1035_label(value: str) -> list[str]:
     """``IsDNS1035Label``: a Service's name."""
-    errors = []
-    if _length(value) > _LABEL_MAX:
-        errors.append(_max_len(_LABEL_MAX))
-    if not _DNS1035_LABEL.fullmatch(value):
-        errors.append(_regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
-    return errors
+    return _checked(value, _DNS1035_RULE)
 
 
 def is_qualified_name(value: str) -> list[str]:
@@ -173,14 +198,7 @@ def is_qualified_name(value: str) -> list[str]:
 
 def is_label_value(value: str) -> list[str]:
     """``IsValidLabelValue``: may be empty."""
-    errors = []
-    if _length(value) > _LABEL_MAX:
-        errors.append(_max_len(_LABEL_MAX))
-    if value and not _QUALIFIED_NAME.fullmatch(value):
-        errors.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
-    return errors
+    return _checked(value, _LABEL_VALUE_RULE)
 
 
 def _mask_trailing_dash(name: str) -> str:
