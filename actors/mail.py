@@ -148,9 +148,10 @@ class Lookup(_Mail, frozen=True, kw_only=True):
 
 
 class LookupReply(_Mail, frozen=True, kw_only=True):
-    """``queue`` is active, backoff, unschedulable, in_flight, or None when not pending."""
+    """``queue`` is active, backoff, unschedulable, in_flight, gated (the pod has scheduling
+    gates), or None when not pending."""
 
-    queue: Literal["active", "backoff", "unschedulable", "in_flight"] | None
+    queue: Literal["active", "backoff", "unschedulable", "in_flight", "gated"] | None
     attempts: int
 
 

@@ -306,7 +306,8 @@ class QueueActor:
 
     def _add(self, pod: PodInfo, now: float) -> None:
         self.core.add(pod, now)
-        _incoming("active", "PodAdd")
+        if self.core.lookup(pod.key)[0] == "active":  # not a gated pod
+            _incoming("active", "PodAdd")
 
     def _delete(self, pod: PodInfo) -> None:
         where, _ = self.core.lookup(pod.key)

@@ -6,7 +6,8 @@ idle: nothing active and nothing backing off. Two modes make the run repeatable:
 committed before the next cycle starts (so the queue sees every placement before it hands out
 the next pod, whatever order trio runs tasks in), and the clock is trio's MockClock with
 autojump, so backoff waits take no real time. Pods that fit nowhere stay in the unschedulable
-set; the run ends with them reported.
+set; the run ends with them reported, and so are the pods with scheduling gates, which the
+queue never hands out.
 """
 
 from __future__ import annotations
@@ -14,15 +15,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import msgspec
 import trio
 import trio.testing
 
+from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.core.simulation import PodOutcome, SimulationError
+from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import Attempted, BeginScheduling
+from podium.actors.queue import is_pending
 from podium.actors.scheduler import PluginSet
 from podium.actors.supervisor import Runtime
 from podium.protocol.config import SchedulerConfig
-from podium.protocol.objects import KubeObject
+from podium.protocol.objects import KubeObject, Pod
+from podium.protocol.validation import SCHEDULING_GATED_MESSAGE
 from podium.store.actor import StoreActor
 from podium.store.core import StoreCore
 from podium.store.mail import Published, StoreFailure, StoreMsg, WriteObjects, WriteResult
@@ -61,6 +67,7 @@ async def _simulate(
     )
     outcomes: dict[str, PodOutcome] = {}
     rejected: StoreFailure | None = None
+    gated: list[PodOutcome] = []
     async with trio.open_nursery() as nursery:
         handles = await nursery.start(runtime.run)
         try:
@@ -70,6 +77,8 @@ async def _simulate(
                 )
                 if isinstance(written, StoreFailure):
                     rejected = written
+                else:
+                    gated = _gated(objects, written, config.scheduler_name)
             if rejected is None:
                 await send(handles.scheduler, BeginScheduling())
         finally:
@@ -102,7 +111,25 @@ async def _simulate(
         raise SimulationError(
             "\n".join(lines), objects=[(e.index, e.message, e.path) for e in rejected.errors]
         )
-    return list(outcomes.values())
+    return [*outcomes.values(), *gated]
+
+
+def _gated(
+    objects: Sequence[KubeObject], written: WriteResult, scheduler_name: str
+) -> list[PodOutcome]:
+    """The pending pods the scheduler never tries (their scheduling gates), reported as pending
+    with the gates named; each under the name the store gave it (generateName)."""
+    outcomes = []
+    for obj, status in zip(objects, written.objects, strict=False):
+        if isinstance(obj, Pod) and obj.spec.scheduling_gates and is_pending(obj, scheduler_name):
+            meta = msgspec.structs.replace(
+                obj.metadata, name=status.name, namespace=status.namespace
+            )
+            gates = ", ".join(g.name for g in obj.spec.scheduling_gates)
+            message = f"{SCHEDULING_GATED_MESSAGE}: {gates}"
+            info = PodInfo(msgspec.structs.replace(obj, metadata=meta))
+            outcomes.append(PodOutcome(info, None, message, 0, ScheduleResult(message=message)))
+    return outcomes
 
 
 def simulate(

@@ -354,6 +354,7 @@ class LoadErrors(PodiumError):
 
 _AT_KEY = re.compile(r"^(?P<reason>.*) - at `key` in `(?P<path>\$[^`]*)`$", re.DOTALL)
 _AT = re.compile(r"^(?P<reason>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
+_BELOW = re.compile(r"^(?P<reason>.*?) - at `(?P<path>[.\[][^`]*)`$", re.DOTALL)
 _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`$")
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<field>[^`]+)`$")
 
@@ -366,7 +367,10 @@ def split_validation_message(text: str) -> tuple[str, str | None]:
     field itself: ``"Object missing required field `name` - at `$.metadata`"`` gives
     ``("missing required field", "$.metadata.name")``; likewise an unknown field (structs with
     ``forbid_unknown_fields``) gives ``("unknown field", "$.podium.listne")``. A bad mapping
-    key gives the mapping's path and a reason ending in ``(a key)``.
+    key gives the mapping's path and a reason ending in ``(a key)``. A struct's
+    ``__post_init__`` may name the field below it: ``"name or generateName is required - at
+    `.name` - at `$.metadata`"`` gives ``("name or generateName is required",
+    "$.metadata.name")``.
 
     Returns:
         The reason, and the path (``None`` when msgspec gave none).
@@ -376,6 +380,9 @@ def split_validation_message(text: str) -> tuple[str, str | None]:
     reason, path = text, None
     if match := _AT.match(text):
         reason, path = match["reason"], match["path"]
+    if below := _BELOW.match(reason):
+        # A ``__post_init__`` that named the field below its struct.
+        reason, path = below["reason"], f"{path or '$'}{below['path']}"
     if missing := _MISSING.match(reason):
         return "missing required field", f"{path or '$'}.{missing['field']}"
     if unknown := _UNKNOWN.match(reason):

@@ -59,6 +59,7 @@ __all__ = [
     "PodDisruptionBudget",
     "PodDisruptionBudgetSpec",
     "PodDisruptionBudgetStatus",
+    "PodSchedulingGate",
     "PreferredSchedulingTerm",
     "PriorityClass",
     "RBDVolumeSource",
@@ -134,7 +135,12 @@ class OwnerReference(_K8s, frozen=True, kw_only=True):
 
 
 class ObjectMeta(_K8s, frozen=True, kw_only=True):
-    name: Annotated[str, msgspec.Meta(min_length=1)]
+    """``name`` may be empty with a ``generateName``: the store fills it. Kubernetes' rules on
+    names, namespaces, labels and annotations (protocol/validation.py) hold at the store's put,
+    as in the API server: not at decode, so the scheduler's views take any object."""
+
+    name: str = ""
+    generate_name: str = ""
     namespace: str = ""
     uid: str = ""
     resource_version: str = ""
@@ -143,6 +149,12 @@ class ObjectMeta(_K8s, frozen=True, kw_only=True):
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     owner_references: list[OwnerReference] = []
+
+    def __post_init__(self) -> None:
+        if not self.name and not self.generate_name:
+            # objectmeta.go@v1.14 ValidateObjectMetaAccessor; the path below the struct is
+            # joined to msgspec's by protocol.errors.split_validation_message.
+            raise ValueError("name or generateName is required - at `.name`")
 
 
 # --------------------------------------------------------------------------- selectors
@@ -318,6 +330,13 @@ class Container(_K8s, frozen=True, kw_only=True):
     ports: list[ContainerPort] = []
 
 
+class PodSchedulingGate(_K8s, frozen=True, kw_only=True):
+    """A scheduling gate (Kubernetes 1.27+, not v1.14): the pod is not scheduled while any
+    remains."""
+
+    name: str
+
+
 class PodSpec(_K8s, frozen=True, kw_only=True):
     containers: list[Container] = []
     init_containers: list[Container] = []
@@ -333,6 +352,7 @@ class PodSpec(_K8s, frozen=True, kw_only=True):
     scheduler_name: str = "default-scheduler"
     host_network: bool = False
     topology_spread_constraints: list[TopologySpreadConstraint] = []
+    scheduling_gates: list[PodSchedulingGate] = []
 
 
 class PodCondition(_K8s, frozen=True, kw_only=True):

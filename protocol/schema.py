@@ -95,6 +95,8 @@ def protocol_schema() -> dict[str, Any]:
         if name in defs:  # pragma: no cover - a struct would have to be named so
             raise RuntimeError(f"a wire struct is named {name}; its schema entry would clash")
     defs["Quantity"] = copy.deepcopy(_QUANTITY_SCHEMA)
+    # ObjectMeta.__post_init__: a name, or a generateName for the store to fill one from.
+    defs["ObjectMeta"]["anyOf"] = [{"required": ["name"]}, {"required": ["generateName"]}]
     for name, union in (("ClientMessage", client), ("ServerMessage", server)):
         defs[name] = {
             "title": name,

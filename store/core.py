@@ -16,7 +16,9 @@ Unschedulable message recorded per pending pod.
 
 Rules (BRIEF.md, "Objects as a store" and "Durability"):
 
-- A put creates or replaces by kind/namespace/name. Namespaced kinds get namespace
+- A put creates or replaces by kind/namespace/name; a put with only ``generateName`` creates
+  an object named generateName + 5 random characters of Kubernetes' alphabet (another draw
+  when the name is taken, as the API server's generator). Namespaced kinds get namespace
   ``default`` when it is empty, cluster-scoped kinds namespace ``""``. A create assigns uid and
   creationTimestamp; a replace keeps them. Every change gets its own revision (previous + 1),
   and the changed object's resourceVersion is that revision. A put equal to the stored object
@@ -24,7 +26,8 @@ Rules (BRIEF.md, "Objects as a store" and "Durability"):
 - The store's own fields, carried over on a replace that leaves them unset, so that applying
   the same file twice changes nothing: uid, resourceVersion and creationTimestamp (always);
   a pod's ``spec.nodeName``, ``spec.priority``/``spec.preemptionPolicy`` (when its
-  priorityClassName is unchanged) and its status (when the put has none); a claim's
+  priorityClassName is unchanged), its status (when the put has none) or else its
+  PodScheduled condition and ``status.nominatedNodeName`` (when the put's status has neither); a claim's
   ``spec.volumeName``, status and binding annotations; a volume's ``spec.claimRef`` and status;
   a PodDisruptionBudget's status.
 - Node ``status.allocatable`` defaults to ``status.capacity``.
@@ -59,6 +62,7 @@ a SQLite file) only receives, calls this core, commits, publishes and replies.
 from __future__ import annotations
 
 import bisect
+import random
 import time
 import uuid
 from collections import deque
@@ -87,6 +91,15 @@ from podium.protocol.objects import (
     is_terminal,
     namespace_or_default,
     scoped_namespace,
+)
+from podium.protocol.validation import (
+    GENERATED_SUFFIX_ALPHABET,
+    GENERATED_SUFFIX_LENGTH,
+    MAX_GENERATED_NAME_LENGTH,
+    SCHEDULING_GATED,
+    SCHEDULING_GATED_MESSAGE,
+    metadata_errors,
+    scheduling_gates_errors,
 )
 from podium.protocol.wire import EventType, ObjectError, ObjectRef, ObjectStatus
 from podium.store.admission import DEFAULT_PRIORITY, admit_pod, check_single_default, known_classes
@@ -127,6 +140,8 @@ _T = TypeVar("_T", bound=KubeObject)
 _Slot = tuple[str, str, str]  # (kind, namespace, name)
 
 _POD_SCHEDULED = "PodScheduled"
+_RANDOM = random.Random()
+_NAME_ATTEMPTS = 8
 
 assert set(KIND_ORDER) == set(KINDS), "KIND_ORDER must list every kind of protocol.objects"
 
@@ -177,6 +192,10 @@ def _utc(seconds: float) -> str:
 
 def _new_uid() -> str:
     return str(uuid.uuid4())
+
+
+def _new_suffix() -> str:
+    return "".join(_RANDOM.choices(GENERATED_SUFFIX_ALPHABET, k=GENERATED_SUFFIX_LENGTH))
 
 
 def _ref(kind: str, namespace: str, name: str) -> str:
@@ -253,6 +272,8 @@ class StoreCore:
         retention: how many changes the log keeps (older ones answer ``gone``).
         wall_clock: seconds since the epoch, for creationTimestamp and condition times.
         new_uid: a fresh uid for each created object.
+        new_suffix: the random suffix of a generated name (5 characters of Kubernetes'
+            alphabet, as util/rand ``String(5)``).
     """
 
     def __init__(
@@ -261,11 +282,13 @@ class StoreCore:
         retention: int = 1_000_000,
         wall_clock: Callable[[], float] = time.time,
         new_uid: Callable[[], str] = _new_uid,
+        new_suffix: Callable[[], str] = _new_suffix,
     ) -> None:
         if retention < 1:
             raise ValueError(f"retention must be at least 1 change, not {retention}")
         self._wall_clock = wall_clock
         self._new_uid = new_uid
+        self._new_suffix = new_suffix
         self._objects: dict[str, dict[Key, KubeObject]] = {kind: {} for kind in KIND_ORDER}
         # A kind's keys in order, for lists; dropped when a key comes or goes (not when an
         # object changes: bindings do not touch it).
@@ -387,17 +410,20 @@ class StoreCore:
     ) -> ObjectStatus:
         kind = type(obj).__name__
         namespace = scoped_namespace(kind, obj.metadata.namespace)
-        name = obj.metadata.name
-        obj = _with_meta(obj, namespace=namespace)
+        _validate_metadata(kind, namespace, obj.metadata)
+        name = obj.metadata.name or self._generate_name(tx, kind, namespace, obj)
+        obj = _with_meta(obj, namespace=namespace, name=name)
         if isinstance(obj, Node) and not obj.status.allocatable:
             status = msgspec.structs.replace(obj.status, allocatable=dict(obj.status.capacity))
             obj = msgspec.structs.replace(obj, status=status)
         if isinstance(obj, PriorityClass) and obj.global_default:
             check_single_default(obj, classes)
         old = tx.get(kind, (namespace, name))
+        if isinstance(obj, Pod):
+            _check_gates(obj, old if isinstance(old, Pod) else None)
         if old is None:
             if isinstance(obj, Pod):
-                obj = admit_pod(obj, classes)
+                obj = _gated_condition(admit_pod(obj, classes))
             obj = _with_meta(
                 obj,
                 uid=self._new_uid(),
@@ -425,6 +451,20 @@ class StoreCore:
             uid=stored.metadata.uid,
             resource_version=stored.metadata.resource_version,
             action=action,
+        )
+
+    def _generate_name(self, tx: _Transaction, kind: str, namespace: str, obj: KubeObject) -> str:
+        """generateName + a random suffix no object of the kind holds yet (the API server's
+        rest.BeforeCreate with names.SimpleNameGenerator: the prefix is cut to 58 characters)."""
+        base = obj.metadata.generate_name[:MAX_GENERATED_NAME_LENGTH]
+        for _ in range(_NAME_ATTEMPTS):
+            name = base + self._new_suffix()
+            if tx.get(kind, (namespace, name)) is None:
+                return name
+        raise StoreRejected(
+            "conflict",
+            f"no free name for generateName {base!r} after {_NAME_ATTEMPTS} attempts; try again",
+            path="$.metadata.generateName",
         )
 
     def _delete(self, tx: _Transaction, ref: ObjectRef) -> ObjectStatus:
@@ -833,6 +873,62 @@ def _unknown_kind(kind: str) -> str:
     return f"unknown kind {kind!r}; expected one of {', '.join(sorted(KINDS))}"
 
 
+def _invalid(kind: str, namespace: str, meta: ObjectMeta, errors: list[tuple[str, str]]) -> None:
+    """Raise Kubernetes' ``Pod "a/b" is invalid: [...]`` for ``errors`` (path, message): every
+    message of the object in one, at the first error's path."""
+    if errors:
+        name = meta.name or f"{meta.generate_name}(generated)"
+        messages = "; ".join(message for _, message in errors)
+        raise InvalidObject(
+            f"{_ref(kind, namespace, name)} is invalid: {messages}", path=errors[0][0]
+        )
+
+
+def _check_gates(pod: Pod, old: Pod | None) -> None:
+    """Scheduling gates' rules (protocol/validation.py ``scheduling_gates_errors``)."""
+    gates = [g.name for g in pod.spec.scheduling_gates]
+    if gates or (old is not None and old.spec.scheduling_gates):
+        before = None if old is None else [g.name for g in old.spec.scheduling_gates]
+        meta = pod.metadata
+        _invalid(
+            "Pod",
+            namespace_or_default(meta.namespace),
+            meta,
+            scheduling_gates_errors(gates, pod.spec.node_name, before),
+        )
+
+
+def _gated_condition(pod: Pod) -> Pod:
+    """A gated pod is created with PodScheduled False, reason SchedulingGated, unless it
+    carries a PodScheduled condition (strategy.go ``applySchedulingGatedCondition``)."""
+    if not pod.spec.scheduling_gates or any(
+        c.type == _POD_SCHEDULED for c in pod.status.conditions
+    ):
+        return pod
+    condition = PodCondition(
+        type=_POD_SCHEDULED,
+        status="False",
+        reason=SCHEDULING_GATED,
+        message=SCHEDULING_GATED_MESSAGE,
+    )
+    status = msgspec.structs.replace(pod.status, conditions=[*pod.status.conditions, condition])
+    return msgspec.structs.replace(pod, status=status)
+
+
+def _validate_metadata(kind: str, namespace: str, meta: ObjectMeta) -> None:
+    """Kubernetes' rules on the name, namespace, labels and annotations (protocol/validation.py),
+    every message of the object in one (``Pod "a/b" is invalid: [...]`` in Kubernetes)."""
+    errors = metadata_errors(
+        kind, meta.name, meta.generate_name, namespace, meta.labels, meta.annotations
+    )
+    if errors:
+        name = meta.name or f"{meta.generate_name}(generated)"
+        messages = "; ".join(message for _, message in errors)
+        raise InvalidObject(
+            f"{_ref(kind, namespace, name)} is invalid: {messages}", path=errors[0][0]
+        )
+
+
 def _rejection(errors: list[tuple[ErrorCode, ObjectError]], total: int) -> StoreRejected:
     code: ErrorCode = "not_found" if all(c == "not_found" for c, _ in errors) else "invalid"
     items = [e for _, e in errors]
@@ -890,8 +986,7 @@ def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
             spec = msgspec.structs.replace(spec, priority=old.spec.priority)
         if spec.preemption_policy is None:
             spec = msgspec.structs.replace(spec, preemption_policy=old.spec.preemption_policy)
-    status = old.status if pod.status == PodStatus() else pod.status
-    pod = msgspec.structs.replace(pod, spec=spec, status=status)
+    pod = msgspec.structs.replace(pod, spec=spec, status=_pod_status(pod.status, old.status))
     if old.spec.node_name:
         if spec != old.spec:
             raise StoreRejected(
@@ -910,6 +1005,24 @@ def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
     # A pending pod may change its spec; new priority fields are admitted as on create (and a
     # pod whose class was deleted since keeps its priority, as in Kubernetes).
     return pod if unchanged_priority else admit_pod(pod, classes)
+
+
+def _pod_status(put: PodStatus, old: PodStatus) -> PodStatus:
+    """The put's status with what the store wrote and the put leaves unset kept: the
+    PodScheduled condition (a pending pod's Unschedulable message, a bound pod's True) and
+    ``nominatedNodeName`` (a file from ``kubectl get -o yaml`` says ``phase: Pending`` and
+    nothing of either; the API server's pod update keeps the status whole:
+    pkg/registry/core/pod/strategy.go@v1.14 ``PrepareForUpdate``)."""
+    if put == PodStatus():
+        return old
+    conditions = put.conditions
+    if not any(c.type == _POD_SCHEDULED for c in conditions):
+        conditions = [*conditions, *(c for c in old.conditions if c.type == _POD_SCHEDULED)]
+    return msgspec.structs.replace(
+        put,
+        nominated_node_name=put.nominated_node_name or old.nominated_node_name,
+        conditions=conditions,
+    )
 
 
 def _set_scheduled_condition(

@@ -65,6 +65,7 @@ from podium.protocol.objects import (
     namespace_or_default,
     scoped_namespace,
 )
+from podium.protocol.validation import SCHEDULING_GATED
 from podium.protocol.wire import DeleteReply, Event, ObjectRef, ObjectStatus, PutReply
 
 __all__ = [
@@ -295,12 +296,18 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def pod_status(pod: Pod) -> str:
-    """Terminating, a terminal phase, Bound (a node is set) or Pending."""
+    """Terminating, a terminal phase, Bound (a node is set), SchedulingGated (its PodScheduled
+    condition says so, as kubectl's printPod reads it) or Pending."""
     if pod.metadata.deletion_timestamp:
         return "Terminating"
     if pod.status.phase in ("Succeeded", "Failed"):
         return pod.status.phase
-    return "Bound" if pod.spec.node_name else "Pending"
+    if pod.spec.node_name:
+        return "Bound"
+    gated = any(
+        c.type == "PodScheduled" and c.reason == SCHEDULING_GATED for c in pod.status.conditions
+    )
+    return SCHEDULING_GATED if gated else "Pending"
 
 
 def _unschedulable_message(pod: Pod) -> str:
@@ -614,7 +621,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "List the objects of a kind, or show one by name. Namespaced kinds read the\n"
             "default namespace unless -n or -A is given.\n\n"
-            "pods:  NAME STATUS NODE AGE; STATUS is Bound, Pending, Terminating, Succeeded\n"
+            "pods:  NAME STATUS NODE AGE; STATUS is Bound, Pending, SchedulingGated, "
+            "Terminating, Succeeded\n"
             "       or Failed. -o wide adds PRIORITY, CPU, MEMORY (requests),\n"
             "       NOMINATED NODE and MESSAGE (why it is unschedulable).\n"
             "nodes: NAME STATUS PODS CPU MEMORY AGE (allocatable); -o wide adds ZONE, TAINTS.\n"

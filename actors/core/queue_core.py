@@ -19,6 +19,12 @@ Owns: every pending pod the scheduler is responsible for, in exactly one place::
     delete takes a pod out of any of them; a Bound pod leaves from in flight.
     "move": move_all_to_active_queue, assigned_pod_added, flush_unschedulable_leftover.
 
+    add, update with spec.schedulingGates ──▶ gated ── update without them ──▶ activeQ
+
+* A pod with scheduling gates (Kubernetes 1.27+, not v1.14: the SchedulingGates PreEnqueue
+  plugin) waits in the gated set, never popped nor moved, until an update removes its last
+  gate; it then goes to activeQ with its first arrival time.
+
 * activeQ is ordered by priority (higher first), then arrival: the first enqueue time, kept
   across retries (BRIEF "Queue wake-ups"), ties in insertion order.
 * backoffQ is ordered by backoff expiry; :meth:`SchedulingQueue.flush_backoff_completed` moves
@@ -67,7 +73,7 @@ __all__ = [
     "required_pod_affinity_terms",
 ]
 
-QueueName: TypeAlias = Literal["active", "backoff", "unschedulable", "in_flight"]
+QueueName: TypeAlias = Literal["active", "backoff", "unschedulable", "in_flight", "gated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +161,10 @@ def _affinity_term_matches(unschedulable: PodInfo, assigned: PodInfo) -> bool:
     return hard_constraints_select(unschedulable.pod, assigned)
 
 
+def _gated(pod: PodInfo) -> bool:
+    return bool(pod.pod.spec.scheduling_gates)
+
+
 def _same_pod(e: _Entry, pod: PodInfo) -> bool:
     """Same key is given; a different uid (both known) is a deleted-and-re-created pod."""
     uid = pod.pod.metadata.uid
@@ -228,6 +238,7 @@ class SchedulingQueue:
         # constraints): the only ones an assigned pod can move (keeps Bound handling off the whole unschedulable set).
         self._unschedulable_with_affinity: dict[str, _Entry] = {}
         self._in_flight: dict[str, _Entry] = {}
+        self._gated: dict[str, _Entry] = {}
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
         self._arrivals = 0
@@ -259,6 +270,11 @@ class SchedulingQueue:
     def unschedulable_count(self) -> int:
         """v1.14 ``NumUnschedulablePods()``."""
         return len(self._unschedulable_pods)
+
+    @property
+    def gated_count(self) -> int:
+        """Pods waiting for their scheduling gates to be removed."""
+        return len(self._gated)
 
     @property
     def in_flight_count(self) -> int:
@@ -325,14 +341,14 @@ class SchedulingQueue:
             self._arrivals += 1
             e = _Entry(pod, now, self._arrivals)
             self._pods[pod.key] = e
-            self._push_active(e)
+            self._enqueue(e)
             return
         if e.where == "in_flight":
             self._update_in_flight(e, pod)
             return
         self._detach(e)
         self._set_pod(e, pod)
-        self._push_active(e)
+        self._enqueue(e)
 
     def update(self, old: PodInfo | None, new: PodInfo, now: float) -> None:
         """A pending pod changed (v1.14 ``Update``).
@@ -340,11 +356,17 @@ class SchedulingQueue:
         In activeQ it is updated in place; in backoffQ it moves to activeQ; an unschedulable pod
         whose update may make it schedulable (:func:`is_pod_updated`) has its backoff cleared and
         moves to activeQ, else stays; in flight, the latest version is kept for the requeue;
-        unknown, it is added. The arrival time never changes.
+        unknown, it is added. A gated pod stays gated while it has gates and goes to activeQ
+        when the update removed the last one. The arrival time never changes.
         """
         e = self._known(new)
         if e is None:
             self.add(new, now)
+            return
+        if e.where == "gated" or (e.where != "in_flight" and _gated(new)):
+            self._detach(e)
+            self._set_pod(e, new)
+            self._enqueue(e)
             return
         match e.where:
             case "in_flight":
@@ -559,7 +581,18 @@ class SchedulingQueue:
                 self._unschedulable_with_affinity.pop(key, None)
             case "in_flight":
                 del self._in_flight[key]
+            case "gated":
+                del self._gated[key]
         e.token = 0
+
+    def _enqueue(self, e: _Entry) -> None:
+        """A pod (new, or re-added or updated) to activeQ, or to the gated set while it has
+        scheduling gates (the SchedulingGates PreEnqueue plugin, Kubernetes 1.27+)."""
+        if _gated(e.pod):
+            e.where = "gated"
+            self._gated[e.pod.key] = e
+        else:
+            self._push_active(e)
 
     def _next_token(self) -> int:
         self._tokens += 1

@@ -19,6 +19,7 @@ import msgspec
 import trio
 
 from podium.actors.core.explain import placement
+from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.gateway.connection import Connection
 from podium.actors.gateway.paging import continue_token, read_continue
@@ -43,6 +44,7 @@ from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol.errors import InvalidObject
 from podium.protocol.labels import parse_selector
 from podium.protocol.objects import DEFAULT_NAMESPACE, Pod, PriorityClass
+from podium.protocol.validation import SCHEDULING_GATED_MESSAGE
 from podium.protocol.wire import (
     Cancel,
     CancelReply,
@@ -268,6 +270,19 @@ class Dispatcher:
             )
             return ExplainReply(id=msg.id, revision=read.revision, placement=bound)
         looked: LookupReply = await ask(h.queue, lambda r: Lookup(key=info.key, reply=r))
+        if pod.spec.scheduling_gates:
+            # Not for the scheduler to try while gated (Kubernetes 1.27+ SchedulingGates).
+            gates = ", ".join(g.name for g in pod.spec.scheduling_gates)
+            return ExplainReply(
+                id=msg.id,
+                revision=read.revision,
+                placement=placement(
+                    info,
+                    ScheduleResult(message=f"{SCHEDULING_GATED_MESSAGE}: {gates}"),
+                    attempts=looked.attempts,
+                    explain=False,
+                ),
+            )
         explained: Explained = await ask(
             h.scheduler, lambda r: ExplainPod(pod=info, explain=True, reply=r)
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -17,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from builders import make_node, make_pod
@@ -528,3 +530,146 @@ async def _take(events: Any, count: int) -> Any:
         count -= 1
         if not count:
             return
+
+
+async def test_apply_the_example_cluster_twice_changes_nothing(daemon: Daemon) -> None:
+    """Issue 15: re-applying an unchanged file prints ``unchanged`` for every object, commits
+    no event and keeps each pending pod's Unschedulable message."""
+    with trio.fail_after(90):
+        first = await trio.to_thread.run_sync(
+            lambda: daemon.cli("apply", "-f", str(EXAMPLES / "cluster.yaml"))
+        )
+        assert first.returncode == 0, first.stderr
+        sim = await trio.run_process(
+            [PODIUM, "simulate", "-f", str(EXAMPLES / "cluster.yaml"), "-o", "json", "--seed", "1"],
+            capture_stdout=True,
+        )
+        placed = {
+            f"{p['namespace']}/{p['name']}" for p in json.loads(sim.stdout)["pods"] if p["node"]
+        }
+        await _bound(daemon.address, placed)
+        async with connect(daemon.address) as client:
+            async with client.watch(0, kinds=["Pod"]) as events:
+                async for ev in events:
+                    if ev.type == "Unschedulable" and ev.name == "train-llm":
+                        break
+            reply = await client.get("Pod", namespace="ml", name="train-llm")
+            before, [pending] = reply.revision, reply.items
+            assert isinstance(pending, o.Pod)
+            [cond] = pending.status.conditions
+            assert cond.reason == "Unschedulable" and cond.message
+
+            second = await trio.to_thread.run_sync(
+                lambda: daemon.cli("apply", "-f", str(EXAMPLES / "cluster.yaml"))
+            )
+            assert second.returncode == 0, second.stderr
+            lines = second.stdout.splitlines()
+            assert len(lines) == len(first.stdout.splitlines())
+            assert all(line.endswith(" unchanged") for line in lines), second.stdout
+
+            [kept] = (await client.get("Pod", namespace="ml", name="train-llm")).items
+            assert isinstance(kept, o.Pod)
+            assert kept.status == pending.status
+            got = await trio.to_thread.run_sync(
+                lambda: daemon.cli("get", "pod", "train-llm", "-n", "ml", "-o", "json")
+            )
+            [cond_json] = json.loads(got.stdout)["status"]["conditions"]
+            assert cond_json["message"] == cond.message
+
+            # Nothing of the second apply reaches a watcher: the next change is the sentinel's
+            # (a PriorityClass: it moves no pod, so no new attempt writes a message).
+            sentinel = msgspec.convert(
+                {"kind": "PriorityClass", "metadata": {"name": "sentinel"}, "value": 1},
+                o.PriorityClass,
+            )
+            await client.put([sentinel])
+            async with client.watch(before) as events:
+                async for ev in events:
+                    assert ev.type not in ("Added", "Modified") or ev.name == "sentinel", ev
+                    if ev.name == "sentinel":
+                        break
+
+
+GATED_AND_GENERATED = """\
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {capacity: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch, namespace: default}
+spec:
+  schedulingGates: [{name: example.com/quota}]
+  containers: [{name: c, image: busybox}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {generateName: web-}
+spec:
+  containers: [{name: c, image: busybox}]
+"""
+
+
+async def test_scheduling_gates_hold_a_pod_and_generate_name_fills_the_name(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """Issue 15: a gated pod waits (SchedulingGated) until a put removes its gates; a pod with
+    only generateName gets the API server's 5-character suffix, and the CLI prints it."""
+    path = tmp_path / "gated.yaml"
+    path.write_text(GATED_AND_GENERATED)
+    with trio.fail_after(60):
+        applied = await trio.to_thread.run_sync(lambda: daemon.cli("apply", "-f", str(path)))
+        assert applied.returncode == 0, applied.stderr
+        lines = applied.stdout.splitlines()
+        assert lines[:2] == ["node/n1 created", "pod/default/batch created"]
+        assert re.fullmatch(r"pod/default/web-[bcdfghjklmnpqrstvwxz2456789]{5} created", lines[2])
+        web = lines[2].split()[0].rsplit("/", 1)[1]
+        bound = await _bound(daemon.address, {f"default/{web}"})
+        assert bound == {f"default/{web}": "n1"}
+
+        table = await trio.to_thread.run_sync(lambda: daemon.cli("get", "pods"))
+        rows = {line.split()[0]: line.split()[1] for line in table.stdout.splitlines()[1:]}
+        assert rows == {"batch": "SchedulingGated", web: "Bound"}
+        explained = await trio.to_thread.run_sync(lambda: daemon.cli("explain", "batch"))
+        assert (
+            "Message:   Scheduling is blocked due to non-empty scheduling gates: "
+            "example.com/quota" in explained.stdout
+        )
+
+        # Adding a gate is refused; removing the last one queues the pod, which is placed.
+        async with connect(daemon.address) as client:
+            with pytest.raises(RemoteError) as refused:
+                await client.put(
+                    [
+                        make_pod("batch")
+                        .spec(schedulingGates=[{"name": "example.com/quota"}, {"name": "x"}])
+                        .obj()
+                    ]
+                )
+            assert refused.value.code == "invalid"
+            assert [e.path for e in refused.value.errors] == ["$.spec.schedulingGates[1].name"]
+            revision = client.revision
+        path.write_text(
+            GATED_AND_GENERATED.replace("  schedulingGates: [{name: example.com/quota}]\n", "")
+        )
+        released = await trio.to_thread.run_sync(lambda: daemon.cli("apply", "-f", str(path)))
+        assert "pod/default/batch configured" in released.stdout
+        assert await _bound(daemon.address, {"default/batch"}, from_revision=revision) == {
+            "default/batch": "n1"
+        }
+
+
+async def test_names_and_labels_kubernetes_refuses_are_refused(daemon: Daemon) -> None:
+    async with connect(daemon.address) as client:
+        with pytest.raises(RemoteError) as refused:
+            await client.put(
+                [make_pod("ok").obj(), make_pod("a/b").obj(), make_pod("p").label("a,b", "x").obj()]
+            )
+        assert refused.value.code == "invalid"
+        assert [(e.index, e.path) for e in refused.value.errors] == [
+            (1, "$.metadata.name"),
+            (2, "$.metadata.labels['a,b']"),
+        ]
+        assert "a lowercase RFC 1123 subdomain must consist" in refused.value.errors[0].message
+        assert (await client.get("Pod", namespace="default")).items == []

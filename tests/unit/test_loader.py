@@ -294,12 +294,12 @@ BADS = [
     Bad(
         "missing metadata.name",
         "kind: Pod\nmetadata: {namespace: shop}\n",
-        [(0, "Pod", "shop", None, "$.metadata.name", "missing required field")],
+        [(0, "Pod", "shop", None, "$.metadata.name", "name or generateName is required")],
     ),
     Bad(
         "empty metadata.name",
         "kind: Pod\nmetadata: {name: ''}\n",
-        [(0, "Pod", "default", None, "$.metadata.name", "Expected `str` of length >= 1")],
+        [(0, "Pod", "default", None, "$.metadata.name", "name or generateName is required")],
     ),
     Bad(
         "missing metadata",
@@ -419,7 +419,9 @@ def test_every_error_of_a_file_is_reported_with_its_index() -> None:
 def test_one_error_renders_alone() -> None:
     with pytest.raises(LoadErrors) as caught:
         load_text("kind: Pod\nmetadata: {}\n", source="-")
-    assert str(caught.value) == "-: object 0 (Pod) at $.metadata.name: missing required field"
+    assert str(caught.value) == (
+        "-: object 0 (Pod) at $.metadata.name: name or generateName is required"
+    )
     assert isinstance(caught.value.errors[0], LoadError)
     assert caught.value.code == "invalid"
 

@@ -711,3 +711,69 @@ def test_stale_heap_items_are_compacted() -> None:
         q.update(None, pod("p", i % 2), 0.0)
     assert len(q._active_q) < 1100
     assert popped_names(q) == ["p"]
+
+
+# --------------------------------------------------------------------------- scheduling gates
+# Kubernetes 1.27+ (not v1.14): pkg/scheduler/framework/plugins/schedulinggates (PreEnqueue)
+# and scheduling_queue_test.go TestPriorityQueue_Add/Update with gated pods.
+
+
+def gated(name: str, *gates: str, priority: int = 0) -> PodInfo:
+    return (
+        make_pod(name)
+        .uid(f"uid-{name}")
+        .priority(priority)
+        .spec(schedulingGates=[{"name": g} for g in gates])
+        .info()
+    )
+
+
+def test_gated_pod_is_not_queued_for_scheduling() -> None:
+    q = SchedulingQueue()
+    q.add(gated("g", "example.com/quota", priority=HIGH), 0.0)
+    q.add(pod("p"), 0.0)
+    assert (where(q, gated("g")), q.gated_count, q.active_count) == ("gated", 1, 1)
+    assert popped_names(q) == ["p"]
+    assert q.pop(0.0) is None
+    assert [p.name for p in q.pending_pods()] == ["g"]
+
+
+def test_moves_leave_gated_pods_where_they_are() -> None:
+    q = SchedulingQueue()
+    q.add(gated("g", "x"), 0.0)
+    assert q.move_all_to_active_queue(1.0) == 0
+    assert q.assigned_pod_added(pod("other"), 1.0) == 0
+    assert q.flush_unschedulable_leftover(1_000.0) == 0
+    assert where(q, gated("g")) == "gated"
+
+
+@pytest.mark.parametrize(
+    ("gates_after", "queue_after"),
+    [
+        pytest.param(("x",), "gated", id="one gate of two removed: still gated"),
+        pytest.param((), "active", id="last gate removed: queued"),
+    ],
+)
+def test_update_removing_gates(gates_after: tuple[str, ...], queue_after: str) -> None:
+    q = SchedulingQueue()
+    q.add(gated("g", "x", "y"), 0.0)
+    q.update(gated("g", "x", "y"), gated("g", *gates_after), 5.0)
+    assert where(q, gated("g")) == queue_after
+    if queue_after == "active":
+        got = q.pop(6.0)
+        assert got is not None and got.arrived_at == 0.0  # the first arrival is kept
+
+
+def test_gated_pod_deleted_is_forgotten() -> None:
+    q = SchedulingQueue()
+    q.add(gated("g", "x"), 0.0)
+    assert q.delete(gated("g", "x"))
+    assert (where(q, gated("g")), q.gated_count, len(q)) == (None, 0, 0)
+
+
+def test_update_adding_gates_to_a_queued_pod_gates_it() -> None:
+    # The store refuses a put that adds a gate; the queue still keeps such a pod out.
+    q = SchedulingQueue()
+    make_unschedulable(q, pod("p"))
+    q.update(pod("p"), gated("p", "x"), 1.0)
+    assert (where(q, pod("p")), q.unschedulable_count) == ("gated", 0)

@@ -134,7 +134,7 @@ def test_a_file_with_nulls_loads_as_the_api_server_reads_it(case: Case) -> None:
             "a null name is no name",
             "kind: Pod\nmetadata: {name: null}\n",
             "$.metadata.name",
-            "missing required field",
+            "name or generateName is required",
         ),
         (
             "a null metadata is no metadata",

@@ -171,6 +171,20 @@ REPUT_CASES = [
         [Binding(namespace="default", name="p", uid="uid-2", node="n")],
     ),
     ReputCase(
+        "pod bound by Podium, put again as kubectl get -o yaml wrote it first (phase Pending)",
+        [make_node("n").obj(), make_pod("p").phase("Pending").obj()],
+        make_pod("p").phase("Pending").obj(),
+        "unchanged",
+        [Binding(namespace="default", name="p", uid="uid-2", node="n")],
+    ),
+    ReputCase(
+        "pod bound by Podium, put again as pending with a nomination of its own",
+        [make_node("n").obj(), make_pod("p").obj()],
+        make_pod("p").nominated("m").obj(),
+        "replaced",
+        [Binding(namespace="default", name="p", uid="uid-2", node="n")],
+    ),
+    ReputCase(
         "claim bound by Podium, put again as written",
         [make_node("n").obj(), _pv("pv1"), _pvc("c"), make_pod("p").pvc("c").obj()],
         _pvc("c"),
@@ -224,6 +238,43 @@ def test_put_again(case: ReputCase) -> None:
         assert (change.type, change.revision, change.old) == ("Modified", before + 1, stored)
         assert change.object.metadata.resource_version == str(before + 1)
         assert change.object.metadata.creation_timestamp == stored.metadata.creation_timestamp
+
+
+@pytest.mark.parametrize(
+    "second",
+    [make_pod("p").obj(), make_pod("p").phase("Pending").obj()],
+    ids=["no status", "phase Pending"],
+)
+def test_put_again_keeps_the_unschedulable_message_and_nomination(
+    core: StoreCore, second: o.Pod
+) -> None:
+    core.write([make_node("n").obj(), make_pod("p").phase("Pending").obj()])
+    assert core.record_unschedulable("default", "p", "uid-2", "0/1 nodes are available")
+    core.evict(_v("p", "uid-2"), "n", [])
+    stored = _pod(core, "p")
+    before = core.revision
+    revision, [status], changes = core.write([second])
+    assert (status.action, revision, changes) == ("unchanged", before, [])
+    assert _pod(core, "p") == stored
+    # A real change keeps them too, and the dedupe still holds: no second Unschedulable.
+    _, [status], _ = core.write([make_pod("p").phase("Pending").label("v", "2").obj()])
+    pod = _pod(core, "p")
+    assert (status.action, pod.status.nominated_node_name) == ("replaced", "n")
+    [cond] = pod.status.conditions
+    assert (cond.reason, cond.message) == ("Unschedulable", "0/1 nodes are available")
+    assert core.record_unschedulable("default", "p", "uid-2", "0/1 nodes are available") is None
+
+
+def test_put_with_its_own_pod_scheduled_condition_replaces_the_stored_one(core: StoreCore) -> None:
+    core.write([make_pod("p").obj()])
+    core.record_unschedulable("default", "p", "uid-1", "0/0 nodes")
+    pod = make_pod("p").phase("Pending").obj()
+    mine = o.PodCondition(type="PodScheduled", status="False", reason="Mine", message="m")
+    pod = msgspec.structs.replace(
+        pod, status=msgspec.structs.replace(pod.status, conditions=[mine])
+    )
+    _, [status], _ = core.write([pod])
+    assert (status.action, _pod(core, "p").status.conditions) == ("replaced", [mine])
 
 
 def test_replace_keeps_uid_and_timestamp_delete_then_create_gets_new_ones() -> None:
@@ -1436,3 +1487,95 @@ def test_evict_priority_zero_without_classes_and_the_preemptors_memory_kept(
     core.write([make_pod("v").obj()])
     assert core.record_unschedulable("default", "v", "uid-4", "0/1 nodes") is not None
     assert core.stats().bound_pods == 0
+
+
+# --------------------------------------------------------------------------- names and gates
+
+
+def _gated(name: str, *gates: str, node: str = "") -> o.Pod:
+    pod = make_pod(name).spec(schedulingGates=[{"name": g} for g in gates])
+    return (pod.node(node) if node else pod).obj()
+
+
+@pytest.mark.parametrize(
+    ("obj", "path"),
+    [
+        (make_pod("a/b").obj(), "$.metadata.name"),
+        (make_pod("x" * 10_000).obj(), "$.metadata.name"),
+        (make_pod("ünicode").obj(), "$.metadata.name"),
+        (make_pod("p").ns("Shop").obj(), "$.metadata.namespace"),
+        (make_pod("p").label("a,b", "x").obj(), "$.metadata.labels['a,b']"),
+        (make_pod("p").label("!x", "").obj(), "$.metadata.labels['!x']"),
+        (make_pod("p").label("app", "a b").obj(), "$.metadata.labels['app']"),
+        (make_node("Node_1").obj(), "$.metadata.name"),
+        (_service("web.example"), "$.metadata.name"),
+        (make_pod("p").annotation("a", "b" * 262_144).obj(), "$.metadata.annotations"),
+        (_gated("p", "g", "g"), "$.spec.schedulingGates[1].name"),
+        (_gated("p", "g", node="n"), "$.spec.nodeName"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_put_refuses_what_the_api_server_refuses(core: StoreCore, obj: Any, path: str) -> None:
+    err = _rejected(core, [make_node("n").obj(), obj])
+    assert err.code == "invalid"
+    [e] = err.errors
+    assert (e.index, e.path) == (1, path)
+    assert " is invalid: " in e.message
+    assert core.revision == 0
+
+
+def test_invalid_message_is_kubernetes_field_error(core: StoreCore) -> None:
+    [e] = _rejected(core, [make_pod("p").label("a,b", "x").obj()]).errors
+    assert e.message.startswith(
+        'Pod default/p is invalid: metadata.labels: Invalid value: "a,b": name part must consist'
+    )
+
+
+def test_generate_name_gets_a_random_suffix_and_another_on_a_clash() -> None:
+    suffixes = iter(["abcde", "abcde", "xyz24"])
+    core = StoreCore(wall_clock=lambda: T0, new_suffix=lambda: next(suffixes))
+    web = decode(o.Pod, {"kind": "Pod", "metadata": {"generateName": "web-"}})
+    _, statuses, changes = core.write([web, web])
+    assert [(s.name, s.action) for s in statuses] == [
+        ("web-abcde", "created"),
+        ("web-xyz24", "created"),
+    ]
+    assert [c.object.metadata.name for c in changes] == ["web-abcde", "web-xyz24"]
+    assert _pod(core, "web-abcde").metadata.generate_name == "web-"
+
+
+def test_generate_name_is_cut_to_58_characters_and_uses_kubernetes_alphabet(
+    core: StoreCore,
+) -> None:
+    long = decode(o.Pod, {"kind": "Pod", "metadata": {"generateName": "a" * 80}})
+    _, [status], _ = core.write([long])
+    assert status.name[:58] == "a" * 58 and len(status.name) == 63
+    assert set(status.name[58:]) <= set("bcdfghjklmnpqrstvwxz2456789")
+
+
+def test_generate_name_gives_up_after_eight_clashes() -> None:
+    core = StoreCore(wall_clock=lambda: T0, new_suffix=lambda: "bbbbb")
+    web = decode(o.Pod, {"kind": "Pod", "metadata": {"generateName": "web-"}})
+    core.write([web])
+    [e] = _rejected(core, [web]).errors
+    assert e.path == "$.metadata.generateName"
+
+
+def test_gated_pod_is_created_with_the_scheduling_gated_condition(core: StoreCore) -> None:
+    core.write([_gated("p", "example.com/quota")])
+    [cond] = _pod(core, "p").status.conditions
+    assert (cond.type, cond.status, cond.reason, cond.message) == (
+        "PodScheduled",
+        "False",
+        "SchedulingGated",
+        "Scheduling is blocked due to non-empty scheduling gates",
+    )
+    # Re-applied unchanged; gates may be removed but not added.
+    assert core.write([_gated("p", "example.com/quota")])[1][0].action == "unchanged"
+    [e] = _rejected(core, [_gated("p", "example.com/quota", "more")]).errors
+    assert e.path == "$.spec.schedulingGates[1].name"
+    assert "only deletion is allowed, but found new scheduling gate 'more'" in e.message
+    assert core.write([make_pod("p").obj()])[1][0].action == "replaced"
+    assert _pod(core, "p").spec.scheduling_gates == []
+    [e] = _rejected(core, [_gated("p", "again")]).errors
+    assert e.path == "$.spec.schedulingGates[0].name"
