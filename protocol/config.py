@@ -165,6 +165,13 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
         watch_buffer: events a watch may have waiting for its client; a watch that falls
             further behind is cut off with ``overloaded`` and the revision to resume from (a
             single commit larger than this is still handed whole to a watch that is keeping up).
+        max_outbox_bytes: bytes of replies and events one connection may have waiting to be
+            written; past them its requests and watches wait, and no further request is read
+            from it (a client that does not read stalls only itself).
+        max_buffered_bytes: the same, over every connection together.
+        handshake_timeout_seconds: how long a new connection is given to send its hello.
+        max_handshakes: connections accepted that have not yet sent their hello; one more
+            closes the oldest of them, so silent sockets cannot hold every connection slot.
         token_file: the access tokens (see :func:`parse_token_file`); when set, every TCP
             connection must present one of them in its hello. Required to listen beyond
             loopback. Relative to the config file.
@@ -194,6 +201,10 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     max_in_flight_per_connection: Annotated[int, msgspec.Meta(ge=1)] = 256
     max_watchers: Annotated[int, msgspec.Meta(ge=1)] = 1024
     watch_buffer: Annotated[int, msgspec.Meta(ge=1)] = 4096
+    max_outbox_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 4 * 1024 * 1024
+    max_buffered_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 64 * 1024 * 1024
+    handshake_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 2.0
+    max_handshakes: Annotated[int, msgspec.Meta(ge=1)] = 64
     token_file: FilePath | None = None
     tls_cert: FilePath | None = None
     tls_key: FilePath | None = None

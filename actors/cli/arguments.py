@@ -20,6 +20,7 @@ __all__ = [
     "add_file_options",
     "at_least",
     "file_mode",
+    "positive_seconds",
     "server_address",
 ]
 
@@ -89,6 +90,17 @@ def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0 (``2``, ``0.5``), else a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text}")
+    return value
 
 
 def server_address(value: str) -> str:

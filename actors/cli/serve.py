@@ -18,7 +18,7 @@ import re
 
 import trio
 
-from podium.actors.cli.arguments import add_command, at_least, file_mode
+from podium.actors.cli.arguments import add_command, at_least, file_mode, positive_seconds
 from podium.actors.cli.config import configured, podium_version
 from podium.actors.cli.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err
 from podium.actors.daemon.logs import configure as configure_logging
@@ -156,6 +156,9 @@ def _add_access_and_limits(parser: argparse.ArgumentParser) -> None:
         ("--max-watchers", "maxWatchers", 1, None),
         ("--watch-buffer", "watchBuffer", 1, None),
         ("--max-frame-bytes", "maxFrameBytes", 1024, 2**32 - 1),
+        ("--max-outbox-bytes", "maxOutboxBytes", 1024, None),
+        ("--max-buffered-bytes", "maxBufferedBytes", 1024, None),
+        ("--max-handshakes", "maxHandshakes", 1, None),
     ):
         default = getattr(defaults, _snake(key))
         limits.add_argument(
@@ -164,6 +167,15 @@ def _add_access_and_limits(parser: argparse.ArgumentParser) -> None:
             metavar="N",
             help=f"podium.{key} (default {default})",
         )
+    limits.add_argument(
+        "--handshake-timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help=(
+            "podium.handshakeTimeoutSeconds: how long a new connection has to send its hello "
+            f"(default {defaults.handshake_timeout_seconds:g})"
+        ),
+    )
 
 
 def _snake(camel: str) -> str:

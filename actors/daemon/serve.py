@@ -371,6 +371,10 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
                         max_in_flight=settings.max_in_flight_per_connection,
                         max_watchers=settings.max_watchers,
                         watch_buffer=settings.watch_buffer,
+                        max_outbox_bytes=settings.max_outbox_bytes,
+                        max_buffered_bytes=settings.max_buffered_bytes,
+                        handshake_seconds=settings.handshake_timeout_seconds,
+                        max_handshakes=settings.max_handshakes,
                         tokens=tokens,
                         tracing=tracing,
                     )

@@ -22,17 +22,22 @@ Its life::
     closed                                                  (GOODBYE_SECONDS at most), closed
 
 Limits (docs/protocol.md "Limits"): ``maxFrameBytes`` for a frame in, and a reply out over it
-is replaced by ``too_large``; ``maxInFlightPerConnection`` requests other than watches (the
-reader stops reading until one finishes, so TCP pushes back); ``maxWatchers`` over every
-connection, checked as the reader starts a watch; the outbox holds
-:data:`OUTBOX_PER_REQUEST` frames per request that may be in flight, and a watch forwarder
-waits while it is full.
+is replaced by ``too_large``; ``maxInFlightPerConnection`` requests other than watches, each
+holding its slot until its reply is in the outbox (the reader stops reading until one is, so
+TCP pushes back); ``maxWatchers`` over every connection, checked as the reader starts a watch;
+the outbox is bounded in bytes, ``maxOutboxBytes`` for the connection and ``maxBufferedBytes``
+over every connection (:class:`Outboxes`): a reply or a watch's event is encoded only once
+there is room, so a client that never reads holds at most its outbox, one frame over it, and
+its requests in flight (decoded, sharing the store's objects); its watches then fall behind and
+are cut off by ``watchBuffer``. ``handshakeTimeoutSeconds`` for the hello, and the gateway
+closes the oldest connection still without one past ``maxHandshakes``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from typing import Protocol
 
 import trio
@@ -56,29 +61,59 @@ from podium.protocol.wire import (
     ServerMessage,
     Watch,
 )
-from podium.store.mailbox import receive_batch, send
+from podium.store.mailbox import receive_batch
 
 __all__ = [
+    "BUFFERED_BYTES",
     "GOODBYE_SECONDS",
     "HANDSHAKE_SECONDS",
-    "OUTBOX_PER_REQUEST",
+    "OUTBOX_BYTES",
     "Connection",
+    "Outboxes",
     "Server",
     "receive_frame",
 ]
 
 log = logging.getLogger("podium.gateway")
 
-HANDSHAKE_SECONDS = 10.0
-"""How long a new connection is given to send its hello."""
+HANDSHAKE_SECONDS = 2.0
+"""Default ``podium.handshakeTimeoutSeconds``: how long a new connection is given to send its
+hello."""
 GOODBYE_SECONDS = 1.0
 """How long a closing connection's writer is given to flush what is queued."""
-OUTBOX_PER_REQUEST = 4
-"""A connection's outbox holds this many frames per request it may have in flight (1024 by
-default); a watch forwarder waits when it is full, so a client that does not read fills its
-watch's buffer and is cut off."""
+OUTBOX_BYTES = 4 * 1024 * 1024
+"""Default ``podium.maxOutboxBytes``: bytes one connection may have waiting to be written."""
+BUFFERED_BYTES = 64 * 1024 * 1024
+"""Default ``podium.maxBufferedBytes``: bytes every connection together may have waiting."""
 WRITE_BATCH = 256
 """Frames the writer joins into one ``send_all`` at most."""
+
+
+class Outboxes:
+    """The bytes waiting to be written, over every connection (``podium.maxBufferedBytes``).
+
+    A connection takes room before it queues a frame and gives it back once the frame is
+    written; a connection with nothing waiting always gets room for one frame, so no
+    connection waits for ever on the others.
+    """
+
+    def __init__(self, limit: int = BUFFERED_BYTES) -> None:
+        self.limit = limit
+        self.used = 0
+        self._lot = trio.lowlevel.ParkingLot()
+
+    def take(self, size: int) -> None:
+        self.used += size
+
+    def give(self, size: int) -> None:
+        full = self.used >= self.limit
+        self.used -= size
+        if full and self.used < self.limit:
+            self._lot.unpark_all()
+
+    async def wait(self) -> None:
+        """Until some connection gives room back."""
+        await self._lot.park()
 
 
 class Server(Protocol):
@@ -112,6 +147,25 @@ class Server(Protocol):
     @property
     def max_watchers(self) -> int:
         """``podium.maxWatchers``."""
+        ...
+
+    @property
+    def max_outbox_bytes(self) -> int:
+        """``podium.maxOutboxBytes``."""
+        ...
+
+    @property
+    def outboxes(self) -> Outboxes:
+        """The bytes waiting over every connection (``podium.maxBufferedBytes``)."""
+        ...
+
+    @property
+    def handshake_seconds(self) -> float:
+        """``podium.handshakeTimeoutSeconds``."""
+        ...
+
+    def greeted(self, conn: Connection) -> None:
+        """``conn``'s hello was accepted: it no longer counts against ``maxHandshakes``."""
         ...
 
     def watch_count(self) -> int:
@@ -178,6 +232,8 @@ class Connection:
         self.in_flight = trio.Semaphore(server.max_in_flight)
         self.read_scope = trio.CancelScope()
         self.outbox: trio.MemorySendChannel[bytes] | None = None
+        self.queued = 0  # bytes in the outbox, not yet written
+        self._written = trio.lowlevel.ParkingLot()
 
     def close(self, reason: str, code: ErrorCode = "unavailable") -> None:
         """End the connection: stop reading and serving, tell the client ``reason``."""
@@ -197,9 +253,8 @@ class Connection:
         """Serve the connection until the peer leaves or it is closed (see the module's
         drawing)."""
         reader = FrameReader(self.server.max_frame_bytes)
-        outbox, pending = trio.open_memory_channel[bytes](
-            OUTBOX_PER_REQUEST * self.server.max_in_flight
-        )
+        # Unbounded in frames: bounded in bytes by _room before anything is put in it.
+        outbox, pending = trio.open_memory_channel[bytes](math.inf)
         self.outbox = outbox
         async with trio.open_nursery() as outer:
             fatal: ErrorReply | None = None
@@ -207,6 +262,7 @@ class Connection:
                 with self.read_scope:
                     self.codec = await self._handshake(reader)
                     if self.codec is not None:
+                        self.server.greeted(self)
                         outer.start_soon(self._write, pending)
                         fatal = await self._read(reader, self.codec, requests)
                 if fatal is None and self.closing is None:
@@ -225,19 +281,23 @@ class Connection:
                 fatal = ErrorReply(id=-1, code=self.closing_code, message=self.closing)
             if fatal is not None:
                 count_error("frame", fatal.code)
-                await self.send(fatal)
+                await self.send(fatal, wait=False)
             # The writer flushes what is queued, then ends; a peer that reads nothing gets
             # GOODBYE_SECONDS.
             outbox.close()
             outer.cancel_scope.deadline = trio.current_time() + GOODBYE_SECONDS
 
-    async def send(self, msg: ServerMessage) -> None:
-        """Queue one frame for the writer (waits while the outbox is full).
+    async def send(self, msg: ServerMessage, *, wait: bool = True) -> None:
+        """Queue one frame for the writer (waits while the outbox is full, unless ``wait`` is
+        False: the last word of a closing connection goes behind what is queued).
 
         A reply larger than the frame limit (a list of a huge kind) is replaced by a
         ``too_large`` error: the client could not read it.
         """
         assert self.codec is not None and self.outbox is not None
+        # Encoded only once there is room: a request waiting here holds no bytes of its own.
+        if wait:
+            await self.room()
         payload = self.codec.encode(msg)
         limit = self.server.max_frame_bytes
         if len(payload) > limit and not isinstance(msg, ErrorReply):
@@ -252,20 +312,39 @@ class Connection:
                     ),
                 )
             )
-        await self.send_payload(payload)
+        await self.send_payload(payload, wait=wait)
 
-    async def send_payload(self, payload: bytes) -> None:
+    async def send_payload(self, payload: bytes, *, wait: bool = True) -> None:
         """Queue one encoded message for the writer (waits while the outbox is full)."""
         assert self.outbox is not None
+        if wait:
+            await self.room()
+        data = frame(payload)
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
-            await send(self.outbox, frame(payload))
+            self.outbox.send_nowait(data)
+            self.queued += len(data)
+            self.server.outboxes.take(len(data))
+
+    async def room(self) -> None:
+        """Wait until the outbox may take a frame: below ``maxOutboxBytes`` here and below
+        ``maxBufferedBytes`` over every connection, or empty (one frame always fits, so a reply
+        larger than the limits still goes, alone)."""
+        outboxes, limit = self.server.outboxes, self.server.max_outbox_bytes
+        while self.queued:
+            if self.queued >= limit:
+                await self._written.park()
+            elif outboxes.used >= outboxes.limit:
+                await outboxes.wait()
+            else:
+                return
 
     # ------------------------------------------------------------------ hello
 
     async def _handshake(self, reader: FrameReader) -> Codec | None:
         """Read the hello and answer it; the codec it chose, or None once refused."""
         error: ErrorReply | None = None
-        with trio.move_on_after(HANDSHAKE_SECONDS):
+        seconds = self.server.handshake_seconds
+        with trio.move_on_after(seconds):
             try:
                 payload = await receive_frame(self.stream, reader)
                 if payload is None:
@@ -297,7 +376,7 @@ class Connection:
                 error = ErrorReply(id=-1, code=exc.code, message=str(exc))
         if error is None:
             error = ErrorReply(
-                id=-1, code="invalid", message=f"no hello within {HANDSHAKE_SECONDS:g} seconds"
+                id=-1, code="invalid", message=f"no hello within {seconds:g} seconds"
             )
         count_error("frame", error.code)
         await self.stream.send_all(frame(encode_hello(error)))
@@ -317,9 +396,20 @@ class Connection:
     # ------------------------------------------------------------------ frames in and out
 
     async def _write(self, pending: trio.MemoryReceiveChannel[bytes]) -> None:
-        async with pending:
-            while (frames := await receive_batch(pending, limit=WRITE_BATCH)) is not None:
-                await self.stream.send_all(b"".join(frames))
+        outboxes = self.server.outboxes
+        try:
+            async with pending:
+                while (frames := await receive_batch(pending, limit=WRITE_BATCH)) is not None:
+                    data = b"".join(frames)
+                    await self.stream.send_all(data)
+                    self.queued -= len(data)
+                    outboxes.give(len(data))
+                    self._written.unpark_all()
+        finally:
+            # Whatever was never written (the peer left, the goodbye ran out) is let go.
+            outboxes.give(self.queued)
+            self.queued = 0
+            self._written.unpark_all()
 
     async def _read(
         self, reader: FrameReader, codec: Codec, requests: trio.Nursery
@@ -379,9 +469,12 @@ class Connection:
                 # A watch holds no in-flight slot: it lasts, and maxWatchers bounds it.
                 requests.start_soon(self._request, msg, False)
                 continue
-            # At most max_in_flight requests at once: a client that pipelines without
-            # reading waits here (and TCP pushes back) instead of growing the daemon's memory.
+            # At most max_in_flight requests at once, each holding its slot until its reply
+            # is in the outbox, and nothing read while the outbox is full: a client that
+            # pipelines without reading waits here (and TCP pushes back) instead of growing
+            # the daemon's memory.
             await self.in_flight.acquire()
+            await self.room()
             requests.start_soon(self._request, msg, True)
 
     # ------------------------------------------------------------------ requests
@@ -389,13 +482,13 @@ class Connection:
     async def _request(self, msg: ClientMessage, counted: bool) -> None:
         try:
             answer = await self._answer(msg)
+            if answer is not None:
+                if isinstance(answer, ErrorReply):
+                    count_error(request_type(msg), answer.code)
+                await self.send(answer)
         finally:
             if counted:
                 self.in_flight.release()
-        if answer is not None:
-            if isinstance(answer, ErrorReply):
-                count_error(request_type(msg), answer.code)
-            await self.send(answer)
 
     async def _answer(self, msg: ClientMessage) -> ServerMessage | None:
         """The server's answer to ``msg``; an error it raised is answered here (the request

@@ -18,8 +18,10 @@ serves them, a module per part::
 
 Limits (``podium:`` keys, docs/protocol.md "Limits"): ``maxConnections`` (one more is told
 ``unavailable: connection limit N reached`` in place of its HelloReply and closed);
-``maxFrameBytes``, ``maxInFlightPerConnection`` and ``maxWatchers`` (connection.py);
-``watchBuffer`` (watch.py).
+``maxHandshakes`` (one more connection without a hello closes the oldest such);
+``maxFrameBytes``, ``maxInFlightPerConnection``, ``maxWatchers``, ``maxOutboxBytes``,
+``maxBufferedBytes`` and ``handshakeTimeoutSeconds`` (connection.py); ``watchBuffer``
+(watch.py).
 
 Access (docs/protocol.md "Access", access.py): with ``tokens``, a connection from a listener
 that is not ``tokenless`` must present one of them in its hello; a token revoked by a reload of
@@ -49,7 +51,15 @@ from typing import assert_never
 import trio
 
 from podium.actors.gateway.access import peer_address, tls_failure
-from podium.actors.gateway.connection import GOODBYE_SECONDS, Connection, receive_frame
+from podium.actors.gateway.connection import (
+    BUFFERED_BYTES,
+    GOODBYE_SECONDS,
+    HANDSHAKE_SECONDS,
+    OUTBOX_BYTES,
+    Connection,
+    Outboxes,
+    receive_frame,
+)
 from podium.actors.gateway.counters import count_error
 from podium.actors.gateway.dispatch import Dispatcher
 from podium.actors.gateway.watch import (
@@ -70,7 +80,7 @@ from podium.protocol.wire import ClientMessage, ErrorReply, ServerMessage
 from podium.store.mail import Committed, Recovered
 from podium.store.mailbox import reply
 
-__all__ = ["IN_FLIGHT", "MAX_CONNECTIONS", "MAX_WATCHERS", "Gateway"]
+__all__ = ["IN_FLIGHT", "MAX_CONNECTIONS", "MAX_HANDSHAKES", "MAX_WATCHERS", "Gateway"]
 
 log = logging.getLogger("podium.gateway")
 
@@ -81,6 +91,10 @@ IN_FLIGHT = 256
 once (watches aside: they are bounded by ``maxWatchers``)."""
 MAX_WATCHERS = 1024
 """Default ``podium.maxWatchers``: watches open at once, over every connection."""
+MAX_HANDSHAKES = 64
+"""Default ``podium.maxHandshakes``: connections accepted that have not sent their hello yet;
+one more closes the oldest of them (a crowd of silent sockets holds at most this many slots,
+each for ``handshakeTimeoutSeconds`` at most)."""
 REJECT_SECONDS = 1.0
 """How long a connection over the limit is given to send its hello before it is told why it
 is refused (reading the hello first spares the client a reset that would hide the message)."""
@@ -103,6 +117,13 @@ class Gateway:
             (``podium.maxInFlightPerConnection``).
         max_watchers: watches open at once, over every connection (``podium.maxWatchers``).
         watch_buffer: events a watch may have waiting (``podium.watchBuffer``).
+        max_outbox_bytes: bytes one connection may have waiting to be written
+            (``podium.maxOutboxBytes``).
+        max_buffered_bytes: the same over every connection (``podium.maxBufferedBytes``).
+        handshake_seconds: how long a new connection has to send its hello
+            (``podium.handshakeTimeoutSeconds``).
+        max_handshakes: connections without a hello yet; one more closes the oldest
+            (``podium.maxHandshakes``).
         tokens: the access tokens (``podium.tokenFile``), or None: no token is asked for.
         tracing: a span per Put, carried with its write so pod attempts link to it.
     """
@@ -119,6 +140,10 @@ class Gateway:
         max_in_flight: int = IN_FLIGHT,
         max_watchers: int = MAX_WATCHERS,
         watch_buffer: int = WATCH_BUFFER,
+        max_outbox_bytes: int = OUTBOX_BYTES,
+        max_buffered_bytes: int = BUFFERED_BYTES,
+        handshake_seconds: float = HANDSHAKE_SECONDS,
+        max_handshakes: int = MAX_HANDSHAKES,
         tokens: Sequence[AccessToken] | None = None,
         tracing: Tracing = DISABLED,
     ) -> None:
@@ -130,6 +155,12 @@ class Gateway:
         self._max_connections = max_connections
         self._max_in_flight = max_in_flight
         self._max_watchers = max_watchers
+        self._max_outbox_bytes = max_outbox_bytes
+        self._outboxes = Outboxes(max_buffered_bytes)
+        self._handshake_seconds = handshake_seconds
+        self._max_handshakes = max_handshakes
+        # Connections without a hello yet, oldest first (a dict keeps insertion order).
+        self._handshaking: dict[Connection, None] = {}
         self._tokens = tuple(tokens) if tokens is not None else None
         self._hub = Hub(watch_buffer)
         self._ids = itertools.count(1)
@@ -174,6 +205,21 @@ class Gateway:
     @property
     def max_watchers(self) -> int:
         return self._max_watchers
+
+    @property
+    def max_outbox_bytes(self) -> int:
+        return self._max_outbox_bytes
+
+    @property
+    def outboxes(self) -> Outboxes:
+        return self._outboxes
+
+    @property
+    def handshake_seconds(self) -> float:
+        return self._handshake_seconds
+
+    def greeted(self, conn: Connection) -> None:
+        self._handshaking.pop(conn, None)
 
     @property
     def ready(self) -> bool:
@@ -312,6 +358,20 @@ class Gateway:
         )
         self._connections.add(conn)
         metrics.PROTOCOL_CONNECTIONS.inc()
+        if len(self._handshaking) >= self._max_handshakes:
+            # A crowd of silent sockets must not keep a real client out: the one that has been
+            # silent longest makes room.
+            oldest = next(iter(self._handshaking))
+            del self._handshaking[oldest]
+            log.warning(
+                "%d connections are waiting for their hello (podium.maxHandshakes): closing "
+                "the oldest, connection %d from %s",
+                self._max_handshakes,
+                oldest.conn_id,
+                oldest.peer,
+            )
+            oldest.close(f"{self._max_handshakes} connections were waiting for their hello")
+        self._handshaking[conn] = None
         return conn
 
     async def _connection(self, conn: Connection) -> None:
@@ -339,6 +399,7 @@ class Gateway:
             log.exception("connection %d failed", conn.conn_id)
         finally:
             self._connections.discard(conn)
+            self._handshaking.pop(conn, None)
             metrics.PROTOCOL_CONNECTIONS.dec()
 
     async def _reject(self, stream: trio.abc.Stream) -> None:

@@ -19,6 +19,7 @@ import trio.testing
 from builders import make_node, make_pod
 
 from podium.actors.core.generic_scheduler import ScheduleResult
+from podium.actors.gateway.connection import Outboxes
 from podium.actors.gateway.gateway import Gateway
 from podium.actors.gateway.watch import AddWatch, Hub, HubMsg
 from podium.actors.mail import (
@@ -165,9 +166,13 @@ Fake = Callable[[trio.MemoryReceiveChannel[Any]], Awaitable[None]]
 
 @asynccontextmanager
 async def _gateway(
-    store: Fake, scheduler: Fake = _unused, **limits: int
+    store: Fake,
+    scheduler: Fake = _unused,
+    pair: Callable[[], tuple[trio.abc.Stream, trio.abc.Stream]] = trio.testing.memory_stream_pair,
+    **limits: int,
 ) -> AsyncIterator[tuple[Gateway, Peer]]:
-    """A gateway whose store and scheduler are the fakes given, with one client connected."""
+    """A gateway whose store and scheduler are the fakes given, with one client connected
+    (``pair``: lockstep_stream_pair for a client whose reads the test decides)."""
     store_tx, store_rx = trio.open_memory_channel[StoreMsg](math.inf)
     scheduler_tx, scheduler_rx = trio.open_memory_channel[SchedulerMsg](math.inf)
     hub_tx, hub_rx = trio.open_memory_channel[HubMsg](math.inf)
@@ -178,7 +183,7 @@ async def _gateway(
         cache=trio.open_memory_channel[CacheMsg](1)[0],
     )
     gateway = Gateway(hub_rx, hub_tx, handles, server_version="test", **limits)
-    client, server = trio.testing.memory_stream_pair()
+    client, server = pair()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(store, store_rx)
         nursery.start_soon(scheduler, scheduler_rx)
@@ -252,6 +257,126 @@ async def test_watches_hold_no_in_flight_slot() -> None:
             "continue": "",
             "remaining": 0,
         }
+
+
+@dataclass
+class BigReads:
+    """A store that answers each ReadObjects at once with one pod of ~4 KiB."""
+
+    answered: int = 0
+
+    async def run(self, inbox: trio.MemoryReceiveChannel[StoreMsg]) -> None:
+        pod = make_pod("big").annotation("bulk", "x" * 4096).obj()
+        async for msg in inbox:
+            assert isinstance(msg, ReadObjects), msg
+            self.answered += 1
+            msg.reply.send_nowait(ReadResult(revision=1, items=[pod]))
+
+
+async def test_a_peer_that_does_not_read_stops_its_reader_at_its_outbox_bytes() -> None:
+    # Issue 16, point 1: the in-flight slot is held until the reply is in the outbox, and the
+    # outbox is bounded in bytes, so the requests answered while the peer reads nothing are
+    # the ones in flight plus the frame the writer is blocked on.
+    store = BigReads()
+    async with (
+        trio.open_nursery() as nursery,
+        _gateway(
+            store.run,
+            pair=trio.testing.lockstep_stream_pair,
+            max_in_flight=2,
+            max_outbox_bytes=1024,
+        ) as (gateway, peer),
+    ):
+
+        async def pipeline() -> None:
+            for i in range(20):
+                await peer.send({"msg": "get", "id": i, "kind": "Pod", "name": "big"})
+
+        nursery.start_soon(pipeline)
+        await trio.testing.wait_all_tasks_blocked()
+        assert store.answered <= 2 + 1
+        # One frame (over the limit alone) waits for the writer; nothing else is encoded.
+        assert 4096 < gateway.outboxes.used < 2 * 4096
+        answered = set()
+        while len(answered) < 20:
+            reply = await peer.receive()
+            assert reply["msg"] == "get_reply"
+            answered.add(reply["id"])
+        assert answered == set(range(20))
+        await trio.testing.wait_all_tasks_blocked()
+        assert gateway.outboxes.used == 0
+
+
+async def test_the_total_outbox_bytes_wake_a_waiter_once_below_the_limit() -> None:
+    outboxes = Outboxes(100)
+    outboxes.take(60)
+    outboxes.take(60)
+    woken = trio.Event()
+
+    async def waiter() -> None:
+        await outboxes.wait()
+        woken.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiter)
+        await trio.testing.wait_all_tasks_blocked()
+        outboxes.give(10)  # 110: still full
+        await trio.testing.wait_all_tasks_blocked()
+        assert not woken.is_set()
+        outboxes.give(20)  # 90
+        await trio.testing.wait_all_tasks_blocked()
+        assert woken.is_set()
+
+
+# --------------------------------------------------------------------------- the hello
+
+
+class Streams(trio.abc.Listener[trio.abc.Stream]):
+    """A listener that accepts each stream put in it by the test."""
+
+    def __init__(self) -> None:
+        self.tx, self._rx = trio.open_memory_channel[trio.abc.Stream](math.inf)
+
+    async def accept(self) -> trio.abc.Stream:
+        return await self._rx.receive()
+
+    async def aclose(self) -> None:
+        pass
+
+    def connect(self) -> Peer:
+        client, server = trio.testing.memory_stream_pair()
+        self.tx.send_nowait(server)
+        return Peer(client)
+
+
+async def test_past_max_handshakes_the_oldest_connection_without_a_hello_is_closed() -> None:
+    hub_tx, hub_rx = trio.open_memory_channel[HubMsg](math.inf)
+    handles = Handles(
+        store=trio.open_memory_channel[StoreMsg](1)[0],
+        scheduler=trio.open_memory_channel[SchedulerMsg](1)[0],
+        queue=trio.open_memory_channel[QueueMsg](1)[0],
+        cache=trio.open_memory_channel[CacheMsg](1)[0],
+    )
+    gateway = Gateway(
+        hub_rx, hub_tx, handles, server_version="test", max_handshakes=2, handshake_seconds=60
+    )
+    listener = Streams()
+    async with trio.open_nursery() as nursery:
+        hub_tx.send_nowait(Recovered(revision=1, objects=[]))
+        await nursery.start(gateway.run, [listener])
+        greeted = listener.connect()
+        await greeted.send({"msg": "hello", "protocol": 1, "encoding": "json"})
+        assert (await greeted.receive())["msg"] == "hello_reply"
+        silent = [listener.connect() for _ in range(4)]
+        await trio.testing.wait_all_tasks_blocked()
+        # The two oldest silent ones were closed; the greeted one never counted.
+        for peer, closed in zip(silent, (True, True, False, False), strict=True):
+            with trio.move_on_after(1) as waited:
+                assert await peer.stream.receive_some(1) == b""
+            assert waited.cancelled_caught is not closed
+        await silent[3].send({"msg": "hello", "protocol": 1, "encoding": "json"})
+        assert (await silent[3].receive())["msg"] == "hello_reply"
+        nursery.cancel_scope.cancel()
 
 
 # --------------------------------------------------------------------------- simulate

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -185,9 +186,9 @@ def _big_pod(name: str) -> o.Pod:
 async def test_a_watcher_that_never_reads_is_cut_off_and_scheduling_goes_on(
     tmp_path: Path, daemons: Callable[..., Daemon]
 ) -> None:
-    # watchBuffer 8; maxInFlight 4 makes the connection's outbox 16 frames. 120 pods make 240
-    # events of 64 KiB (15 MiB): far more than the socket buffers (4 MiB at most here) hold.
-    d = daemons("--watch-buffer", "8", "--max-in-flight", "4")
+    # watchBuffer 8; an outbox of 256 KiB holds four events. 120 pods make 240 events of
+    # 64 KiB (15 MiB): far more than the outbox and the socket buffers (4 MiB at most) hold.
+    d = daemons("--watch-buffer", "8", "--max-outbox-bytes", str(256 * 1024))
     pods = 120
     with trio.fail_after(25), _raw(d.address, receive_buffer=4096) as slow:
         async with connect(d.address) as cl:
@@ -250,3 +251,129 @@ async def test_one_large_put_does_not_cut_off_a_watcher_that_keeps_up(
             names = [(await events.__anext__()).name for _ in range(50)]
             assert names == [f"n{i}" for i in range(50)]
             assert (await cl.stats()).watchers == 1
+
+
+# --------------------------------------------------------------------------- the hello
+
+
+async def test_silent_sockets_cannot_keep_a_client_out(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    # Issue 16, point 8: sockets that send one byte held every connection slot for the
+    # handshake timeout. Here 80 of them against 70 slots and a timeout of a minute: only
+    # maxHandshakes (8) of them are kept, the oldest closed first, and a client gets in.
+    d = daemons("--max-connections", "70", "--max-handshakes", "8", "--handshake-timeout", "60")
+    silent: list[socket.socket] = []
+    try:
+        for _ in range(80):
+            sock = _raw(d.address)
+            sock.sendall(b"\x00")
+            silent.append(sock)
+        with trio.fail_after(2):
+            async with connect(d.address) as cl:
+                stats = await cl.stats()
+        # The client, and at most 8 silent sockets still waiting for their hello.
+        assert stats.connections <= 1 + 8
+        # The oldest were closed first (without a word: they never said which encoding).
+        silent[0].settimeout(5)
+        assert silent[0].recv(1) == b""
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+async def test_a_connection_without_a_hello_is_closed_after_the_handshake_timeout(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    d = daemons("--handshake-timeout", "0.5")
+    with _raw(d.address) as sock:  # its reads time out after 10 s
+        started = time.monotonic()
+        sock.sendall(b"\x00")
+        error = _json(sock)
+        assert (error["msg"], error["id"], error["code"], error["message"]) == (
+            "error",
+            -1,
+            "invalid",
+            "no hello within 0.5 seconds",
+        )
+        assert 0.4 < time.monotonic() - started < 3
+
+
+# --------------------------------------------------------------------------- bytes waiting
+
+MiB = 1024 * 1024
+
+
+def _rss(pid: int) -> int:
+    """The daemon's resident memory now (VmRSS of /proc/PID/status), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def _pipeline(sock: socket.socket, data: bytes, seconds: float) -> int:
+    """Send as much of ``data`` as the daemon takes in ``seconds`` (never reading); the bytes
+    sent."""
+    sock.settimeout(0.2)
+    sent = 0
+    deadline = time.monotonic() + seconds
+    while sent < len(data) and time.monotonic() < deadline:
+        try:
+            sent += sock.send(data[sent : sent + 65536])
+        except TimeoutError:
+            continue
+    return sent
+
+
+async def test_a_client_that_pipelines_and_never_reads_holds_only_its_outbox(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    # Issue 16, point 1: 60 000 gets of a ~200 KB pod (12 GB of replies) on a connection that
+    # never reads took the daemon from 62 MiB to 2.9 GiB, and kept 2.8 GiB after it left.
+    outbox, total = 4 * MiB, 16 * MiB
+    d = daemons("--max-outbox-bytes", str(outbox), "--max-buffered-bytes", str(total))
+    with trio.fail_after(60):
+        async with connect(d.address) as cl:
+            await cl.put([make_pod("big").annotation("bulk", "x" * 200_000).obj()])
+            for _ in range(20):
+                assert len((await cl.get("Pod", "big", "default")).items) == 1
+            baseline = _rss(d.pid)
+            greedy = _raw(d.address, receive_buffer=4096)
+            with greedy:
+                greedy.sendall(HELLO)
+                assert _json(greedy)["msg"] == "hello_reply"
+                gets = b"".join(
+                    frame(
+                        json.dumps({"msg": "get", "id": i, "kind": "Pod", "name": "big"}).encode()
+                    )
+                    for i in range(1, 60_001)
+                )
+                peak = baseline
+                async with trio.open_nursery() as nursery:
+                    sent: list[int] = []
+
+                    async def pipeline() -> None:
+                        sent.append(await trio.to_thread.run_sync(_pipeline, greedy, gets, 5.0))
+
+                    nursery.start_soon(pipeline)
+                    # Meanwhile another client is answered promptly, again and again.
+                    while not sent:
+                        with trio.fail_after(2):
+                            assert (await cl.get("Pod", "big", "default")).items
+                            assert (await cl.stats()).connections == 2
+                        peak = max(peak, _rss(d.pid))
+                        await trio.sleep(0.05)
+                # The daemon stopped reading: the client could not hand over its 60 000 gets.
+                assert sent[0] < len(gets)
+                peak = max(peak, _rss(d.pid))
+                assert peak - baseline < outbox + 24 * MiB, (baseline, peak)
+            # The greedy client leaves: its outbox and its requests are let go.
+
+            async def one_connection_left() -> None:
+                assert (await cl.stats()).connections == 1
+
+            await _eventually(one_connection_left)
+            after = _rss(d.pid)
+            assert after - baseline < 16 * MiB, (baseline, peak, after)
+            assert len((await cl.get("Pod", "big", "default")).items) == 1

@@ -171,6 +171,12 @@ def test_the_access_and_limit_keys_have_documented_defaults() -> None:
         s.insecure_plaintext,
         s.unix_mode,
     ) == (16 * 1024 * 1024, 1024, 256, 1024, 4096, None, None, None, False, "0600")
+    assert (
+        s.max_outbox_bytes,
+        s.max_buffered_bytes,
+        s.handshake_timeout_seconds,
+        s.max_handshakes,
+    ) == (4 * 1024 * 1024, 64 * 1024 * 1024, 2.0, 64)
 
 
 def test_access_files_are_relative_to_the_config_file() -> None:
@@ -211,6 +217,14 @@ def test_access_files_are_relative_to_the_config_file() -> None:
         ({"unixMode": "0999"}, "podium.unixMode", "Expected `str` matching regex"),
         ({"tokenFile": ""}, "podium.tokenFile", "Expected `str` of length >= 1"),
         ({"maxWatcher": 3}, "podium.maxWatcher", "unknown key; did you mean maxWatchers?"),
+        ({"maxOutboxBytes": 100}, "podium.maxOutboxBytes", "Expected `int` >= 1024"),
+        ({"maxBufferedBytes": 0}, "podium.maxBufferedBytes", "Expected `int` >= 1024"),
+        ({"maxHandshakes": 0}, "podium.maxHandshakes", "Expected `int` >= 1"),
+        (
+            {"handshakeTimeoutSeconds": 0},
+            "podium.handshakeTimeoutSeconds",
+            "Expected `float` > 0",
+        ),
     ],
 )
 def test_bad_access_and_limit_keys_name_the_key(
@@ -243,8 +257,14 @@ def test_serve_flags_override_the_file(tmp_path: Path) -> None:
         "--tls-key", "k.pem",
         "--insecure-plaintext",
         "--unix-mode", "660",
+        "--max-outbox-bytes", "65536",
+        "--max-buffered-bytes", "1048576",
+        "--max-handshakes", "8",
+        "--handshake-timeout", "0.5",
     )  # fmt: skip
     p = configured(args).podium
+    assert (p.max_outbox_bytes, p.max_buffered_bytes) == (65536, 1048576)
+    assert (p.max_handshakes, p.handshake_timeout_seconds) == (8, 0.5)
     assert (p.max_connections, p.max_watchers, p.max_in_flight_per_connection) == (20, 5, 8)
     assert (p.watch_buffer, p.max_frame_bytes) == (64, 65536)
     assert (p.token_file, p.tls_cert, p.tls_key) == ("cli-tokens", "c.pem", "k.pem")
@@ -260,6 +280,11 @@ def test_serve_flags_override_the_file(tmp_path: Path) -> None:
         ["--max-watchers", "many"],
         ["--max-frame-bytes", "100"],
         ["--unix-mode", "rw-------"],
+        ["--max-outbox-bytes", "10"],
+        ["--max-handshakes", "0"],
+        ["--handshake-timeout", "0"],
+        ["--handshake-timeout", "soon"],
+        ["--handshake-timeout", "inf"],
     ],
 )
 def test_bad_serve_flags_are_usage_errors(
