@@ -100,20 +100,23 @@ class Outboxes:
     def __init__(self, limit: int = BUFFERED_BYTES) -> None:
         self.limit = limit
         self.used = 0
-        self._lot = trio.lowlevel.ParkingLot()
+        self._waiting: set[trio.lowlevel.ParkingLot] = set()
 
     def take(self, size: int) -> None:
         self.used += size
 
     def give(self, size: int) -> None:
-        full = self.used >= self.limit
         self.used -= size
-        if full and self.used < self.limit:
-            self._lot.unpark_all()
+        if self._waiting and self.used < self.limit:
+            for lot in self._waiting:
+                lot.unpark_all()
+            self._waiting.clear()
 
-    async def wait(self) -> None:
-        """Until some connection gives room back."""
-        await self._lot.park()
+    async def wait(self, lot: trio.lowlevel.ParkingLot) -> None:
+        """Park in ``lot`` (a connection's, also unparked when its own writer drains) until
+        some connection gives room back."""
+        self._waiting.add(lot)
+        await lot.park()
 
 
 class Server(Protocol):
@@ -334,7 +337,7 @@ class Connection:
             if self.queued >= limit:
                 await self._written.park()
             elif outboxes.used >= outboxes.limit:
-                await outboxes.wait()
+                await outboxes.wait(self._written)
             else:
                 return
 

@@ -312,9 +312,10 @@ async def test_the_total_outbox_bytes_wake_a_waiter_once_below_the_limit() -> No
     outboxes.take(60)
     outboxes.take(60)
     woken = trio.Event()
+    lot = trio.lowlevel.ParkingLot()
 
     async def waiter() -> None:
-        await outboxes.wait()
+        await outboxes.wait(lot)
         woken.set()
 
     async with trio.open_nursery() as nursery:
@@ -326,6 +327,28 @@ async def test_the_total_outbox_bytes_wake_a_waiter_once_below_the_limit() -> No
         outboxes.give(20)  # 90
         await trio.testing.wait_all_tasks_blocked()
         assert woken.is_set()
+
+
+async def test_a_connection_waiting_on_the_total_goes_on_once_its_own_outbox_is_written() -> None:
+    # Every connection together is over maxBufferedBytes (another client holds it all), but
+    # this one's writer empties its own outbox: it must not wait for the others.
+    store = BigReads()
+    async with (
+        trio.open_nursery() as nursery,
+        _gateway(store.run, max_in_flight=2, max_buffered_bytes=1024) as (gateway, peer),
+    ):
+        gateway.outboxes.take(10**6)  # the other clients' bytes, never given back here
+
+        async def pipeline() -> None:
+            for i in range(10):
+                await peer.send({"msg": "get", "id": i, "kind": "Pod", "name": "big"})
+
+        nursery.start_soon(pipeline)
+        answered = set()
+        with trio.fail_after(5):
+            while len(answered) < 10:
+                answered.add((await peer.receive())["id"])
+        assert answered == set(range(10))
 
 
 # --------------------------------------------------------------------------- the hello
