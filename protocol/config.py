@@ -274,7 +274,7 @@ def parse_token_file(text: str, *, source: str | None = None) -> tuple[AccessTok
         token, role = fields[0], fields[1]
         name = fields[2] if len(fields) == 3 else where
         if role not in TOKEN_ROLES:
-            problems.append((where, f"role must be read-only or read-write, got {role!r}"))
+            problems.append((where, _bad_role(fields)))
             continue
         if not (token.isascii() and token.isprintable()):
             problems.append((where, "a token must be printable ASCII"))
@@ -304,6 +304,22 @@ def parse_token_file(text: str, *, source: str | None = None) -> tuple[AccessTok
             source=source,
         )
     return tuple(tokens)
+
+
+def _bad_role(fields: Sequence[str]) -> str:
+    """The problem of a line whose second field is not a role, without any field's value: a
+    field out of place may be the token (Kubernetes' tokenfile authenticator, likewise, names
+    the record and never its text: staging/src/k8s.io/apiserver/pkg/authentication/token/
+    tokenfile/tokenfile.go@v1.14.0)."""
+    hidden = "(the values are not shown: one of them may be a token)"
+    if fields[0] in TOKEN_ROLES:
+        return f"the role is in column 1: the columns look swapped, expected TOKEN ROLE [NAME] {hidden}"
+    if fields[-1] in TOKEN_ROLES:
+        return f"the role is in column 3: expected TOKEN ROLE [NAME] {hidden}"
+    return (
+        "column 2 must be the role, read-only or read-write "
+        "(its value is not shown: it may be a token)"
+    )
 
 
 def load_token_file(path: str | os.PathLike[str]) -> tuple[AccessToken, ...]:

@@ -46,6 +46,13 @@ def test_a_token_file_with_comments_blank_lines_and_default_names() -> None:
     assert TOKEN_A not in repr(tokens[0])
 
 
+EXPECTED = "expected TOKEN ROLE [NAME]"
+HIDDEN = "(the values are not shown: one of them may be a token)"
+COLUMN_2 = (
+    "column 2 must be the role, read-only or read-write (its value is not shown: it may be a token)"
+)
+
+
 @dataclass(frozen=True)
 class BadFile:
     name: str
@@ -67,7 +74,39 @@ BAD_FILES = [
     BadFile(
         "an unknown role",
         f"{TOKEN_A} admin\n",
-        [("line 1", "role must be read-only or read-write, got 'admin'")],
+        [("line 1", COLUMN_2)],
+    ),
+    # Issue 16 point 5: a token file whose columns are out of place printed the token in the
+    # error. Kubernetes' tokenfile.go@v1.14.0 names the record, never its text: so here.
+    BadFile(
+        "the columns swapped",
+        f"read-write {TOKEN_A} deployer\n",
+        [("line 1", f"the role is in column 1: the columns look swapped, {EXPECTED} {HIDDEN}")],
+    ),
+    BadFile(
+        "the role and the name swapped",
+        f"{TOKEN_A} deployer read-only\n",
+        [("line 1", f"the role is in column 3: {EXPECTED} {HIDDEN}")],
+    ),
+    BadFile(
+        "a token in the role's column",
+        f"deployer {TOKEN_A}\n",
+        [("line 1", COLUMN_2)],
+    ),
+    BadFile(
+        "two tokens on a line",
+        f"{TOKEN_A} {TOKEN_B}\n",
+        [("line 1", COLUMN_2)],
+    ),
+    BadFile(
+        "too many columns with the token last",
+        f"read-write deployer extra {TOKEN_A}\n",
+        [("line 1", "expected TOKEN ROLE [NAME] (ROLE: read-only or read-write), got 4 fields")],
+    ),
+    BadFile(
+        "the same token twice, swapped the second time",
+        f"{TOKEN_A} read-write\nread-only {TOKEN_A}\n",
+        [("line 2", f"the role is in column 1: the columns look swapped, {EXPECTED} {HIDDEN}")],
     ),
     BadFile(
         "a short token",
@@ -102,7 +141,7 @@ BAD_FILES = [
                 "line 2",
                 "the token is 5 characters; use at least 16 (e.g. `openssl rand -hex 32`)",
             ),
-            ("line 3", "role must be read-only or read-write, got 'writer'"),
+            ("line 3", COLUMN_2),
         ],
     ),
     BadFile(
@@ -119,7 +158,7 @@ def test_bad_token_files_name_the_line(case: BadFile) -> None:
         parse_token_file(case.text, source="tokens")
     assert list(err.value.problems) == case.problems
     assert str(err.value).startswith("tokens: ")
-    for secret in (TOKEN_A, TOKEN_B, "secret"):
+    for secret in (TOKEN_A, TOKEN_B, "secret", "admin", "writer", "deployer"):
         assert secret not in str(err.value)  # a token is never printed
 
 
