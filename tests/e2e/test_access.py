@@ -492,22 +492,23 @@ async def test_a_bad_token_file_never_prints_its_token(
     swapped = tmp_path / "swapped"
     swapped.write_text(f"read-write {RW_TOKEN} deployer\n{RO_TOKEN} dashboard read-only\n")
     swapped.chmod(0o600)
-    refused = subprocess.run(
-        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "none", *_tokens(swapped)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=60,
-        check=False,
-    )
-    assert refused.returncode == 1, refused.stderr
-    assert "line 1: the role is in column 1: the columns look swapped" in refused.stderr
-    assert "line 2: the role is in column 3" in refused.stderr
+    with trio.fail_after(60):
+        refused = await trio.run_process(
+            [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "none", *_tokens(swapped)],
+            capture_stdout=True,
+            capture_stderr=True,
+            cwd=tmp_path,
+            check=False,
+        )
+    stderr = refused.stderr.decode()
+    assert refused.returncode == 1, stderr
+    assert "line 1: the role is in column 1: the columns look swapped" in stderr
+    assert "line 2: the role is in column 3" in stderr
     for secret in (RW_TOKEN, RO_TOKEN):
-        assert secret not in refused.stderr + refused.stdout
+        assert secret not in stderr + refused.stdout.decode()
     # The same file given on SIGHUP: the old tokens stay, the log names the lines only.
     d = start_daemon(*_tokens(token_file))
-    token_file.write_text(swapped.read_text())
+    _files((swapped, token_file))
     d.proc.send_signal(signal.SIGHUP)
 
     async def kept() -> None:
