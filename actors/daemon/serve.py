@@ -17,7 +17,8 @@ token: its file mode is its guard.
 SIGTERM or SIGINT begins a clean shutdown: listeners close, every connection is told
 ``unavailable: podium is shutting down``, the scheduling cycle stops, binds in flight finish,
 and the store closes; after ``shutdownGracePeriodSeconds`` whatever is left is cancelled. Either
-way the exit code is 0. A second signal cancels at once. ``/readyz`` answers 503 from the first
+way the exit code is 0. A second signal cancels at once; one after ``podium stopped`` is
+ignored (the process is exiting: the CLI leaves without tearing the interpreter down). ``/readyz`` answers 503 from the first
 signal on; the HTTP endpoint stops last. SIGHUP reads the token file and the TLS certificate
 and key again (:func:`reload_access`).
 """
@@ -347,6 +348,10 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
     )
     readiness = Readiness(runtime)
     try:
+        # SIGTERM and SIGINT are ignored from here on but for the receiver below, which puts
+        # this back when it closes: a signal after the stop (while the process exits) then
+        # cannot turn a clean exit 0 into a death by signal.
+        _ignore_stop_signals()
         with (
             trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals,
             trio.open_signal_receiver(signal.SIGHUP) as hangups,
@@ -409,6 +414,11 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
         with trio.CancelScope(shield=True):
             await tracing.aclose()  # flush the spans even when the daemon is failing
     log.info("podium stopped")
+
+
+def _ignore_stop_signals() -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 async def _second_signal(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
