@@ -175,6 +175,8 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
             network in plain text).
         unix_mode: the file mode of the Unix socket (octal, default ``0600``: only the daemon's
             user may connect). The Unix socket asks for no token.
+        insecure_metrics: allow serving ``metrics`` (``/metrics`` and the health endpoints,
+            which ask for no token and speak no TLS) beyond loopback.
         tracing: OpenTelemetry settings.
     """
 
@@ -199,6 +201,7 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     tls_key: FilePath | None = None
     insecure_plaintext: bool = False
     unix_mode: Annotated[str, msgspec.Meta(pattern="^0?[0-7]{3}$")] = "0600"
+    insecure_metrics: bool = False
     tracing: TracingSettings = TracingSettings()
 
 

@@ -163,6 +163,14 @@ def _add_access_and_limits(parser: argparse.ArgumentParser) -> None:
         help="allow listening beyond loopback without TLS (podium.insecurePlaintext)",
     )
     access.add_argument(
+        "--insecure-metrics",
+        action="store_true",
+        help=(
+            "allow --metrics beyond loopback: /metrics and the health endpoints ask for no "
+            "token and speak no TLS (podium.insecureMetrics)"
+        ),
+    )
+    access.add_argument(
         "--unix-mode",
         type=file_mode,
         metavar="MODE",

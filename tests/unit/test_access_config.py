@@ -209,7 +209,8 @@ def test_the_access_and_limit_keys_have_documented_defaults() -> None:
         s.tls_key,
         s.insecure_plaintext,
         s.unix_mode,
-    ) == (16 * 1024 * 1024, 1024, 256, 1024, 4096, None, None, None, False, "0600")
+        s.insecure_metrics,
+    ) == (16 * 1024 * 1024, 1024, 256, 1024, 4096, None, None, None, False, "0600", False)
 
 
 def test_access_files_are_relative_to_the_config_file() -> None:
@@ -224,6 +225,7 @@ def test_access_files_are_relative_to_the_config_file() -> None:
                 "tlsCert": "/etc/podium/cert.pem",
                 "tlsKey": "key.pem",
                 "insecurePlaintext": True,
+                "insecureMetrics": True,
                 "unixMode": "0660",
             }
         },
@@ -232,6 +234,7 @@ def test_access_files_are_relative_to_the_config_file() -> None:
     p = config.podium
     assert (p.max_connections, p.max_in_flight_per_connection, p.max_watchers) == (10, 2, 3)
     assert (p.watch_buffer, p.insecure_plaintext, p.unix_mode) == (100, True, "0660")
+    assert p.insecure_metrics
     assert (p.token_file, p.tls_cert, p.tls_key) == (
         "/srv/podium/secrets/tokens",
         "/etc/podium/cert.pem",
@@ -281,6 +284,7 @@ def test_serve_flags_override_the_file(tmp_path: Path) -> None:
         "--tls-cert", "c.pem",
         "--tls-key", "k.pem",
         "--insecure-plaintext",
+        "--insecure-metrics",
         "--unix-mode", "660",
     )  # fmt: skip
     p = configured(args).podium
@@ -290,6 +294,7 @@ def test_serve_flags_override_the_file(tmp_path: Path) -> None:
     assert (p.insecure_plaintext, p.unix_mode) == (True, "660")
     file_only = configured(_serve_args("--config", str(config))).podium
     assert (file_only.token_file, file_only.insecure_plaintext) == (str(tmp_path / "t"), False)
+    assert (p.insecure_metrics, file_only.insecure_metrics) == (True, False)
 
 
 @pytest.mark.parametrize(
@@ -361,6 +366,45 @@ ACCESS_CASES = [
         "beyond loopback in plain text on purpose",
         PodiumSettings(listen="0.0.0.0:7070", token_file="t", insecure_plaintext=True),
         warning="listening on 0.0.0.0:7070 beyond loopback without TLS (--insecure-plaintext)",
+    ),
+    # Issue 16 point 7: the HTTP listener (no token, no TLS) under the protocol's rule, with
+    # loopback decided by the same is_loopback (127.0.0.2 is loopback).
+    AccessCase(
+        "metrics on a second loopback address",
+        PodiumSettings(metrics="127.0.0.2:7071"),
+    ),
+    AccessCase("metrics on ipv6 loopback", PodiumSettings(metrics="[::1]:7071")),
+    AccessCase("metrics off", PodiumSettings(metrics=None)),
+    AccessCase(
+        "metrics beyond loopback",
+        PodiumSettings(metrics="0.0.0.0:7071"),
+        error=(
+            "serving metrics on 0.0.0.0:7071 (beyond loopback) would let anyone read /metrics "
+            "and the health endpoints: they ask for no token and speak no TLS. Serve them on "
+            "loopback (--metrics 127.0.0.1:7071) behind a proxy that does, or give "
+            "--insecure-metrics (podium.insecureMetrics) to accept that"
+        ),
+    ),
+    AccessCase(
+        "metrics beyond loopback even with tokens and TLS for the protocol",
+        PodiumSettings(
+            listen="0.0.0.0:7070",
+            metrics="10.0.0.5:7071",
+            token_file="t",
+            tls_cert="c",
+            tls_key="k",
+        ),
+        error="serving metrics on 10.0.0.5:7071 (beyond loopback) would let anyone read",
+    ),
+    AccessCase(
+        "metrics beyond loopback on purpose",
+        PodiumSettings(metrics="0.0.0.0:7071", insecure_metrics=True),
+        warning="serving metrics on 0.0.0.0:7071 beyond loopback (--insecure-metrics): anyone",
+    ),
+    AccessCase(
+        "metrics on a host name",
+        PodiumSettings(metrics="podium.example:7071", listen=None, unix="/p.sock"),
+        error="serving metrics on podium.example:7071 (beyond loopback)",
     ),
     AccessCase(
         "a certificate without its key",
