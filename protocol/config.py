@@ -182,6 +182,8 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
             network in plain text).
         unix_mode: the file mode of the Unix socket (octal, default ``0600``: only the daemon's
             user may connect). The Unix socket asks for no token.
+        insecure_metrics: allow serving ``metrics`` (``/metrics`` and the health endpoints,
+            which ask for no token and speak no TLS) beyond loopback.
         tracing: OpenTelemetry settings.
     """
 
@@ -210,6 +212,7 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     tls_key: FilePath | None = None
     insecure_plaintext: bool = False
     unix_mode: Annotated[str, msgspec.Meta(pattern="^0?[0-7]{3}$")] = "0600"
+    insecure_metrics: bool = False
     tracing: TracingSettings = TracingSettings()
 
 
@@ -285,7 +288,7 @@ def parse_token_file(text: str, *, source: str | None = None) -> tuple[AccessTok
         token, role = fields[0], fields[1]
         name = fields[2] if len(fields) == 3 else where
         if role not in TOKEN_ROLES:
-            problems.append((where, f"role must be read-only or read-write, got {role!r}"))
+            problems.append((where, _bad_role(fields)))
             continue
         if not (token.isascii() and token.isprintable()):
             problems.append((where, "a token must be printable ASCII"))
@@ -315,6 +318,22 @@ def parse_token_file(text: str, *, source: str | None = None) -> tuple[AccessTok
             source=source,
         )
     return tuple(tokens)
+
+
+def _bad_role(fields: Sequence[str]) -> str:
+    """The problem of a line whose second field is not a role, without any field's value: a
+    field out of place may be the token (Kubernetes' tokenfile authenticator, likewise, names
+    the record and never its text: staging/src/k8s.io/apiserver/pkg/authentication/token/
+    tokenfile/tokenfile.go@v1.14.0)."""
+    hidden = "(the values are not shown: one of them may be a token)"
+    if fields[0] in TOKEN_ROLES:
+        return f"the role is in column 1: the columns look swapped, expected TOKEN ROLE [NAME] {hidden}"
+    if fields[-1] in TOKEN_ROLES:
+        return f"the role is in column 3: expected TOKEN ROLE [NAME] {hidden}"
+    return (
+        "column 2 must be the role, read-only or read-write "
+        "(its value is not shown: it may be a token)"
+    )
 
 
 def load_token_file(path: str | os.PathLike[str]) -> tuple[AccessToken, ...]:

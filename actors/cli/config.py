@@ -55,6 +55,7 @@ def configured(args: argparse.Namespace) -> SchedulerConfig:
             ("tls_cert", getattr(args, "tls_cert", None)),
             ("tls_key", getattr(args, "tls_key", None)),
             ("insecure_plaintext", getattr(args, "insecure_plaintext", None) or None),
+            ("insecure_metrics", getattr(args, "insecure_metrics", None) or None),
             ("unix_mode", getattr(args, "unix_mode", None)),
             ("max_connections", getattr(args, "max_connections", None)),
             ("max_in_flight_per_connection", getattr(args, "max_in_flight", None)),

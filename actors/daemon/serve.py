@@ -7,7 +7,9 @@ start and the store publishes its state, the gateway starts serving, scheduling 
 one JSON line on stdout says where the daemon listens (``{"listen", "unix", "metrics",
 "revision"}``, with the real port when 0 was asked; ``metrics`` null when not served).
 
-Access (docs/protocol.md "Access"): listening beyond loopback needs ``podium.tokenFile``
+Access (docs/protocol.md "Access"): the HTTP listener of ``podium.metrics`` beyond loopback
+needs ``podium.insecureMetrics`` (it asks for no token and speaks no TLS); listening beyond
+loopback needs ``podium.tokenFile``
 (every TCP connection then presents a token) and TLS (``podium.tlsCert``/``tlsKey``: the TCP
 listener is wrapped in trio's SSLListener) unless ``podium.insecurePlaintext`` says to send
 tokens in plain text; :func:`check_access` refuses anything else before a socket is bound.
@@ -17,7 +19,8 @@ token: its file mode is its guard.
 SIGTERM or SIGINT begins a clean shutdown: listeners close, every connection is told
 ``unavailable: podium is shutting down``, the scheduling cycle stops, binds in flight finish,
 and the store closes; after ``shutdownGracePeriodSeconds`` whatever is left is cancelled. Either
-way the exit code is 0. A second signal cancels at once. ``/readyz`` answers 503 from the first
+way the exit code is 0. A second signal cancels at once; one after ``podium stopped`` is
+ignored (the process is exiting: the CLI leaves without tearing the interpreter down). ``/readyz`` answers 503 from the first
 signal on; the HTTP endpoint stops last. SIGHUP reads the token file and the TLS certificate
 and key again (:func:`reload_access`).
 """
@@ -105,11 +108,12 @@ def check_access(settings: PodiumSettings) -> list[str]:
     Raises:
         ValueError: a TLS certificate without its key (or the reverse); a TCP listener beyond
             loopback without a token file; or beyond loopback without TLS and without
-            ``insecurePlaintext``.
+            ``insecurePlaintext``; the HTTP listener of ``metrics`` beyond loopback without
+            ``insecureMetrics``.
     """
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise ValueError("give both --tls-cert and --tls-key (podium.tlsCert, podium.tlsKey)")
-    warnings: list[str] = []
+    warnings = _check_metrics_access(settings)
     if settings.listen is None:
         if settings.tls_cert is not None:
             warnings.append("--tls-cert is set but TCP is off (--listen none): TLS is unused")
@@ -134,6 +138,25 @@ def check_access(settings: PodiumSettings) -> list[str]:
             "(--insecure-plaintext): tokens and objects cross the network in plain text"
         )
     return warnings
+
+
+def _check_metrics_access(settings: PodiumSettings) -> list[str]:
+    """The HTTP listener under the protocol's rule: loopback only, unless the operator accepts
+    an open port. (It asks for no token and speaks no TLS: ``/metrics`` shows every plugin's
+    failures, the queue and the store's revision, and its rendering costs a worker thread.)"""
+    if settings.metrics is None or is_loopback(parse_address(settings.metrics)[0]):
+        return []
+    if not settings.insecure_metrics:
+        raise ValueError(
+            f"serving metrics on {settings.metrics} (beyond loopback) would let anyone read "
+            "/metrics and the health endpoints: they ask for no token and speak no TLS. Serve "
+            "them on loopback (--metrics 127.0.0.1:7071) behind a proxy that does, or give "
+            "--insecure-metrics (podium.insecureMetrics) to accept that"
+        )
+    return [
+        f"serving metrics on {settings.metrics} beyond loopback (--insecure-metrics): anyone "
+        "who reaches the port reads /metrics, without a token or TLS"
+    ]
 
 
 def server_ssl_context(cert: str, key: str) -> ssl.SSLContext:
@@ -347,6 +370,10 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
     )
     readiness = Readiness(runtime)
     try:
+        # SIGTERM and SIGINT are ignored from here on but for the receiver below, which puts
+        # this back when it closes: a signal after the stop (while the process exits) then
+        # cannot turn a clean exit 0 into a death by signal.
+        _ignore_stop_signals()
         with (
             trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals,
             trio.open_signal_receiver(signal.SIGHUP) as hangups,
@@ -413,6 +440,11 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
         with trio.CancelScope(shield=True):
             await tracing.aclose()  # flush the spans even when the daemon is failing
     log.info("podium stopped")
+
+
+def _ignore_stop_signals() -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 async def _second_signal(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:

@@ -479,3 +479,47 @@ async def test_the_unix_socket_is_created_with_the_configured_mode(
     listener = await _open_unix_listener(path, mode)
     async with listener:
         assert stat.S_IMODE(os.stat(path).st_mode) == mode
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+async def test_a_bad_token_file_never_prints_its_token(
+    tmp_path: Path, token_file: Path, start_daemon: StartDaemon
+) -> None:
+    """Issue 16 point 5: a token file with its columns swapped printed the token in the error,
+    at start and on SIGHUP. Now the line and the column are named, the token never."""
+    swapped = tmp_path / "swapped"
+    swapped.write_text(f"read-write {RW_TOKEN} deployer\n{RO_TOKEN} dashboard read-only\n")
+    swapped.chmod(0o600)
+    with trio.fail_after(60):
+        refused = await trio.run_process(
+            [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "none", *_tokens(swapped)],
+            capture_stdout=True,
+            capture_stderr=True,
+            cwd=tmp_path,
+            check=False,
+        )
+    stderr = refused.stderr.decode()
+    assert refused.returncode == 1, stderr
+    assert "line 1: the role is in column 1: the columns look swapped" in stderr
+    assert "line 2: the role is in column 3" in stderr
+    for secret in (RW_TOKEN, RO_TOKEN):
+        assert secret not in stderr + refused.stdout.decode()
+    # The same file given on SIGHUP: the old tokens stay, the log names the lines only.
+    d = start_daemon(*_tokens(token_file))
+    _files((swapped, token_file))
+    d.proc.send_signal(signal.SIGHUP)
+
+    async def kept() -> None:
+        if not any("kept the old tokens" in line for line in d.log):
+            raise ClientConnectionError("not yet")
+
+    await _eventually(kept)
+    async with connect(d.address, token=RW_TOKEN) as deployer:  # still the old file's token
+        assert (await deployer.stats()).nodes == 0
+    code, err = d.stop()
+    assert code == 0, err
+    assert "line 1: the role is in column 1: the columns look swapped" in err
+    for secret in (RW_TOKEN, RO_TOKEN):
+        assert secret not in err

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from daemon import PODIUM, Daemon
+from daemon import PODIUM, Daemon, StartDaemon
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -93,3 +93,49 @@ def test_metrics_after_applying_the_example_cluster(daemon: Daemon) -> None:
     assert sample(text, 'scheduler_scheduler_cache_size{type="nodes"}') >= 1
     assert sample(text, "podium_store_revision") >= 1
     assert sample(text, 'scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"}') >= 1
+
+
+def test_metrics_beyond_loopback_is_refused_unless_the_operator_accepts_it(
+    tmp_path: Path, start_daemon: StartDaemon
+) -> None:
+    """Issue 16 point 7: ``--metrics`` bound beyond loopback with no token or TLS. Now the
+    protocol listener's rule (docs/protocol.md "Access", the same ``is_loopback``): refused at
+    start with exit 2 unless ``--insecure-metrics`` says the operator accepts an open port."""
+    refused = subprocess.run(
+        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "0.0.0.0:0", "--db", "r.db"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert (
+        "error: serving metrics on 0.0.0.0:0 (beyond loopback) would let anyone read /metrics "
+        "and the health endpoints: they ask for no token and speak no TLS. Serve them on "
+        "loopback (--metrics 127.0.0.1:7071) behind a proxy that does, or give "
+        "--insecure-metrics (podium.insecureMetrics) to accept that"
+    ) in refused.stderr
+    assert not refused.stdout  # no ready line: nothing was bound
+    assert not (tmp_path / "r.db").exists()
+    # A second loopback address is loopback, as for the protocol listener.
+    second = start_daemon(
+        "--metrics", "127.0.0.2:0", "--db", "second.db", "--unix", str(tmp_path / "second.sock")
+    )
+    assert second.metrics.startswith("127.0.0.2:")
+    assert get(second, "/healthz")[::2] == (200, b"ok")
+    # Accepted on purpose: served on every address, with a warning in the log.
+    open_port = start_daemon(
+        "--metrics", "0.0.0.0:0", "--insecure-metrics", "--db", "open.db",
+        "--unix", str(tmp_path / "open.sock"),
+    )  # fmt: skip
+    assert open_port.metrics.startswith("0.0.0.0:")
+    port = open_port.metrics.rsplit(":", 1)[1]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        assert b"scheduler_pending_pods" in response.read()
+    code, err = open_port.stop()
+    assert code == 0, err
+    assert (
+        "serving metrics on 0.0.0.0:0 beyond loopback (--insecure-metrics): anyone who "
+        "reaches the port reads /metrics, without a token or TLS"
+    ) in err

@@ -46,6 +46,13 @@ def test_a_token_file_with_comments_blank_lines_and_default_names() -> None:
     assert TOKEN_A not in repr(tokens[0])
 
 
+EXPECTED = "expected TOKEN ROLE [NAME]"
+HIDDEN = "(the values are not shown: one of them may be a token)"
+COLUMN_2 = (
+    "column 2 must be the role, read-only or read-write (its value is not shown: it may be a token)"
+)
+
+
 @dataclass(frozen=True)
 class BadFile:
     name: str
@@ -67,7 +74,39 @@ BAD_FILES = [
     BadFile(
         "an unknown role",
         f"{TOKEN_A} admin\n",
-        [("line 1", "role must be read-only or read-write, got 'admin'")],
+        [("line 1", COLUMN_2)],
+    ),
+    # Issue 16 point 5: a token file whose columns are out of place printed the token in the
+    # error. Kubernetes' tokenfile.go@v1.14.0 names the record, never its text: so here.
+    BadFile(
+        "the columns swapped",
+        f"read-write {TOKEN_A} deployer\n",
+        [("line 1", f"the role is in column 1: the columns look swapped, {EXPECTED} {HIDDEN}")],
+    ),
+    BadFile(
+        "the role and the name swapped",
+        f"{TOKEN_A} deployer read-only\n",
+        [("line 1", f"the role is in column 3: {EXPECTED} {HIDDEN}")],
+    ),
+    BadFile(
+        "a token in the role's column",
+        f"deployer {TOKEN_A}\n",
+        [("line 1", COLUMN_2)],
+    ),
+    BadFile(
+        "two tokens on a line",
+        f"{TOKEN_A} {TOKEN_B}\n",
+        [("line 1", COLUMN_2)],
+    ),
+    BadFile(
+        "too many columns with the token last",
+        f"read-write deployer extra {TOKEN_A}\n",
+        [("line 1", "expected TOKEN ROLE [NAME] (ROLE: read-only or read-write), got 4 fields")],
+    ),
+    BadFile(
+        "the same token twice, swapped the second time",
+        f"{TOKEN_A} read-write\nread-only {TOKEN_A}\n",
+        [("line 2", f"the role is in column 1: the columns look swapped, {EXPECTED} {HIDDEN}")],
     ),
     BadFile(
         "a short token",
@@ -102,7 +141,7 @@ BAD_FILES = [
                 "line 2",
                 "the token is 5 characters; use at least 16 (e.g. `openssl rand -hex 32`)",
             ),
-            ("line 3", "role must be read-only or read-write, got 'writer'"),
+            ("line 3", COLUMN_2),
         ],
     ),
     BadFile(
@@ -119,7 +158,7 @@ def test_bad_token_files_name_the_line(case: BadFile) -> None:
         parse_token_file(case.text, source="tokens")
     assert list(err.value.problems) == case.problems
     assert str(err.value).startswith("tokens: ")
-    for secret in (TOKEN_A, TOKEN_B, "secret"):
+    for secret in (TOKEN_A, TOKEN_B, "secret", "admin", "writer", "deployer"):
         assert secret not in str(err.value)  # a token is never printed
 
 
@@ -170,7 +209,8 @@ def test_the_access_and_limit_keys_have_documented_defaults() -> None:
         s.tls_key,
         s.insecure_plaintext,
         s.unix_mode,
-    ) == (16 * 1024 * 1024, 1024, 256, 1024, 4096, None, None, None, False, "0600")
+        s.insecure_metrics,
+    ) == (16 * 1024 * 1024, 1024, 256, 1024, 4096, None, None, None, False, "0600", False)
     assert (
         s.max_outbox_bytes,
         s.max_buffered_bytes,
@@ -191,6 +231,7 @@ def test_access_files_are_relative_to_the_config_file() -> None:
                 "tlsCert": "/etc/podium/cert.pem",
                 "tlsKey": "key.pem",
                 "insecurePlaintext": True,
+                "insecureMetrics": True,
                 "unixMode": "0660",
             }
         },
@@ -199,6 +240,7 @@ def test_access_files_are_relative_to_the_config_file() -> None:
     p = config.podium
     assert (p.max_connections, p.max_in_flight_per_connection, p.max_watchers) == (10, 2, 3)
     assert (p.watch_buffer, p.insecure_plaintext, p.unix_mode) == (100, True, "0660")
+    assert p.insecure_metrics
     assert (p.token_file, p.tls_cert, p.tls_key) == (
         "/srv/podium/secrets/tokens",
         "/etc/podium/cert.pem",
@@ -256,6 +298,7 @@ def test_serve_flags_override_the_file(tmp_path: Path) -> None:
         "--tls-cert", "c.pem",
         "--tls-key", "k.pem",
         "--insecure-plaintext",
+        "--insecure-metrics",
         "--unix-mode", "660",
         "--max-outbox-bytes", "65536",
         "--max-buffered-bytes", "1048576",
@@ -271,6 +314,7 @@ def test_serve_flags_override_the_file(tmp_path: Path) -> None:
     assert (p.insecure_plaintext, p.unix_mode) == (True, "660")
     file_only = configured(_serve_args("--config", str(config))).podium
     assert (file_only.token_file, file_only.insecure_plaintext) == (str(tmp_path / "t"), False)
+    assert (p.insecure_metrics, file_only.insecure_metrics) == (True, False)
 
 
 @pytest.mark.parametrize(
@@ -347,6 +391,45 @@ ACCESS_CASES = [
         "beyond loopback in plain text on purpose",
         PodiumSettings(listen="0.0.0.0:7070", token_file="t", insecure_plaintext=True),
         warning="listening on 0.0.0.0:7070 beyond loopback without TLS (--insecure-plaintext)",
+    ),
+    # Issue 16 point 7: the HTTP listener (no token, no TLS) under the protocol's rule, with
+    # loopback decided by the same is_loopback (127.0.0.2 is loopback).
+    AccessCase(
+        "metrics on a second loopback address",
+        PodiumSettings(metrics="127.0.0.2:7071"),
+    ),
+    AccessCase("metrics on ipv6 loopback", PodiumSettings(metrics="[::1]:7071")),
+    AccessCase("metrics off", PodiumSettings(metrics=None)),
+    AccessCase(
+        "metrics beyond loopback",
+        PodiumSettings(metrics="0.0.0.0:7071"),
+        error=(
+            "serving metrics on 0.0.0.0:7071 (beyond loopback) would let anyone read /metrics "
+            "and the health endpoints: they ask for no token and speak no TLS. Serve them on "
+            "loopback (--metrics 127.0.0.1:7071) behind a proxy that does, or give "
+            "--insecure-metrics (podium.insecureMetrics) to accept that"
+        ),
+    ),
+    AccessCase(
+        "metrics beyond loopback even with tokens and TLS for the protocol",
+        PodiumSettings(
+            listen="0.0.0.0:7070",
+            metrics="10.0.0.5:7071",
+            token_file="t",
+            tls_cert="c",
+            tls_key="k",
+        ),
+        error="serving metrics on 10.0.0.5:7071 (beyond loopback) would let anyone read",
+    ),
+    AccessCase(
+        "metrics beyond loopback on purpose",
+        PodiumSettings(metrics="0.0.0.0:7071", insecure_metrics=True),
+        warning="serving metrics on 0.0.0.0:7071 beyond loopback (--insecure-metrics): anyone",
+    ),
+    AccessCase(
+        "metrics on a host name",
+        PodiumSettings(metrics="podium.example:7071", listen=None, unix="/p.sock"),
+        error="serving metrics on podium.example:7071 (beyond loopback)",
     ),
     AccessCase(
         "a certificate without its key",
