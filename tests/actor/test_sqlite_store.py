@@ -327,13 +327,22 @@ async def test_a_read_behind_writes_of_its_own_batch_goes_to_disk(
         assert [c.revision for c in events.changes] == [3, 4, 5]
 
 
+@asynccontextmanager
+async def _log_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: int
+) -> AsyncIterator[Running]:
+    """A store whose core keeps 2 changes in memory, after ``writes`` one-node writes."""
+    monkeypatch.setattr(sqlite_module, "MEMORY_LOG", 2)
+    async with running(tmp_path / "podium.db") as s:
+        for i in range(writes):
+            await s.write([_node(f"n{i}")])
+        yield s
+
+
 async def test_the_log_on_disk_is_read_in_pages_then_the_cores_memory_answers_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_module, "MEMORY_LOG", 2)
-    async with running(tmp_path / "podium.db") as s:
-        for i in range(7):
-            await s.write([_node(f"n{i}")])
+    async with _log_on_disk(tmp_path, monkeypatch, 7) as s:
         pages: list[tuple[list[int], bool]] = []
         after = 0
         while True:
@@ -343,7 +352,6 @@ async def test_the_log_on_disk_is_read_in_pages_then_the_cores_memory_answers_wh
             if not page.more:
                 break
             after = page.changes[-1].revision
-        # Pages of the disk's log (a page's end is only known by asking again), then memory.
         # Pages of the disk's log (a page's end is only known by asking again), then the
         # core's memory (it keeps changes after 6) whole.
         assert pages == [([1, 2], True), ([3, 4], True), ([5, 6], True), ([7], False)]
@@ -352,10 +360,7 @@ async def test_the_log_on_disk_is_read_in_pages_then_the_cores_memory_answers_wh
 async def test_a_read_of_the_log_on_disk_does_not_hold_up_commits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_module, "MEMORY_LOG", 2)
-    async with running(tmp_path / "podium.db") as s:
-        for i in range(4):
-            await s.write([_node(f"n{i}")])
+    async with _log_on_disk(tmp_path, monkeypatch, 4) as s:
         # The disk's log is read by its own connection: hold it in the middle of a page.
         holding = trio.Event()
         release = threading.Event()

@@ -87,6 +87,14 @@ async def running(durability: FakeDurability, **kwargs: Any) -> AsyncIterator[Ha
                 yield Harness(inbox_tx, pub_rx, store)
 
 
+async def _written(h: Harness, *names: str) -> None:
+    """Write one node per name, each answered before the next."""
+    for name in names:
+        msg, rx = _write(name)
+        h.inbox.send_nowait(msg)
+        await rx.receive()
+
+
 def _write(name: str) -> tuple[WriteObjects, trio.MemoryReceiveChannel[Any]]:
     tx, rx = trio.open_memory_channel[Any](1)
     return WriteObjects(puts=[make_node(name).obj()], reply=tx), rx
@@ -169,10 +177,7 @@ async def test_a_read_behind_the_cores_memory_goes_to_the_component_if_it_keeps_
 ) -> None:
     durability = FakeDurability(keeps_log=keeps_log)
     async with running(durability, core=StoreCore(retention=1)) as h:
-        for name in ("n1", "n2", "n3"):
-            msg, rx = _write(name)
-            h.inbox.send_nowait(msg)
-            await rx.receive()
+        await _written(h, "n1", "n2", "n3")
         tx, rx = trio.open_memory_channel[Any](1)
         h.inbox.send_nowait(ReadEvents(after=1, reply=tx))
         answer = await rx.receive()
@@ -191,10 +196,7 @@ async def test_a_read_of_the_components_log_runs_beside_the_commits_not_before_t
 ) -> None:
     durability = FakeDurability(keeps_log=True, read_gate=trio.Event())
     async with running(durability, core=StoreCore(retention=1)) as h:
-        for name in ("n1", "n2", "n3"):
-            msg, rx = _write(name)
-            h.inbox.send_nowait(msg)
-            await rx.receive()
+        await _written(h, "n1", "n2", "n3")
         tx, read = trio.open_memory_channel[Any](1)
         h.inbox.send_nowait(ReadEvents(after=0, limit=2, reply=tx))
         # The read waits on its component; writes behind it commit and are answered.
