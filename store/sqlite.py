@@ -26,6 +26,10 @@ and the store publishes Recovered as usual,
 so the cache and the queue are rebuilt from the same stream as ever. Assumed pods were never
 written, so a binding that did not commit is simply not there: its pod is pending again.
 
+A watcher behind the core's memory reads the event log on disk in pages, on a read-only
+connection of its own in a worker thread (:class:`_LogReader`), neither in the store actor's
+loop nor in the database thread: commits go on while it reads (WAL).
+
 One daemon per database: an exclusive ``flock`` on ``<database>.lock`` (released by the kernel
 when the process dies, ``kill -9`` included) names its holder, so a second daemon exits
 saying who has it. Readers in other processes (``podium db check``, ``podium db backup``)
