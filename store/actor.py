@@ -128,9 +128,12 @@ class Durability(Protocol):
         """
         ...
 
-    async def read_events(self, after: int) -> tuple[int | None, list[Change]]:
-        """The kept changes with revision > ``after`` and the oldest revision kept (None: the
-        log is empty)."""
+    async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
+        """The kept changes with revision > ``after`` (the first ``limit`` of them; 0: all)
+        and the oldest revision kept (None: the log is empty).
+
+        Concurrency: called from the actor's reader tasks while commits go on, several at a
+        time; it must not hold up :meth:`commit` (read on a connection of its own)."""
         ...
 
     async def close(self) -> None:
@@ -172,6 +175,7 @@ class StoreActor:
         self.recovery_seconds = 0.0
         self._commit_seconds = 0.0
         self._last_commit = -math.inf
+        self._readers: trio.Nursery | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Recover, publish Recovered, signal readiness, then serve batches until the inbox
@@ -197,7 +201,20 @@ class StoreActor:
                     len(recovery.objects),
                     self.recovery_seconds,
                 )
-            await self._serve_inbox(task_status)
+            # Reads of the log on disk run in their own tasks, so commits go on meanwhile; the
+            # nursery waits for them (one page each) before the durability closes.
+            failed: Exception | None = None
+            async with trio.open_nursery() as readers:
+                self._readers = readers
+                try:
+                    await self._serve_inbox(task_status)
+                except Exception as exc:
+                    # The store's own failure (a commit's) leaves as itself, not in a group
+                    # with the readers it cancels.
+                    failed = exc
+                    readers.cancel_scope.cancel("the store failed")
+            if failed is not None:
+                raise failed
         finally:
             with trio.CancelScope(shield=True):
                 await self._durability.close()
@@ -247,9 +264,12 @@ class StoreActor:
             await self._publish(Committed(revision=changes[-1].revision, changes=changes))
         for send_reply in replies:
             send_reply()
-        # Reads behind the core's memory run after the commit, so they see it too.
+        # Reads behind the core's memory start after the commit, so they see it too; each in
+        # its own task, off this loop (a watch from revision 1 once stalled every put for 6.7 s).
+        assert self._readers is not None or not behind
         for msg in behind:
-            reply(msg.reply, await self._read_kept_log(msg.after))
+            assert self._readers is not None
+            self._readers.start_soon(self._answer_kept_log, msg)
 
     def _reply_bound(
         self,
@@ -272,10 +292,14 @@ class StoreActor:
             and not core.keeps_changes_after(msg.after)
         )
 
-    async def _read_kept_log(self, after: int) -> EventsResult | StoreFailure:
-        oldest, changes = await self._durability.read_events(after)
+    async def _answer_kept_log(self, msg: ReadEvents) -> None:
+        reply(msg.reply, await self._read_kept_log(msg.after, msg.limit))
+
+    async def _read_kept_log(self, after: int, limit: int) -> EventsResult | StoreFailure:
+        oldest, changes = await self._durability.read_events(after, limit)
         if changes or (oldest is not None and after + 1 >= oldest):
-            return EventsResult(revision=self.core.revision, changes=changes)
+            # A page of the disk's log: the core may hold the rest, so the reader asks again.
+            return EventsResult(revision=self.core.revision, changes=changes, more=bool(changes))
         kept = oldest if oldest is not None else self.core.revision
         return StoreRejected(
             "gone",

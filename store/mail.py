@@ -272,10 +272,15 @@ class ReadObjects(_Mail, frozen=True, kw_only=True):
 
 
 class EventsResult(_Mail, frozen=True, kw_only=True):
-    """The retained changes with revision > the request's ``after``, and the current revision."""
+    """The retained changes with revision > the request's ``after``, and the current revision.
+
+    ``more``: a page of the log on disk (at most the request's ``limit`` changes): ask again
+    after its last change. False: every change up to ``revision`` is here (the core's memory
+    answered), so a watch joins the hub at ``revision``."""
 
     revision: int
     changes: list[Change]
+    more: bool = False
 
 
 class ReadEvents(_Mail, frozen=True, kw_only=True):
@@ -284,6 +289,9 @@ class ReadEvents(_Mail, frozen=True, kw_only=True):
 
     after: int
     reply: trio.MemorySendChannel[EventsResult | StoreFailure]
+    limit: int = 0
+    """At most this many changes from the log on disk, read off the store's loop (0: all of
+    them); the core's memory is answered whole."""
 
 
 class StoreStats(_Mail, frozen=True, kw_only=True):

@@ -32,7 +32,7 @@ class InMemory:
     async def commit(self, changes: list[Change]) -> None:
         """Committed as soon as the core holds the changes."""
 
-    async def read_events(self, after: int) -> tuple[int | None, list[Change]]:
+    async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
         """An empty log: there is none beyond the core's (never asked, as ``keeps_log`` is
         False)."""
         return None, []

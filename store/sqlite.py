@@ -26,6 +26,10 @@ and the store publishes Recovered as usual,
 so the cache and the queue are rebuilt from the same stream as ever. Assumed pods were never
 written, so a binding that did not commit is simply not there: its pod is pending again.
 
+A watcher behind the core's memory reads the event log on disk in pages, on a read-only
+connection of its own in a worker thread (:class:`_LogReader`), neither in the store actor's
+loop nor in the database thread: commits go on while it reads (WAL).
+
 One daemon per database: an exclusive ``flock`` on ``<database>.lock`` (released by the kernel
 when the process dies, ``kill -9`` included) names its holder, so a second daemon exits
 saying who has it. Readers in other processes (``podium db check``, ``podium db backup``)
@@ -245,20 +249,58 @@ def _load_job(path: str) -> Job:
     return load
 
 
-def _events_job(after: int) -> Job:
-    async def events(conn: aiosqlite.Connection) -> tuple[int | None, list[Change]]:
-        row = await (await conn.execute("SELECT MIN(revision) FROM events")).fetchone()
-        oldest = row[0] if row else None
-        if oldest is None or after + 1 < oldest:
-            return oldest, []
-        rows = await conn.execute_fetchall(
-            "SELECT revision, type, kind, namespace, name, node, message, data FROM events "
-            "WHERE revision > ? ORDER BY revision",
-            (after,),
+class _LogReader:
+    """Reads the event log in pages on a read-only connection of its own, in a worker thread:
+    never in the store actor's loop nor in the database thread, so commits go on meanwhile
+    (WAL: a reader sees the last commit before its transaction and never blocks the writer).
+
+    One page at a time (a :class:`trio.CapacityLimiter` of one): watchers reading old
+    revisions share the connection, and one decoded page of each is all they hold.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = None
+        self._limiter = trio.CapacityLimiter(1)
+
+    async def read(self, after: int, limit: int) -> tuple[int | None, list[Change]]:
+        """The oldest revision kept and the first ``limit`` changes after ``after`` (0: all),
+        read in one transaction."""
+        page: tuple[int | None, list[Change]] = await trio.to_thread.run_sync(
+            self._read, after, limit, limiter=self._limiter
         )
+        return page
+
+    def _read(self, after: int, limit: int) -> tuple[int | None, list[Change]]:
+        if self._conn is None:
+            self._conn = sqlite3.connect(
+                f"file:{self._path}?mode=ro",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self._conn.execute("PRAGMA busy_timeout=5000")
+        conn = self._conn
+        conn.execute("BEGIN")
+        try:
+            row = conn.execute("SELECT MIN(revision) FROM events").fetchone()
+            oldest: int | None = row[0] if row else None
+            if oldest is None or after + 1 < oldest:
+                return oldest, []
+            rows = conn.execute(
+                "SELECT revision, type, kind, namespace, name, node, message, data FROM events "
+                "WHERE revision > ? ORDER BY revision LIMIT ?",
+                (after, limit if limit > 0 else -1),
+            ).fetchall()
+        finally:
+            conn.execute("COMMIT")
         return oldest, [decode_change(tuple(r)) for r in rows]
 
-    return events
+    def close(self) -> None:
+        """Close the connection (no read is running: the store's readers have ended)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +418,7 @@ class SqliteDurability:
         self.path = path
         self.retention = retention
         self._db = _Database(path, synchronous)
+        self._reader = _LogReader(path)
         self._lock: int | None = None
         self._compacted_through = 0
 
@@ -406,14 +449,16 @@ class SqliteDurability:
             self._compacted_through = compact
         await self._db.call(_commit_job(_batch_of(changes, compact)))
 
-    async def read_events(self, after: int) -> tuple[int | None, list[Change]]:
-        """The log on disk after ``after``, and its oldest revision (None: empty)."""
-        events: tuple[int | None, list[Change]] = await self._db.call(_events_job(after))
-        return events
+    async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
+        """The log on disk after ``after`` (the first ``limit`` changes; 0: all), and its
+        oldest revision (None: empty), read on the reader's own connection (:class:`_LogReader`)
+        while commits go on."""
+        return await self._reader.read(after, limit)
 
     async def close(self) -> None:
         """Finish the jobs handed over, end the thread, release the lock."""
         try:
+            self._reader.close()
             await self._db.close()
         finally:
             if self._lock is not None:

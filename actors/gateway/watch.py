@@ -28,6 +28,7 @@ import collections
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeAlias
 
 import msgspec
@@ -51,6 +52,8 @@ from podium.store.mailbox import ask, send
 
 __all__ = [
     "ENCODED_OBJECTS",
+    "PAGE",
+    "PAGE_STALL_SECONDS",
     "RING",
     "WATCH_BUFFER",
     "AddWatch",
@@ -61,6 +64,7 @@ __all__ = [
     "WatchCursor",
     "Watches",
     "event_of",
+    "has_room",
 ]
 
 ENCODED_OBJECTS = 8192
@@ -71,6 +75,14 @@ joining the hub."""
 WATCH_BUFFER = 4096
 """Default ``podium.watchBuffer``: events a watch may have waiting before it is cut off as too
 slow."""
+PAGE = 1000
+"""Changes per page of the log on disk a watch from an old revision reads (at most
+``watchBuffer``)."""
+PAGE_STALL_SECONDS = 5.0
+"""A watch reading the log on disk whose connection has no room for its next page this long
+(its client reads nothing) is cut off with ``overloaded``."""
+PAGE_POLL_SECONDS = 0.02
+"""How often a watch waiting for room looks at its connection's outbox."""
 
 
 @dataclass(eq=False, slots=True)
@@ -345,23 +357,46 @@ class Watches:
         kinds = frozenset(msg.kinds)
         backlog: list[Change] = []
         position: int | None = None
+        cursor = WatchCursor(delivered=msg.from_revision or 0)
+        replied = False
+        assert conn.codec is not None  # a watch runs only after the handshake
+        encoded, encoding = self.encoded, conn.codec.encoding
         if msg.from_revision is not None:
+            # Behind the core's memory the store answers a page of the log on disk at a time
+            # (read off its loop); each page is sent before the next is read, once the
+            # connection has room for it. The core's memory answers the rest whole.
             after = msg.from_revision
-            events: EventsResult | StoreFailure = await ask(
-                self._store, lambda r: ReadEvents(after=after, reply=r)
-            )
-            if isinstance(events, StoreFailure):
-                # Beyond the current revision (invalid) or compacted (gone): the field is
-                # from_revision.
-                failed = msgspec.structs.replace(failure(msg.id, events), path="$.from_revision")
-                await _watch_error(conn, failed)
-                return None
-            backlog = [c for c in events.changes if not kinds or c.kind in kinds]
-            position = events.revision
+            limit = max(1, min(PAGE, self._watch_buffer))
+            while True:
+                events: EventsResult | StoreFailure = await ask(
+                    self._store, partial(_read_events, after, limit)
+                )
+                if isinstance(events, StoreFailure):
+                    # Beyond the current revision (invalid) or compacted (gone): the field is
+                    # from_revision.
+                    failed = msgspec.structs.replace(
+                        failure(msg.id, events), path="$.from_revision"
+                    )
+                    await _watch_error(conn, failed)
+                    return None
+                wanted = [c for c in events.changes if not kinds or c.kind in kinds]
+                if not events.more:
+                    backlog = wanted
+                    position = events.revision
+                    break
+                if not replied:
+                    await conn.send(WatchReply(id=msg.id, revision=msg.from_revision))
+                    replied = True
+                if not (
+                    await _wait_for_room(conn, len(wanted), self._watch_buffer)
+                    and await self._send_page(conn, msg.id, wanted, cursor)
+                ):
+                    await _watch_error(conn, self._too_slow(msg.id, cursor.delivered))
+                    return None
+                after = cursor.delivered = events.changes[-1].revision
         # Unbounded: the hub counts what waits here against podium.watchBuffer and cuts the
         # watch off rather than ever wait for it.
         changes_to, changes = trio.open_memory_channel[Change](math.inf)
-        cursor = WatchCursor(delivered=msg.from_revision or 0)
         joined: int | None = await ask(
             self._hub,
             lambda r: AddWatch(
@@ -369,26 +404,26 @@ class Watches:
             ),
         )
         if joined is None:
-            # Nothing was sent yet (not even the log's backlog): resume where the client
-            # asked to start.
+            # Nothing of the core's backlog was sent: resume after the last page sent (where
+            # the client asked to start when there was none).
             changes_to.close()
+            resume = cursor.delivered if replied else msg.from_revision
             await _watch_error(
                 conn,
                 ErrorReply(
                     id=msg.id,
                     code="overloaded",
-                    message=(
-                        f"the daemon moved on too fast; resume from revision {msg.from_revision}"
-                    ),
-                    revision=msg.from_revision,
+                    message=f"the daemon moved on too fast; resume from revision {resume}",
+                    revision=resume,
                 ),
             )
             return None
-        last = msg.from_revision if msg.from_revision is not None else joined
-        cursor.delivered = last
-        await conn.send(WatchReply(id=msg.id, revision=last))
-        assert conn.codec is not None  # a watch runs only after the handshake
-        encoded, encoding = self.encoded, conn.codec.encoding
+        if msg.from_revision is None:
+            last = cursor.delivered = joined
+        else:
+            last = cursor.delivered
+        if not replied:
+            await conn.send(WatchReply(id=msg.id, revision=last))
         for change in backlog:
             await conn.send_payload(encoded.frame(encoding, msg.id, change))
             last = cursor.delivered = change.revision
@@ -402,17 +437,61 @@ class Watches:
                 id=msg.id, code="unavailable", message="podium is shutting down", revision=last
             )
         else:
-            end = ErrorReply(
-                id=msg.id,
-                code="overloaded",
-                message=(
-                    f"watch fell more than {self._watch_buffer} events behind "
-                    f"(podium.watchBuffer); resume from revision {last}"
-                ),
-                revision=last,
-            )
+            end = self._too_slow(msg.id, last)
         await _watch_error(conn, end)
         return joined
+
+    async def _send_page(
+        self, conn: Connection, watch_id: int, page: list[Change], cursor: WatchCursor
+    ) -> bool:
+        """Send a page of the log; False when the client takes nothing for
+        :data:`PAGE_STALL_SECONDS` (``cursor.delivered``: the last change sent)."""
+        assert conn.codec is not None
+        encoding = conn.codec.encoding
+        for change in page:
+            with trio.move_on_after(PAGE_STALL_SECONDS):
+                await conn.send_payload(self.encoded.frame(encoding, watch_id, change))
+                cursor.delivered = change.revision
+                continue
+            return False
+        return True
+
+    def _too_slow(self, watch_id: int, last: int) -> ErrorReply:
+        return ErrorReply(
+            id=watch_id,
+            code="overloaded",
+            message=(
+                f"watch fell more than {self._watch_buffer} events behind "
+                f"(podium.watchBuffer); resume from revision {last}"
+            ),
+            revision=last,
+        )
+
+
+def _read_events(
+    after: int, limit: int, reply: trio.MemorySendChannel[EventsResult | StoreFailure]
+) -> ReadEvents:
+    return ReadEvents(after=after, limit=limit, reply=reply)
+
+
+def has_room(waiting: int, wanted: int, buffer: int) -> bool:
+    """Whether a page of ``wanted`` events may join ``waiting`` frames not yet written: always
+    when none wait (a page is taken whole), else while they stay within the watch buffer (the
+    hub's rule for a commit)."""
+    return not waiting or waiting + wanted <= buffer
+
+
+async def _wait_for_room(conn: Connection, wanted: int, buffer: int) -> bool:
+    """Wait until the connection's outbox has room for a page of ``wanted`` events; False
+    when the client takes nothing for :data:`PAGE_STALL_SECONDS` (the watch is cut off)."""
+    assert conn.outbox is not None
+    outbox = conn.outbox
+    with trio.move_on_after(PAGE_STALL_SECONDS):
+        # A memory channel tells no one when it drains: look again every PAGE_POLL_SECONDS.
+        while not has_room(outbox.statistics().current_buffer_used, wanted, buffer):  # noqa: ASYNC110
+            await trio.sleep(PAGE_POLL_SECONDS)
+        return True
+    return False
 
 
 async def _watch_error(conn: Connection, error: ErrorReply) -> None:

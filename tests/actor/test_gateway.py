@@ -33,7 +33,16 @@ from podium.actors.mail import (
 )
 from podium.protocol import objects as o
 from podium.protocol.framing import FrameReader, frame
-from podium.store.mail import Change, Committed, ReadObjects, ReadResult, Recovered, StoreMsg
+from podium.store.mail import (
+    Change,
+    Committed,
+    EventsResult,
+    ReadEvents,
+    ReadObjects,
+    ReadResult,
+    Recovered,
+    StoreMsg,
+)
 
 _revisions = itertools.count(1)
 
@@ -400,6 +409,46 @@ async def test_past_max_handshakes_the_oldest_connection_without_a_hello_is_clos
         await silent[3].send({"msg": "hello", "protocol": 1, "encoding": "json"})
         assert (await silent[3].receive())["msg"] == "hello_reply"
         nursery.cancel_scope.cancel()
+
+
+# --------------------------------------------------------------------------- old revisions
+
+
+@dataclass
+class PagedLog:
+    """A store whose log of ``revision`` changes is on disk up to ``on_disk`` (answered in
+    pages of the request's limit) and in the core's memory after it (answered whole)."""
+
+    revision: int
+    on_disk: int
+    asked: list[tuple[int, int]] = field(default_factory=list)
+
+    async def run(self, inbox: trio.MemoryReceiveChannel[StoreMsg]) -> None:
+        log = [
+            Change(revision=r, type="Added", kind="Node", namespace="", name=f"n{r}", object=None)
+            for r in range(1, self.revision + 1)
+        ]
+        async for msg in inbox:
+            assert isinstance(msg, ReadEvents), msg
+            self.asked.append((msg.after, msg.limit))
+            after = log[msg.after :]
+            if msg.after < self.on_disk:
+                page = after[: msg.limit]
+                msg.reply.send_nowait(EventsResult(revision=self.revision, changes=page, more=True))
+            else:
+                msg.reply.send_nowait(EventsResult(revision=self.revision, changes=after))
+
+
+async def test_a_watch_reads_the_log_on_disk_a_page_at_a_time_then_memory_whole() -> None:
+    store = PagedLog(revision=12, on_disk=9)
+    async with _gateway(store.run, watch_buffer=4) as (_, peer):
+        await peer.send({"msg": "watch", "id": 1, "from_revision": 1})
+        assert await peer.receive() == {"msg": "watch_reply", "id": 1, "revision": 1}
+        got = [(await peer.receive())["revision"] for _ in range(11)]
+    # Pages of watchBuffer (4) events while behind memory, each asked after the last one
+    # sent; the core's memory answers the rest whole: every revision once, in order.
+    assert got == list(range(2, 13))
+    assert store.asked == [(1, 4), (5, 4), (9, 4)]
 
 
 # --------------------------------------------------------------------------- simulate

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, closing
 from pathlib import Path
@@ -66,9 +67,9 @@ class Running:
         await self.inbox.send(BindPods(bindings=bindings, reply=tx))
         return await rx.receive()
 
-    async def events(self, after: int) -> EventsResult | StoreFailure:
+    async def events(self, after: int, limit: int = 0) -> EventsResult | StoreFailure:
         tx, rx = trio.open_memory_channel[EventsResult | StoreFailure](1)
-        await self.inbox.send(ReadEvents(after=after, reply=tx))
+        await self.inbox.send(ReadEvents(after=after, limit=limit, reply=tx))
         return await rx.receive()
 
 
@@ -324,3 +325,61 @@ async def test_a_read_behind_writes_of_its_own_batch_goes_to_disk(
         events = await read_reply.receive()
         assert isinstance(events, EventsResult), events
         assert [c.revision for c in events.changes] == [3, 4, 5]
+
+
+@asynccontextmanager
+async def _log_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: int
+) -> AsyncIterator[Running]:
+    """A store whose core keeps 2 changes in memory, after ``writes`` one-node writes."""
+    monkeypatch.setattr(sqlite_module, "MEMORY_LOG", 2)
+    async with running(tmp_path / "podium.db") as s:
+        for i in range(writes):
+            await s.write([_node(f"n{i}")])
+        yield s
+
+
+async def test_the_log_on_disk_is_read_in_pages_then_the_cores_memory_answers_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with _log_on_disk(tmp_path, monkeypatch, 7) as s:
+        pages: list[tuple[list[int], bool]] = []
+        after = 0
+        while True:
+            page = await s.events(after, limit=2)
+            assert isinstance(page, EventsResult), page
+            pages.append(([c.revision for c in page.changes], page.more))
+            if not page.more:
+                break
+            after = page.changes[-1].revision
+        # Pages of the disk's log (a page's end is only known by asking again), then the
+        # core's memory (it keeps changes after 6) whole.
+        assert pages == [([1, 2], True), ([3, 4], True), ([5, 6], True), ([7], False)]
+
+
+async def test_a_read_of_the_log_on_disk_does_not_hold_up_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with _log_on_disk(tmp_path, monkeypatch, 4) as s:
+        # The disk's log is read by its own connection: hold it in the middle of a page.
+        holding = trio.Event()
+        release = threading.Event()
+        reader = s.store._durability._reader  # type: ignore[attr-defined]
+        read = reader._read
+
+        def slow_read(after: int, limit: int) -> tuple[int | None, list[Change]]:
+            trio.from_thread.run_sync(holding.set)
+            release.wait(5)
+            return read(after, limit)
+
+        monkeypatch.setattr(reader, "_read", slow_read)
+        tx, rx = trio.open_memory_channel[EventsResult | StoreFailure](1)
+        await s.inbox.send(ReadEvents(after=0, limit=2, reply=tx))
+        await holding.wait()
+        # Writes commit while the read waits (before: it stalled every put).
+        for i in range(4, 8):
+            assert isinstance(await s.write([_node(f"n{i}")]), WriteResult)
+        release.set()
+        page = await rx.receive()
+        assert isinstance(page, EventsResult)
+        assert ([c.revision for c in page.changes], page.more) == ([1, 2], True)

@@ -42,6 +42,7 @@ class FakeDurability:
     log: list[Change] = field(default_factory=list)
     commits: list[list[int]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
+    read_gate: trio.Event | None = None
 
     async def load(self) -> Recovery | None:
         self.calls.append("load")
@@ -56,9 +57,11 @@ class FakeDurability:
         self.commits.append([c.revision for c in changes])
         self.log.extend(changes)
 
-    async def read_events(self, after: int) -> tuple[int | None, list[Change]]:
+    async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
         self.calls.append(f"read_events {after}")
-        kept = [c for c in self.log if c.revision > after]
+        if self.read_gate is not None:
+            await self.read_gate.wait()
+        kept = [c for c in self.log if c.revision > after][: limit or None]
         return (self.log[0].revision if self.log else None), kept
 
     async def close(self) -> None:
@@ -82,6 +85,14 @@ async def running(durability: FakeDurability, **kwargs: Any) -> AsyncIterator[Ha
             await nursery.start(store.run)
             async with inbox_tx:
                 yield Harness(inbox_tx, pub_rx, store)
+
+
+async def _written(h: Harness, *names: str) -> None:
+    """Write one node per name, each answered before the next."""
+    for name in names:
+        msg, rx = _write(name)
+        h.inbox.send_nowait(msg)
+        await rx.receive()
 
 
 def _write(name: str) -> tuple[WriteObjects, trio.MemoryReceiveChannel[Any]]:
@@ -166,17 +177,34 @@ async def test_a_read_behind_the_cores_memory_goes_to_the_component_if_it_keeps_
 ) -> None:
     durability = FakeDurability(keeps_log=keeps_log)
     async with running(durability, core=StoreCore(retention=1)) as h:
-        for name in ("n1", "n2", "n3"):
-            msg, rx = _write(name)
-            h.inbox.send_nowait(msg)
-            await rx.receive()
+        await _written(h, "n1", "n2", "n3")
         tx, rx = trio.open_memory_channel[Any](1)
         h.inbox.send_nowait(ReadEvents(after=1, reply=tx))
         answer = await rx.receive()
     if keeps_log:
         assert isinstance(answer, EventsResult)
         assert [c.revision for c in answer.changes] == [2, 3]
+        assert answer.more  # a page from the component: the reader asks again
         assert "read_events 1" in durability.calls
     else:
         assert (answer.code, answer.revision) == ("gone", 3)
         assert not any(call.startswith("read_events") for call in durability.calls)
+
+
+async def test_a_read_of_the_components_log_runs_beside_the_commits_not_before_them(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    durability = FakeDurability(keeps_log=True, read_gate=trio.Event())
+    async with running(durability, core=StoreCore(retention=1)) as h:
+        await _written(h, "n1", "n2", "n3")
+        tx, read = trio.open_memory_channel[Any](1)
+        h.inbox.send_nowait(ReadEvents(after=0, limit=2, reply=tx))
+        # The read waits on its component; writes behind it commit and are answered.
+        for name in ("n4", "n5"):
+            msg, rx = _write(name)
+            h.inbox.send_nowait(msg)
+            assert isinstance(await rx.receive(), WriteResult)
+        assert durability.commits[-2:] == [[4], [5]]
+        durability.read_gate.set()
+        answer = await read.receive()
+    assert ([c.revision for c in answer.changes], answer.more) == ([1, 2], True)
