@@ -7,7 +7,8 @@ and verify its hashes and revisions).
 
 Not an actor: sync functions on the stdlib ``sqlite3`` driver, run by the CLI. The daemon keeps
 its database in WAL mode and locks the side file ``<database>.lock`` (not SQLite itself), so both
-tools work while it runs: a reader in another process sees the last committed transaction.
+tools work while it runs: a reader in another process sees the last committed transaction, and
+the check reads every table in one read transaction (one commit's state).
 
 What :func:`check_database` verifies (an *error* breaks an invariant of BRIEF.md "Durability"; a
 *warning* is a state Kubernetes allows but an operator should know about)::
@@ -196,6 +197,10 @@ def check_database(path: str | os.PathLike[str], *, over_committed: OverCommitte
             findings.error("file", f"{path}: cannot open it: {exc}")
         else:
             try:
+                # One read transaction for the whole check: in WAL mode its snapshot is the
+                # state of one commit, whatever the daemon commits meanwhile (two autocommit
+                # reads could see an event newer than the meta revision read before it).
+                conn.execute("BEGIN")
                 _check(conn, report, findings, over_committed)
             except sqlite3.Error as exc:
                 # A damaged page can fail any query; what was found so far still stands.
