@@ -159,7 +159,7 @@ def acquire_lock(database: str) -> int:
 def _damaged(path: str, what: str) -> DatabaseDamaged:
     return DatabaseDamaged(
         f"database {path} {what}; refusing to serve it (podium db check {path} lists the "
-        "damage; restore a backup, or salvage what remains: README, 'A damaged database')"
+        f"damage; restore a backup, or podium db recover {path} NEW copies out what remains)"
     )
 
 
@@ -477,7 +477,13 @@ async def _checked_revision(conn: aiosqlite.Connection, path: str) -> int:
         await conn.execute("SELECT MAX(revision) FROM objects")
     ).fetchone() or (None,)
     # Every commit writes its events and the meta revision of its last one together, and
-    # compaction always keeps at least the newest event.
+    # compaction always keeps at least the newest event. A database `podium db recover` made
+    # after the log's end was lost starts with an empty log at its revision (meta recovered).
+    recovered = await (
+        await conn.execute("SELECT value FROM meta WHERE key = 'recovered'")
+    ).fetchone()
+    if newest_event is None and recovered is not None and recovered[0] == str(revision):
+        newest_event = revision
     if (newest_event or 0) != revision:
         log_end = "is empty" if newest_event is None else f"ends at revision {newest_event}"
         raise _damaged(path, f"has meta revision {revision} but its event log {log_end}")

@@ -38,11 +38,11 @@ async def running(path: Path) -> AsyncIterator[trio.MemorySendChannel[StoreMsg]]
                 yield inbox_tx
 
 
-async def _write_nodes(path: Path, count: int) -> None:
+async def _write_nodes(path: Path, count: int, prefix: str = "n") -> None:
     async with running(path) as inbox:
         for i in range(count):
             tx, rx = trio.open_memory_channel[object](1)
-            nodes = [make_node(f"n{i}").capacity(cpu="4").obj()]
+            nodes = [make_node(f"{prefix}{i}").capacity(cpu="4").obj()]
             await inbox.send(WriteObjects(puts=nodes, deletes=[], reply=tx))  # type: ignore[arg-type]  # a sink
             assert isinstance(await rx.receive(), WriteResult)
 
@@ -199,3 +199,17 @@ def test_an_event_row_that_does_not_decode_names_its_revision() -> None:
         DatabaseDamaged, match=r"^the event row of revision 7 \(Pod default/web\) does not decode"
     ):
         decode_change(row)
+
+
+async def test_a_recovered_database_may_start_its_log_empty_at_its_revision(
+    tmp_path: Path,
+) -> None:
+    """``podium db recover`` writes meta ``recovered`` when the log's end was lost; only then
+    is an empty log at a revision above 0 served."""
+    db = tmp_path / "podium.db"
+    await _write_nodes(db, 3)
+    _sql(db, "DELETE FROM events")
+    _sql(db, "INSERT INTO meta (key, value) VALUES ('recovered', '3')")
+    await _write_nodes(db, 1, "later-")  # starts, and its next commit continues the log at 4
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("SELECT revision FROM events").fetchall() == [(4,)]
