@@ -533,29 +533,39 @@ def backup_database(
         if version == 0:
             raise StoreError(f"{path} is not a Podium database (it has no Podium schema)")
         step = pages_per_step or max(256, math.ceil(page_count / 100))
-        try:
-            fd, tmp_name = tempfile.mkstemp(
-                dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-            )
-        except OSError as exc:
-            raise StoreError(f"cannot write the backup beside {dest}: {exc}") from exc
-        os.close(fd)
-        tmp = Path(tmp_name)
-        try:
+        with _beside(target, "the backup", f"backing up {path} to {dest}") as tmp:
             result = _copy(source, tmp, step, progress, max_restarts)
-            for stale in _sidecars(target):
-                # A -wal left by an older file at dest would be replayed into the copy.
-                _remove_quietly(stale)
-            tmp.replace(target)
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"backing up {path} to {dest} failed: {exc}") from exc
-        finally:
-            for leftover in (tmp, *_sidecars(tmp)):
-                _remove_quietly(leftover)
     finally:
         source.close()
     pages, revision, restarts = result
     return BackupResult(str(path), str(dest), pages, revision, restarts)
+
+
+@contextlib.contextmanager
+def _beside(target: Path, what: str, doing: str) -> Iterator[Path]:
+    """A temporary file beside ``target`` for ``what``, renamed onto ``target`` when the block
+    succeeds; removed with its side files otherwise.
+
+    Raises:
+        StoreError: the folder cannot be written, or SQLite or the OS failed while ``doing``.
+    """
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise StoreError(f"cannot write {what} beside {target}: {exc}") from exc
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        for stale in _sidecars(target):
+            # A -wal left by an older file at target would be replayed into the new one.
+            _remove_quietly(stale)
+        tmp.replace(target)
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(f"{doing} failed: {exc}") from exc
+    finally:
+        for leftover in (tmp, *_sidecars(tmp)):
+            _remove_quietly(leftover)
 
 
 def _copy(
@@ -808,13 +818,7 @@ def _log_end(events: list[_Row], revision: int) -> list[_Row]:
 def _write_recovered(
     target: Path, revision: int, objects: list[_Row], events: list[_Row], bindings: list[_Row]
 ) -> None:
-    try:
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise StoreError(f"cannot write beside {target}: {exc}") from exc
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    with _beside(target, "the recovered database", f"writing {target}") as tmp:
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
             for step, script in enumerate(MIGRATIONS):
@@ -836,11 +840,3 @@ def _write_recovered(
                 raise StoreError(f"the recovered copy failed its check: {problems[0]}")
         finally:
             conn.close()
-        for stale in _sidecars(target):
-            _remove_quietly(stale)
-        tmp.replace(target)
-    except (sqlite3.Error, OSError) as exc:
-        raise StoreError(f"writing {target} failed: {exc}") from exc
-    finally:
-        for leftover in (tmp, *_sidecars(tmp)):
-            _remove_quietly(leftover)
