@@ -336,7 +336,10 @@ class _Database:
         token = self._token
         assert token is not None
         try:
-            prepare_file(self._path)
+            try:
+                prepare_file(self._path)
+            except OSError as exc:  # not a listener's error: name the database
+                raise StoreError(f"cannot create database {self._path}: {exc}") from exc
             conn = await aiosqlite.connect(self._path, isolation_level=None)
             await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
