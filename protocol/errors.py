@@ -17,6 +17,7 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     │   ├── AlreadyAssumed         internal     protocol/errors.py
     │   └── NotAssumed             internal     protocol/errors.py
     ├── StoreError                 unavailable  protocol/errors.py
+    │   └── DatabaseDamaged        unavailable  protocol/errors.py
     ├── StoreRejected              varies       store/core.py
     ├── _FileProblems              invalid      protocol/errors.py
     │   ├── PolicyError            invalid      protocol/errors.py
@@ -45,8 +46,10 @@ What they mean, by branch:
   :class:`LoadError` is one object of a file, :class:`LoadErrors` every one of a load.
 - State: :class:`CacheStateError` is a wrong assume/forget transition (a bug, not a request's
   fault); :class:`StoreError` is SQLite failing (mapped from ``sqlite3.Error``, or the
-  database locked by another daemon); ``StoreRejected`` is the store refusing a request or one
-  object of it, with the code its ``StoreFailure`` reply carries.
+  database locked by another daemon); :class:`DatabaseDamaged` is a database file that fails
+  the check at start (damaged, emptied, not SQLite) or a row that no longer decodes;
+  ``StoreRejected`` is the store refusing a request or one object of it, with the code its
+  ``StoreFailure`` reply carries.
 - Scheduling: ``PredicateError`` fails one attempt with result error; the registry's errors are
   a plugin module missing or not matching the registry; ``SimulationError`` is input
   ``podium simulate`` cannot run.
@@ -72,6 +75,7 @@ __all__ = [
     "AlreadyAssumed",
     "CacheStateError",
     "ConfigError",
+    "DatabaseDamaged",
     "ErrorCode",
     "FrameTooLarge",
     "InvalidObject",
@@ -207,6 +211,12 @@ class StoreError(PodiumError):
     """The store could not read or write SQLite (mapped from ``sqlite3.Error``)."""
 
     code: ErrorCode = "unavailable"
+
+
+class DatabaseDamaged(StoreError):
+    """The database file is damaged, emptied or not a Podium database: the daemon refuses it
+    (``podium serve`` exits 3) rather than serve it as it reads; the message names the file and
+    what is wrong."""
 
 
 # --------------------------------------------------------------------------- files

@@ -43,6 +43,7 @@ import msgspec
 import trio
 
 from podium.protocol import metrics
+from podium.protocol.errors import DatabaseDamaged
 from podium.protocol.objects import KubeObject
 from podium.store.core import StoreCore, StoreRejected
 from podium.store.mail import (
@@ -296,7 +297,13 @@ class StoreActor:
         reply(msg.reply, await self._read_kept_log(msg.after, msg.limit))
 
     async def _read_kept_log(self, after: int, limit: int) -> EventsResult | StoreFailure:
-        oldest, changes = await self._durability.read_events(after, limit)
+        try:
+            oldest, changes = await self._durability.read_events(after, limit)
+        except DatabaseDamaged as exc:
+            # One damaged row fails this read, not the daemon: stopping would only start a
+            # crash loop at the next watcher (the check at start reads the newest rows only).
+            log.error("reading the event log after revision %d: %s", after, exc)
+            return StoreRejected("internal", f"the event log is damaged: {exc}").failure()
         if changes or (oldest is not None and after + 1 >= oldest):
             # A page of the disk's log: the core may hold the rest, so the reader asks again.
             return EventsResult(revision=self.core.revision, changes=changes, more=bool(changes))

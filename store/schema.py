@@ -24,6 +24,7 @@ from typing import Final
 
 import msgspec
 
+from podium.protocol.errors import DatabaseDamaged
 from podium.protocol.objects import KubeObject, dec_hook, enc_hook
 from podium.protocol.wire import EventType
 from podium.store.mail import Change
@@ -88,8 +89,15 @@ def encode_object(obj: KubeObject) -> bytes:
 
 
 def decode_object(data: bytes) -> KubeObject:
-    """Raises msgspec.DecodeError for a damaged row (``podium db check`` reports it)."""
-    return _decoder.decode(data)
+    """Raises msgspec.DecodeError for a damaged row (``podium db check`` reports it).
+
+    msgspec raises UnicodeDecodeError for a string that is no longer UTF-8 (a flipped byte):
+    that is a damaged row too.
+    """
+    try:
+        return _decoder.decode(data)
+    except UnicodeDecodeError as exc:
+        raise msgspec.DecodeError(f"a string is not UTF-8: {exc}") from None
 
 
 EventRow = tuple[int, str, str, str, str, str, str, bytes]
@@ -110,15 +118,24 @@ def event_row(change: Change) -> EventRow:
 
 
 def decode_change(row: EventRow) -> Change:
+    """Raises DatabaseDamaged naming the row when its object does not decode (a reader of the
+    log reports it; the daemon does not fall over on it)."""
     revision, type_, kind, namespace, name, node, message, data = row
     event_type: EventType = type_  # type: ignore[assignment]  # written from EventType only
+    try:
+        obj = decode_object(data)
+    except msgspec.DecodeError as exc:
+        ref = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+        raise DatabaseDamaged(
+            f"the event row of revision {revision} ({ref}) does not decode: {exc}"
+        ) from None
     return Change(
         revision=revision,
         type=event_type,
         kind=kind,
         namespace=namespace,
         name=name,
-        object=decode_object(data),
+        object=obj,
         node=node,
         message=message,
     )

@@ -30,6 +30,20 @@ A watcher behind the core's memory reads the event log on disk in pages, on a re
 connection of its own in a worker thread (:class:`_LogReader`), neither in the store actor's
 loop nor in the database thread: commits go on while it reads (WAL).
 
+Refused at start (:class:`~podium.protocol.errors.DatabaseDamaged`, ``podium serve`` exits
+3), never served as it reads: a file that is 0 bytes (with no WAL to replay) or has no SQLite
+header, a file without Podium's tables, a main file gone while its WAL remains, a failing
+``PRAGMA quick_check``, a meta revision the event log does not end at, an object row or one of
+the newest :data:`EVENTS_CHECKED_AT_START` event rows that does not decode. A new database is
+built beside its path (0600 whatever the umask; SQLite gives the WAL and shm files the
+database's mode), migrated, and renamed into place, so a path either holds no file or a
+database with Podium's tables: an emptied file is always a loss, never a new database.
+
+Each commit checks, before its COMMIT, that the database, its WAL and the lock file are still
+the ones opened (device and inode of the path against the open file, which must still have a
+link): a database deleted or replaced under the daemon fails the commit, and the daemon stops
+without acknowledging it (fail-stop) instead of acknowledging writes no restart will find.
+
 One daemon per database: an exclusive ``flock`` on ``<database>.lock`` (released by the kernel
 when the process dies, ``kill -9`` included) names its holder, so a second daemon exits
 saying who has it. Readers in other processes (``podium db check``, ``podium db backup``)
@@ -49,7 +63,9 @@ import logging
 import os
 import socket
 import sqlite3
+import stat
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -57,9 +73,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import aiosqlite
+import msgspec
 import trio
 
-from podium.protocol.errors import StoreError
+from podium.protocol.errors import DatabaseDamaged, StoreError
 from podium.protocol.objects import Pod
 from podium.store.actor import Recovery, StoreActor, Subscriber
 from podium.store.core import StoreCore
@@ -93,6 +110,16 @@ scheduler's thread a GIL round trip)."""
 COMPACT_EVERY = 1024
 """Compact the event log when it has grown this far past the retention (amortised deletes)."""
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file (sqlite.org/fileformat.html, 1.3)."""
+
+EVENTS_CHECKED_AT_START = 1000
+"""The newest event rows decoded at start (a bounded check: the log may hold a million; an
+older row that does not decode is reported when a watcher reads it)."""
+
+QUICK_CHECK_PROBLEMS = 10
+"""``PRAGMA quick_check(N)`` stops after N problems; the refusal names the first few."""
+
 
 # --------------------------------------------------------------------------- the lock
 
@@ -107,7 +134,7 @@ def acquire_lock(database: str) -> int:
         StoreError: another process holds it (named with its pid, host and start time).
     """
     path = f"{database}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -128,6 +155,146 @@ def acquire_lock(database: str) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(holder).encode(), 0)
     return fd
+
+
+# --------------------------------------------------------------------------- the file
+
+
+def _damaged(path: str, what: str) -> DatabaseDamaged:
+    return DatabaseDamaged(
+        f"database {path} {what}; refusing to serve it (podium db check {path} lists the "
+        f"damage; restore a backup, or podium db recover {path} NEW copies out what remains)"
+    )
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+
+
+def prepare_file(path: str) -> None:
+    """Create a new database at ``path`` when there is none; refuse one that was emptied.
+
+    A new database is built in a temporary file beside ``path`` (mode 0600 whatever the
+    umask), given Podium's schema, and renamed into place: ``path`` never holds a file without
+    Podium's tables unless something emptied it.
+
+    Raises:
+        DatabaseDamaged: ``path`` is missing while its WAL holds data, is not a regular file, is
+            0 bytes with no WAL to replay, or does not start with SQLite's header.
+        OSError: the directory cannot be written.
+    """
+    wal = _size(f"{path}-wal")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if wal:
+            raise _damaged(
+                path,
+                f"is missing but its WAL {path}-wal holds {wal} bytes (the database file was "
+                "deleted)",
+            ) from None
+        _create(path)
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise _damaged(path, "is not a regular file")
+    if st.st_size == 0:
+        if wal:  # never checkpointed: every page is in the WAL, which SQLite replays
+            return
+        raise _damaged(
+            path,
+            "is empty (0 bytes): a database that held data was truncated, and serving it "
+            "would start over at revision 0",
+        )
+    with open(path, "rb") as f:
+        head = f.read(len(SQLITE_HEADER))
+    if head != SQLITE_HEADER:
+        raise _damaged(path, f"is not a SQLite database (it starts with {head!r})")
+
+
+def _create(path: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".new")
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            for step, script in enumerate(MIGRATIONS):
+                conn.executescript(f"BEGIN; {script} PRAGMA user_version = {step + 1}; COMMIT;")
+        finally:
+            conn.close()  # the last connection: SQLite checkpoints and removes the WAL
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+    except BaseException:
+        for leftover in (tmp, f"{tmp}-wal", f"{tmp}-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(leftover)
+        raise
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """A file the daemon opened: the path, and the device and inode it had then."""
+
+    path: str
+    fd: int
+    device: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: str, fd: int | None = None) -> _Opened:
+        if fd is None:
+            fd = os.open(path, os.O_RDONLY)
+        st = os.fstat(fd)
+        return cls(path, fd, st.st_dev, st.st_ino)
+
+    def problem(self) -> str | None:
+        """Why the path is no longer this file (deleted or replaced), or None."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return f"{self.path} was deleted while the daemon ran"
+        if (st.st_dev, st.st_ino) != (self.device, self.inode):
+            return f"{self.path} was replaced by another file while the daemon ran"
+        if os.fstat(self.fd).st_nlink == 0:  # the path's entry went while this one was read
+            return f"{self.path} was deleted while the daemon ran"
+        return None
+
+
+class _Identity:
+    """The database, its WAL and its lock file as opened; checked before every COMMIT."""
+
+    def __init__(self, database: str, lock: int) -> None:
+        self.database = database
+        self._files = [_Opened.of(database)]
+        with contextlib.suppress(FileNotFoundError):
+            self._files.append(_Opened.of(f"{database}-wal"))
+        self._lock = _Opened.of(f"{database}.lock", lock)
+
+    def check(self) -> None:
+        """Raises DatabaseDamaged when a file was deleted or replaced."""
+        for opened in (*self._files, self._lock):
+            if (problem := opened.problem()) is not None:
+                raise DatabaseDamaged(
+                    f"{problem}; stopping without acknowledging this commit (its writes would "
+                    f"be lost at the next start). Restore {self.database} from a backup"
+                )
+
+    def close(self) -> None:
+        for opened in self._files:  # the lock's descriptor is the lock's to close
+            os.close(opened.fd)
 
 
 # --------------------------------------------------------------------------- the thread
@@ -173,6 +340,10 @@ class _Database:
         token = self._token
         assert token is not None
         try:
+            try:
+                prepare_file(self._path)
+            except OSError as exc:  # not a listener's error: name the database
+                raise StoreError(f"cannot create database {self._path}: {exc}") from exc
             conn = await aiosqlite.connect(self._path, isolation_level=None)
             await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
@@ -218,7 +389,12 @@ class _Database:
         await self._done.wait()
 
 
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
 def _store_error(exc: BaseException) -> BaseException:
+    if isinstance(exc, sqlite3.Error) and exc.sqlite_errorcode in _CORRUPT_CODES:
+        return DatabaseDamaged(f"sqlite: {exc}")
     if isinstance(exc, sqlite3.Error):
         return StoreError(f"sqlite: {exc}")
     return exc
@@ -229,24 +405,100 @@ def _store_error(exc: BaseException) -> BaseException:
 
 def _load_job(path: str) -> Job:
     async def load(conn: aiosqlite.Connection) -> Recovery:
-        (version,) = (await (await conn.execute("PRAGMA user_version")).fetchone()) or (0,)
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"database {path} has schema version {version}, made by a newer Podium "
-                f"(this one knows up to {SCHEMA_VERSION})"
-            )
-        for step in range(version, SCHEMA_VERSION):
-            log.info("migrating %s from schema %d to %d", path, step, step + 1)
-            await conn.executescript(
-                f"BEGIN; {MIGRATIONS[step]} PRAGMA user_version = {step + 1}; COMMIT;"
-            )
-        row = await (await conn.execute("SELECT value FROM meta WHERE key = 'revision'")).fetchone()
-        revision = int(row[0]) if row else 0
-        rows = await conn.execute_fetchall("SELECT data FROM objects")
-        objects = [decode_object(r[0]) for r in rows]
-        return Recovery(path, revision, objects)
+        try:
+            return await _load(conn, path)
+        except sqlite3.Error as exc:
+            if exc.sqlite_errorcode in _CORRUPT_CODES:
+                raise _damaged(path, f"cannot be read ({exc})") from exc
+            raise
 
     return load
+
+
+async def _load(conn: aiosqlite.Connection, path: str) -> Recovery:
+    """Check the file (the module docstring lists what is refused), migrate it, read it."""
+    (version,) = (await (await conn.execute("PRAGMA user_version")).fetchone()) or (0,)
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"database {path} has schema version {version}, made by a newer Podium "
+            f"(this one knows up to {SCHEMA_VERSION})"
+        )
+    if version == 0:
+        # prepare_file creates every new database with its tables: this one lost them.
+        raise _damaged(path, "has no Podium tables (schema version 0)")
+    problems = [
+        r[0]
+        for r in await conn.execute_fetchall(f"PRAGMA quick_check({QUICK_CHECK_PROBLEMS})")
+        if r[0] != "ok"
+    ]
+    if problems:
+        found = "; ".join(" ".join(p.split()) for p in problems[:3])
+        raise _damaged(path, f"fails SQLite's quick_check: {found}")
+    for step in range(version, SCHEMA_VERSION):
+        log.info("migrating %s from schema %d to %d", path, step, step + 1)
+        await conn.executescript(
+            f"BEGIN; {MIGRATIONS[step]} PRAGMA user_version = {step + 1}; COMMIT;"
+        )
+    # One read transaction: the checks and the objects are one state.
+    await conn.execute("BEGIN")
+    try:
+        revision = await _checked_revision(conn, path)
+        objects = []
+        for kind, namespace, name, data in await conn.execute_fetchall(
+            "SELECT kind, namespace, name, data FROM objects"
+        ):
+            try:
+                objects.append(decode_object(data))
+            except msgspec.DecodeError as exc:
+                ref = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+                raise _damaged(
+                    path, f"holds an objects row that does not decode ({ref}: {exc})"
+                ) from None
+        for row in await conn.execute_fetchall(
+            "SELECT revision, type, kind, namespace, name, node, message, data FROM events "
+            "ORDER BY revision DESC LIMIT ?",
+            (EVENTS_CHECKED_AT_START,),
+        ):
+            try:
+                decode_change(tuple(row))
+            except DatabaseDamaged as exc:
+                raise _damaged(path, f"holds {exc}") from exc
+    finally:
+        await conn.execute("COMMIT")
+    return Recovery(path, revision, objects)
+
+
+async def _checked_revision(conn: aiosqlite.Connection, path: str) -> int:
+    """The meta revision, checked against the event log and the objects."""
+    row = await (await conn.execute("SELECT value FROM meta WHERE key = 'revision'")).fetchone()
+    if row is None:
+        raise _damaged(path, "has no revision in its meta table")
+    try:
+        revision = int(row[0])
+    except ValueError:
+        raise _damaged(path, f"has a meta revision {row[0]!r} that is not a number") from None
+    (newest_event,) = await (await conn.execute("SELECT MAX(revision) FROM events")).fetchone() or (
+        None,
+    )
+    (newest_object,) = await (
+        await conn.execute("SELECT MAX(revision) FROM objects")
+    ).fetchone() or (None,)
+    # Every commit writes its events and the meta revision of its last one together, and
+    # compaction always keeps at least the newest event. A database `podium db recover` made
+    # after the log's end was lost starts with an empty log at its revision (meta recovered).
+    recovered = await (
+        await conn.execute("SELECT value FROM meta WHERE key = 'recovered'")
+    ).fetchone()
+    if newest_event is None and recovered is not None and recovered[0] == str(revision):
+        newest_event = revision
+    if (newest_event or 0) != revision:
+        log_end = "is empty" if newest_event is None else f"ends at revision {newest_event}"
+        raise _damaged(path, f"has meta revision {revision} but its event log {log_end}")
+    if newest_object is not None and newest_object > revision:
+        raise _damaged(
+            path, f"holds an object of revision {newest_object}, after its revision {revision}"
+        )
+    return revision
 
 
 class _LogReader:
@@ -314,7 +566,7 @@ class _Batch:
     compact_through: int | None
 
 
-def _commit_job(batch: _Batch) -> Job:
+def _commit_job(batch: _Batch, check: Callable[[], None]) -> Job:
     async def commit(conn: aiosqlite.Connection) -> None:
         await conn.execute("BEGIN IMMEDIATE")
         try:
@@ -352,6 +604,7 @@ def _commit_job(batch: _Batch) -> Job:
                 await conn.execute(
                     "DELETE FROM events WHERE revision <= ?", (batch.compact_through,)
                 )
+            check()  # the files are still the ones opened, or nothing is committed
             await conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -420,18 +673,21 @@ class SqliteDurability:
         self._db = _Database(path, synchronous)
         self._reader = _LogReader(path)
         self._lock: int | None = None
+        self._identity: _Identity | None = None
         self._compacted_through = 0
 
     async def load(self) -> Recovery:
         """Take the lock, start the database thread, migrate the schema and read every object.
 
         Raises:
+            DatabaseDamaged: the database fails the check at start (module docstring).
             StoreError: the database is locked by another daemon, unreadable, or made by a
                 newer Podium.
         """
         self._lock = acquire_lock(self.path)
         await self._db.open()
         loaded: Recovery = await self._db.call(_load_job(self.path))
+        self._identity = _Identity(self.path, self._lock)
         self._compacted_through = max(0, loaded.revision - self.retention)
         return loaded
 
@@ -440,14 +696,17 @@ class SqliteDurability:
         :data:`COMPACT_EVERY` past the retention.
 
         Raises:
+            DatabaseDamaged: the database, its WAL or the lock file was deleted or replaced;
+                nothing of the batch was written.
             StoreError: SQLite failed; nothing of the batch was written.
         """
+        assert self._identity is not None, "commit before load"
         revision = changes[-1].revision
         compact = None
         if revision - self.retention - self._compacted_through >= COMPACT_EVERY:
             compact = revision - self.retention
             self._compacted_through = compact
-        await self._db.call(_commit_job(_batch_of(changes, compact)))
+        await self._db.call(_commit_job(_batch_of(changes, compact), self._identity.check))
 
     async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
         """The log on disk after ``after`` (the first ``limit`` changes; 0: all), and its
@@ -461,6 +720,9 @@ class SqliteDurability:
             self._reader.close()
             await self._db.close()
         finally:
+            if self._identity is not None:
+                self._identity.close()
+                self._identity = None
             if self._lock is not None:
                 os.close(self._lock)
                 self._lock = None

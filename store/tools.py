@@ -1,4 +1,5 @@
-"""Offline tools over a Podium database: ``podium db check`` and ``podium db backup``.
+"""Offline tools over a Podium database: ``podium db check``, ``podium db backup`` and
+``podium db recover``.
 
 Kubernetes counterpart: none in the scheduler; etcd's operator tools are the model —
 ``etcdctl snapshot save`` (an online, consistent copy of a live member: etcdctl/ctlv3/command/
@@ -7,7 +8,8 @@ and verify its hashes and revisions).
 
 Not an actor: sync functions on the stdlib ``sqlite3`` driver, run by the CLI. The daemon keeps
 its database in WAL mode and locks the side file ``<database>.lock`` (not SQLite itself), so both
-tools work while it runs: a reader in another process sees the last committed transaction.
+tools work while it runs: a reader in another process sees the last committed transaction, and
+the check reads every table in one read transaction (one commit's state).
 
 What :func:`check_database` verifies (an *error* breaks an invariant of BRIEF.md "Durability"; a
 *warning* is a state Kubernetes allows but an operator should know about)::
@@ -32,6 +34,9 @@ podium.actors.framework.nodeinfo); store/ imports no actor, so the caller passes
 :func:`backup_database` copies with SQLite's online backup API, a step of pages at a time
 (progress for a bar), into a temporary file beside the destination, checks the copy and only
 then renames it into place: the destination is either the old file or a whole, checked copy.
+
+:func:`recover_database` copies what can still be read and decoded out of a damaged database
+(the daemon refuses it at start) into a new one, and lists what was lost.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ import msgspec
 
 from podium.protocol.errors import StoreError
 from podium.protocol.objects import KINDS, NAMESPACED_KINDS, Node, Pod, holds_resources
-from podium.store.schema import SCHEMA_VERSION, decode_object
+from podium.store.schema import MIGRATIONS, SCHEMA_VERSION, decode_object
 
 __all__ = [
     "MAX_FINDINGS_PER_RULE",
@@ -58,8 +63,10 @@ __all__ = [
     "BackupResult",
     "CheckReport",
     "OverCommitted",
+    "RecoverReport",
     "backup_database",
     "check_database",
+    "recover_database",
 ]
 
 OverCommitted = Callable[[Node, Sequence[Pod]], list[str]]
@@ -196,6 +203,10 @@ def check_database(path: str | os.PathLike[str], *, over_committed: OverCommitte
             findings.error("file", f"{path}: cannot open it: {exc}")
         else:
             try:
+                # One read transaction for the whole check: in WAL mode its snapshot is the
+                # state of one commit, whatever the daemon commits meanwhile (two autocommit
+                # reads could see an event newer than the meta revision read before it).
+                conn.execute("BEGIN")
                 _check(conn, report, findings, over_committed)
             except sqlite3.Error as exc:
                 # A damaged page can fail any query; what was found so far still stands.
@@ -522,29 +533,39 @@ def backup_database(
         if version == 0:
             raise StoreError(f"{path} is not a Podium database (it has no Podium schema)")
         step = pages_per_step or max(256, math.ceil(page_count / 100))
-        try:
-            fd, tmp_name = tempfile.mkstemp(
-                dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-            )
-        except OSError as exc:
-            raise StoreError(f"cannot write the backup beside {dest}: {exc}") from exc
-        os.close(fd)
-        tmp = Path(tmp_name)
-        try:
+        with _beside(target, "the backup", f"backing up {path} to {dest}") as tmp:
             result = _copy(source, tmp, step, progress, max_restarts)
-            for stale in _sidecars(target):
-                # A -wal left by an older file at dest would be replayed into the copy.
-                _remove_quietly(stale)
-            tmp.replace(target)
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"backing up {path} to {dest} failed: {exc}") from exc
-        finally:
-            for leftover in (tmp, *_sidecars(tmp)):
-                _remove_quietly(leftover)
     finally:
         source.close()
     pages, revision, restarts = result
     return BackupResult(str(path), str(dest), pages, revision, restarts)
+
+
+@contextlib.contextmanager
+def _beside(target: Path, what: str, doing: str) -> Iterator[Path]:
+    """A temporary file beside ``target`` for ``what``, renamed onto ``target`` when the block
+    succeeds; removed with its side files otherwise.
+
+    Raises:
+        StoreError: the folder cannot be written, or SQLite or the OS failed while ``doing``.
+    """
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise StoreError(f"cannot write {what} beside {target}: {exc}") from exc
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        for stale in _sidecars(target):
+            # A -wal left by an older file at target would be replayed into the new one.
+            _remove_quietly(stale)
+        tmp.replace(target)
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(f"{doing} failed: {exc}") from exc
+    finally:
+        for leftover in (tmp, *_sidecars(tmp)):
+            _remove_quietly(leftover)
 
 
 def _copy(
@@ -588,3 +609,234 @@ def _copy(
     finally:
         target.close()
     return pages, revision, restarts
+
+
+# --------------------------------------------------------------------------- recover
+
+RECOVER_PAGE: Final = 256
+"""Rows read per query while recovering: a damaged page fails one query, and the scan goes on
+from the other end."""
+
+
+@dataclass
+class RecoverReport:
+    """What :func:`recover_database` copied and what it lost.
+
+    Attributes:
+        path, dest: the damaged database and the new one.
+        revision: the new database's revision (the newest revision found anywhere).
+        objects, events, bindings: rows copied.
+        oldest_event_revision: the oldest event kept (None: the log starts empty).
+        lost: one line per row or range that could not be copied, naming it.
+    """
+
+    path: str
+    dest: str
+    revision: int = 0
+    objects: int = 0
+    events: int = 0
+    bindings: int = 0
+    oldest_event_revision: int | None = None
+    lost: list[str] = field(default_factory=list)
+
+
+_Row = tuple[Any, ...]
+
+
+def _scan(
+    conn: sqlite3.Connection, table: str, key: tuple[str, ...], columns: str, lost: list[str]
+) -> list[_Row]:
+    """Every readable row of ``table`` in key order: read forward; where a read fails on a
+    damaged page, read backward from the end down to the last row read."""
+    forward, broke = _walk(conn, table, key, columns, after=None)
+    if broke is None:
+        return forward
+    last = tuple(forward[-1][: len(key)]) if forward else None
+    backward, _ = _walk(conn, table, key, columns, after=last, descending=True)
+    first = tuple(backward[-1][: len(key)]) if backward else None
+    after = "the first row" if last is None else f"{last}"
+    before = "the end" if first is None else f"{first}"
+    lost.append(f"{table}: the rows between {after} and {before} could not be read ({broke})")
+    return forward + backward[::-1]
+
+
+def _walk(
+    conn: sqlite3.Connection,
+    table: str,
+    key: tuple[str, ...],
+    columns: str,
+    *,
+    after: _Row | None,
+    descending: bool = False,
+) -> tuple[list[_Row], str | None]:
+    """Rows after ``after`` (ascending, or from the end down to it), a page a query and one
+    row a query once a page fails; returns them and the error that stopped the walk."""
+    keys = ", ".join(key)
+    marks = ", ".join("?" * len(key))
+    rows: list[_Row] = []
+    low, high = after, None
+    limit = RECOVER_PAGE
+    while True:
+        bounds: list[str] = []
+        params: list[Any] = []
+        if low is not None:
+            bounds.append(f"({keys}) > ({marks})")
+            params += low
+        if high is not None:
+            bounds.append(f"({keys}) < ({marks})")
+            params += high
+        where = f"WHERE {' AND '.join(bounds)} " if bounds else ""
+        order = ", ".join(f"{k} DESC" for k in key) if descending else keys
+        try:
+            page = conn.execute(
+                f"SELECT {keys}, {columns} FROM {table} {where}ORDER BY {order} LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            if limit > 1:  # read up to the damage one row at a time
+                limit = 1
+                continue
+            return rows, str(exc)
+        if not page:
+            return rows, None
+        rows += page
+        edge = tuple(page[-1][: len(key)])
+        if descending:
+            high = edge
+        else:
+            low = edge
+
+
+def recover_database(
+    path: str | os.PathLike[str], dest: str | os.PathLike[str], *, force: bool = False
+) -> RecoverReport:
+    """Copy every row of a damaged database that can still be read and decoded into a new one.
+
+    Each table is read in key order, a page of rows at a time, forward and then backward from
+    its end, so one damaged page loses the rows it held and not the rest. The new database
+    holds the objects that decode, the bindings whose pod was recovered bound to that node,
+    and the end of the event log back to its first gap (a watcher from before it gets
+    ``gone`` and lists again); its revision is the newest found anywhere. When the log's end
+    itself was lost, the new log starts empty at that revision (meta ``recovered``), which
+    ``podium serve`` accepts. The copy is written beside ``dest``, checked (quick_check), and
+    renamed onto it.
+
+    Raises:
+        StoreError: ``path`` is missing or SQLite cannot open it at all, ``dest`` exists
+            (without ``force``) or is ``path``, or the copy could not be written.
+    """
+    src, target = Path(path), Path(dest)
+    if not src.is_file():
+        raise StoreError(f"{path}: no such database file")
+    if target.exists():
+        if src.samefile(target):
+            raise StoreError(f"{dest} is the damaged database itself; recover into a new file")
+        if not force:
+            raise StoreError(f"{dest} already exists; not overwriting it without --force")
+    report = RecoverReport(path=str(path), dest=str(dest))
+    try:
+        conn = _open_read_only(src)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: SQLite cannot read it ({exc}); nothing to recover") from exc
+    try:
+        meta, objects, events, bindings = _salvage(conn, report.lost)
+    finally:
+        conn.close()
+    revision = max(
+        [meta or 0, *(row[3] for row in objects), *(row[0] for row in events)], default=0
+    )
+    log = _log_end(events, revision)
+    if len(log) < len(events):
+        report.lost.append(
+            f"events: {len(events) - len(log)} readable events older than a gap in the log "
+            "were left out (a watcher from before the oldest kept gets gone and lists again)"
+        )
+    pods = {(row[1], row[2]): row[5] for row in objects if isinstance(row[5], Pod)}
+    kept_bindings = []
+    for uid, namespace, name, node, binding_revision in bindings:
+        pod = pods.get((namespace, name))
+        if pod is None or pod.metadata.uid != uid or pod.spec.node_name != node:
+            report.lost.append(
+                f"binding {uid} of pod {namespace}/{name} to node {node}: its pod was not "
+                "recovered bound there"
+            )
+            continue
+        kept_bindings.append((uid, namespace, name, node, binding_revision))
+    _write_recovered(target, revision, objects, log, kept_bindings)
+    report.revision = revision
+    report.objects, report.events, report.bindings = len(objects), len(log), len(kept_bindings)
+    report.oldest_event_revision = log[0][0] if log else None
+    return report
+
+
+def _salvage(
+    conn: sqlite3.Connection, lost: list[str]
+) -> tuple[int | None, list[_Row], list[_Row], list[_Row]]:
+    """(meta revision, objects + decoded object, events, bindings) that could be read."""
+    meta: int | None = None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+        meta = int(row[0]) if row else None
+    except (sqlite3.Error, ValueError) as exc:
+        lost.append(f"meta: the revision could not be read ({exc})")
+    objects: list[_Row] = []
+    for kind, namespace, name, revision, data in _scan(
+        conn, "objects", ("kind", "namespace", "name"), "revision, data", lost
+    ):
+        try:
+            obj = decode_object(data)
+        except msgspec.DecodeError as exc:
+            lost.append(f"{_object_ref(kind, namespace, name)}: does not decode ({exc})")
+            continue
+        objects.append((kind, namespace, name, revision, data, obj))
+    events: list[_Row] = []
+    for row in _scan(
+        conn, "events", ("revision",), "type, kind, namespace, name, node, message, data", lost
+    ):
+        try:
+            decode_object(row[7])
+        except msgspec.DecodeError as exc:
+            ref = _object_ref(row[2], row[3], row[4])
+            lost.append(f"event {row[0]} ({ref}): does not decode ({exc})")
+            continue
+        events.append(row)
+    bindings = _scan(conn, "bindings", ("uid",), "namespace, name, node, revision", lost)
+    return meta, objects, events, bindings
+
+
+def _log_end(events: list[_Row], revision: int) -> list[_Row]:
+    """The events that run without a gap up to ``revision`` (one event per revision)."""
+    end: list[_Row] = []
+    for row in reversed(events):
+        if row[0] != revision - len(end):
+            break
+        end.append(row)
+    return end[::-1]
+
+
+def _write_recovered(
+    target: Path, revision: int, objects: list[_Row], events: list[_Row], bindings: list[_Row]
+) -> None:
+    with _beside(target, "the recovered database", f"writing {target}") as tmp:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            for step, script in enumerate(MIGRATIONS):
+                conn.executescript(f"BEGIN; {script} PRAGMA user_version = {step + 1}; COMMIT;")
+            conn.execute("BEGIN")
+            conn.executemany(
+                "INSERT INTO objects VALUES (?, ?, ?, ?, ?)", [row[:5] for row in objects]
+            )
+            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+            conn.executemany("INSERT INTO bindings VALUES (?, ?, ?, ?, ?)", bindings)
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'revision'", (str(revision),))
+            if revision and not events:
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('recovered', ?)", (str(revision),)
+                )
+            conn.execute("COMMIT")
+            problems = [r for (r,) in conn.execute("PRAGMA quick_check") if r != "ok"]
+            if problems:
+                raise StoreError(f"the recovered copy failed its check: {problems[0]}")
+        finally:
+            conn.close()

@@ -1,4 +1,5 @@
-"""``podium db check`` and ``podium db backup``: the offline database tools.
+"""``podium db check``, ``podium db backup`` and ``podium db recover``: the offline database
+tools.
 
 Kubernetes counterpart: etcd's operator commands (``etcdctl snapshot save`` and
 ``etcdctl snapshot status``, etcdctl/ctlv3/command/snapshot_command.go@v3.3); the scheduler
@@ -30,9 +31,15 @@ from podium.actors.cli.output import (
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.protocol.errors import StoreError
 from podium.protocol.objects import Node, Pod
-from podium.store.tools import CheckReport, backup_database, check_database
+from podium.store.tools import (
+    CheckReport,
+    RecoverReport,
+    backup_database,
+    check_database,
+    recover_database,
+)
 
-__all__ = ["cmd_backup", "cmd_check", "over_allocatable", "register"]
+__all__ = ["cmd_backup", "cmd_check", "cmd_recover", "over_allocatable", "register"]
 
 
 def over_allocatable(node: Node, pods: Sequence[Pod]) -> list[str]:
@@ -132,6 +139,43 @@ def cmd_backup(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _recover_json(report: RecoverReport) -> dict[str, object]:
+    return {
+        "path": report.path,
+        "dest": report.dest,
+        "revision": report.revision,
+        "objects": report.objects,
+        "events": report.events,
+        "oldestEventRevision": report.oldest_event_revision,
+        "bindings": report.bindings,
+        "lost": list(report.lost),
+    }
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    try:
+        report = recover_database(args.path, args.dest, force=args.force)
+    except StoreError as exc:
+        err(f"error: {exc}")
+        return EXIT_FAILED
+    if args.output == "json":
+        dump_json(_recover_json(report))
+        return EXIT_OK
+    log = (
+        "empty"
+        if report.oldest_event_revision is None
+        else (f"{report.events} events from revision {report.oldest_event_revision}")
+    )
+    out(
+        f"recovered {report.path} into {report.dest} at revision {report.revision}: "
+        f"{report.objects} objects, {report.bindings} bindings, event log {log}"
+    )
+    for line in report.lost:
+        out(f"lost: {line}")
+    out(f"{len(report.lost)} losses")
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -140,15 +184,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     db = add_command_group(
         subparsers,
         "db",
-        summary="check or back up a Podium database file (works while the daemon runs)",
+        summary="check, back up or recover a Podium database file",
         description=(
-            "Offline tools over the SQLite database of `podium serve`. Both open the file\n"
-            "themselves (check read-only) and work while the daemon runs on it."
+            "Offline tools over the SQLite database of `podium serve`. Each opens the file\n"
+            "itself (check and recover read-only); check and backup work while the daemon\n"
+            "runs on it, recover salvages a database the daemon refuses."
         ),
         epilog=(
             "examples:\n"
             "  podium db check podium.db\n"
-            "  podium db backup podium.db /backups/podium-$(date +%F).db"
+            "  podium db backup podium.db /backups/podium-$(date +%F).db\n"
+            "  podium db recover podium.db podium-recovered.db"
         ),
     )
 
@@ -207,3 +253,32 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("dest", metavar="DEST", help="the copy's file name")
     p.add_argument("--force", action="store_true", help="replace DEST if it exists")
     p.set_defaults(func=cmd_backup)
+
+    p = add_command(
+        db,
+        "recover",
+        summary="salvage what a damaged database still holds into a new file",
+        description=(
+            "Salvage a database podium serve refuses (exit 3): every object row that still\n"
+            "decodes, the bindings of the pods recovered, and the end of the event log back to\n"
+            "its first gap go into DEST, at the newest revision found; each row or range that\n"
+            "could not be read or decoded is listed as lost. A backup, when there is one, is\n"
+            "the better way back. Then: podium db check DEST, and serve it with --db DEST.\n"
+            "Exit 0 when DEST was written (losses listed), 1 when nothing could be."
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium db recover podium.db podium-recovered.db\n"
+            "  podium db recover podium.db podium-recovered.db -o json | jq .lost\n\n"
+            "output:\n"
+            "  recovered podium.db into podium-recovered.db at revision 1042: 118 objects,\n"
+            "  97 bindings, event log 1042 events from revision 1\n"
+            "  lost: Pod default/web-7: does not decode (...)\n"
+            "  1 losses"
+        ),
+    )
+    p.add_argument("path", metavar="PATH", help="the damaged database")
+    p.add_argument("dest", metavar="DEST", help="the new database's file name")
+    p.add_argument("--force", action="store_true", help="replace DEST if it exists")
+    add_output_option(p, ("text", "json"), "text")
+    p.set_defaults(func=cmd_recover)

@@ -7,7 +7,8 @@ exit codes) and k8s.io/cli-runtime/pkg/printers (the tabwriter tables, the JSON 
 Human output goes to stdout, errors and warnings to stderr (``error: ...``); ``-o json`` prints
 machine-readable JSON on stdout. The progress bar goes to stderr, only on a terminal and never
 with ``-o json``. Exit codes: :data:`EXIT_OK` 0, :data:`EXIT_FAILED` 1 (rejected input, a
-failed command, an unreachable daemon), :data:`EXIT_USAGE` 2.
+failed command, an unreachable daemon), :data:`EXIT_USAGE` 2, :data:`EXIT_DAMAGED` 3 (``podium
+serve`` refused a damaged, emptied or deleted database).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from podium.protocol.objects import KubeObject, enc_hook
 from podium.protocol.wire import Event, NodeVerdict, ObjectError
 
 __all__ = [
+    "EXIT_DAMAGED",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
@@ -46,7 +48,7 @@ __all__ = [
     "verdict_table",
 ]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DAMAGED = 0, 1, 2, 3
 
 
 def out(text: str = "") -> None:

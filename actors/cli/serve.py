@@ -24,11 +24,11 @@ import trio
 
 from podium.actors.cli.arguments import add_command, at_least, file_mode, positive_seconds
 from podium.actors.cli.config import configured, podium_version
-from podium.actors.cli.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err
+from podium.actors.cli.output import EXIT_DAMAGED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, err
 from podium.actors.daemon.logs import configure as configure_logging
 from podium.actors.daemon.serve import check_access, parse_address, serve
 from podium.protocol.config import PodiumSettings
-from podium.protocol.errors import StoreError
+from podium.protocol.errors import DatabaseDamaged, StoreError
 
 __all__ = ["cmd_serve", "register"]
 
@@ -54,10 +54,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         err(f"error: {exc}")
         return EXIT_USAGE
     configure_logging(config.podium.log_format, config.podium.log_level)
-    failed = False
+    failed = damaged = False
     try:
         trio.run(lambda: serve(config, version=podium_version()))
         _exit_now(EXIT_OK)
+    except* DatabaseDamaged as group:
+        # Refused at start, or the file was deleted or replaced under the daemon: a restart
+        # would not help, so the exit code says so (README, "State and restarts").
+        for error in _leaves(group):
+            err(f"error: {error}")
+        damaged = True
     except* OSError as group:
         for error in _leaves(group):
             err(f"error: cannot listen: {error}")
@@ -67,6 +73,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for error in _leaves(group):
             err(f"error: {error}")
         failed = True
+    if damaged:
+        return EXIT_DAMAGED
     return EXIT_FAILED if failed else EXIT_OK
 
 

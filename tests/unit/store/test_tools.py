@@ -22,6 +22,7 @@ from builders import make_node, make_pod
 from podium.actors.cli.db import over_allocatable
 from podium.protocol import objects as o
 from podium.protocol.errors import StoreError
+from podium.store import tools
 from podium.store.mail import Change
 from podium.store.schema import MIGRATIONS, SCHEMA_VERSION, encode_object, event_row
 from podium.store.tools import (
@@ -751,3 +752,26 @@ def test_backup_refusals(tmp_path: Path, setup: str, message: str) -> None:
     with pytest.raises(StoreError, match=re.escape(message)):
         backup_database(source, dest, force=True)
     assert not list(tmp_path.glob(".copy.db.*"))
+
+
+@dataclass(frozen=True)
+class LogEndCase:
+    name: str
+    revisions: list[int]
+    revision: int
+    want: list[int]
+
+
+LOG_END_CASES = [
+    LogEndCase("a whole log is kept", [1, 2, 3], 3, [1, 2, 3]),
+    LogEndCase("a compacted log is kept", [7, 8, 9], 9, [7, 8, 9]),
+    LogEndCase("events before a gap are left out", [1, 2, 4, 5], 5, [4, 5]),
+    LogEndCase("a lost end leaves the log empty", [1, 2, 3], 4, []),
+    LogEndCase("an empty log stays empty", [], 0, []),
+]
+
+
+@pytest.mark.parametrize("case", LOG_END_CASES, ids=attrgetter("name"))
+def test_recovery_keeps_the_log_end_without_a_gap(case: LogEndCase) -> None:
+    rows = [(r, "Added") for r in case.revisions]
+    assert [row[0] for row in tools._log_end(rows, case.revision)] == case.want
