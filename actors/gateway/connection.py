@@ -500,6 +500,12 @@ class Connection:
             return await self.server.handle(self, msg)
         except PodiumError as exc:
             return ErrorReply(id=msg.id, code=exc.code, message=str(exc))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The actor that answers it has stopped (the daemon is stopping, or the store
+            # fail-stopped): nothing was done, and the client is told so, not sent a traceback.
+            return ErrorReply(
+                id=msg.id, code="unavailable", message="the daemon is stopping; nothing was done"
+            )
         except Exception as exc:
             log.exception("request %s %d failed", type(msg).__name__, msg.id)
             return ErrorReply(id=msg.id, code="internal", message=f"internal error: {exc}")

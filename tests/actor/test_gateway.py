@@ -584,3 +584,22 @@ async def test_simulate_admits_the_pod_as_a_put_would(case: SimulateCase) -> Non
     assert (answer["msg"], answer["placement"]["node"]) == ("simulate_reply", "n1")
     [pod] = scheduler.asked
     assert (pod.spec.priority, pod.spec.preemption_policy) == case.want
+
+
+# --------------------------------------------------------------------------- a stopped store
+
+
+async def _stopped_store(inbox: trio.MemoryReceiveChannel[StoreMsg]) -> None:
+    """A store that has stopped (its mailbox closed), as after a fail-stop."""
+    await inbox.aclose()
+
+
+async def test_a_request_to_a_stopped_store_is_answered_unavailable() -> None:
+    # Issue 16, point 4: after a fail-stop, a put racing the stop is told nothing was done,
+    # without a traceback in the log.
+    async with _gateway(_stopped_store) as (_gateway_actor, peer):
+        await trio.testing.wait_all_tasks_blocked()
+        await peer.send({"msg": "get", "id": 7, "kind": "Pod", "name": "p"})
+        reply = await peer.receive()
+    assert (reply["msg"], reply["id"], reply["code"]) == ("error", 7, "unavailable")
+    assert reply["message"] == "the daemon is stopping; nothing was done"
