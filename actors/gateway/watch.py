@@ -38,7 +38,7 @@ from podium.actors.gateway.connection import Connection
 from podium.actors.gateway.counters import count_error
 from podium.actors.gateway.replies import failure
 from podium.protocol.objects import KINDS, enc_hook
-from podium.protocol.wire import ErrorReply, Event, EventFrame, Watch, WatchReply
+from podium.protocol.wire import ErrorReply, EventFrame, Watch, WatchReply
 from podium.store.mail import (
     Change,
     Committed,
@@ -63,7 +63,6 @@ __all__ = [
     "RemoveWatch",
     "WatchCursor",
     "Watches",
-    "event_of",
     "has_room",
 ]
 
@@ -123,21 +122,6 @@ HubMsg: TypeAlias = Recovered | Committed | AddWatch | RemoveWatch
 """The hub's mailbox: the store's published stream, and the watches joining and leaving."""
 
 
-def event_of(watch_id: int, change: Change) -> Event:
-    """The wire event of one committed change."""
-    return Event(
-        id=watch_id,
-        revision=change.revision,
-        type=change.type,
-        kind=change.kind,
-        namespace=change.namespace,
-        name=change.name,
-        object=change.object,
-        node=change.node,
-        message=change.message,
-    )
-
-
 _OBJECT_ENCODERS: dict[str, Any] = {
     "msgpack": msgspec.msgpack.Encoder(enc_hook=enc_hook),
     "json": msgspec.json.Encoder(enc_hook=enc_hook),
@@ -161,7 +145,7 @@ class EncodedObjects:
 
     def frame(self, encoding: str, watch_id: int, change: Change) -> bytes:
         """The payload of ``change``'s event for watch ``watch_id``, equal to encoding
-        :func:`event_of` with the connection's codec."""
+        the Event itself with the connection's codec."""
         obj = change.object
         raw = None
         if obj is not None:

@@ -8,9 +8,26 @@ from dataclasses import dataclass
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.gateway.watch import EncodedObjects, event_of
+from podium.actors.gateway.watch import EncodedObjects
 from podium.protocol.framing import Codec
+from podium.protocol.wire import Event
 from podium.store.mail import Change
+
+
+def event_of(watch_id: int, change: Change) -> Event:
+    """The wire event of one committed change, built field by field: the reference the shared
+    encoding is held to."""
+    return Event(
+        id=watch_id,
+        revision=change.revision,
+        type=change.type,
+        kind=change.kind,
+        namespace=change.namespace,
+        name=change.name,
+        object=change.object,
+        node=change.node,
+        message=change.message,
+    )
 
 
 @dataclass(frozen=True)
