@@ -565,10 +565,6 @@ class SchedulerCache:
         self._table(table)[key] = obj
         self._objects_gen = self._bump()
 
-    def update_object(self, obj: KubeObject) -> None:
-        """An object changed (the same as :meth:`add_object`: a put)."""
-        self.add_object(obj)
-
     def delete_object(self, kind: str, namespace: str, name: str) -> None:
         """An object was deleted (a no-op when the cache does not have it)."""
         table = _TABLES.get(kind)
