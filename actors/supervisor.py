@@ -17,6 +17,7 @@ its traceback (``podium serve`` then exits non-zero).
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import Awaitable, Callable, Sequence
@@ -50,6 +51,8 @@ from podium.store.actor import StoreActor
 from podium.store.mail import Published, StoreMsg
 
 __all__ = ["MAILBOX", "Handles", "Runtime", "StoreFactory", "load_plugin_set"]
+
+log = logging.getLogger("podium.supervisor")
 
 MAILBOX = 1024
 """Capacity of the hot-path mailboxes: large enough that ``send_nowait`` rarely meets a full
@@ -220,7 +223,7 @@ class Runtime:
         }
         async with trio.open_nursery() as nursery:
             for name, run in actors.items():
-                await nursery.start(self._supervise, name, run)
+                await nursery.start(self._supervise, name, run, nursery.cancel_scope)
             self._actors = tuple(actors)
             task_status.started(
                 Handles(store=store_tx, scheduler=control_tx, queue=queue_tx, cache=cache_tx)
@@ -230,12 +233,23 @@ class Runtime:
         self,
         name: str,
         run: Callable[..., Awaitable[None]],
+        actors: trio.CancelScope,
         *,
         task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Run one actor, keeping :meth:`not_running` true to it."""
+        """Run one actor, keeping :meth:`not_running` true to it.
+
+        An actor that finds a peer's mailbox closed after a peer failed (the nursery is
+        already cancelling) stops quietly: the peer's error is the cause, and reporting this
+        one beside it turned a damaged database's exit 3 into a traceback and exit 1 (a send
+        that does not block has no checkpoint, so it can run before the cancellation lands).
+        """
         self._running.add(name)
         try:
             await run(task_status=task_status)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if not actors.cancel_called:
+                raise
+            log.debug("%s stopped: a peer's mailbox closed as the actors stop", name)
         finally:
             self._running.discard(name)
