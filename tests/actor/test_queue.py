@@ -20,6 +20,7 @@ from podium.actors.mail import (
     LookupReply,
     Pop,
     Popped,
+    PoppedBatch,
     QueueIdle,
     QueueMsg,
     QueueStats,
@@ -69,9 +70,18 @@ class Harness:
         self.send(committed(*changes))
 
     async def pop(self, *, idle_ok: bool = False) -> Popped | QueueIdle:
-        reply_to, answer = trio.open_memory_channel[Popped | QueueIdle](1)
-        self.send(Pop(reply=reply_to, idle_ok=idle_ok))
-        return await answer.receive()
+        """One pod (a batch of one), or QueueIdle."""
+        got = await self.pop_batch(1, idle_ok=idle_ok)
+        if isinstance(got, QueueIdle):
+            return got
+        (one,) = got
+        return one
+
+    async def pop_batch(self, max_pods: int, *, idle_ok: bool = False) -> list[Popped] | QueueIdle:
+        reply_to, answer = trio.open_memory_channel[PoppedBatch | QueueIdle](1)
+        self.send(Pop(reply=reply_to, idle_ok=idle_ok, max_pods=max_pods))
+        got = await answer.receive()
+        return got if isinstance(got, QueueIdle) else got.pods
 
     async def popped(self) -> Popped:
         got = await self.pop()
@@ -211,7 +221,7 @@ async def test_pop_whose_requester_left_does_not_lose_the_pod(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with running() as h:
-        reply_to, answer = trio.open_memory_channel[Popped | QueueIdle](1)
+        reply_to, answer = trio.open_memory_channel[PoppedBatch | QueueIdle](1)
         h.send(Pop(reply=reply_to))
         await h.settle()
         answer.close()
