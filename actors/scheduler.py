@@ -13,10 +13,11 @@ the snapshot as the cache's assume would change it
 (:func:`~podium.actors.core.cache_core.fold_assumed`), so the next pod sees what it would have
 seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
 may share a batch is :mod:`podium.actors.core.batching`'s rule (the queue applies it); a
-preemption that evicts pods or clears nominations ends the batch: the pods decided before it
-are assumed and bound first, then the store carries it out, and the rest go back to the queue
-(GiveBack, not counted as attempts), as do the pods not yet decided when ``batch_max_seconds``
-has passed.
+preemption that evicts pods or clears a nomination ends the batch: carried out when its pod
+is the batch's first, otherwise that pod goes back to the queue with the rest (GiveBack, not
+counted as attempts) and comes first in the next batch, after the pods decided before it are
+bound (the queue's cycle numbers then compare as one pod at a time). The pods not yet decided
+when ``batch_max_seconds`` has passed go back too.
 
 Owns: the batch's snapshot (refreshed from the cache's deltas once per batch, lent to the
 filter pool and the scoring workers for one decision at a time and changed only between two,
@@ -406,17 +407,22 @@ class Scheduler:
                 )
                 outcome = await self._attempt(popped, snapshot, started, attempt)
                 if isinstance(outcome, _Outcome):
+                    _observe_stages(outcome.decision)
                     if outcome.status is None:
                         node = outcome.node
                         before.setdefault(node, fold_assumed(snapshot, popped.pod, node))
                     outcomes.append(outcome)
                     continue
-                # Preemption evicts pods or clears nominations: the pods decided before it are
-                # assumed and bound first (as one at a time they would have been), then the
-                # store carries it out, and the batch ends.
-                await self._commit(outcomes, snapshot, before)
-                outcomes = [await self._preempted(popped, outcome, attempt, started)]
-                await self._give_back(pods[i + 1 :])
+                # Preemption evicts pods or clears nominations: the batch ends. A preemptor
+                # that is not the batch's first pod goes back with the rest and comes first in
+                # the next batch, after the pods before it are bound, as one pod at a time it
+                # would have been popped (its cycle after their binds).
+                if i:
+                    await self._give_back(pods[i:])
+                    break
+                _observe_stages(outcome.decision)
+                outcomes.append(await self._preempted(popped, outcome, attempt, started))
+                await self._give_back(pods[1:])
                 break
             await self._commit(outcomes, snapshot, before)
 
@@ -442,7 +448,6 @@ class Scheduler:
             pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
         )
         decided = trio.current_time()
-        _observe_stages(decision)
         if attempt.sampled:
             filtered = deciding + decision.filter_seconds
             attempt.record("filter", deciding, filtered)
@@ -463,9 +468,7 @@ class Scheduler:
                 PredicateFitCheck(self._filters, popped.nominated),
                 nominated=popped.nominated,
             )
-        if preemption is not None and (
-            preemption.node is not None or preemption.nominated_pods_to_clear
-        ):
+        if preemption is not None and _changes_the_store(preemption):
             return _Preempting(decision, preemption)
         if preemption is not None and decision.result.message:
             decision.result.message = fit_error_with_preemption(decision.result.message, preemption)
@@ -650,6 +653,14 @@ class _Outcome:
     def node(self) -> str:
         assert self.decision.node is not None
         return self.decision.node
+
+
+def _changes_the_store(preemption: PreemptionResult) -> bool:
+    """Whether carrying ``preemption`` out writes anything: it evicts (and nominates), or
+    clears a nomination (a pod it names is nominated now)."""
+    return preemption.node is not None or any(
+        p.pod.status.nominated_node_name for p in preemption.nominated_pods_to_clear
+    )
 
 
 @dataclass(frozen=True, slots=True)

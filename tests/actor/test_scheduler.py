@@ -311,7 +311,7 @@ async def test_pods_a_batch_has_not_decided_when_its_time_bound_passes_go_back(
     assert [r.pod.key for r in bound.requests] == ["default/a"]
 
 
-async def test_a_preemption_binds_the_pods_decided_before_it_and_ends_the_batch(
+async def test_a_preemptor_after_the_first_pod_goes_back_and_ends_the_batch(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     victims = [pod(name, cpu="1", priority=10, on="n0") for name in ("low-a", "low-b")]
@@ -321,18 +321,26 @@ async def test_a_preemption_binds_the_pods_decided_before_it_and_ends_the_batch(
     nodes = node_infos([node("n0", "2"), node("n1", "1")], victims)
     async with running(nodes) as h:
         h.to_pop.send_nowait(batch(first, urgent, last))
-        reports = [await h.reports.receive() for _ in range(2)]
+        report = await h.reports.receive()
         await trio.testing.wait_all_tasks_blocked()
-    assert [(r.pod.key, r.status, r.node, r.preempted) for r in reports] == [
-        ("default/first", "scheduled", "n1", []),
-        ("default/urgent", "unschedulable", None, ["default/low-a", "default/low-b"]),
-    ]
+        # The next batch starts with the preemptor: now it is carried out.
+        h.to_pop.send_nowait(batch(urgent, last))
+        again = await h.reports.receive()
+        await trio.testing.wait_all_tasks_blocked()
+    assert (report.pod.key, report.status, report.node) == ("default/first", "scheduled", "n1")
+    assert (again.pod.key, again.status, again.preempted) == (
+        "default/urgent",
+        "unschedulable",
+        ["default/low-a", "default/low-b"],
+    )
     steps = [f"{to} {type(m).__name__}" for _, to, m in h.peers.log]
-    # The pod decided before the preemptor is assumed before the store evicts anything.
-    assert steps.index("cache Assume") < steps.index("store Evict")
-    (bound,) = h.peers.got("binder")
-    assert [r.pod.key for r in bound.requests] == ["default/first"]
-    assert GiveBack(keys=["default/last"]) in h.peers.got("queue")
+    # first is bound before the store evicts anything; the preemptor's first decision is not
+    # an attempt: it went back, with the pod after it, each time.
+    assert steps.index("binder BindBatch") < steps.index("store Evict")
+    gave_back = [m.keys for m in h.peers.got("queue") if isinstance(m, GiveBack)]
+    assert gave_back == [["default/urgent", "default/last"], ["default/last"]]
+    requeued = [m.pod.key for m in h.peers.got("queue") if isinstance(m, Requeue)]
+    assert requeued == ["default/urgent"]
 
 
 async def test_an_unschedulable_pod_is_requeued_and_its_fit_error_recorded(
