@@ -31,9 +31,11 @@ RecordUnschedulable and Evict (store); :class:`~podium.actors.mail.Attempted` (a
 if any).
 
 Metrics (protocol/metrics.py), per pod as one pod at a time: ``scheduler_schedule_attempts_total`` and
-``scheduler_scheduling_attempt_duration_seconds`` by result (from the pop, or for a later pod
-of a batch from the start of its decision, to its hand-off or requeue; a conflict, an assume
-the cache refused, counts as error as Kubernetes counts an assume failure), and
+``scheduler_scheduling_attempt_duration_seconds`` by result (a pod's own cycle: from the pop,
+or for a later pod of a batch from the start of its decision, to its requeue, or to the end of
+its decision plus the batch's assume round trip; the time a pod waits while the pods before
+and after it in its batch are decided is not its cycle; a conflict, an assume the cache
+refused, counts as error as Kubernetes counts an assume failure), and
 ``scheduler_framework_extension_point_duration_seconds`` for Filter and Score (measured by
 the filter pool and the scoring workers, carried in the Decision) and Reserve (the batch's
 assume round trip, observed for each of its pods).
@@ -457,7 +459,7 @@ class Scheduler:
                 attempt.record("score", filtered, scored)
             attempt.record("select", scored, decided)
         if decision.node is not None:
-            return _Outcome(popped, decision, attempt, started)
+            return _Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None
         if not decision.result.error and self._preemption:
             failed = await self._failures(pod, snapshot, decision, popped.nominated)
@@ -547,7 +549,9 @@ class Scheduler:
             reserved = trio.current_time()
             for o, status in zip(placed, assumed.statuses, strict=True):
                 o.attempt.record("assume", reserving, reserved)
-                o.finished = reserved
+                # Its own cycle: its decision, then the batch's assume round trip (the other
+                # pods' decisions in between are theirs).
+                o.finished += reserved - reserving
                 to = done_to if self._sync_binds else None
                 bind = await self._reserved(o, status, snapshot, before, reserved - reserving, to)
                 if bind is not None:
@@ -637,8 +641,9 @@ class Scheduler:
 class _Outcome:
     """One decided pod of a batch.
 
-    ``status`` is None while it is placed and awaits the batch's assume; ``finished`` is when
-    its attempt ended (hand-off or requeue), for the attempt duration.
+    ``status`` is None while it is placed and awaits the batch's assume. ``finished - started``
+    is the attempt's duration: from the pop (the batch's first pod) or the start of its
+    decision to its requeue, or to the end of its decision plus the batch's assume round trip.
     """
 
     popped: Popped
