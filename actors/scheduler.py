@@ -420,6 +420,7 @@ class Scheduler:
                 # the next batch, after the pods before it are bound, as one pod at a time it
                 # would have been popped (its cycle after their binds).
                 if i:
+                    attempt.outcome("given_back")
                     await self._give_back(pods[i:])
                     break
                 _observe_stages(outcome.decision)
