@@ -5,13 +5,15 @@ their own goroutine so the next pod is scheduled while earlier binds complete), 
 volume binder's ``BindPodVolumes`` (seed 003): a pod's claims are bound to the volumes chosen
 for its node in the same store transaction as the pod, so either both are durable or neither.
 
-Every request waiting in the mailbox goes to the store as one :class:`BindPods` batch; while
-the store commits it, new requests gather for the next batch. A pod whose binding the store
+Every scheduling batch waiting in the mailbox (:class:`~podium.actors.mail.BindBatch`, the
+scheduler's assumed pods of one batch) goes to the store as one :class:`BindPods` batch, with
+one FinishBinding for all of them; while the store commits it, new batches gather for the
+next one. A pod whose binding the store
 refuses (pod deleted or re-created, already bound, node gone, volume taken) is forgotten by
 the cache, with its volume assumptions, and requeued with backoff, as v1.14's error path does.
 
 Owns: the batch in flight.
-Mailbox: :class:`~podium.actors.mail.BindRequest`.
+Mailbox: :class:`~podium.actors.mail.BindBatch` (of :class:`~podium.actors.mail.BindRequest`).
 Emits: :class:`~podium.store.mail.BindPods` (store); :class:`~podium.actors.mail.FinishBinding`
 and :class:`~podium.actors.mail.Forget` (cache); :class:`~podium.actors.mail.Requeue` (queue);
 :class:`~podium.actors.mail.BindDone` to a requester that asked.
@@ -76,7 +78,7 @@ class Binder:
         async with self._inbox, self._store, self._cache, self._queue:
             task_status.started()
             while (batch := await receive_batch(self._inbox)) is not None:
-                await self._bind(batch)
+                await self._bind([r for b in batch for r in b.requests])
 
     async def _bind(self, batch: list[BindRequest]) -> None:
         bindings = [
@@ -90,9 +92,8 @@ class Binder:
             )
             for r in batch
         ]
-        for r in batch:
-            # v1.14 counts the assumed pod's TTL from FinishBinding; Podium from the hand-off.
-            await send(self._cache, FinishBinding(key=r.pod.key))
+        # v1.14 counts the assumed pod's TTL from FinishBinding; Podium from the hand-off.
+        await send(self._cache, FinishBinding(keys=[r.pod.key for r in batch]))
         started = trio.current_time()
         result: BindResult | StoreFailure = await ask(
             self._store, lambda r: BindPods(bindings=bindings, reply=r)

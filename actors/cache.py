@@ -31,6 +31,8 @@ from podium.actors.core.cache_core import SchedulerCache
 from podium.actors.mail import (
     Assume,
     AssumeReply,
+    AssumeStatus,
+    Assumption,
     CacheMsg,
     CacheStats,
     CacheStatsReply,
@@ -112,10 +114,12 @@ class CacheActor:
             case Assume():
                 reply(msg.reply, self._assume(msg))
             case FinishBinding():
-                try:
-                    self.core.finish_binding(msg.key, trio.current_time())
-                except CacheStateError as exc:
-                    log.error("FinishBinding: %s", exc)
+                now = trio.current_time()
+                for key in msg.keys:
+                    try:
+                        self.core.finish_binding(key, now)
+                    except CacheStateError as exc:
+                        log.error("FinishBinding: %s", exc)
             case Forget():
                 try:
                     self.core.forget(msg.key)
@@ -136,16 +140,17 @@ class CacheActor:
                 assert_never(msg)
 
     def _assume(self, msg: Assume) -> AssumeReply:
+        return AssumeReply(statuses=[self._assume_one(a, msg.generation) for a in msg.pods])
+
+    def _assume_one(self, a: Assumption, generation: int) -> AssumeStatus:
         try:
-            conflict = self.core.assume(
-                msg.pod, msg.node, msg.generation, msg.volumes, msg.provisions
-            )
+            conflict = self.core.assume(a.pod, a.node, generation, a.volumes, a.provisions)
         except CacheStateError as exc:
             log.error("Assume: %s", exc)
-            return AssumeReply(status="error", message=str(exc))
+            return AssumeStatus(status="error", message=str(exc))
         if conflict is not None:
-            return AssumeReply(status="conflict", message=conflict)
-        return AssumeReply(status="assumed")
+            return AssumeStatus(status="conflict", message=conflict)
+        return AssumeStatus(status="assumed")
 
     def _expire(self, now: float) -> None:
         for key in self.core.cleanup_expired(now):

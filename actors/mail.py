@@ -34,8 +34,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Assume",
     "AssumeReply",
+    "AssumeStatus",
+    "Assumption",
     "Attempted",
     "BeginScheduling",
+    "BindBatch",
     "BindDone",
     "BindRequest",
     "BinderMsg",
@@ -49,11 +52,13 @@ __all__ = [
     "FilterRequest",
     "FinishBinding",
     "Forget",
+    "GiveBack",
     "Handles",
     "Lookup",
     "LookupReply",
     "Pop",
     "Popped",
+    "PoppedBatch",
     "QueueIdle",
     "QueueMsg",
     "QueueStats",
@@ -81,15 +86,22 @@ class _Mail(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Pop(_Mail, frozen=True, kw_only=True):
-    """Ask for the next pod (highest priority, then earliest arrival) once one is active.
+    """Ask for the next pods once one is active: up to ``max_pods`` of them, in exactly the
+    order successive v1.14 Pops would give (highest priority, then earliest arrival).
+
+    The queue answers fewer when batching them could change a decision (see
+    :func:`~podium.actors.core.batching.decided_alone` and the queue actor's docstring): a pod
+    decided alone comes in a batch of its own, and so does every pod while nominations exist
+    or unschedulable pods wait for assigned pods to match their affinity.
 
     With ``idle_ok`` (``podium simulate``), answer :class:`QueueIdle` instead of waiting when
     activeQ and backoffQ are both empty. A Pop is answered exactly once; only one may be
     outstanding.
     """
 
-    reply: trio.MemorySendChannel[Popped | QueueIdle]
+    reply: trio.MemorySendChannel[PoppedBatch | QueueIdle]
     idle_ok: bool = False
+    max_pods: int = 1
 
 
 class Popped(_Mail, frozen=True, kw_only=True):
@@ -113,6 +125,20 @@ class Popped(_Mail, frozen=True, kw_only=True):
     arrived_at: float
     links: list[dict[str, str]] = []
     nominated: NominatedPods | None = None
+
+
+class PoppedBatch(_Mail, frozen=True, kw_only=True):
+    """The pods to schedule now, one after another in this order (never empty)."""
+
+    pods: list[Popped]
+
+
+class GiveBack(_Mail, frozen=True, kw_only=True):
+    """Popped pods the scheduler did not decide (the batch's time bound passed, or an earlier
+    pod of the batch ended it): back to activeQ exactly where they were, their attempt not
+    counted and no backoff, as if never popped."""
+
+    keys: list[str]
 
 
 class QueueIdle(_Mail, frozen=True, kw_only=True):
@@ -166,7 +192,7 @@ class QueueStatsReply(_Mail, frozen=True, kw_only=True):
     in_flight: int
 
 
-QueueMsg: TypeAlias = Recovered | Committed | Pop | Requeue | Lookup | QueueStats
+QueueMsg: TypeAlias = Recovered | Committed | Pop | GiveBack | Requeue | Lookup | QueueStats
 
 
 # --------------------------------------------------------------------------- node cache
@@ -179,34 +205,48 @@ class SnapshotRequest(_Mail, frozen=True, kw_only=True):
     reply: trio.MemorySendChannel[SnapshotDelta]
 
 
-class Assume(_Mail, frozen=True, kw_only=True):
-    """Assume ``pod`` on ``node``, decided on the snapshot at ``generation``.
-
-    ``volumes``/``provisions`` are the volume-binding decision, assumed with the pod. If the
-    node changed since ``generation``, the cache re-checks the fit and answers ``conflict``
-    when it no longer holds.
-    """
+class Assumption(_Mail, frozen=True, kw_only=True):
+    """One pod of an :class:`Assume`: ``pod`` on ``node``, with its volume-binding decision
+    (``volumes``/``provisions``), assumed with the pod."""
 
     pod: PodInfo
     node: str
-    generation: int
     volumes: dict[str, str] = {}
     provisions: list[str] = []
+
+
+class Assume(_Mail, frozen=True, kw_only=True):
+    """Assume the pods of a batch, in order, as decided on the snapshot at ``generation``
+    (each decision also saw the earlier ones of the batch folded in).
+
+    If a node changed since ``generation``, the cache re-checks the fit on its current
+    NodeInfo and answers ``conflict`` for that pod when it no longer holds. Answered with one
+    :class:`AssumeReply` whose ``statuses`` follow ``pods``.
+    """
+
+    pods: list[Assumption]
+    generation: int
     reply: trio.MemorySendChannel[AssumeReply]
 
 
-class AssumeReply(_Mail, frozen=True, kw_only=True):
+class AssumeStatus(_Mail, frozen=True, kw_only=True):
     """``assumed``; ``conflict`` (requeue without backoff); ``error`` (a cache state error)."""
 
     status: Literal["assumed", "conflict", "error"]
     message: str = ""
 
 
-class FinishBinding(_Mail, frozen=True, kw_only=True):
-    """The binder handed the pod's binding to the store: its assumed TTL starts when the cache
-    receives this."""
+class AssumeReply(_Mail, frozen=True, kw_only=True):
+    """One status per pod of the :class:`Assume`, in its order."""
 
-    key: str
+    statuses: list[AssumeStatus]
+
+
+class FinishBinding(_Mail, frozen=True, kw_only=True):
+    """The binder handed these pods' bindings to the store (one batch): their assumed TTL
+    starts when the cache receives this."""
+
+    keys: list[str]
 
 
 class Forget(_Mail, frozen=True, kw_only=True):
@@ -319,7 +359,7 @@ class BindDone(_Mail, frozen=True, kw_only=True):
 
 
 class BindRequest(_Mail, frozen=True, kw_only=True):
-    """Bind an assumed pod (its volumes first, in the same transaction).
+    """Bind an assumed pod (one pod of a :class:`BindBatch`) (its volumes first, in the same transaction).
 
     ``done`` (``podium simulate``) is told when the bind is committed or has failed.
     ``attempts`` and ``arrived_at`` (the pod's first enqueue, trio clock; None: unknown) feed
@@ -338,7 +378,13 @@ class BindRequest(_Mail, frozen=True, kw_only=True):
     trace: dict[str, str] | None = None
 
 
-BinderMsg: TypeAlias = BindRequest
+class BindBatch(_Mail, frozen=True, kw_only=True):
+    """The assumed pods of one scheduling batch to bind, in decision order."""
+
+    requests: list[BindRequest]
+
+
+BinderMsg: TypeAlias = BindBatch
 
 
 # --------------------------------------------------------------------------- scheduler

@@ -40,9 +40,17 @@ it is bound (Bound, or a Modified that assigns it), deleted or preempted, or sto
 pending. Every Popped carries the same immutable view until the nominations change.
 
 Mailbox (:data:`~podium.actors.mail.QueueMsg`): Recovered, Committed (from the store); Pop,
-Requeue (scheduler, binder); Lookup, QueueStats (gateway, operators).
+GiveBack, Requeue (scheduler, binder); Lookup, QueueStats (gateway, operators).
 
-Emits: Popped / QueueIdle on a Pop's reply channel; LookupReply, QueueStatsReply.
+Emits: PoppedBatch / QueueIdle on a Pop's reply channel; LookupReply, QueueStatsReply.
+
+Batches: a Pop asks for up to ``max_pods`` pods and gets them in the order successive pops
+would give. The batch holds one pod while nominations exist or an unschedulable pod waits for
+an assigned pod to match its affinity (a bind between two one-pod pops could change what the
+second gives), and a pod that must be decided alone
+(:func:`~podium.actors.core.batching.decided_alone`) comes in a batch of its own. GiveBack
+returns popped pods the scheduler did not decide to activeQ where they were (their attempt not
+counted), so a higher-priority pod that arrived meanwhile goes first.
 
 Timers: the receive loop waits for mail at most until the core's next deadline (a backoff
 expiring, the next leftover flush), then flushes with the trio clock's ``now``; a parked Pop is
@@ -65,13 +73,16 @@ from typing import TYPE_CHECKING, assert_never
 
 import trio
 
+from podium.actors.core.batching import decided_alone
 from podium.actors.core.queue_core import Nominations, QueueName, SchedulingQueue
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import (
+    GiveBack,
     Lookup,
     LookupReply,
     Pop,
     Popped,
+    PoppedBatch,
     QueueIdle,
     QueueMsg,
     QueueStats,
@@ -137,6 +148,10 @@ def _unschedulable_gauge(plugin: str) -> Gauge:
         child = metrics.UNSCHEDULABLE_PODS.labels(plugin=plugin, profile=metrics.PROFILE)
         _UNSCHEDULABLE_BY_PLUGIN[plugin] = child
     return child
+
+
+def _alone(pod: PodInfo) -> bool:
+    return decided_alone(pod.pod)
 
 
 def is_pending(pod: Pod, scheduler_name: str) -> bool:
@@ -329,6 +344,10 @@ class QueueActor:
                     # One Pop at a time; a requester that gave up and asked again replaces it.
                     log.warning("a second Pop arrived while one was parked; the first is dropped")
                 self._parked = msg
+            case GiveBack(keys=keys):
+                # Not counted as incoming: to the metrics the pod never left activeQ.
+                for key in keys:
+                    self.core.cancel_pop(key)
             case Requeue(pod=pod, cycle=cycle, why=why, plugins=plugins):
                 went: QueueName | None
                 if why == "conflict":
@@ -467,22 +486,32 @@ class QueueActor:
             return
         core = self.core
         if core.active_count:
-            queued = core.pop(now)
-            if queued is None:  # pragma: no cover - active_count says there is one
+            # A batch of one while a bind could change what the next pop gives (an affinity
+            # waiter moved) or nominations are in play (see podium.actors.core.batching).
+            batch_of_one = bool(self.nominations) or core.has_affinity_waiters
+            queued = core.pop_batch(now, 1 if batch_of_one else pop.max_pods, _alone)
+            if not queued:  # pragma: no cover - active_count says there is one
                 return
             self._parked = None
-            answer = Popped(
-                pod=queued.pod,
-                cycle=queued.cycle,
-                attempts=queued.attempts,
-                arrived_at=queued.arrived_at,
-                links=self._links.get(queued.pod.key, []),
-                nominated=self.nominations.view(core.in_flight_keys),
+            nominated = self.nominations.view(core.in_flight_keys)
+            answer = PoppedBatch(
+                pods=[
+                    Popped(
+                        pod=q.pod,
+                        cycle=q.cycle,
+                        attempts=q.attempts,
+                        arrived_at=q.arrived_at,
+                        links=self._links.get(q.pod.key, []),
+                        nominated=nominated,
+                    )
+                    for q in queued
+                ]
             )
             try:
                 pop.reply.send_nowait(answer)
             except (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
-                core.cancel_pop(queued.pod.key)
+                for q in queued:
+                    core.cancel_pop(q.pod.key)
         elif pop.idle_ok and core.backoff_count == 0:
             self._parked = None
             reply(pop.reply, QueueIdle(unschedulable=core.unschedulable_count))

@@ -1,41 +1,57 @@
-"""The scheduler: one scheduling cycle after another, driving the other actors.
+"""The scheduler: one scheduling cycle after another, in batches, driving the other actors.
 
 Kubernetes counterpart: pkg/scheduler/scheduler.go@v1.14 ``scheduleOne``: pop the next pod,
 bring the snapshot up to date (``UpdateNodeInfoSnapshot``), filter and score it, assume it on
 the chosen node in the cache, and hand the bind to the binder without waiting for it; on
 failure record why (the pod's PodScheduled condition) and give the pod back to the queue.
 
-Each cycle costs four mailbox round trips (pop, snapshot, decide, assume); the decide trip goes
-filter pool -> scoring workers -> back here, so the two stages need no reply in between.
+Podium runs those cycles in batches (the only path; a batch of one is one cycle): one Pop
+answers up to ``batch_max_pods`` pods in the order successive pops would give; one snapshot
+request brings the snapshot up to date; the pods are then decided one after another (one
+FilterRequest each: filter pool -> scoring workers -> back here), each decision folded into
+the snapshot as the cache's assume would change it
+(:func:`~podium.actors.core.cache_core.fold_assumed`), so the next pod sees what it would have
+seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
+may share a batch is :mod:`podium.actors.core.batching`'s rule (the queue applies it); a
+preemption that evicts pods or clears a nomination ends the batch: carried out when its pod
+is the batch's first, otherwise that pod goes back to the queue with the rest (GiveBack, not
+counted as attempts) and comes first in the next batch, after the pods decided before it are
+bound (the queue's cycle numbers then compare as one pod at a time). The pods not yet decided
+when ``batch_max_seconds`` has passed go back too.
 
-Owns: the cycle's snapshot (refreshed from the cache's deltas, lent to the filter pool and the
-scoring workers for one decision at a time, under a lock shared with explain requests) and the
-attempt counters.
+Owns: the batch's snapshot (refreshed from the cache's deltas once per batch, lent to the
+filter pool and the scoring workers for one decision at a time and changed only between two,
+under a lock shared with explain requests) and the attempt counters.
 Mailbox (control): :class:`~podium.actors.mail.BeginScheduling`,
 :class:`~podium.actors.mail.ExplainPod`, :class:`~podium.actors.mail.ReloadPlugins`,
 :class:`~podium.actors.mail.SchedulerStats`.
-Emits: Pop and Requeue (queue); SnapshotRequest and Assume (cache); FilterRequest (filter pool);
-SetFilters/SetScorers (filter pool, scoring workers); BindRequest (binder);
-RecordUnschedulable (store); :class:`~podium.actors.mail.Attempted` (an observer, if any).
+Emits: Pop, GiveBack and Requeue (queue); SnapshotRequest and Assume (cache); FilterRequest
+(filter pool); SetFilters/SetScorers (filter pool, scoring workers); BindBatch (binder);
+RecordUnschedulable and Evict (store); :class:`~podium.actors.mail.Attempted` (an observer,
+if any).
 
-Metrics (protocol/metrics.py): ``scheduler_schedule_attempts_total`` and
-``scheduler_scheduling_attempt_duration_seconds`` by result (pop to hand-off; a conflict, an
-assume the cache refused, counts as error as Kubernetes counts an assume failure), and
+Metrics (protocol/metrics.py), per pod as one pod at a time: ``scheduler_schedule_attempts_total`` and
+``scheduler_scheduling_attempt_duration_seconds`` by result (a pod's own cycle: from the pop,
+or for a later pod of a batch from the start of its decision, to its requeue, or to the end of
+its decision plus the batch's assume round trip; the time a pod waits while the pods before
+and after it in its batch are decided is not its cycle; a conflict, an assume the cache
+refused, counts as error as Kubernetes counts an assume failure), and
 ``scheduler_framework_extension_point_duration_seconds`` for Filter and Score (measured by
-the filter pool and the scoring workers, carried in the Decision) and Reserve (the assume
-round trip).
+the filter pool and the scoring workers, carried in the Decision) and Reserve (the batch's
+assume round trip, observed for each of its pods).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
 import trio
 
-from podium.actors.core.cache_core import apply_delta
+from podium.actors.core.cache_core import apply_delta, fold_assumed
 from podium.actors.core.explain import hints
 from podium.actors.core.preemption import (
     NominatedPods,
@@ -45,13 +61,16 @@ from podium.actors.core.preemption import (
     preempt,
 )
 from podium.actors.framework.interface import FilterPlugin
-from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.mail import (
     Assume,
     AssumeReply,
+    AssumeStatus,
+    Assumption,
     Attempted,
     BeginScheduling,
+    BindBatch,
     BindDone,
     BinderMsg,
     BindRequest,
@@ -61,8 +80,10 @@ from podium.actors.mail import (
     ExplainPod,
     FilterMsg,
     FilterRequest,
+    GiveBack,
     Pop,
     Popped,
+    PoppedBatch,
     QueueIdle,
     QueueMsg,
     Reloaded,
@@ -79,6 +100,7 @@ from podium.actors.mail import (
 )
 from podium.actors.tracing import DISABLED, Attempt, Tracing
 from podium.protocol import metrics
+from podium.protocol.config import DEFAULT_BATCH_MAX_PODS, DEFAULT_BATCH_MAX_SECONDS
 from podium.protocol.errors import PodiumError
 from podium.store.mail import (
     Evict,
@@ -126,6 +148,10 @@ class Scheduler:
             replaces them).
         preemption: when a pod fits nowhere, look for lower-priority pods to evict
             (``disablePreemption: false``, the default).
+        batch_max_pods: the most pods one batch takes from the queue (1: one at a time).
+        batch_max_seconds: once a batch has been deciding this long, the pods it has not
+            decided go back to the queue (so a higher-priority pod that arrived meanwhile
+            waits at most this long).
     """
 
     def __init__(
@@ -146,6 +172,8 @@ class Scheduler:
         tracing: Tracing = DISABLED,
         filters: Sequence[FilterPlugin[Any]] = (),
         preemption: bool = True,
+        batch_max_pods: int = DEFAULT_BATCH_MAX_PODS,
+        batch_max_seconds: float = DEFAULT_BATCH_MAX_SECONDS,
     ) -> None:
         self._control = control
         self._queue = queue
@@ -162,6 +190,8 @@ class Scheduler:
         self._tracing = tracing
         self._filters = list(filters)
         self._preemption = preemption
+        self._batch_max_pods = batch_max_pods
+        self._batch_max_seconds = batch_max_seconds
         self._snapshot: Snapshot | None = None
         self._lock = trio.Lock()
         self._begin = trio.Event()
@@ -194,7 +224,7 @@ class Scheduler:
             nursery.start_soon(self._serve_control, nursery.cancel_scope)
             task_status.started()
             await self._begin.wait()
-            while await self._schedule_one():
+            while await self._schedule_batch():
                 pass
             nursery.cancel_scope.cancel("the queue is idle")
 
@@ -338,50 +368,89 @@ class Scheduler:
             ),
         )
 
-    async def _schedule_one(self) -> bool:
-        """One cycle; False when the queue is idle and the scheduler should stop."""
-        popped: Popped | QueueIdle = await ask(
-            self._queue, lambda r: Pop(reply=r, idle_ok=self._exit_when_idle)
+    async def _schedule_batch(self) -> bool:
+        """One batch; False when the queue is idle and the scheduler should stop."""
+        popped: PoppedBatch | QueueIdle = await ask(
+            self._queue,
+            lambda r: Pop(reply=r, idle_ok=self._exit_when_idle, max_pods=self._batch_max_pods),
         )
         if isinstance(popped, QueueIdle):
             return False
-        started = trio.current_time()
-        with self._tracing.attempt(
-            popped.pod.key,
-            links=popped.links,
-            arrived_at=popped.arrived_at,
-            popped_at=started,
-            attempts=popped.attempts,
-        ) as attempt:
-            await self._attempt(popped, started, attempt)
+        with contextlib.ExitStack() as traces:
+            await self._batch(popped.pods, trio.current_time(), traces)
         return True
 
-    async def _attempt(self, popped: Popped, started: float, attempt: Attempt) -> None:
-        pod = popped.pod
-        preemption: PreemptionResult | None = None
+    async def _batch(
+        self, pods: list[Popped], popped_at: float, traces: contextlib.ExitStack
+    ) -> None:
+        """Decide ``pods`` one after another on one snapshot, each decision folded in before
+        the next (the assume's NodeInfo change), then assume and bind the placed ones in one
+        message each. Pods not decided when the time bound passes go back to the queue.
+        """
+        deadline = popped_at + self._batch_max_seconds
+        outcomes: list[_Outcome] = []
+        # Node -> its NodeInfo before the batch's first fold on it (put back if refused).
+        before: dict[str, NodeInfo] = {}
         async with self._lock:
             snapshot = await self._refresh()
-            deciding = trio.current_time()
-            decision = await self._decide(
-                pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
-            )
-            decided = trio.current_time()
-            if decision.node is None and not decision.result.error and self._preemption:
-                failed = await self._failures(pod, snapshot, decision, popped.nominated)
-                preemption = preempt(
-                    pod,
-                    snapshot,
-                    failed,
-                    PredicateFitCheck(self._filters, popped.nominated),
-                    nominated=popped.nominated,
+            for i, popped in enumerate(pods):
+                if i and trio.current_time() >= deadline:
+                    await self._give_back(pods[i:])
+                    break
+                started = popped_at if i == 0 else trio.current_time()
+                attempt = traces.enter_context(
+                    self._tracing.attempt(
+                        popped.pod.key,
+                        links=popped.links,
+                        arrived_at=popped.arrived_at,
+                        popped_at=started,
+                        attempts=popped.attempts,
+                    )
                 )
-        result = decision.result
-        preempted: list[str] = []
-        if preemption is not None:
-            preempted = await self._carry_out(pod, preemption)
-            if preemption.node is None and result.message:
-                result.message = fit_error_with_preemption(result.message, preemption)
-        _observe_stages(decision)
+                outcome = await self._attempt(popped, snapshot, started, attempt)
+                if isinstance(outcome, _Outcome):
+                    _observe_stages(outcome.decision)
+                    if outcome.status is None:
+                        node = outcome.node
+                        before.setdefault(node, fold_assumed(snapshot, popped.pod, node))
+                    outcomes.append(outcome)
+                    continue
+                # Preemption evicts pods or clears nominations: the batch ends. A preemptor
+                # that is not the batch's first pod goes back with the rest and comes first in
+                # the next batch, after the pods before it are bound, as one pod at a time it
+                # would have been popped (its cycle after their binds).
+                if i:
+                    attempt.outcome("given_back")
+                    await self._give_back(pods[i:])
+                    break
+                _observe_stages(outcome.decision)
+                outcomes.append(await self._preempted(popped, outcome, attempt, started))
+                await self._give_back(pods[1:])
+                break
+            await self._commit(outcomes, snapshot, before)
+
+    async def _give_back(self, pods: list[Popped]) -> None:
+        if pods:
+            await send(self._queue, GiveBack(keys=[p.pod.key for p in pods]))
+
+    async def _attempt(
+        self, popped: Popped, snapshot: Snapshot, started: float, attempt: Attempt
+    ) -> _Outcome | _Preempting:
+        """Filter and score one pod of the batch.
+
+        Returns:
+            Its outcome: placed (``status`` None: the caller folds it in and assumes it), or
+            unschedulable or error (already requeued here); or the preemption to carry out
+            when it evicts pods or clears nominations.
+        """
+        pod = popped.pod
+        deciding = trio.current_time()
+        # An extender's per-pod filter step (issue 18) belongs in the filter pool, between the
+        # predicates and the ScoreRequest: it is then awaited here, once per pod of the batch.
+        decision = await self._decide(
+            pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
+        )
+        decided = trio.current_time()
         if attempt.sampled:
             filtered = deciding + decision.filter_seconds
             attempt.record("filter", deciding, filtered)
@@ -390,126 +459,222 @@ class Scheduler:
                 scored = min(filtered + decision.score_seconds, decided)
                 attempt.record("score", filtered, scored)
             attempt.record("select", scored, decided)
-        if decision.node is None:
-            why: Literal["error", "unschedulable"] = "error" if result.error else "unschedulable"
-            if result.error:
-                log.warning("scheduling pod %s failed: %s", pod.key, result.message)
-            await send(
-                self._queue,
-                Requeue(
-                    pod=pod,
-                    cycle=popped.cycle,
-                    why=why,
-                    plugins=frozenset(result.failed_plugins),
-                ),
+        if decision.node is not None:
+            return _Outcome(popped, decision, attempt, started, finished=decided)
+        preemption: PreemptionResult | None = None
+        if not decision.result.error and self._preemption:
+            failed = await self._failures(pod, snapshot, decision, popped.nominated)
+            preemption = preempt(
+                pod,
+                snapshot,
+                failed,
+                PredicateFitCheck(self._filters, popped.nominated),
+                nominated=popped.nominated,
             )
-            await send(
-                self._store,
-                RecordUnschedulable(
-                    namespace=pod.namespace,
-                    name=pod.name,
-                    uid=pod.pod.metadata.uid,
-                    message=result.message or "",
-                ),
-            )
-            attempt.outcome(
-                why,
-                nodes_examined=result.evaluated,
-                nodes_feasible=result.feasible,
+        if preemption is not None and _changes_the_store(preemption):
+            return _Preempting(decision, preemption)
+        if preemption is not None and decision.result.message:
+            decision.result.message = fit_error_with_preemption(decision.result.message, preemption)
+        return await self._unschedulable(_Outcome(popped, decision, attempt, started))
+
+    async def _preempted(
+        self, popped: Popped, preempting: _Preempting, attempt: Attempt, started: float
+    ) -> _Outcome:
+        decision, preemption = preempting.decision, preempting.preemption
+        preempted = await self._carry_out(popped.pod, preemption)
+        if preemption.node is None and decision.result.message:
+            decision.result.message = fit_error_with_preemption(decision.result.message, preemption)
+        return await self._unschedulable(
+            _Outcome(popped, decision, attempt, started, preempted=preempted)
+        )
+
+    async def _unschedulable(self, outcome: _Outcome) -> _Outcome:
+        """A pod that fit nowhere (or whose attempt failed): requeued and its condition
+        recorded now; reported with the batch, in decision order."""
+        pod, result = outcome.popped.pod, outcome.decision.result
+        why: Literal["error", "unschedulable"] = "error" if result.error else "unschedulable"
+        if result.error:
+            log.warning("scheduling pod %s failed: %s", pod.key, result.message)
+        await send(
+            self._queue,
+            Requeue(
+                pod=pod,
+                cycle=outcome.popped.cycle,
+                why=why,
+                plugins=frozenset(result.failed_plugins),
+            ),
+        )
+        await send(
+            self._store,
+            RecordUnschedulable(
+                namespace=pod.namespace,
+                name=pod.name,
+                uid=pod.pod.metadata.uid,
                 message=result.message or "",
-            )
-            await self._report(popped, why, None, decision, started, preempted)
-            return
-        reserving = trio.current_time()
-        with attempt.phase("assume"):
-            assumed = await self._assume(decision)
-        reserve = metrics.RESERVE_SUCCESS if assumed.status == "assumed" else metrics.RESERVE_ERROR
-        reserve.observe(trio.current_time() - reserving)
-        if assumed.status != "assumed":
-            status: Literal["conflict", "error"] = (
-                "conflict" if assumed.status == "conflict" else "error"
-            )
-            if status == "error":
-                log.error(
-                    "assuming pod %s on %s failed: %s", pod.key, decision.node, assumed.message
+            ),
+        )
+        outcome.attempt.outcome(
+            why,
+            nodes_examined=result.evaluated,
+            nodes_feasible=result.feasible,
+            message=result.message or "",
+        )
+        outcome.status = why
+        outcome.finished = trio.current_time()
+        return outcome
+
+    async def _commit(
+        self, outcomes: list[_Outcome], snapshot: Snapshot, before: dict[str, NodeInfo]
+    ) -> None:
+        """Assume the placed pods (one message), requeue the ones the cache refused, hand the
+        rest to the binder (one message), and report every outcome in decision order; with
+        ``sync_binds``, wait for the binds to commit."""
+        placed = [o for o in outcomes if o.status is None]
+        binds: list[BindRequest] = []
+        done_to, done = trio.open_memory_channel[BindDone](max(len(placed), 1))
+        if placed:
+            reserving = trio.current_time()
+            assumptions = [
+                Assumption(
+                    pod=o.popped.pod,
+                    node=o.node,
+                    volumes=o.decision.volumes,
+                    provisions=o.decision.provisions,
                 )
-            await send(self._queue, Requeue(pod=pod, cycle=popped.cycle, why=status))
-            attempt.outcome(
-                status,
-                node=decision.node,
+                for o in placed
+            ]
+            assumed: AssumeReply = await ask(
+                self._cache,
+                lambda r: Assume(pods=assumptions, generation=snapshot.generation, reply=r),
+            )
+            reserved = trio.current_time()
+            for o, status in zip(placed, assumed.statuses, strict=True):
+                o.attempt.record("assume", reserving, reserved)
+                # Its own cycle: its decision, then the batch's assume round trip (the other
+                # pods' decisions in between are theirs).
+                o.finished += reserved - reserving
+                to = done_to if self._sync_binds else None
+                bind = await self._reserved(o, status, snapshot, before, reserved - reserving, to)
+                if bind is not None:
+                    binds.append(bind)
+        if binds:
+            await send(self._binder, BindBatch(requests=binds))
+        for o in outcomes:
+            await self._report(o)
+        if self._sync_binds:
+            for _ in binds:
+                await done.receive()
+
+    async def _reserved(
+        self,
+        o: _Outcome,
+        status: AssumeStatus,
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        seconds: float,
+        done: trio.MemorySendChannel[BindDone] | None,
+    ) -> BindRequest | None:
+        """One pod's assume answer: its bind, or None when the cache refused it (requeued)."""
+        pod, result = o.popped.pod, o.decision.result
+        if status.status != "assumed":
+            metrics.RESERVE_ERROR.observe(seconds)
+            # The cache did not take the pod, so the snapshot must not count it either (the
+            # next refresh brings the node as the cache has it if anything else changed there).
+            snapshot.replace_node_info(before[o.node])
+            refused: Literal["conflict", "error"] = (
+                "conflict" if status.status == "conflict" else "error"
+            )
+            if refused == "error":
+                log.error("assuming pod %s on %s failed: %s", pod.key, o.node, status.message)
+            await send(self._queue, Requeue(pod=pod, cycle=o.popped.cycle, why=refused))
+            o.attempt.outcome(
+                refused,
+                node=o.node,
                 nodes_examined=result.evaluated,
                 nodes_feasible=result.feasible,
-                message=assumed.message,
+                message=status.message,
             )
-            await self._report(popped, status, None, decision, started)
-            return
-        attempt.outcome(
+            o.status = refused
+            return None
+        metrics.RESERVE_SUCCESS.observe(seconds)
+        o.attempt.outcome(
             "scheduled",
-            node=decision.node,
+            node=o.node,
             nodes_examined=result.evaluated,
             nodes_feasible=result.feasible,
         )
-        done_to, done = trio.open_memory_channel[BindDone](1)
-        await send(
-            self._binder,
-            BindRequest(
-                pod=pod,
-                node=decision.node,
-                cycle=popped.cycle,
-                volumes=decision.volumes,
-                provisions=decision.provisions,
-                done=done_to if self._sync_binds else None,
-                attempts=popped.attempts,
-                arrived_at=popped.arrived_at,
-                trace=self._tracing.carrier_of(attempt),
-            ),
-        )
-        await self._report(popped, "scheduled", decision.node, decision, started)
-        if self._sync_binds:
-            await done.receive()
-
-    async def _assume(self, decision: Decision) -> AssumeReply:
-        node = decision.node
-        assert node is not None
-        return await ask(
-            self._cache,
-            lambda r: Assume(
-                pod=decision.pod,
-                node=node,
-                generation=decision.generation,
-                volumes=decision.volumes,
-                provisions=decision.provisions,
-                reply=r,
-            ),
+        o.status = "scheduled"
+        return BindRequest(
+            pod=pod,
+            node=o.node,
+            cycle=o.popped.cycle,
+            volumes=o.decision.volumes,
+            provisions=o.decision.provisions,
+            done=done,
+            attempts=o.popped.attempts,
+            arrived_at=o.popped.arrived_at,
+            trace=self._tracing.carrier_of(o.attempt),
         )
 
-    async def _report(
-        self,
-        popped: Popped,
-        status: Literal["scheduled", "unschedulable", "error", "conflict"],
-        node: str | None,
-        decision: Decision,
-        started: float,
-        preempted: list[str] | None = None,
-    ) -> None:
+    async def _report(self, o: _Outcome) -> None:
+        status = o.status
+        assert status is not None
         self._counts[status] += 1
-        finished = trio.current_time()
         counter, duration = _ATTEMPT_METRICS[status]
         counter.inc()
-        duration.observe(finished - started)
+        duration.observe(o.finished - o.started)
         if self._reports is None:
             return
         await send(
             self._reports,
             Attempted(
-                pod=popped.pod,
+                pod=o.popped.pod,
                 status=status,
-                node=node,
-                result=decision.result,
-                attempts=popped.attempts,
-                preempted=preempted or [],
+                node=o.decision.node if status == "scheduled" else None,
+                result=o.decision.result,
+                attempts=o.popped.attempts,
+                preempted=o.preempted,
             ),
         )
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """One decided pod of a batch.
+
+    ``status`` is None while it is placed and awaits the batch's assume. ``finished - started``
+    is the attempt's duration: from the pop (the batch's first pod) or the start of its
+    decision to its requeue, or to the end of its decision plus the batch's assume round trip.
+    """
+
+    popped: Popped
+    decision: Decision
+    attempt: Attempt
+    started: float
+    status: Literal["scheduled", "unschedulable", "error", "conflict"] | None = None
+    finished: float = 0.0
+    preempted: list[str] = field(default_factory=list)
+
+    @property
+    def node(self) -> str:
+        assert self.decision.node is not None
+        return self.decision.node
+
+
+def _changes_the_store(preemption: PreemptionResult) -> bool:
+    """Whether carrying ``preemption`` out writes anything: it evicts (and nominates), or
+    clears a nomination (a pod it names is nominated now)."""
+    return preemption.node is not None or any(
+        p.pod.status.nominated_node_name for p in preemption.nominated_pods_to_clear
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Preempting:
+    """A pod that fit nowhere, and the preemption that ends its batch."""
+
+    decision: Decision
+    preemption: PreemptionResult
 
 
 _ATTEMPT_METRICS = {

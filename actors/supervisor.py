@@ -207,6 +207,8 @@ class Runtime:
             tracing=self._tracing,
             filters=self.plugins.filters.filters,
             preemption=not cfg.disable_preemption,
+            batch_max_pods=cfg.podium.batch_max_pods,
+            batch_max_seconds=cfg.podium.batch_max_seconds,
         )
         self._scheduler = scheduler
         # Only clones are held by actors; the originals not handed to the caller close now.

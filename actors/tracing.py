@@ -205,8 +205,10 @@ class Attempt:
         nodes_feasible: int | None = None,
         message: str = "",
     ) -> None:
-        """Record how the attempt ended: ``result`` is scheduled, unschedulable, error or
-        conflict; an ``error`` also sets the span's status to ERROR with ``message``."""
+        """Record how the attempt ended: ``result`` is scheduled, unschedulable, error,
+        conflict, or given_back (decided, but its batch ended before it: a preemptor after the
+        batch's first pod; not counted as an attempt); an ``error`` also sets the span's
+        status to ERROR with ``message``."""
 
     def carrier(self) -> Carrier | None:
         """The root span's context for a message (the BindRequest); None when unsampled."""

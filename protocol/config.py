@@ -53,6 +53,8 @@ from podium.protocol.loader import Format, read_settings
 
 __all__ = [
     "API_VERSIONS",
+    "DEFAULT_BATCH_MAX_PODS",
+    "DEFAULT_BATCH_MAX_SECONDS",
     "HONOURED_KEYS",
     "IGNORED_KEYS",
     "KIND",
@@ -135,6 +137,13 @@ class TracingSettings(_ConfigStruct, frozen=True, kw_only=True):
     console: bool = False
 
 
+DEFAULT_BATCH_MAX_PODS = 32
+"""Pods per scheduling batch unless configured (``podium.batchMaxPods``)."""
+
+DEFAULT_BATCH_MAX_SECONDS = 0.02
+"""A scheduling batch's time bound unless configured (``podium.batchMaxSeconds``)."""
+
+
 class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     """``podium:``: Podium's own keys.
 
@@ -149,6 +158,11 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
         random_seed: seeds tie-breaks so runs repeat; ``None`` for a random seed.
         assumed_pod_ttl_seconds: how long an assumed pod waits for its binding to confirm
             (0 = forever).
+        batch_max_pods: the most pods one scheduling batch takes from the queue (1: one pod
+            at a time).
+        batch_max_seconds: a batch's time bound: pods it has not decided by then go back to
+            the queue where they were, so a higher-priority pod that arrives during a batch
+            waits at most this long.
         shutdown_grace_period_seconds: how long SIGTERM waits for work to drain.
         log_format: ``text`` or ``json``.
         log_level: ``debug``, ``info``, ``warning`` or ``error``.
@@ -194,6 +208,8 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     synchronous: Literal["normal", "full"] = "normal"
     random_seed: int | None = None
     assumed_pod_ttl_seconds: Seconds = msgspec.field(default=30.0, name="assumedPodTTLSeconds")
+    batch_max_pods: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_BATCH_MAX_PODS
+    batch_max_seconds: Annotated[float, msgspec.Meta(gt=0)] = DEFAULT_BATCH_MAX_SECONDS
     shutdown_grace_period_seconds: Seconds = 10.0
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["debug", "info", "warning", "error"] = "info"

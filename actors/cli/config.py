@@ -66,6 +66,8 @@ def configured(args: argparse.Namespace) -> SchedulerConfig:
             ("max_buffered_bytes", getattr(args, "max_buffered_bytes", None)),
             ("max_handshakes", getattr(args, "max_handshakes", None)),
             ("handshake_timeout_seconds", getattr(args, "handshake_timeout", None)),
+            ("batch_max_pods", getattr(args, "batch_max_pods", None)),
+            ("batch_max_seconds", getattr(args, "batch_max_seconds", None)),
         )
         if value is not None
     }

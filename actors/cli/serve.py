@@ -184,6 +184,26 @@ def _add_access_and_limits(parser: argparse.ArgumentParser) -> None:
         metavar="MODE",
         help=f"file mode of the Unix socket (podium.unixMode, default {defaults.unix_mode})",
     )
+    batching = parser.add_argument_group("scheduling batches (README, Configuration)")
+    batching.add_argument(
+        "--batch-max-pods",
+        type=at_least(1, 4096),
+        metavar="N",
+        help=(
+            "podium.batchMaxPods: the most pods one scheduling batch takes from the queue; "
+            f"1 schedules one pod at a time (default {defaults.batch_max_pods})"
+        ),
+    )
+    batching.add_argument(
+        "--batch-max-seconds",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help=(
+            "podium.batchMaxSeconds: the pods a batch has not decided by then go back to the "
+            "queue, so a higher-priority pod waits at most this long "
+            f"(default {defaults.batch_max_seconds:g})"
+        ),
+    )
     limits = parser.add_argument_group("limits (docs/protocol.md, Limits)")
     for flag, key, low, high in (
         ("--max-connections", "maxConnections", 1, None),

@@ -110,6 +110,8 @@ __all__ = [
     "PodState",
     "SchedulerCache",
     "apply_delta",
+    "assumed_pod",
+    "fold_assumed",
     "object_key",
 ]
 
@@ -358,11 +360,7 @@ class SchedulerCache:
         conflict = self._check_volumes(key, node, volumes, provisions)
         if conflict is not None:
             return conflict
-        bound = PodInfo(
-            msgspec.structs.replace(
-                pod.pod, spec=msgspec.structs.replace(pod.pod.spec, node_name=node)
-            )
-        )
+        bound = assumed_pod(pod, node)
         self._add_to_node(bound)
         assumed_volumes = self._assume_volumes(key, node, volumes, provisions)
         self._pods[key] = PodState(bound, node, assumed=True, volumes=assumed_volumes)
@@ -913,6 +911,32 @@ class SchedulerCache:
             if assumption is not None and assumption.owner == key:
                 assumption.owner = None
         state.volumes = ()
+
+
+def assumed_pod(pod: PodInfo, node: str) -> PodInfo:
+    """``pod`` as an assume counts it: with ``spec.nodeName`` set to ``node``."""
+    return PodInfo(
+        msgspec.structs.replace(pod.pod, spec=msgspec.structs.replace(pod.pod.spec, node_name=node))
+    )
+
+
+def fold_assumed(snapshot: Snapshot, pod: PodInfo, node: str) -> NodeInfo:
+    """Make in ``snapshot`` the NodeInfo change :meth:`SchedulerCache.assume` makes: ``pod``
+    counted on ``node`` (requested resources, ports, pod counts, affinity pods, images), the
+    columns kept in step by ``Snapshot.replace_node_info``. A scheduling batch folds each
+    decision in, so the next pod of the batch sees what it would have seen after the assume.
+
+    Returns:
+        The node's NodeInfo before the fold (to put back if the cache refuses the assume).
+
+    Raises:
+        KeyError: ``node`` is not in the snapshot.
+    """
+    before = snapshot.by_name[node]
+    info = before.clone()
+    info.add_pod(assumed_pod(pod, node))
+    snapshot.replace_node_info(info)
+    return before
 
 
 def apply_delta(snapshot: Snapshot | None, delta: SnapshotDelta) -> Snapshot:

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
@@ -452,6 +452,43 @@ class SchedulingQueue:
             e.where = "in_flight"
             self._in_flight[e.pod.key] = e
             return QueuedPodInfo(e.pod, e.cycle, e.attempts, e.arrived_at)
+        return None
+
+    def pop_batch(
+        self, now: float, max_pods: int, alone: Callable[[PodInfo], bool]
+    ) -> list[QueuedPodInfo]:
+        """Up to ``max_pods`` pops in a row, as successive :meth:`pop` calls at ``now`` would
+        give them; a pod for which ``alone`` holds comes in a batch of its own (the batch ends
+        before it, or after it when it is the first). Empty when activeQ is empty."""
+        first = self.pop(now)
+        if first is None:
+            return []
+        batch = [first]
+        if alone(first.pod):
+            return batch
+        while len(batch) < max_pods:
+            head = self._head_active()
+            if head is None or alone(head.pod):
+                break
+            queued = self.pop(now)
+            assert queued is not None  # the head is active
+            batch.append(queued)
+        return batch
+
+    @property
+    def has_affinity_waiters(self) -> bool:
+        """Whether an unschedulable pod waits for an assigned pod to match its affinity or
+        spread constraints (:meth:`assigned_pod_added` would move it)."""
+        return bool(self._unschedulable_with_affinity)
+
+    def _head_active(self) -> _Entry | None:
+        """The entry :meth:`pop` would take next (stale heap items dropped on the way)."""
+        q = self._active_q
+        while q:
+            e = self._pods.get(q[0][4])
+            if e is not None and e.where == "active" and e.token == q[0][3]:
+                return e
+            heapq.heappop(q)
         return None
 
     def cancel_pop(self, key: str) -> bool:

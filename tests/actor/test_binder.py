@@ -18,6 +18,7 @@ from builders import make_pod
 from podium.actors.binder import Binder
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import (
+    BindBatch,
     BindDone,
     BinderMsg,
     BindRequest,
@@ -71,7 +72,9 @@ class Harness:
 
     async def bind(self, p: PodInfo, node: str, *, cycle: int = 1) -> BindDone:
         done_to, done = trio.open_memory_channel[BindDone](1)
-        self.inbox.send_nowait(BindRequest(pod=p, node=node, cycle=cycle, done=done_to))
+        self.inbox.send_nowait(
+            BindBatch(requests=[BindRequest(pod=p, node=node, cycle=cycle, done=done_to)])
+        )
         return await done.receive()
 
 
@@ -126,13 +129,17 @@ async def test_a_committed_bind_is_finished_in_the_cache_and_reported_done(
     async with running() as h:
         done_to, done = trio.open_memory_channel[BindDone](1)
         h.inbox.send_nowait(
-            BindRequest(
-                pod=pod("web"),
-                node="n1",
-                cycle=3,
-                volumes={"default/data": "pv-1"},
-                provisions=["default/logs"],
-                done=done_to,
+            BindBatch(
+                requests=[
+                    BindRequest(
+                        pod=pod("web"),
+                        node="n1",
+                        cycle=3,
+                        volumes={"default/data": "pv-1"},
+                        provisions=["default/logs"],
+                        done=done_to,
+                    )
+                ]
             )
         )
         assert await done.receive() == BindDone(key="default/web", ok=True)
@@ -153,7 +160,7 @@ async def test_a_committed_bind_is_finished_in_the_cache_and_reported_done(
         )
     ]
     # The assumed pod's TTL starts at the hand-over to the store; nothing is requeued.
-    assert h.peers.cache == [FinishBinding(key="default/web")]
+    assert h.peers.cache == [FinishBinding(keys=["default/web"])]
     assert h.peers.queue == []
 
 
@@ -164,7 +171,7 @@ async def test_a_refused_bind_is_forgotten_and_requeued_as_an_error(
         p = pod("web")
         done = await h.bind(p, "n1", cycle=4)
     assert done == BindDone(key="default/web", ok=False, message="pod default/web is gone")
-    assert h.peers.cache == [FinishBinding(key="default/web"), Forget(key="default/web")]
+    assert h.peers.cache == [FinishBinding(keys=["default/web"]), Forget(key="default/web")]
     assert h.peers.queue == [Requeue(pod=p, cycle=4, why="error")]
 
 
@@ -177,8 +184,12 @@ async def test_a_store_failure_fails_every_bind_of_its_batch(
     async with running(unavailable) as h:
         a, b = pod("a"), pod("b")
         done_to, done = trio.open_memory_channel[BindDone](2)
-        h.inbox.send_nowait(BindRequest(pod=a, node="n1", cycle=1, done=done_to))
-        h.inbox.send_nowait(BindRequest(pod=b, node="n2", cycle=1, done=done_to))
+        h.inbox.send_nowait(
+            BindBatch(requests=[BindRequest(pod=a, node="n1", cycle=1, done=done_to)])
+        )
+        h.inbox.send_nowait(
+            BindBatch(requests=[BindRequest(pod=b, node="n2", cycle=1, done=done_to)])
+        )
         got = [await done.receive(), await done.receive()]
     message = "the store is shutting down"
     assert got == [
@@ -186,9 +197,9 @@ async def test_a_store_failure_fails_every_bind_of_its_batch(
         BindDone(key="default/b", ok=False, message=message),
     ]
     assert [len(batch.bindings) for _, batch in h.peers.store] == [2]
+    # Two scheduling batches waiting together: one store batch, one FinishBinding.
     assert h.peers.cache == [
-        FinishBinding(key="default/a"),
-        FinishBinding(key="default/b"),
+        FinishBinding(keys=["default/a", "default/b"]),
         Forget(key="default/a"),
         Forget(key="default/b"),
     ]
@@ -203,10 +214,14 @@ async def test_requests_that_wait_while_the_store_commits_go_as_one_batch(
 ) -> None:
     async with running() as h:
         done_to, done = trio.open_memory_channel[BindDone](10)
-        h.inbox.send_nowait(BindRequest(pod=pod("first"), node="n1", cycle=1, done=done_to))
+        h.inbox.send_nowait(
+            BindBatch(requests=[BindRequest(pod=pod("first"), node="n1", cycle=1, done=done_to)])
+        )
         await trio.testing.wait_all_tasks_blocked()
         for name in ("a", "b", "c"):
-            h.inbox.send_nowait(BindRequest(pod=pod(name), node="n2", cycle=2, done=done_to))
+            h.inbox.send_nowait(
+                BindBatch(requests=[BindRequest(pod=pod(name), node="n2", cycle=2, done=done_to)])
+            )
         got = [(await done.receive(), trio.current_time()) for _ in range(4)]
     assert [(t, [b.name for b in batch.bindings]) for t, batch in h.peers.store] == [
         (0.0, ["first"]),
@@ -220,6 +235,30 @@ async def test_requests_that_wait_while_the_store_commits_go_as_one_batch(
     ]
 
 
+async def test_a_scheduling_batch_is_one_store_batch_and_one_finish_binding(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running(refuse("uid-b")) as h:
+        a, b, c = pod("a"), pod("b"), pod("c")
+        done_to, done = trio.open_memory_channel[BindDone](3)
+        h.inbox.send_nowait(
+            BindBatch(
+                requests=[
+                    BindRequest(pod=p, node="n1", cycle=i, done=done_to)
+                    for i, p in enumerate((a, b, c), 1)
+                ]
+            )
+        )
+        got = [(await done.receive()).ok for _ in range(3)]
+    assert got == [True, False, True]
+    assert [[x.name for x in batch.bindings] for _, batch in h.peers.store] == [["a", "b", "c"]]
+    assert h.peers.cache == [
+        FinishBinding(keys=["default/a", "default/b", "default/c"]),
+        Forget(key="default/b"),
+    ]
+    assert h.peers.queue == [Requeue(pod=b, cycle=2, why="error")]
+
+
 async def test_a_failure_names_the_pod_by_uid_not_by_name(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -227,8 +266,12 @@ async def test_a_failure_names_the_pod_by_uid_not_by_name(
     async with running(refuse("uid-old")) as h:
         old, new = pod("web", uid="uid-old"), pod("web", uid="uid-new")
         done_to, done = trio.open_memory_channel[BindDone](2)
-        h.inbox.send_nowait(BindRequest(pod=old, node="n1", cycle=1, done=done_to))
-        h.inbox.send_nowait(BindRequest(pod=new, node="n2", cycle=2, done=done_to))
+        h.inbox.send_nowait(
+            BindBatch(requests=[BindRequest(pod=old, node="n1", cycle=1, done=done_to)])
+        )
+        h.inbox.send_nowait(
+            BindBatch(requests=[BindRequest(pod=new, node="n2", cycle=2, done=done_to)])
+        )
         got = [await done.receive(), await done.receive()]
     assert [(d.ok, d.message) for d in got] == [(False, "pod default/web is gone"), (True, "")]
     assert h.peers.queue == [Requeue(pod=old, cycle=1, why="error")]
@@ -237,8 +280,8 @@ async def test_a_failure_names_the_pod_by_uid_not_by_name(
 @pytest.mark.parametrize(
     ("answer", "cache"),
     [
-        (commit_all, [FinishBinding(key="default/web")]),
-        (refuse("uid-web"), [FinishBinding(key="default/web"), Forget(key="default/web")]),
+        (commit_all, [FinishBinding(keys=["default/web"])]),
+        (refuse("uid-web"), [FinishBinding(keys=["default/web"]), Forget(key="default/web")]),
     ],
     ids=["committed", "refused"],
 )
@@ -246,7 +289,7 @@ async def test_a_request_without_done_is_bound_all_the_same(
     autojump_clock: trio.testing.MockClock, answer: StoreAnswer, cache: list[CacheMsg]
 ) -> None:
     async with running(answer) as h:
-        h.inbox.send_nowait(BindRequest(pod=pod("web"), node="n1", cycle=1))
+        h.inbox.send_nowait(BindBatch(requests=[BindRequest(pod=pod("web"), node="n1", cycle=1)]))
         await trio.sleep(COMMIT_SECONDS)
         await trio.testing.wait_all_tasks_blocked()
         # Still serving: the next bind is answered.

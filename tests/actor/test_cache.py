@@ -16,6 +16,8 @@ from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import (
     Assume,
     AssumeReply,
+    AssumeStatus,
+    Assumption,
     CacheMsg,
     CacheStats,
     CacheStatsReply,
@@ -87,14 +89,24 @@ class Client:
         self.mailbox.send_nowait(SnapshotRequest(generation=generation, reply=send))
         return await recv.receive()
 
-    async def assume(self, p: o.Pod, node_name: str, generation: int | None = None) -> AssumeReply:
+    async def assume(self, p: o.Pod, node_name: str, generation: int | None = None) -> AssumeStatus:
+        (status,) = await self.assume_batch([(p, node_name)], generation)
+        return status
+
+    async def assume_batch(
+        self, pods: list[tuple[o.Pod, str]], generation: int | None = None
+    ) -> list[AssumeStatus]:
         if generation is None:
             generation = (await self.stats()).generation
         send, recv = trio.open_memory_channel[AssumeReply](1)
         self.mailbox.send_nowait(
-            Assume(pod=PodInfo(p), node=node_name, generation=generation, reply=send)
+            Assume(
+                pods=[Assumption(pod=PodInfo(p), node=n) for p, n in pods],
+                generation=generation,
+                reply=send,
+            )
         )
-        return await recv.receive()
+        return (await recv.receive()).statuses
 
     def commit(self, *changes: Change) -> None:
         self.mailbox.send_nowait(Committed(revision=changes[-1].revision, changes=list(changes)))
@@ -137,7 +149,7 @@ async def test_assumed_pod_expires_exactly_ttl_after_finish_binding(
         assert (await cache.assume(pod("p"), "n1")).status == "assumed"
         await trio.sleep(3)
         finished_at = trio.current_time()
-        cache.mailbox.send_nowait(FinishBinding(key="default/p"))
+        cache.mailbox.send_nowait(FinishBinding(keys=["default/p"]))
         await trio.sleep(29.5)
         assert (await cache.stats()).assumed == 1
         await trio.sleep(100)
@@ -152,10 +164,10 @@ async def test_each_pod_expires_at_its_own_deadline(
     async with running(30.0, node("n1")) as cache:
         await cache.assume(pod("a"), "n1")
         await cache.assume(pod("b"), "n1")
-        cache.mailbox.send_nowait(FinishBinding(key="default/b"))
+        cache.mailbox.send_nowait(FinishBinding(keys=["default/b"]))
         t_b = trio.current_time()
         await trio.sleep(12.25)
-        cache.mailbox.send_nowait(FinishBinding(key="default/a"))
+        cache.mailbox.send_nowait(FinishBinding(keys=["default/a"]))
         t_a = trio.current_time()
         await trio.sleep(60)
     assert cache_log.at(logging.WARNING) == [
@@ -169,7 +181,7 @@ async def test_confirmed_pod_never_expires(
 ) -> None:
     async with running(30.0, node("n1")) as cache:
         await cache.assume(pod("p"), "n1")
-        cache.mailbox.send_nowait(FinishBinding(key="default/p"))
+        cache.mailbox.send_nowait(FinishBinding(keys=["default/p"]))
         await trio.sleep(10)
         cache.commit(bound(pod("p", on="n1")))
         await trio.sleep(1000)
@@ -183,7 +195,7 @@ async def test_ttl_zero_never_expires(
 ) -> None:
     async with running(0.0, node("n1")) as cache:
         await cache.assume(pod("p"), "n1")
-        cache.mailbox.send_nowait(FinishBinding(key="default/p"))
+        cache.mailbox.send_nowait(FinishBinding(keys=["default/p"]))
         await trio.sleep(5000)
         assert (await cache.stats()).assumed == 1
     assert cache_log.at(logging.WARNING) == []
@@ -196,19 +208,34 @@ async def test_unfinished_binding_never_expires(autojump_clock: trio.testing.Moc
         assert (await cache.stats()).assumed == 1
 
 
+async def test_a_batch_is_assumed_in_order_with_one_status_per_pod(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running(30.0, node("n1", cpu="1"), node("n2", cpu="1")) as cache:
+        small = make_pod("s").req(cpu="300m").obj()
+        big = make_pod("b").req(cpu="800m").obj()
+        statuses = await cache.assume_batch([(small, "n1"), (pod("x"), "n2"), (big, "n1")])
+        stats = await cache.stats()
+    # The third pod was decided before the first was assumed on its node: re-checked there,
+    # it no longer fits (a batch whose decisions were folded in would not have chosen n1).
+    assert [s.status for s in statuses] == ["assumed", "assumed", "conflict"]
+    assert "no longer fits node n1 (Insufficient cpu)" in statuses[2].message
+    assert (stats.pods, stats.assumed) == (2, 2)
+
+
 async def test_assume_replies_assumed_conflict_and_error(
     autojump_clock: trio.testing.MockClock, cache_log: TimedLog
 ) -> None:
     async with running(30.0, node("n1", cpu="1")) as cache:
         decided_at = (await cache.stats()).generation
-        assert await cache.assume(pod("a"), "n1", decided_at) == AssumeReply(status="assumed")
-        assert await cache.assume(pod("x"), "n9") == AssumeReply(
+        assert await cache.assume(pod("a"), "n1", decided_at) == AssumeStatus(status="assumed")
+        assert await cache.assume(pod("x"), "n9") == AssumeStatus(
             status="conflict",
             message="node n9 is not in the cache; cannot assume pod default/x on it",
         )
         # n1 changed after decided_at (a was assumed there): b is re-checked and no longer fits.
         big = make_pod("b").req(cpu="600m").obj()
-        assert await cache.assume(big, "n1", decided_at) == AssumeReply(
+        assert await cache.assume(big, "n1", decided_at) == AssumeStatus(
             status="conflict",
             message=(
                 "pod default/b no longer fits node n1 (Insufficient cpu); the node changed "
@@ -216,10 +243,10 @@ async def test_assume_replies_assumed_conflict_and_error(
             ),
         )
         twice = "pod default/a is already assumed on n1; cannot assume twice"
-        assert await cache.assume(pod("a"), "n1") == AssumeReply(status="error", message=twice)
+        assert await cache.assume(pod("a"), "n1") == AssumeStatus(status="error", message=twice)
         # Wrong transitions are logged and the actor keeps serving.
         cache.mailbox.send_nowait(Forget(key="default/ghost"))
-        cache.mailbox.send_nowait(FinishBinding(key="default/ghost"))
+        cache.mailbox.send_nowait(FinishBinding(keys=["default/ghost"]))
         stats = await cache.stats()
         assert (stats.nodes, stats.pods, stats.assumed) == (1, 1, 1)
     assert [m for _, m in cache_log.at(logging.ERROR)] == [

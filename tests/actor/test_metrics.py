@@ -27,6 +27,7 @@ from podium.actors.mail import (
     FilterRequest,
     Pop,
     Popped,
+    PoppedBatch,
     QueueIdle,
     QueueMsg,
     Requeue,
@@ -81,11 +82,12 @@ class Queue:
     actor: QueueActor
 
     async def pop(self) -> Popped:
-        reply_to, answer = trio.open_memory_channel[Popped | QueueIdle](1)
+        reply_to, answer = trio.open_memory_channel[PoppedBatch | QueueIdle](1)
         self.inbox.send_nowait(Pop(reply=reply_to))
         got = await answer.receive()
-        assert isinstance(got, Popped)
-        return got
+        assert isinstance(got, PoppedBatch)
+        (one,) = got.pods
+        return one
 
 
 @asynccontextmanager

@@ -16,10 +16,12 @@ from builders import decode, make_node, make_pod
 
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import (
+    GiveBack,
     Lookup,
     LookupReply,
     Pop,
     Popped,
+    PoppedBatch,
     QueueIdle,
     QueueMsg,
     QueueStats,
@@ -69,9 +71,18 @@ class Harness:
         self.send(committed(*changes))
 
     async def pop(self, *, idle_ok: bool = False) -> Popped | QueueIdle:
-        reply_to, answer = trio.open_memory_channel[Popped | QueueIdle](1)
-        self.send(Pop(reply=reply_to, idle_ok=idle_ok))
-        return await answer.receive()
+        """One pod (a batch of one), or QueueIdle."""
+        got = await self.pop_batch(1, idle_ok=idle_ok)
+        if isinstance(got, QueueIdle):
+            return got
+        (one,) = got
+        return one
+
+    async def pop_batch(self, max_pods: int, *, idle_ok: bool = False) -> list[Popped] | QueueIdle:
+        reply_to, answer = trio.open_memory_channel[PoppedBatch | QueueIdle](1)
+        self.send(Pop(reply=reply_to, idle_ok=idle_ok, max_pods=max_pods))
+        got = await answer.receive()
+        return got if isinstance(got, QueueIdle) else got.pods
 
     async def popped(self) -> Popped:
         got = await self.pop()
@@ -211,7 +222,7 @@ async def test_pop_whose_requester_left_does_not_lose_the_pod(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with running() as h:
-        reply_to, answer = trio.open_memory_channel[Popped | QueueIdle](1)
+        reply_to, answer = trio.open_memory_channel[PoppedBatch | QueueIdle](1)
         h.send(Pop(reply=reply_to))
         await h.settle()
         answer.close()
@@ -864,3 +875,89 @@ async def test_recovered_nominations(autojump_clock: trio.testing.MockClock) -> 
         h.commit(change("Modified", pending("b"), old=nominated_pod("b", "n1")))
         got = await h.popped()
         assert got.pod.name == "b" and nominations(got) == {}
+
+
+# --------------------------------------------------------------------------- batches
+
+
+ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"app": "db"}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+}
+
+
+async def test_a_batch_is_the_pods_successive_pops_would_give_in_their_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(*(change("Added", pending(f"low{i}", 0)) for i in range(3)))
+        h.commit(change("Added", pending("high", 10)), change("Added", pending("mid", 5)))
+        got = await h.pop_batch(4)
+        rest = await h.pop_batch(4)
+    assert not isinstance(got, QueueIdle) and not isinstance(rest, QueueIdle)
+    assert [p.pod.name for p in got] == ["high", "mid", "low0", "low1"]
+    assert [(p.cycle, p.attempts) for p in got] == [(1, 1), (2, 1), (3, 1), (4, 1)]
+    assert [p.pod.name for p in rest] == ["low2"]
+
+
+@pytest.mark.parametrize(
+    ("alone", "batches"),
+    [
+        (
+            make_pod("b").uid("uid-b").affinity(ANTI_AFFINITY).obj(),
+            [["a"], ["b"], ["c"]],
+        ),
+        (make_pod("b").uid("uid-b").pvc("data").obj(), [["a"], ["b"], ["c"]]),
+        (pending("b"), [["a", "b", "c"]]),
+    ],
+    ids=["pod-anti-affinity-alone", "claim-alone", "plain-pods-together"],
+)
+async def test_a_pod_that_must_be_decided_alone_comes_in_a_batch_of_its_own(
+    autojump_clock: trio.testing.MockClock, alone: o.Pod, batches: list[list[str]]
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pending("a")))
+        h.commit(change("Added", alone))
+        h.commit(change("Added", pending("c")))
+        got: list[list[str]] = []
+        while sum(map(len, got)) < 3:
+            popped = await h.pop_batch(8)
+            assert not isinstance(popped, QueueIdle)
+            got.append([p.pod.name for p in popped])
+    assert got == batches
+
+
+async def test_nominations_make_every_batch_a_batch_of_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", nominated_pod("n", "node-1")), change("Added", pending("a")))
+        first = await h.pop_batch(8)
+    assert not isinstance(first, QueueIdle)
+    assert [p.pod.name for p in first] == ["n"]
+
+
+async def test_given_back_pods_return_where_they_were_behind_a_higher_priority_arrival(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(*(change("Added", pending(name, 0)) for name in ("a", "b", "c")))
+        got = await h.pop_batch(3)
+        assert not isinstance(got, QueueIdle)
+        # While the batch is being decided a higher-priority pod arrives; the scheduler's time
+        # bound passes after the first pod, and it gives the other two back.
+        h.commit(change("Added", pending("urgent", 100)))
+        h.send(GiveBack(keys=["default/b", "default/c"]))
+        await h.settle()
+        assert await h.lookup("default/b") == LookupReply(queue="active", attempts=0)
+        after = await h.pop_batch(3)
+    assert not isinstance(after, QueueIdle)
+    assert [p.pod.name for p in after] == ["urgent", "b", "c"]
+    # Not counted as attempts: b and c are on their first.
+    assert [p.attempts for p in after] == [1, 1, 1]

@@ -29,6 +29,7 @@ from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.mail import (
     Assume,
     AssumeReply,
+    AssumeStatus,
     Attempted,
     BeginScheduling,
     BindDone,
@@ -38,8 +39,10 @@ from podium.actors.mail import (
     Explained,
     ExplainPod,
     FilterMsg,
+    GiveBack,
     Pop,
     Popped,
+    PoppedBatch,
     QueueIdle,
     QueueMsg,
     Reloaded,
@@ -93,6 +96,7 @@ class Peers:
 
     nodes: list[NodeInfo]
     assume: Literal["assumed", "conflict", "error"] = "assumed"
+    snapshot_seconds: float = 0.0
     log: list[tuple[float, str, Any]] = field(default_factory=list)
 
     def got(self, peer: str) -> list[Any]:
@@ -105,7 +109,7 @@ class Peers:
 @dataclass
 class Harness:
     control: trio.MemorySendChannel[SchedulerMsg]
-    to_pop: trio.MemorySendChannel[Popped]
+    to_pop: trio.MemorySendChannel[PoppedBatch]
     reports: trio.MemoryReceiveChannel[Attempted]
     peers: Peers
 
@@ -114,7 +118,7 @@ class Harness:
     ) -> Attempted:
         """Have the queue hand ``p`` out; the scheduler's report of the attempt."""
         popped = Popped(pod=PodInfo(p), cycle=cycle, attempts=attempts, arrived_at=arrived_at)
-        self.to_pop.send_nowait(popped)
+        self.to_pop.send_nowait(PoppedBatch(pods=[popped]))
         return await self.reports.receive()
 
     async def ask(self, make: Callable[[trio.MemorySendChannel[Any]], SchedulerMsg]) -> Any:
@@ -126,7 +130,7 @@ class Harness:
 
 async def _play_queue(
     inbox: trio.MemoryReceiveChannel[QueueMsg],
-    to_pop: trio.MemoryReceiveChannel[Popped],
+    to_pop: trio.MemoryReceiveChannel[PoppedBatch],
     peers: Peers,
 ) -> None:
     async for msg in inbox:
@@ -146,6 +150,7 @@ async def _play_cache(inbox: trio.MemoryReceiveChannel[CacheMsg], peers: Peers) 
         peers.log.append((trio.current_time(), "cache", msg))
         match msg:
             case SnapshotRequest(generation=0):
+                await trio.sleep(peers.snapshot_seconds)
                 order = [n.name for n in peers.nodes]
                 delta = SnapshotDelta(
                     generation=1, nodes=peers.nodes, removed=[], order=order, objects=None
@@ -155,15 +160,18 @@ async def _play_cache(inbox: trio.MemoryReceiveChannel[CacheMsg], peers: Peers) 
                 delta = SnapshotDelta(generation=1, nodes=[], removed=[], order=None, objects=None)
                 msg.reply.send_nowait(delta)
             case Assume():
-                msg.reply.send_nowait(AssumeReply(status=peers.assume))
+                status = AssumeStatus(status=peers.assume)
+                msg.reply.send_nowait(AssumeReply(statuses=[status] * len(msg.pods)))
 
 
 async def _play_binder(inbox: trio.MemoryReceiveChannel[BinderMsg], peers: Peers) -> None:
     async for msg in inbox:
         peers.log.append((trio.current_time(), "binder", msg))
-        if msg.done is not None:
+        if any(r.done is not None for r in msg.requests):
             await trio.sleep(BIND_SECONDS)
-            msg.done.send_nowait(BindDone(key=msg.pod.key, ok=True))
+        for r in msg.requests:
+            if r.done is not None:
+                r.done.send_nowait(BindDone(key=r.pod.key, ok=True))
 
 
 async def _play_store(inbox: trio.MemoryReceiveChannel[StoreMsg], peers: Peers) -> None:
@@ -181,7 +189,7 @@ async def running(
     """The scheduler with its peers; ``options`` go to :class:`Scheduler`."""
     peers = Peers(nodes)
     control_tx, control_rx = trio.open_memory_channel[SchedulerMsg](0)
-    to_pop_tx, to_pop_rx = trio.open_memory_channel[Popped](1024)
+    to_pop_tx, to_pop_rx = trio.open_memory_channel[PoppedBatch](1024)
     reports_tx, reports_rx = trio.open_memory_channel[Attempted](1024)
     queue_tx, queue_rx = trio.open_memory_channel[QueueMsg](1024)
     cache_tx, cache_rx = trio.open_memory_channel[CacheMsg](1024)
@@ -242,13 +250,97 @@ async def test_a_cycle_pops_snapshots_decides_assumes_and_hands_the_bind_over(
         (5.0, "cache SnapshotRequest"),
         (5.0, "cache Assume"),
     ]
-    assert sorted(h.peers.trail()[3:]) == [(5.0, "binder BindRequest"), (5.0, "queue Pop")]
+    assert sorted(h.peers.trail()[3:]) == [(5.0, "binder BindBatch"), (5.0, "queue Pop")]
     _, assume = h.peers.got("cache")
-    assert (assume.pod.pod, assume.node, assume.generation) == (web, "n1", 1)
-    (bind,) = h.peers.got("binder")
+    ((assumed,), generation) = assume.pods, assume.generation
+    assert (assumed.pod.pod, assumed.node, generation) == (web, "n1", 1)
+    ((bind,),) = [b.requests for b in h.peers.got("binder")]
     assert bind == BindRequest(pod=bind.pod, node="n1", cycle=7, attempts=3, arrived_at=2.5)
     assert bind.pod.pod == web
     assert (stats.scheduled, stats.unschedulable, stats.errors) == (1, 0, 0)
+
+
+def batch(*pods: o.Pod) -> PoppedBatch:
+    return PoppedBatch(
+        pods=[
+            Popped(pod=PodInfo(p), cycle=i, attempts=1, arrived_at=0.0)
+            for i, p in enumerate(pods, 1)
+        ]
+    )
+
+
+async def test_a_batch_decides_each_pod_on_a_snapshot_carrying_the_decisions_before_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    a, b, c = (pod(name, cpu="2") for name in "abc")
+    async with running(two_nodes(), preemption=False) as h:
+        h.to_pop.send_nowait(batch(a, b, c))
+        reports = {r.pod.key: r for r in [await h.reports.receive() for _ in range(3)]}
+    assert {k: (r.status, r.node) for k, r in reports.items()} == {
+        "default/a": ("scheduled", "n1"),
+        "default/b": ("scheduled", "n1"),
+        "default/c": ("unschedulable", None),
+    }
+    # n1 (4 CPU) took a and b: c saw them there, as it would have one pod at a time.
+    assert reports["default/c"].result.message == "0/2 nodes are available: 2 Insufficient cpu."
+    # One snapshot, one assume and one bind for the batch.
+    snapshot, assume = h.peers.got("cache")
+    assert isinstance(snapshot, SnapshotRequest)
+    assert [(x.pod.key, x.node) for x in assume.pods] == [("default/a", "n1"), ("default/b", "n1")]
+    (bound,) = h.peers.got("binder")
+    assert [(r.pod.key, r.cycle) for r in bound.requests] == [("default/a", 1), ("default/b", 2)]
+    requeued = [m for m in h.peers.got("queue") if isinstance(m, Requeue)]
+    assert [(m.pod.key, m.cycle, m.why) for m in requeued] == [("default/c", 3, "unschedulable")]
+
+
+async def test_pods_a_batch_has_not_decided_when_its_time_bound_passes_go_back(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    a, b, c = (pod(name, cpu="100m") for name in "abc")
+    async with running(two_nodes(), batch_max_seconds=0.5) as h:
+        h.peers.snapshot_seconds = 1.0
+        h.to_pop.send_nowait(batch(a, b, c))
+        report = await h.reports.receive()
+        await trio.testing.wait_all_tasks_blocked()
+    # The first pod is always decided; the rest return to the queue, not as attempts.
+    assert (report.pod.key, report.status) == ("default/a", "scheduled")
+    assert [m for m in h.peers.got("queue") if not isinstance(m, Pop)] == [
+        GiveBack(keys=["default/b", "default/c"])
+    ]
+    (bound,) = h.peers.got("binder")
+    assert [r.pod.key for r in bound.requests] == ["default/a"]
+
+
+async def test_a_preemptor_after_the_first_pod_goes_back_and_ends_the_batch(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    victims = [pod(name, cpu="1", priority=10, on="n0") for name in ("low-a", "low-b")]
+    first = pod("first", cpu="1", priority=2000)
+    urgent = pod("urgent", cpu="1500m", priority=1000)
+    last = pod("last", cpu="100m", priority=1000)
+    nodes = node_infos([node("n0", "2"), node("n1", "1")], victims)
+    async with running(nodes) as h:
+        h.to_pop.send_nowait(batch(first, urgent, last))
+        report = await h.reports.receive()
+        await trio.testing.wait_all_tasks_blocked()
+        # The next batch starts with the preemptor: now it is carried out.
+        h.to_pop.send_nowait(batch(urgent, last))
+        again = await h.reports.receive()
+        await trio.testing.wait_all_tasks_blocked()
+    assert (report.pod.key, report.status, report.node) == ("default/first", "scheduled", "n1")
+    assert (again.pod.key, again.status, again.preempted) == (
+        "default/urgent",
+        "unschedulable",
+        ["default/low-a", "default/low-b"],
+    )
+    steps = [f"{to} {type(m).__name__}" for _, to, m in h.peers.log]
+    # first is bound before the store evicts anything; the preemptor's first decision is not
+    # an attempt: it went back, with the pod after it, each time.
+    assert steps.index("binder BindBatch") < steps.index("store Evict")
+    gave_back = [m.keys for m in h.peers.got("queue") if isinstance(m, GiveBack)]
+    assert gave_back == [["default/urgent", "default/last"], ["default/last"]]
+    requeued = [m.pod.key for m in h.peers.got("queue") if isinstance(m, Requeue)]
+    assert requeued == ["default/urgent"]
 
 
 async def test_an_unschedulable_pod_is_requeued_and_its_fit_error_recorded(
@@ -337,7 +429,7 @@ async def test_sync_binds_wait_for_each_bind_before_the_next_pop(
             await h.attempt(pod(name, cpu="1"))
     pops = [t for t, step in h.peers.trail() if step == "queue Pop"]
     assert pops == [0.0, BIND_SECONDS, 2 * BIND_SECONDS]
-    assert all(m.done is not None for m in h.peers.got("binder"))
+    assert all(r.done is not None for m in h.peers.got("binder") for r in m.requests)
 
 
 async def test_explain_decides_without_popping_assuming_or_binding(

@@ -262,6 +262,8 @@ def test_access_files_are_relative_to_the_config_file() -> None:
         ({"maxOutboxBytes": 100}, "podium.maxOutboxBytes", "Expected `int` >= 1024"),
         ({"maxBufferedBytes": 0}, "podium.maxBufferedBytes", "Expected `int` >= 1024"),
         ({"maxHandshakes": 0}, "podium.maxHandshakes", "Expected `int` >= 1"),
+        ({"batchMaxPods": 0}, "podium.batchMaxPods", "Expected `int` >= 1"),
+        ({"batchMaxSeconds": 0}, "podium.batchMaxSeconds", "Expected `float` > 0"),
         (
             {"handshakeTimeoutSeconds": 0},
             "podium.handshakeTimeoutSeconds",
@@ -304,8 +306,11 @@ def test_serve_flags_override_the_file(tmp_path: Path) -> None:
         "--max-buffered-bytes", "1048576",
         "--max-handshakes", "8",
         "--handshake-timeout", "0.5",
+        "--batch-max-pods", "1",
+        "--batch-max-seconds", "0.05",
     )  # fmt: skip
     p = configured(args).podium
+    assert (p.batch_max_pods, p.batch_max_seconds) == (1, 0.05)
     assert (p.max_outbox_bytes, p.max_buffered_bytes) == (65536, 1048576)
     assert (p.max_handshakes, p.handshake_timeout_seconds) == (8, 0.5)
     assert (p.max_connections, p.max_watchers, p.max_in_flight_per_connection) == (20, 5, 8)
@@ -329,6 +334,8 @@ def test_serve_flags_override_the_file(tmp_path: Path) -> None:
         ["--handshake-timeout", "0"],
         ["--handshake-timeout", "soon"],
         ["--handshake-timeout", "inf"],
+        ["--batch-max-pods", "0"],
+        ["--batch-max-seconds", "0"],
     ],
 )
 def test_bad_serve_flags_are_usage_errors(

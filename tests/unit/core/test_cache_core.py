@@ -15,7 +15,7 @@ import msgspec
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.cache_core import SchedulerCache, apply_delta
+from podium.actors.core.cache_core import SchedulerCache, apply_delta, fold_assumed
 from podium.actors.framework.interface import SKIP, PluginArgs, run_filter
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -99,6 +99,30 @@ def test_assume_counts_the_pod_on_its_node_with_node_name_set() -> None:
     assert cache.dump().nodes["n1"].requested.milli_cpu == 500
     assert cache.is_assumed("default/p")
     assert (cache.node_count, cache.pod_count, cache.assumed_count) == (1, 1, 1)
+
+
+def test_folding_a_decision_into_a_snapshot_makes_the_change_assume_makes() -> None:
+    # A scheduling batch folds each decision into its snapshot; the next snapshot delta then
+    # brings the cache's own NodeInfo, which must not differ from the folded one.
+    cache = cache_with(node("n1", cpu="4"), node("n2"))
+    snapshot = apply_delta(None, cache.snapshot_since(0))
+    columns = snapshot.columns
+    decided = [info("a", port=8080), info("b", cpu="1"), info("c", port=9090)]
+    targets = ["n1", "n1", "n2"]
+    originals = {n: snapshot.by_name[n] for n in ("n1", "n2")}
+    for p, target in zip(decided, targets, strict=True):
+        before = fold_assumed(snapshot, p, target)
+        assert cache.assume(p, target, snapshot.generation) is None
+        assert before is not snapshot.by_name[target]
+    assert {n: fingerprint(i) for n, i in originals.items()} == {
+        "n1": fingerprint(NodeInfo(node("n1", cpu="4"))),
+        "n2": fingerprint(NodeInfo(node("n2"))),
+    }
+    folded = {n.name: fingerprint(n) for n in snapshot.node_infos}
+    refreshed = apply_delta(snapshot, cache.snapshot_since(snapshot.generation))
+    assert {n.name: fingerprint(n) for n in refreshed.node_infos} == folded
+    # The columns followed each fold (the equivalence classes patch by row version).
+    assert list(columns.infos) == refreshed.node_infos
 
 
 def test_forget_removes_the_assumed_pod() -> None:

@@ -1,0 +1,138 @@
+"""Scheduling in batches never changes a decision.
+
+``podium simulate`` runs the daemon's own actors (queue, cache, filter pool, scoring workers,
+binder, scheduler, the in-memory store) with each bind committed before the next batch and
+trio's MockClock, so a run repeats exactly. The same random cluster and pod stream, with the
+same tie-break seed, is simulated one pod at a time (``batchMaxPods: 1``) and in batches of
+several sizes; every outcome must be identical: each pod's node or FitError message (with the
+preemption part), its attempts, the pods its attempts evicted, the order of the final attempts,
+and the per-pod metric counts (attempts by result, extension points, preemption, queue moves).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+from builders import decode, make_node
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client import REGISTRY
+from random_cluster import HOSTNAME, RandomPick, existing_pod, incoming_pod, node
+
+from podium.actors.core.simulation import SimulationError
+from podium.actors.simulate import simulate
+from podium.actors.supervisor import load_plugin_set
+from podium.protocol import objects as o
+from podium.protocol.config import SchedulerConfig
+
+CONFIG = SchedulerConfig()
+PLUGINS = load_plugin_set(CONFIG)
+
+PRIORITIES = {"low": 10, "mid": 50, "high": 1000}
+CLASSES = ("", "", "low", "mid", "high")
+
+# Counted per pod, whatever the batch size (durations' sums are times, left out).
+COUNTED = (
+    "scheduler_schedule_attempts_total",
+    "scheduler_scheduling_attempt_duration_seconds_count",
+    "scheduler_framework_extension_point_duration_seconds_count",
+    "scheduler_pod_scheduling_attempts_count",
+    "scheduler_pod_scheduling_attempts_sum",
+    "scheduler_preemption_attempts_total",
+    "scheduler_preemption_victims_count",
+    "scheduler_preemption_victims_sum",
+    "scheduler_queue_incoming_pods_total",
+)
+
+
+def counts() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for metric in REGISTRY.collect()
+        for s in metric.samples
+        if s.name in COUNTED
+    }
+
+
+def _diff(before: dict[Any, float], after: dict[Any, float]) -> dict[Any, float]:
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v != before.get(k, 0.0)}
+
+
+def cluster(seed: int, n_nodes: int, n_pods: int, n_specs: int) -> list[o.KubeObject]:
+    """Random nodes (some holding pods), then a stream of pending pods drawn from a few specs
+    (so equivalence classes repeat) with random priorities (so preemption happens)."""
+    pick = RandomPick(seed)
+    rng = random.Random(seed)
+    names = [f"n{i}" for i in range(n_nodes)]
+    objects: list[o.KubeObject] = [
+        decode(o.PriorityClass, {"kind": "PriorityClass", "metadata": {"name": c}, "value": v})
+        for c, v in PRIORITIES.items()
+    ]
+    objects += [node(pick, name) for name in names]
+    # Roomy nodes, so that most streams place many pods.
+    for name in names[: rng.randint(1, 3)]:
+        roomy = make_node(f"{name}-big").capacity(cpu="8", memory="16Gi", pods=110)
+        objects.append(roomy.label(HOSTNAME, f"{name}-big").condition("Ready", "True").obj())
+    for i in range(rng.randint(0, n_nodes * 2)):
+        bound = existing_pod(pick, f"old-{i}", rng.choice(names))
+        spec = msgspec.structs.replace(bound.spec, priority_class_name=rng.choice(CLASSES))
+        objects.append(msgspec.structs.replace(bound, spec=spec))
+    specs = [incoming_pod(pick, names) for _ in range(n_specs)]
+    # Most specs without pod (anti-)affinity: such pods are decided alone, the rest share.
+    for i, spec in enumerate(specs):
+        affinity = spec.spec.affinity
+        if affinity is not None and rng.random() < 0.7:
+            alone = msgspec.structs.replace(affinity, pod_affinity=None, pod_anti_affinity=None)
+            specs[i] = msgspec.structs.replace(
+                spec, spec=msgspec.structs.replace(spec.spec, affinity=alone)
+            )
+    for i in range(n_pods):
+        template = rng.choice(specs)
+        meta = msgspec.structs.replace(template.metadata, name=f"p{i}", uid="")
+        spec = msgspec.structs.replace(template.spec, priority_class_name=rng.choice(CLASSES))
+        objects.append(msgspec.structs.replace(template, metadata=meta, spec=spec))
+    return objects
+
+
+def run(
+    objects: Sequence[o.KubeObject], batch: int, seed: int
+) -> tuple[list[Any], dict[Any, float]]:
+    config = dataclasses.replace(
+        CONFIG, podium=msgspec.structs.replace(CONFIG.podium, batch_max_pods=batch)
+    )
+    before = counts()
+    outcomes = simulate(objects, config, PLUGINS, seed=seed)
+    placed = [(x.pod.key, x.node, x.message, x.attempts, sorted(x.preempted)) for x in outcomes]
+    return placed, _diff(before, counts())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_nodes=st.integers(1, 8),
+    n_pods=st.integers(1, 30),
+    n_specs=st.integers(1, 4),
+    batches=st.lists(st.integers(2, 40), min_size=1, max_size=2),
+)
+def test_batched_and_one_at_a_time_decisions_are_identical(
+    seed: int, n_nodes: int, n_pods: int, n_specs: int, batches: list[int]
+) -> None:
+    objects = cluster(seed, n_nodes, n_pods, n_specs)
+    # The generators make some objects the store refuses (label values, names): leave them out.
+    for _ in range(10):
+        try:
+            alone, alone_counts = run(objects, 1, seed)
+            break
+        except SimulationError as exc:
+            refused = {i for i, _, _ in exc.objects}
+            objects = [x for i, x in enumerate(objects) if i not in refused]
+    else:
+        raise AssertionError("the store kept refusing the cluster")
+    for batch in batches:
+        together, together_counts = run(objects, batch, seed)
+        assert together == alone, f"batch of {batch}"
+        assert together_counts == alone_counts, f"batch of {batch}"
