@@ -75,6 +75,7 @@ import trio
 
 from podium.protocol.errors import DatabaseDamaged, StoreError
 from podium.protocol.objects import KubeObject
+from podium.protocol.wire import EventType
 from podium.store.actor import Recovery, StoreActor, Subscriber
 from podium.store.core import StoreCore
 from podium.store.etcd_client import (
@@ -113,7 +114,7 @@ PAGE = 1000
 """Keys per range read at start."""
 
 _DIGITS = 20
-_EventValue = tuple[str, str, str, str, str, str, bytes]
+_EventValue = tuple[EventType, str, str, str, str, str, bytes]
 _event_encoder = msgspec.msgpack.Encoder()
 _event_decoder = msgspec.msgpack.Decoder(_EventValue)
 
@@ -200,6 +201,7 @@ class EtcdDurability:
         max_txn_ops: operations per transaction (etcd's ``--max-txn-ops``).
         max_txn_bytes: bytes of keys and values per transaction (below etcd's
             ``--max-request-bytes``).
+        request_timeout: seconds one request to one member may take.
         unavailable_after: seconds one request goes on trying the endpoints.
 
     Attributes:
@@ -218,6 +220,7 @@ class EtcdDurability:
         retention: int = 1_000_000,
         max_txn_ops: int = 128,
         max_txn_bytes: int = 1_000_000,
+        request_timeout: float = 5.0,
         unavailable_after: float = 10.0,
     ) -> None:
         self.location = location
@@ -230,6 +233,7 @@ class EtcdDurability:
             tls=tls,
             user=user,
             password=password,
+            request_timeout=request_timeout,
             unavailable_after=unavailable_after,
         )
         prefix = location.prefix.encode()
@@ -624,8 +628,7 @@ class EtcdDurability:
         if newest != meta.revision:
             log_end = "is empty" if newest is None else f"ends at revision {newest}"
             raise DatabaseDamaged(
-                f"etcd prefix {where} has meta revision {meta.revision} but its event log "
-                f"{log_end}"
+                f"etcd prefix {where} has meta revision {meta.revision} but its event log {log_end}"
             )
         for kv in kvs:
             self._decode_event(kv)
@@ -658,7 +661,7 @@ class EtcdDurability:
             ) from None
         return Change(
             revision=revision,
-            type=type_,  # type: ignore[arg-type]  # written from EventType only
+            type=type_,
             kind=kind,
             namespace=namespace,
             name=name,
@@ -703,6 +706,8 @@ def etcd_store(
     user: str | None = None,
     password: str | None = None,
     retention: int = 1_000_000,
+    request_timeout: float = 5.0,
+    unavailable_after: float = 10.0,
 ) -> StoreActor:
     """The daemon's store actor on etcd: :class:`EtcdDurability`, a core keeping the recent
     part of the log in memory, and the group commit window (as :func:`~podium.store.sqlite.
@@ -711,7 +716,15 @@ def etcd_store(
     return StoreActor(
         inbox,
         subscribers,
-        EtcdDurability(location, tls=tls, user=user, password=password, retention=retention),
+        EtcdDurability(
+            location,
+            tls=tls,
+            user=user,
+            password=password,
+            retention=retention,
+            request_timeout=request_timeout,
+            unavailable_after=unavailable_after,
+        ),
         core=StoreCore(retention=min(retention, MEMORY_LOG)),
         commit_window=COMMIT_WINDOW_SECONDS,
     )

@@ -202,10 +202,10 @@ class EtcdClient:
                     self._observe(op, "ok", started)
                     return data
                 message = str(data.get("message") or data.get("error") or data)
-                if status == 401 or "invalid auth token" in message:
-                    if self._user is not None and self._token is not None:
-                        self._token = None  # expired: authenticate again
-                        continue
+                expired = status == 401 or "invalid auth token" in message
+                if expired and self._user is not None and self._token is not None:
+                    self._token = None  # expired: authenticate again
+                    continue
                 retry = status in (502, 503, 504) or any(m in message for m in _RETRY_ELSEWHERE)
                 if not retry:
                     self._observe(op, "error", started)

@@ -56,6 +56,8 @@ from podium.protocol.config import (
 )
 from podium.protocol.errors import ConfigError
 from podium.store.actor import StoreActor
+from podium.store.etcd import EtcdLocation, etcd_store, parse_store_url
+from podium.store.etcd_client import EtcdTLS
 from podium.store.mail import Published, StoreMsg
 from podium.store.mailbox import send
 from podium.store.sqlite import sqlite_store
@@ -314,7 +316,52 @@ class Readiness:
         return problems
 
 
-def _sqlite_store(config: SchedulerConfig) -> StoreFactory:
+def _store(config: SchedulerConfig) -> StoreFactory:
+    """The store ``podium.store`` names (``sqlite://PATH``, ``etcd://...``), else the SQLite
+    file ``podium.database``.
+
+    Raises:
+        ValueError: ``podium.store`` is not a store URL.
+    """
+    settings = config.podium
+    where = parse_store_url(settings.store) if settings.store else settings.database
+    if isinstance(where, EtcdLocation):
+        return _etcd_store(config, where)
+    return _sqlite_store(config, where)
+
+
+def _etcd_store(config: SchedulerConfig, location: EtcdLocation) -> StoreFactory:
+    etcd = config.podium.etcd
+    tls = (
+        EtcdTLS(ca=etcd.ca_file, cert=etcd.cert_file, key=etcd.key_file)
+        if etcd.ca_file is not None or etcd.cert_file is not None
+        else None
+    )
+    password = None
+    if etcd.password_file is not None:
+        with open(etcd.password_file, encoding="utf-8") as file:
+            password = file.readline().rstrip("\r\n")
+
+    def build(
+        inbox: trio.MemoryReceiveChannel[StoreMsg],
+        subscribers: Sequence[trio.MemorySendChannel[Published]],
+    ) -> StoreActor:
+        return etcd_store(
+            inbox,
+            subscribers,
+            location,
+            tls=tls,
+            user=etcd.user,
+            password=password,
+            retention=config.podium.event_retention_revisions,
+            request_timeout=etcd.request_timeout_seconds,
+            unavailable_after=etcd.unavailable_seconds,
+        )
+
+    return build
+
+
+def _sqlite_store(config: SchedulerConfig, path: str) -> StoreFactory:
     settings = config.podium
 
     def build(
@@ -324,7 +371,7 @@ def _sqlite_store(config: SchedulerConfig) -> StoreFactory:
         return sqlite_store(
             inbox,
             subscribers,
-            settings.database,
+            path,
             synchronous=settings.synchronous,
             retention=settings.event_retention_revisions,
         )
@@ -363,7 +410,7 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
     runtime = Runtime(
         config,
         plugins,
-        _sqlite_store(config),
+        _store(config),
         subscribers=[hub_tx.clone()],
         reload_plugins=lambda: load_plugin_set(config),
         tracing=tracing,
