@@ -273,7 +273,7 @@ class EtcdDurability:
         self._meta = meta
         self._meta_mod = int(kvs[0]["mod_revision"])
         objects: dict[bytes, KubeObject] = {}
-        async for key, value in self._scan(self._objects, revision):
+        for key, value in await self._scan(self._objects, revision):
             try:
                 objects[key] = decode_object(value)
             except msgspec.DecodeError as exc:
@@ -590,16 +590,17 @@ class EtcdDurability:
         answer = await self._client.call("range", "/v3/kv/range", body)
         return answer.get("kvs", []), int(answer["header"]["revision"])
 
-    async def _scan(self, prefix: bytes, revision: int) -> Any:
-        """Every key under ``prefix`` at etcd ``revision``, in pages of :data:`PAGE`."""
+    async def _scan(self, prefix: bytes, revision: int) -> list[tuple[bytes, bytes]]:
+        """Every key under ``prefix`` at etcd ``revision`` and its value, read in pages of
+        :data:`PAGE`."""
+        found: list[tuple[bytes, bytes]] = []
         start = prefix
         end = _prefix_end(prefix)
         while True:
             kvs, _ = await self._range(start, end, limit=PAGE, revision=revision)
-            for kv in kvs:
-                yield unb64(kv["key"]), unb64(kv.get("value", ""))
+            found.extend((unb64(kv["key"]), unb64(kv.get("value", ""))) for kv in kvs)
             if len(kvs) < PAGE:
-                return
+                return found
             start = unb64(kvs[-1]["key"]) + b"\0"
 
     async def _read_log(
