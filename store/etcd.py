@@ -50,11 +50,14 @@ the committed revision); a revision compacted out of the log answers ``gone`` (K
 or the loss of a member: nothing about it lives in one member.
 
 **Failures.** A member that cannot be reached, or has lost its leader, is a retry on the
-next endpoint (:class:`~podium.store.etcd_client.EtcdClient`). While no member serves (the
-quorum is lost) a commit keeps retrying, so writes wait, counted in
-``podium_etcd_errors_total`` and logged as ``etcd unavailable``; they go on when the quorum
-returns. A transaction whose answer was lost is checked by reading the meta key back (each
-transaction writes a counter into it). Refused at start: a prefix with keys but no meta key
+next endpoint (:class:`~podium.store.etcd_client.EtcdClient`, counted in
+``podium_etcd_errors_total``): the loss of a member, or a leader election, only delays
+commits. When no member has served a request for ``podium.etcd.unavailableSeconds`` (the
+quorum is lost) the commit fails with :class:`~podium.store.etcd_client.EtcdUnavailable` and
+the daemon stops (fail-stop, as a failed SQLite commit: clients are answered
+``unavailable``, and nothing of the batch was acknowledged); restarted (systemd's
+``Restart=``), it recovers once the quorum is back. A transaction whose answer was lost is
+checked by reading the meta key back (each transaction writes a counter into it). Refused at start: a prefix with keys but no meta key
 (:class:`~podium.protocol.errors.DatabaseDamaged`), a meta key from a newer Podium, an object
 or one of the newest event keys that does not decode, a log that does not end at the meta
 revision.
@@ -81,7 +84,6 @@ from podium.store.core import StoreCore
 from podium.store.etcd_client import (
     EtcdClient,
     EtcdTLS,
-    EtcdUnavailable,
     EtcdUnknownOutcome,
     b64,
     unb64,
@@ -475,9 +477,6 @@ class EtcdDurability:
         while True:
             try:
                 answer = await self._client.call("txn", "/v3/kv/txn", body)
-            except EtcdUnavailable as exc:
-                log.error("etcd unavailable; the commit waits for it: %s", exc)
-                continue
             except EtcdUnknownOutcome as exc:
                 log.warning("%s; reading the meta key back", exc)
                 applied = await self._was_applied(encoded)
@@ -494,11 +493,7 @@ class EtcdDurability:
     async def _was_applied(self, encoded: bytes) -> int | None:
         """The meta key's mod revision if it holds ``encoded`` (our txn applied), else None."""
         while True:
-            try:
-                kvs, _ = await self._range(self._meta_key, None, limit=1)
-            except EtcdUnavailable as exc:
-                log.error("etcd unavailable; the commit waits for it: %s", exc)
-                continue
+            kvs, _ = await self._range(self._meta_key, None, limit=1)
             if kvs and unb64(kvs[0].get("value", "")) == encoded:
                 return int(kvs[0]["mod_revision"])
             if kvs and int(kvs[0]["mod_revision"]) != self._meta_mod:
