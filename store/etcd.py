@@ -114,6 +114,8 @@ EVENTS_CHECKED_AT_START = 1000
 """The newest event keys decoded at start."""
 PAGE = 1000
 """Keys per range read at start."""
+READ_PAGE = 10_000
+"""The most event keys one read of the log returns (a watcher far behind reads pages)."""
 
 _DIGITS = 20
 _EventValue = tuple[EventType, str, str, str, str, str, bytes]
@@ -373,7 +375,8 @@ class EtcdDurability:
                         "request_range": {
                             "key": b64(start),
                             "range_end": b64(end),
-                            "limit": limit,
+                            # "All" is a page too: the store actor asks again for the rest.
+                            "limit": min(limit, READ_PAGE) if limit > 0 else READ_PAGE,
                         }
                     },
                 ]

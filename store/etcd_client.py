@@ -79,6 +79,11 @@ def unb64(text: str) -> bytes:
 class EtcdTLS:
     """Client TLS toward etcd.
 
+    etcd 3.5 refuses a gateway request whose client certificate has a CommonName (``400
+    CommonName of client sending a request against gateway will be ignored``: the gateway
+    cannot pass the name on as the user), so the client certificate must have none; grant
+    access with ``user``/``password``.
+
     Attributes:
         ca: the PEM CA bundle that signed the members' certificates (None: the system's).
         cert: the client certificate (PEM), for etcd's ``--client-cert-auth``.
@@ -95,6 +100,9 @@ class EtcdTLS:
             context.load_cert_chain(self.cert, self.key)
         return context
 
+
+# Requests that change something: when their answer is lost, they may have been applied.
+_WRITES = frozenset(("/v3/kv/txn", "/v3/kv/put", "/v3/kv/deleterange"))
 
 # Answers that mean "this member cannot serve now; another may" (etcd's rpctypes errors).
 _RETRY_ELSEWHERE = (
@@ -180,17 +188,17 @@ class EtcdClient:
             except httpx.ConnectError as exc:
                 last = f"{endpoint}: cannot connect ({exc})"
             except httpx.TimeoutException as exc:
-                self._observe(op, "timeout", started)
                 # A write that timed out may have been applied: the caller must find out.
-                if path in ("/v3/kv/txn", "/v3/kv/put", "/v3/kv/deleterange"):
+                if path in _WRITES and not isinstance(exc, httpx.ConnectTimeout):
+                    self._observe(op, "timeout", started)
                     self._next()
                     raise EtcdUnknownOutcome(
                         f"etcd {endpoint} did not answer {op} in time ({type(exc).__name__})"
                     ) from exc
                 last = f"{endpoint}: timed out"
             except httpx.TransportError as exc:
-                self._observe(op, "lost", started)
-                if path in ("/v3/kv/txn", "/v3/kv/put", "/v3/kv/deleterange"):
+                if path in _WRITES:
+                    self._observe(op, "lost", started)
                     self._next()
                     raise EtcdUnknownOutcome(
                         f"etcd {endpoint} dropped the connection during {op} ({exc})"
@@ -212,7 +220,6 @@ class EtcdClient:
                     raise EtcdError(f"etcd {endpoint} refused {op}: {message}")
                 last = f"{endpoint}: {message}"
             self._observe(op, "unavailable", started)
-            metrics.ETCD_ERRORS.labels(op=op).inc()
             self._next()
             now = time.monotonic()
             if now >= deadline:
@@ -233,13 +240,19 @@ class EtcdClient:
         try:
             data = _decode.decode(response.content) if response.content else {}
         except msgspec.DecodeError:
-            data = {"message": response.text[:200]}
+            # etcd's own refusals in front of the gateway are plain text (a client
+            # certificate with a CommonName: "CommonName of client sending a request against
+            # gateway will be ignored...").
+            data = {"message": response.text.strip()[:200]}
         return response.status_code, data
 
     async def _authenticate(self, endpoint: str) -> str:
         body = _json.encode({"name": self._user, "password": self._password})
         response = await self._http.post(endpoint + "/v3/auth/authenticate", content=body)
-        data = _decode.decode(response.content) if response.content else {}
+        try:
+            data = _decode.decode(response.content) if response.content else {}
+        except msgspec.DecodeError:
+            data = {"message": response.text.strip()[:200]}
         if response.status_code != 200 or "token" not in data:
             message = data.get("message") or data.get("error") or response.text[:200]
             raise EtcdError(f"etcd {endpoint} refused user {self._user!r}: {message}")
@@ -254,5 +267,5 @@ class EtcdClient:
             histogram = metrics.ETCD_REQUEST_DURATION.labels(op=op, result=result)
             self._histograms[op, result] = histogram
         histogram.observe(time.perf_counter() - started)
-        if result not in ("ok", "unavailable"):
+        if result != "ok":
             metrics.ETCD_ERRORS.labels(op=op).inc()

@@ -15,16 +15,36 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from servers import REQUIRE_SERVERS
 
-__all__ = ["EtcdCluster", "etcd_binary"]
+__all__ = ["EtcdCluster", "MemberTLS", "etcd_binary"]
+
+
+@dataclass(frozen=True)
+class MemberTLS:
+    """The members' TLS: their certificate and key, the CA they trust for clients (and the
+    client certificate the helpers present, when ``client_cert_auth``)."""
+
+    cert: str
+    key: str
+    ca: str
+    client_cert: str
+    client_key: str
+    client_cert_auth: bool = True
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.ca)
+        context.load_cert_chain(self.client_cert, self.client_key)
+        return context
 
 
 def etcd_binary() -> str:
@@ -56,8 +76,12 @@ class EtcdCluster:
             member, never the loss of the machine, is tested).
     """
 
-    def __init__(self, folder: Path, size: int = 1, *, fsync: bool = False) -> None:
+    def __init__(
+        self, folder: Path, size: int = 1, *, fsync: bool = False, tls: MemberTLS | None = None
+    ) -> None:
         self.binary = etcd_binary()
+        self.tls = tls
+        self.scheme = "https" if tls is not None else "http"
         self.folder = folder
         self.size = size
         self.fsync = fsync
@@ -83,7 +107,7 @@ class EtcdCluster:
     def start_member(self, member: int) -> None:
         """Start (or restart, on its data) one member."""
         initial = ",".join(f"m{i}=http://127.0.0.1:{p}" for i, p in enumerate(self.peer_ports))
-        client = f"http://127.0.0.1:{self.client_ports[member]}"
+        client = f"{self.scheme}://127.0.0.1:{self.client_ports[member]}"
         peer = f"http://127.0.0.1:{self.peer_ports[member]}"
         args = [
             self.binary,
@@ -112,6 +136,11 @@ class EtcdCluster:
         ]
         if not self.fsync:
             args.append("--unsafe-no-fsync")
+        if self.tls is not None:
+            args += ["--cert-file", self.tls.cert, "--key-file", self.tls.key]
+            args += ["--trusted-ca-file", self.tls.ca]
+            if self.tls.client_cert_auth:
+                args.append("--client-cert-auth")
         log = open(self.folder / f"m{member}.log", "ab")  # noqa: SIM115  # the member's
         self.processes[member] = subprocess.Popen(args, stdout=log, stderr=log)
         log.close()
@@ -124,15 +153,29 @@ class EtcdCluster:
         process.wait(10)
         self.processes[member] = None
 
+    def post(
+        self, member: int, path: str, body: dict[str, object], token: str | None = None
+    ) -> dict[str, object]:
+        """POST ``body`` to a member's gateway; its JSON answer.
+
+        Raises:
+            urllib.error.URLError: it did not answer, or answered an error.
+        """
+        request = urllib.request.Request(
+            f"{self.scheme}://{self.endpoints[member]}{path}",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"authorization": token} if token else {},
+        )
+        context = self.tls.context() if self.tls is not None else None
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
+            answer: dict[str, object] = json.loads(response.read())
+            return answer
+
     def status(self, member: int) -> dict[str, object] | None:
         """The member's ``/v3/maintenance/status``, or None when it does not answer."""
-        request = urllib.request.Request(
-            f"http://{self.endpoints[member]}/v3/maintenance/status", data=b"{}", method="POST"
-        )
         try:
-            with urllib.request.urlopen(request, timeout=1) as response:
-                answer: dict[str, object] = json.loads(response.read())
-                return answer
+            return self.post(member, "/v3/maintenance/status", {})
         except (urllib.error.URLError, OSError):
             return None
 
@@ -160,17 +203,9 @@ class EtcdCluster:
             for member in range(self.size):
                 if self.processes[member] is None:
                     continue
-                request = urllib.request.Request(
-                    f"http://{self.endpoints[member]}/v3/kv/range",
-                    data=b'{"key": "AA=="}',
-                    method="POST",
-                )
-                with (
-                    contextlib.suppress(urllib.error.URLError, OSError),
-                    urllib.request.urlopen(request, timeout=1) as response,
-                ):
-                    if response.status == 200:
-                        return
+                with contextlib.suppress(urllib.error.URLError, OSError):
+                    self.post(member, "/v3/kv/range", {"key": "AA=="})
+                    return
             time.sleep(0.05)
         raise TimeoutError(f"etcd on {self.endpoints} not ready in {timeout} s")
 
