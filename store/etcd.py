@@ -70,14 +70,16 @@ import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import msgspec
 import trio
 
+from podium.protocol.config import EtcdSettings
 from podium.protocol.errors import DatabaseDamaged, StoreError
-from podium.protocol.objects import KubeObject
+from podium.protocol.objects import KubeObject, Pod
 from podium.protocol.wire import EventType
 from podium.store.actor import Recovery, StoreActor, Subscriber
 from podium.store.core import StoreCore
@@ -89,14 +91,18 @@ from podium.store.etcd_client import (
     unb64,
 )
 from podium.store.mail import Change, StoreMsg
-from podium.store.schema import decode_object, encode_object
+from podium.store.schema import decode_object, encode_object, event_row
+from podium.store.tools import write_database
 
 __all__ = [
     "COMPACT_EVERY",
     "SCHEMA_VERSION",
     "EtcdDurability",
     "EtcdLocation",
+    "Snapshot",
+    "etcd_durability",
     "etcd_store",
+    "export_prefix",
     "parse_store_url",
 ]
 
@@ -133,6 +139,21 @@ class _Meta(msgspec.Struct, frozen=True, kw_only=True):
 
 _meta_decoder = msgspec.json.Decoder(_Meta)
 _meta_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What :meth:`EtcdDurability.snapshot` read.
+
+    Attributes:
+        revision: the last committed Podium revision.
+        objects: every object.
+        events: the event log kept, in revision order.
+    """
+
+    revision: int
+    objects: list[KubeObject]
+    events: list[Change]
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,6 +411,51 @@ class EtcdDurability:
         kvs = responses[1]["response_range"].get("kvs", [])
         return oldest, [self._decode_event(kv) for kv in kvs]
 
+    async def snapshot(self) -> Snapshot:
+        """The committed state as it is, read at one etcd revision, changing nothing (``podium
+        db backup``/``check``): the objects (brought up to the log, as :meth:`load` would, if a
+        split batch left them behind) and every event kept up to the meta revision.
+
+        Raises:
+            DatabaseDamaged: the prefix fails the checks of :meth:`load`.
+            StoreError: etcd is unavailable, or the prefix is new (no meta key).
+        """
+        where = str(self.location)
+        kvs, revision = await self._range(self._meta_key, None, limit=1)
+        if not kvs:
+            raise StoreError(f"etcd prefix {where} holds no Podium store (no meta/revision)")
+        meta = self._decode_meta(kvs[0], where)
+        await self._check_log(meta, where, revision)
+        objects: dict[bytes, bytes] = {}
+        for key, value in await self._scan(self._objects, revision):
+            try:
+                decode_object(value)
+            except msgspec.DecodeError as exc:
+                raise DatabaseDamaged(
+                    f"etcd prefix {where} holds an object key {key.decode()!r} that does not "
+                    f"decode: {exc}"
+                ) from None
+            objects[key] = value
+        events = [
+            self._decode_event(kv)
+            for kv in await self._range_all(
+                self._events, self._events + _rev_key(meta.revision + 1).encode(), revision
+            )
+        ]
+        for change in events:
+            if change.revision <= meta.applied:
+                continue
+            key = self._object_key(change.kind, change.namespace, change.name)
+            if change.type in ("Deleted", "Preempted"):
+                objects.pop(key, None)
+            else:
+                objects[key] = encode_object(change.object)
+        return Snapshot(
+            revision=meta.revision,
+            objects=[decode_object(v) for v in objects.values()],
+            events=events,
+        )
+
     async def close(self) -> None:
         """Close the HTTP connections (nothing is in flight: the actor waited for its
         commits and readers)."""
@@ -601,6 +667,16 @@ class EtcdDurability:
                 return found
             start = unb64(kvs[-1]["key"]) + b"\0"
 
+    async def _range_all(self, start: bytes, end: bytes, revision: int) -> list[dict[str, Any]]:
+        """Every key in [start, end) at etcd ``revision``, in pages of :data:`PAGE`."""
+        found: list[dict[str, Any]] = []
+        while True:
+            kvs, _ = await self._range(start, end, limit=PAGE, revision=revision)
+            found.extend(kvs)
+            if len(kvs) < PAGE:
+                return found
+            start = unb64(kvs[-1]["key"]) + b"\0"
+
     async def _read_log(
         self, after: int, through: int, limit: int
     ) -> tuple[int | None, list[Change]]:
@@ -699,31 +775,80 @@ class EtcdDurability:
 def etcd_store(
     inbox: trio.MemoryReceiveChannel[StoreMsg],
     subscribers: Sequence[Subscriber],
-    location: EtcdLocation,
-    *,
-    tls: EtcdTLS | None = None,
-    user: str | None = None,
-    password: str | None = None,
-    retention: int = 1_000_000,
-    request_timeout: float = 5.0,
-    unavailable_after: float = 10.0,
+    durability: EtcdDurability,
 ) -> StoreActor:
-    """The daemon's store actor on etcd: :class:`EtcdDurability`, a core keeping the recent
-    part of the log in memory, and the group commit window (as :func:`~podium.store.sqlite.
-    sqlite_store`).
+    """The daemon's store actor on etcd: ``durability`` (:func:`etcd_durability`), a core
+    keeping the recent part of the log in memory, and the group commit window (as
+    :func:`~podium.store.sqlite.sqlite_store`).
     """
     return StoreActor(
         inbox,
         subscribers,
-        EtcdDurability(
-            location,
-            tls=tls,
-            user=user,
-            password=password,
-            retention=retention,
-            request_timeout=request_timeout,
-            unavailable_after=unavailable_after,
-        ),
-        core=StoreCore(retention=min(retention, MEMORY_LOG)),
+        durability,
+        core=StoreCore(retention=min(durability.retention, MEMORY_LOG)),
         commit_window=COMMIT_WINDOW_SECONDS,
+    )
+
+
+async def export_prefix(durability: EtcdDurability, dest: str, *, force: bool = False) -> Snapshot:
+    """Write what the etcd prefix holds into a new Podium SQLite database at ``dest`` (``podium
+    db backup etcd://...``): every object, the event log kept, and a bindings row for each bound
+    pod (etcd keeps no bindings table: a binding is the pod's ``spec.nodeName``). The copy is
+    one etcd revision's state; ``podium db check`` runs every invariant on it, and ``podium
+    serve --db DEST`` serves it.
+
+    Raises:
+        DatabaseDamaged: the prefix fails the checks at start.
+        StoreError: etcd is unavailable, the prefix holds no store, ``dest`` exists (without
+            ``force``), or writing it failed.
+    """
+    snapshot = await durability.snapshot()
+    objects = []
+    bindings = []
+    for obj in snapshot.objects:
+        meta = obj.metadata
+        revision = int(meta.resource_version) if meta.resource_version.isdigit() else 0
+        objects.append(
+            (
+                type(obj).__name__,
+                meta.namespace,
+                meta.name,
+                min(revision, snapshot.revision),
+                encode_object(obj),
+            )
+        )
+        if isinstance(obj, Pod) and obj.spec.node_name:
+            bindings.append((meta.uid, meta.namespace, meta.name, obj.spec.node_name, revision))
+    events = [event_row(change) for change in snapshot.events]
+    await trio.to_thread.run_sync(
+        partial(write_database, dest, snapshot.revision, objects, events, bindings, force=force)
+    )
+    return snapshot
+
+
+def etcd_durability(
+    location: EtcdLocation, settings: EtcdSettings, *, retention: int = 1_000_000
+) -> EtcdDurability:
+    """The durability ``podium.etcd`` describes (TLS, user and password file, timeouts).
+
+    Raises:
+        OSError: the password file cannot be read.
+    """
+    tls = (
+        EtcdTLS(ca=settings.ca_file, cert=settings.cert_file, key=settings.key_file)
+        if settings.ca_file is not None or settings.cert_file is not None
+        else None
+    )
+    password = None
+    if settings.password_file is not None:
+        with open(settings.password_file, encoding="utf-8") as file:
+            password = file.readline().rstrip("\r\n")
+    return EtcdDurability(
+        location,
+        tls=tls,
+        user=settings.user,
+        password=password,
+        retention=retention,
+        request_timeout=settings.request_timeout_seconds,
+        unavailable_after=settings.unavailable_seconds,
     )

@@ -56,8 +56,7 @@ from podium.protocol.config import (
 )
 from podium.protocol.errors import ConfigError
 from podium.store.actor import StoreActor
-from podium.store.etcd import EtcdLocation, etcd_store, parse_store_url
-from podium.store.etcd_client import EtcdTLS
+from podium.store.etcd import EtcdLocation, etcd_durability, etcd_store, parse_store_url
 from podium.store.mail import Published, StoreMsg
 from podium.store.mailbox import send
 from podium.store.sqlite import sqlite_store
@@ -331,32 +330,14 @@ def _store(config: SchedulerConfig) -> StoreFactory:
 
 
 def _etcd_store(config: SchedulerConfig, location: EtcdLocation) -> StoreFactory:
-    etcd = config.podium.etcd
-    tls = (
-        EtcdTLS(ca=etcd.ca_file, cert=etcd.cert_file, key=etcd.key_file)
-        if etcd.ca_file is not None or etcd.cert_file is not None
-        else None
-    )
-    password = None
-    if etcd.password_file is not None:
-        with open(etcd.password_file, encoding="utf-8") as file:
-            password = file.readline().rstrip("\r\n")
-
     def build(
         inbox: trio.MemoryReceiveChannel[StoreMsg],
         subscribers: Sequence[trio.MemorySendChannel[Published]],
     ) -> StoreActor:
-        return etcd_store(
-            inbox,
-            subscribers,
-            location,
-            tls=tls,
-            user=etcd.user,
-            password=password,
-            retention=config.podium.event_retention_revisions,
-            request_timeout=etcd.request_timeout_seconds,
-            unavailable_after=etcd.unavailable_seconds,
+        durability = etcd_durability(
+            location, config.podium.etcd, retention=config.podium.event_retention_revisions
         )
+        return etcd_store(inbox, subscribers, durability)
 
     return build
 

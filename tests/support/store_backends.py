@@ -23,7 +23,7 @@ import trio
 from podium.store import etcd as etcd_module
 from podium.store import sqlite as sqlite_module
 from podium.store.actor import StoreActor, Subscriber
-from podium.store.etcd import EtcdLocation, etcd_store, parse_store_url
+from podium.store.etcd import EtcdDurability, EtcdLocation, etcd_store, parse_store_url
 from podium.store.mail import StoreMsg
 from podium.store.schema import decode_change
 from podium.store.sqlite import sqlite_store
@@ -114,7 +114,7 @@ class EtcdBackend(Backend):
         subscribers: Sequence[Subscriber],
         retention: int,
     ) -> StoreActor:
-        return etcd_store(inbox, subscribers, self.location, retention=retention)
+        return etcd_store(inbox, subscribers, EtcdDurability(self.location, retention=retention))
 
     def keys(self, under: str) -> list[tuple[str, bytes]]:
         return etcd_range(self.location.endpoints[0], self.location.prefix + under)
