@@ -554,6 +554,11 @@ class EtcdDurability:
                 self._meta_mod = applied
                 break
             if not answer.get("succeeded"):
+                # Our own earlier attempt, whose answer was lost, may have landed meanwhile.
+                kvs, _ = await self._range(self._meta_key, None, limit=1)
+                if kvs and unb64(kvs[0].get("value", "")) == encoded:
+                    self._meta_mod = int(kvs[0]["mod_revision"])
+                    break
                 raise await self._lost_compare()
             self._meta_mod = int(answer["header"]["revision"])
             break

