@@ -150,7 +150,9 @@ class EtcdSettings(_ConfigStruct, frozen=True, kw_only=True):
             itself in the configuration). Relative to the config file.
         request_timeout_seconds: how long one request to one member may take.
         unavailable_seconds: how long a request goes on trying the members before it
-            counts as an ``etcd unavailable`` (logged; a commit then keeps waiting).
+            counts as ``etcd is unavailable`` (the daemon then stops: fail-stop).
+        compaction_interval_seconds: how often Podium compacts etcd's history, up to the
+            revision of the previous round (0: never, leave it to etcd's auto-compaction).
     """
 
     ca_file: FilePath | None = None
@@ -160,6 +162,7 @@ class EtcdSettings(_ConfigStruct, frozen=True, kw_only=True):
     password_file: FilePath | None = None
     request_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 5.0
     unavailable_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    compaction_interval_seconds: Annotated[float, msgspec.Meta(ge=0)] = 300.0
 
 
 class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):

@@ -43,6 +43,13 @@ object keys may lag the log, and load replays the events from ``applied`` to ``r
 onto them. A bind stays atomic with its volume updates and an eviction is one transaction
 either way: the log holds all of a batch or none of it.
 
+**Compaction.** The event keys below the retention are deleted in a commit's transaction
+(Podium's own compaction; ``gone`` below it). etcd keeps the history of every key until *it*
+is compacted: every ``podium.etcd.compactionIntervalSeconds`` (300) the store compacts etcd up
+to the revision of the previous round, as the API server does, so a cluster shared with other
+clients keeps at least one interval of history for their watches (0: leave it to etcd's
+``--auto-compaction-retention``).
+
 **Watches.** Watchers are served by the store actor as with SQLite: from the core's memory,
 and further back from the event keys (:meth:`EtcdDurability.read_events`, a range read below
 the committed revision); a revision compacted out of the log answers ``gone`` (Kubernetes'
@@ -68,6 +75,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -228,6 +236,8 @@ class EtcdDurability:
             ``--max-request-bytes``).
         request_timeout: seconds one request to one member may take.
         unavailable_after: seconds one request goes on trying the endpoints.
+        compaction_interval: seconds between compactions of etcd's history (0: never; leave
+            it to etcd's ``--auto-compaction-retention``).
 
     Attributes:
         fence: compares (gateway JSON) every transaction also carries: leader election's hook.
@@ -247,6 +257,7 @@ class EtcdDurability:
         max_txn_bytes: int = 1_000_000,
         request_timeout: float = 5.0,
         unavailable_after: float = 10.0,
+        compaction_interval: float = 300.0,
     ) -> None:
         self.location = location
         self.retention = retention
@@ -271,6 +282,9 @@ class EtcdDurability:
         self._meta_mod = 0  # the meta key's mod_revision after our last txn (0: absent)
         self._committed = 0
         self._compacted_through = 0
+        self.compaction_interval = compaction_interval
+        self._compaction_round = time.monotonic()
+        self._compaction_mark = 0
 
     # ----------------------------------------------------------------- the interface
 
@@ -372,7 +386,7 @@ class EtcdDurability:
         self._committed = revision
         if compacting:
             self._compacted_through = revision - self.retention
-            await self._compact_history()
+        await self._compact_history()
 
     async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
         """The event keys after ``after`` up to the committed revision (the first ``limit``;
@@ -624,18 +638,24 @@ class EtcdDurability:
         await self._write(meta.revision, meta.revision, [], ops)
 
     async def _compact_history(self) -> None:
-        """Let etcd drop the history of the deleted event keys (its MVCC keeps every
-        revision until compacted); the keys themselves are gone already."""
-        answer = await self._client.call("status", "/v3/maintenance/status", {})
+        """Every :attr:`compaction_interval` seconds, compact etcd's history up to the etcd
+        revision of the previous round, as the API server's compactor does (staging/src/k8s.io/
+        apiserver/pkg/storage/etcd3/compact.go): the deleted event keys' history goes, and any
+        other client of the cluster keeps at least one interval of history for its watches."""
+        if not self.compaction_interval:
+            return
+        now = time.monotonic()
+        if now - self._compaction_round < self.compaction_interval:
+            return
+        self._compaction_round = now
+        mark, self._compaction_mark = self._compaction_mark, self._meta_mod
+        if not mark:
+            return
         try:
-            await self._client.call(
-                "compaction",
-                "/v3/kv/compaction",
-                {"revision": int(answer["header"]["revision"])},
-            )
+            await self._client.call("compaction", "/v3/kv/compaction", {"revision": mark})
         except StoreError as exc:
-            # Already compacted further (etcd's own auto-compaction): nothing to do.
-            log.info("etcd compaction: %s", exc)
+            # Compacted further already (etcd's own auto-compaction, or another client).
+            log.info("etcd compaction to revision %d: %s", mark, exc)
 
     # ----------------------------------------------------------------- reading
 
@@ -856,4 +876,5 @@ def etcd_durability(
         retention=retention,
         request_timeout=settings.request_timeout_seconds,
         unavailable_after=settings.unavailable_seconds,
+        compaction_interval=settings.compaction_interval_seconds,
     )

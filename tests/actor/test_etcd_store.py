@@ -299,3 +299,22 @@ async def test_a_damaged_prefix_is_refused(
     with trio.fail_after(10), pytest.raises(DatabaseDamaged, match=problem):
         await durability.load()
     await durability.close()
+
+
+async def test_etcd_history_is_compacted_one_round_behind(location: EtcdLocation) -> None:
+    core = StoreCore()
+    durability = EtcdDurability(location, compaction_interval=1e-9)
+    with trio.fail_after(10):
+        await durability.load()
+        marks = []
+        for name in ("n1", "n2", "n3"):
+            await durability.commit(_nodes(core, [name]))
+            marks.append(durability._meta_mod)
+        # The third commit compacted up to the second's etcd revision, not its own.
+        with pytest.raises(StoreError, match="required revision has been compacted"):
+            await durability._range(location.prefix.encode(), None, revision=marks[1] - 1)
+        kvs, _ = await durability._range(
+            location.prefix.encode() + b"meta/revision", None, revision=marks[1]
+        )
+        assert len(kvs) == 1
+        await durability.close()
