@@ -173,11 +173,11 @@ def cmd_backup(args: argparse.Namespace) -> int:
     location = _etcd_location(args.path)
     if location is not None:
         try:
-            revision = _export(args, location, args.dest, force=args.force)
+            exported = _export(args, location, args.dest, force=args.force)
         except (StoreError, OSError) as exc:
             err(f"error: {exc}")
             return EXIT_FAILED
-        out(f"backed up {location} to {args.dest} (revision {revision})")
+        out(f"backed up {location} to {args.dest} (revision {exported})")
         return EXIT_OK
     bar = _Bar("backing up")
     try:
