@@ -416,6 +416,7 @@ class EtcdDurability:
                     },
                 ]
             },
+            read_only=True,
         )
         responses = answer.get("responses", [])
         first = responses[0]["response_range"].get("kvs", []) if responses else []

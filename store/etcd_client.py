@@ -129,6 +129,7 @@ class EtcdClient:
         request_timeout: seconds one request to one endpoint may take.
         unavailable_after: seconds a call goes on trying endpoints before it raises
             :class:`EtcdUnavailable`.
+        transport: httpx's transport (tests give a fake etcd; None: the network).
     """
 
     def __init__(
@@ -140,6 +141,7 @@ class EtcdClient:
         password: str | None = None,
         request_timeout: float = 5.0,
         unavailable_after: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("etcd needs at least one endpoint")
@@ -154,6 +156,7 @@ class EtcdClient:
             verify=tls.context() if tls is not None else True,
             timeout=httpx.Timeout(request_timeout),
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
+            transport=transport,
         )
         self._histograms: dict[tuple[str, str], Any] = {}
 
@@ -165,11 +168,14 @@ class EtcdClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def call(self, op: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def call(
+        self, op: str, path: str, body: dict[str, Any], *, read_only: bool = False
+    ) -> dict[str, Any]:
         """POST ``body`` to ``path`` (``/v3/kv/txn``), on this endpoint or the next ones.
 
         Args:
             op: the operation's name for the metrics (``txn``, ``range``...).
+            read_only: a txn that only reads: a lost answer is retried like a range's.
 
         Raises:
             EtcdError: etcd refused the request.
@@ -178,6 +184,7 @@ class EtcdClient:
         """
         deadline = time.monotonic() + self.unavailable_after
         payload = _json.encode(body)
+        writes = path in _WRITES and not read_only
         last = "no endpoint tried"
         delay = 0.05
         while True:
@@ -189,7 +196,7 @@ class EtcdClient:
                 last = f"{endpoint}: cannot connect ({exc})"
             except httpx.TimeoutException as exc:
                 # A write that timed out may have been applied: the caller must find out.
-                if path in _WRITES and not isinstance(exc, httpx.ConnectTimeout):
+                if writes and not isinstance(exc, httpx.ConnectTimeout):
                     self._observe(op, "timeout", started)
                     self._next()
                     raise EtcdUnknownOutcome(
@@ -197,7 +204,7 @@ class EtcdClient:
                     ) from exc
                 last = f"{endpoint}: timed out"
             except httpx.TransportError as exc:
-                if path in _WRITES:
+                if writes:
                     self._observe(op, "lost", started)
                     self._next()
                     raise EtcdUnknownOutcome(
