@@ -4,6 +4,8 @@ store's own recovery time from its log. Also prints the daemon's resident memory
 (VmRSS and peak VmHWM from /proc) after the fill and after each restart.
 
 Usage: python ops/measure-restart.py 5000 50000 /tmp/restart-db   (docs/reliability.md)
+       python ops/measure-restart.py 5000 50000 /tmp/restart-etcd etcd://127.0.0.1:2379/restart
+(the second keeps the store in etcd: the prefix is filled once, when it is new)
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ READY_SECONDS = 300.0
 """A restart recovers the whole database before its ready line; room for a loaded machine."""
 
 
-def start(work: Path) -> ServeProcess:
-    return ServeProcess.start("--listen", "127.0.0.1:0", cwd=work, ready_timeout=READY_SECONDS)
+def start(work: Path, store: tuple[str, ...] = ()) -> ServeProcess:
+    return ServeProcess.start(
+        "--listen", "127.0.0.1:0", *store, cwd=work, ready_timeout=READY_SECONDS
+    )
 
 
 def memory(daemon: ServeProcess) -> str:
@@ -81,16 +85,20 @@ async def fill(address: str, nodes: int, pods: int) -> None:
 
 def main() -> None:
     nodes, pods, work = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    store = ("--store", sys.argv[4]) if len(sys.argv) > 4 else ()
     work.mkdir(parents=True, exist_ok=True)
-    if not (work / "podium.db").exists():
-        daemon = start(work)
+    filled = work / ("filled" if store else "podium.db")
+    if not filled.exists():
+        daemon = start(work, store)
         began = time.perf_counter()
         trio.run(fill, daemon.address, nodes, pods)
         print(f"filled {nodes} nodes and {pods} pods in {time.perf_counter() - began:.1f} s")
         print(f"holding them: {memory(daemon)}")
         daemon.kill()
+        if store:
+            filled.touch()
     for _ in range(3):
-        daemon = start(work)
+        daemon = start(work, store)
         held = memory(daemon)
         daemon.kill()
         log = daemon.stderr_text().splitlines()
@@ -99,7 +107,8 @@ def main() -> None:
             f"restart to ready: {daemon.started_seconds:.2f} s; "
             f"{recovered[0] if recovered else ''}; {held}"
         )
-    print(f"database: {os.path.getsize(work / 'podium.db') // 2**20} MiB")
+    if not store:
+        print(f"database: {os.path.getsize(work / 'podium.db') // 2**20} MiB")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ __all__ = [
     "TOKEN_ROLES",
     "AccessToken",
     "AlgorithmSource",
+    "EtcdSettings",
     "PodiumSettings",
     "PolicyFileSource",
     "PolicySource",
@@ -144,6 +145,35 @@ DEFAULT_BATCH_MAX_SECONDS = 0.02
 """A scheduling batch's time bound unless configured (``podium.batchMaxSeconds``)."""
 
 
+class EtcdSettings(_ConfigStruct, frozen=True, kw_only=True):
+    """``podium.etcd``: how to reach etcd when ``podium.store`` is ``etcd://...``.
+
+    Attributes:
+        ca_file: the PEM CA bundle of the members' certificates: the client speaks TLS.
+            Relative to the config file.
+        cert_file: a client certificate (PEM), for etcd's ``--client-cert-auth``; needs
+            ``key_file`` and ``ca_file``.
+        key_file: its private key.
+        user: an etcd user (etcd's auth enabled); needs ``password_file``.
+        password_file: a file whose first line is the user's password (never the password
+            itself in the configuration). Relative to the config file.
+        request_timeout_seconds: how long one request to one member may take.
+        unavailable_seconds: how long a request goes on trying the members before it
+            counts as ``etcd is unavailable`` (the daemon then stops: fail-stop).
+        compaction_interval_seconds: how often Podium compacts etcd's history, up to the
+            revision of the previous round (0: never, leave it to etcd's auto-compaction).
+    """
+
+    ca_file: FilePath | None = None
+    cert_file: FilePath | None = None
+    key_file: FilePath | None = None
+    user: str | None = None
+    password_file: FilePath | None = None
+    request_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 5.0
+    unavailable_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    compaction_interval_seconds: Annotated[float, msgspec.Meta(ge=0)] = 300.0
+
+
 class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     """``podium:``: Podium's own keys.
 
@@ -152,7 +182,12 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
         unix: a Unix socket path for the protocol, or ``None``.
         metrics: ``host:port`` of the HTTP server (``/metrics``, ``/healthz``, ``/readyz``,
             ``/livez``), or ``None`` to serve none.
-        database: the SQLite file (relative to the working directory).
+        database: the SQLite file (relative to the working directory), when ``store`` is
+            unset.
+        store: where the store lives: ``sqlite://PATH`` (the spelled-out form of
+            ``database``) or ``etcd://HOST:PORT[,HOST:PORT...]/PREFIX`` (etcd 3.5 or later,
+            reached through its HTTP/JSON gateway; see ``etcd``).
+        etcd: TLS, user and timeouts toward etcd.
         synchronous: SQLite ``synchronous``: ``normal`` survives ``kill -9``, ``full`` also
             survives power loss.
         random_seed: seeds tie-breaks so runs repeat; ``None`` for a random seed.
@@ -205,6 +240,8 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     unix: Address | None = None
     metrics: Address | None = "127.0.0.1:7071"
     database: Annotated[str, msgspec.Meta(min_length=1)] = "./podium.db"
+    store: Annotated[str, msgspec.Meta(pattern="^(sqlite|etcd)://.")] | None = None
+    etcd: EtcdSettings = EtcdSettings()
     synchronous: Literal["normal", "full"] = "normal"
     random_seed: int | None = None
     assumed_pod_ttl_seconds: Seconds = msgspec.field(default=30.0, name="assumedPodTTLSeconds")
@@ -539,9 +576,17 @@ def _anchor_files(podium: PodiumSettings, source: str | None) -> PodiumSettings:
     (as the policy path is); flags, applied later, stay relative to the working directory."""
     if source is None:
         return podium
-    changes: dict[str, str] = {}
-    for key in ("token_file", "tls_cert", "tls_key"):
-        value: str | None = getattr(podium, key)
+    changes = _anchored(podium, ("token_file", "tls_cert", "tls_key"), source)
+    etcd = _anchored(podium.etcd, ("ca_file", "cert_file", "key_file", "password_file"), source)
+    if etcd:
+        changes["etcd"] = msgspec.structs.replace(podium.etcd, **etcd)
+    return msgspec.structs.replace(podium, **changes) if changes else podium
+
+
+def _anchored(settings: msgspec.Struct, keys: tuple[str, ...], source: str) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for key in keys:
+        value: str | None = getattr(settings, key)
         if value is None:
             continue
         path = Path(value).expanduser()
@@ -549,7 +594,7 @@ def _anchor_files(podium: PodiumSettings, source: str | None) -> PodiumSettings:
             path = (Path(source).parent / path).absolute()
         if str(path) != value:
             changes[key] = str(path)
-    return msgspec.structs.replace(podium, **changes) if changes else podium
+    return changes
 
 
 def _policy_file(algorithm: AlgorithmSource, source: str | None) -> Path | None:
@@ -642,6 +687,11 @@ def _check(config: _KubeSchedulerConfiguration) -> list[Problem]:
         problems.append(
             (f"podium.{missing}", f"podium.{present} is set without podium.{missing}; give both")
         )
+    etcd = config.podium.etcd
+    if (etcd.cert_file is None) != (etcd.key_file is None):
+        problems.append(("podium.etcd.certFile", "give podium.etcd.certFile and keyFile together"))
+    if (etcd.user is None) != (etcd.password_file is None):
+        problems.append(("podium.etcd.user", "give podium.etcd.user and passwordFile together"))
     for key, address in (
         ("podium.listen", config.podium.listen),
         ("podium.metrics", config.podium.metrics),

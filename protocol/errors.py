@@ -17,7 +17,10 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     │   ├── AlreadyAssumed         internal     protocol/errors.py
     │   └── NotAssumed             internal     protocol/errors.py
     ├── StoreError                 unavailable  protocol/errors.py
-    │   └── DatabaseDamaged        unavailable  protocol/errors.py
+    │   ├── DatabaseDamaged        unavailable  protocol/errors.py
+    │   └── EtcdError              unavailable  store/etcd_client.py
+    │       ├── EtcdUnavailable    unavailable  store/etcd_client.py
+    │       └── EtcdUnknownOutcome unavailable  store/etcd_client.py
     ├── StoreRejected              varies       store/core.py
     ├── _FileProblems              invalid      protocol/errors.py
     │   ├── PolicyError            invalid      protocol/errors.py
@@ -46,7 +49,9 @@ What they mean, by branch:
   :class:`LoadError` is one object of a file, :class:`LoadErrors` every one of a load.
 - State: :class:`CacheStateError` is a wrong assume/forget transition (a bug, not a request's
   fault); :class:`StoreError` is SQLite failing (mapped from ``sqlite3.Error``, or the
-  database locked by another daemon); :class:`DatabaseDamaged` is a database file that fails
+  database locked by another daemon) or etcd's store losing its prefix to another writer;
+  ``EtcdError`` an answer etcd gave, ``EtcdUnavailable`` no member serving (the quorum
+  lost), ``EtcdUnknownOutcome`` a write whose answer was lost; :class:`DatabaseDamaged` is a database file that fails
   the check at start (damaged, emptied, not SQLite) or a row that no longer decodes;
   ``StoreRejected`` is the store refusing a request or one object of it, with the code its
   ``StoreFailure`` reply carries.
@@ -208,7 +213,8 @@ class NotAssumed(CacheStateError):
 
 
 class StoreError(PodiumError):
-    """The store could not read or write SQLite (mapped from ``sqlite3.Error``)."""
+    """The store could not read or write its backend (mapped from ``sqlite3.Error``, or from
+    etcd's answers in store/etcd_client.py)."""
 
     code: ErrorCode = "unavailable"
 

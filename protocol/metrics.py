@@ -79,6 +79,8 @@ __all__ = [
     "CACHE_NODES",
     "CACHE_PODS",
     "CACHE_SIZE",
+    "ETCD_ERRORS",
+    "ETCD_REQUEST_DURATION",
     "EXTENSION_POINT_DURATION",
     "FILTER_ERROR",
     "FILTER_SUCCESS",
@@ -248,6 +250,20 @@ STORE_COMMIT_BATCH_SIZE: Final = Histogram(
 STORE_COMMIT_ERRORS: Final = Counter(
     "podium_store_commit_errors_total",
     "Store commits that failed (the daemon stops after one).",
+    registry=REGISTRY,
+)
+ETCD_REQUEST_DURATION: Final = Histogram(
+    "podium_etcd_request_duration_seconds",
+    "Duration of one request to etcd (the etcd store), by operation and result (ok, error, "
+    "timeout, lost, unavailable).",
+    ["op", "result"],
+    buckets=exponential_buckets(0.0001, 2, 18),
+    registry=REGISTRY,
+)
+ETCD_ERRORS: Final = Counter(
+    "podium_etcd_errors_total",
+    "Requests to etcd that failed (each endpoint tried counts; the store retries elsewhere).",
+    ["op"],
     registry=REGISTRY,
 )
 STORE_REVISION: Final = Gauge(

@@ -67,6 +67,7 @@ __all__ = [
     "backup_database",
     "check_database",
     "recover_database",
+    "write_database",
 ]
 
 OverCommitted = Callable[[Node, Sequence[Pod]], list[str]]
@@ -813,6 +814,26 @@ def _log_end(events: list[_Row], revision: int) -> list[_Row]:
             break
         end.append(row)
     return end[::-1]
+
+
+def write_database(
+    target: str | os.PathLike[str],
+    revision: int,
+    objects: list[_Row],
+    events: list[_Row],
+    bindings: list[_Row],
+    *,
+    force: bool = False,
+) -> None:
+    """A new Podium database at ``target`` holding these rows (the etcd store's backup).
+
+    Raises:
+        StoreError: ``target`` exists (without ``force``), or writing it failed.
+    """
+    path = Path(target)
+    if path.exists() and not force:
+        raise StoreError(f"{path} exists; give --force to replace it")
+    _write_recovered(path, revision, objects, events, bindings)
 
 
 def _write_recovered(

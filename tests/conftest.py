@@ -4,16 +4,21 @@
   as a test needs; after the test each is stopped with SIGTERM and must exit 0 with no
   traceback on stderr (a daemon the test killed is left as it is).
 - ``daemon``: the default daemon, for tests that want one as it comes.
+- ``etcd_member``: one etcd member for the session, started when a test first asks for it.
+- ``store_backend``: SQLite and etcd in turn (the store tests run on both).
 """
 
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from daemon import Daemon, StartDaemon, check_stopped, start_daemon
+from etcd_servers import EtcdCluster
+from store_backends import BACKENDS, Backend, EtcdBackend, SqliteBackend
 
 
 @pytest.fixture(name="start_daemon")
@@ -37,3 +42,23 @@ def start_daemon_fixture(tmp_path: Path) -> Iterator[StartDaemon]:
 @pytest.fixture
 def daemon(start_daemon: StartDaemon) -> Daemon:
     return start_daemon()
+
+
+@pytest.fixture(scope="session")
+def etcd_member(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluster]:
+    """One etcd member for the session (tests/support/etcd_servers.py); each test keeps its
+    keys under a prefix of its own."""
+    cluster = EtcdCluster(tmp_path_factory.mktemp("etcd"), 1).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def store_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """The store's durability backends (tests/support/store_backends.py), one run each."""
+    if request.param == "sqlite":
+        return SqliteBackend(tmp_path / "podium.db")
+    member: EtcdCluster = request.getfixturevalue("etcd_member")
+    return EtcdBackend(member.url(f"test-{uuid.uuid4().hex[:12]}"))

@@ -48,6 +48,7 @@ def configured(args: argparse.Namespace) -> SchedulerConfig:
             ("unix", getattr(args, "unix", None)),
             ("metrics", getattr(args, "metrics", None)),
             ("database", getattr(args, "db", None)),
+            ("store", getattr(args, "store", None)),
             ("log_format", getattr(args, "log_format", None)),
             ("log_level", getattr(args, "log_level", None)),
             ("random_seed", getattr(args, "seed", None)),
@@ -71,6 +72,8 @@ def configured(args: argparse.Namespace) -> SchedulerConfig:
         )
         if value is not None
     }
+    if getattr(args, "db", None) and not getattr(args, "store", None):
+        podium_changes["store"] = None  # --db names the SQLite file, whatever the file says
     if getattr(args, "listen", None) == "none":
         podium_changes["listen"] = None
     if getattr(args, "metrics", None) == "none":

@@ -6,7 +6,10 @@ Kubernetes counterpart: etcd's operator commands (``etcdctl snapshot save`` and
 itself has none.
 
 Owns: nothing; each command opens the database file itself through podium.store.tools (read-only
-for check), so both work while ``podium serve`` runs on it.
+for check), so both work while ``podium serve`` runs on it. ``check`` and ``backup`` also take an
+etcd store (``etcd://HOST:PORT/PREFIX``): backup writes what the prefix holds, at one etcd
+revision, into a new SQLite database (:func:`podium.store.etcd.export_prefix`), and check
+checks such a copy, made in a temporary folder.
 Mailbox: none (sync functions called by the ``podium`` CLI).
 Emits: text or JSON on stdout; ``error: ...`` on stderr and a progress bar on a terminal. Exit
 codes: 0 ok (warnings allowed), 1 errors found or the command failed, 2 usage.
@@ -16,7 +19,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
+
+import trio
 
 from podium.actors.cli.arguments import add_command, add_command_group
 from podium.actors.cli.output import (
@@ -29,8 +36,10 @@ from podium.actors.cli.output import (
     out,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.protocol.config import load_config
 from podium.protocol.errors import StoreError
 from podium.protocol.objects import Node, Pod
+from podium.store.etcd import EtcdLocation, etcd_durability, export_prefix, parse_store_url
 from podium.store.tools import (
     CheckReport,
     RecoverReport,
@@ -95,8 +104,43 @@ def _print_report(report: CheckReport) -> None:
 # --------------------------------------------------------------------------- commands
 
 
+def _export(args: argparse.Namespace, location: EtcdLocation, dest: str, *, force: bool) -> int:
+    """Copy the etcd store at ``location`` into ``dest`` (``podium.etcd`` from ``--config``
+    for TLS and the user); its revision."""
+    settings = load_config(args.config).podium.etcd
+
+    async def export() -> int:
+        durability = etcd_durability(location, settings)
+        try:
+            return (await export_prefix(durability, dest, force=force)).revision
+        finally:
+            await durability.close()
+
+    return trio.run(export)
+
+
+def _etcd_location(path: str) -> EtcdLocation | None:
+    where = parse_store_url(path) if path.startswith("etcd://") else None
+    return where if isinstance(where, EtcdLocation) else None
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    report = check_database(args.path, over_committed=over_allocatable)
+    location = _etcd_location(args.path)
+    if location is None:
+        return _report(check_database(args.path, over_committed=over_allocatable), args)
+    with tempfile.TemporaryDirectory(prefix="podium-check-") as folder:
+        copy = str(Path(folder) / "copy.db")
+        try:
+            _export(args, location, copy, force=False)
+        except (StoreError, OSError) as exc:
+            err(f"error: {exc}")
+            return EXIT_FAILED
+        report = check_database(copy, over_committed=over_allocatable)
+    report.path = str(location)
+    return _report(report, args)
+
+
+def _report(report: CheckReport, args: argparse.Namespace) -> int:
     if args.output == "json":
         dump_json(report.to_json())
     elif not report.is_database:
@@ -126,6 +170,15 @@ class _Bar:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
+    location = _etcd_location(args.path)
+    if location is not None:
+        try:
+            exported = _export(args, location, args.dest, force=args.force)
+        except (StoreError, OSError) as exc:
+            err(f"error: {exc}")
+            return EXIT_FAILED
+        out(f"backed up {location} to {args.dest} (revision {exported})")
+        return EXIT_OK
     bar = _Bar("backing up")
     try:
         result = backup_database(args.path, args.dest, progress=bar.update, force=args.force)
@@ -179,6 +232,14 @@ def cmd_recover(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- parser
 
 
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="for an etcd:// store: the configuration whose podium.etcd gives TLS and the user",
+    )
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``db`` command group (``check``, ``backup``) to ``podium``."""
     db = add_command_group(
@@ -194,6 +255,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "examples:\n"
             "  podium db check podium.db\n"
             "  podium db backup podium.db /backups/podium-$(date +%F).db\n"
+            "  podium db check etcd://127.0.0.1:2379/podium\n"
+            "  podium db backup etcd://127.0.0.1:2379/podium copy.db --config scheduler.yaml\n"
             "  podium db recover podium.db podium-recovered.db"
         ),
     )
@@ -227,7 +290,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  0 errors, 1 warnings"
         ),
     )
-    p.add_argument("path", metavar="PATH", help="the database file (e.g. podium.db)")
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        help="the database file (e.g. podium.db), or etcd://HOST:PORT/PREFIX",
+    )
+    _add_config(p)
     add_output_option(p, ("text", "json"), "text")
     p.set_defaults(func=cmd_check)
 
@@ -249,9 +317,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  backed up podium.db to podium-backup.db (2310 pages, revision 1042)"
         ),
     )
-    p.add_argument("path", metavar="PATH", help="the database to copy")
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        help="the database to copy, or etcd://HOST:PORT/PREFIX (copied into a SQLite DEST)",
+    )
     p.add_argument("dest", metavar="DEST", help="the copy's file name")
     p.add_argument("--force", action="store_true", help="replace DEST if it exists")
+    _add_config(p)
     p.set_defaults(func=cmd_backup)
 
     p = add_command(

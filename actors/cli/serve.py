@@ -29,6 +29,7 @@ from podium.actors.daemon.logs import configure as configure_logging
 from podium.actors.daemon.serve import check_access, parse_address, serve
 from podium.protocol.config import PodiumSettings
 from podium.protocol.errors import DatabaseDamaged, StoreError
+from podium.store.etcd import parse_store_url
 
 __all__ = ["cmd_serve", "register"]
 
@@ -50,6 +51,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if config.podium.metrics is not None:
             parse_address(config.podium.metrics)
         check_access(config.podium)
+        if getattr(args, "db", None) and getattr(args, "store", None):
+            raise ValueError("give --db PATH or --store URL, not both")
+        if config.podium.store is not None:
+            parse_store_url(config.podium.store)
     except ValueError as exc:
         err(f"error: {exc}")
         return EXIT_USAGE
@@ -111,6 +116,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  podium serve --listen 127.0.0.1:0            # any free port (see the ready line)\n"
             "  podium serve --unix /run/podium.sock --listen none\n"
             "  podium serve --config scheduler-config.yaml --log-format json\n"
+            "  podium serve --store etcd://127.0.0.1:2379/podium   # objects in etcd\n"
             "\nflags override the config file, which overrides the defaults."
         ),
     )
@@ -134,6 +140,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--db",
         metavar="PATH",
         help="the SQLite database holding every object and the event log (default ./podium.db)",
+    )
+    srv.add_argument(
+        "--store",
+        metavar="URL",
+        help=(
+            "where the store lives: sqlite://PATH (as --db) or "
+            "etcd://HOST:PORT[,HOST:PORT...]/PREFIX (podium.store; TLS and user in podium.etcd)"
+        ),
     )
     srv.add_argument("--seed", type=int, metavar="N", help="seed the tie-break for repeatable runs")
     srv.add_argument(

@@ -56,6 +56,7 @@ from podium.protocol.config import (
 )
 from podium.protocol.errors import ConfigError
 from podium.store.actor import StoreActor
+from podium.store.etcd import EtcdLocation, etcd_durability, etcd_store, parse_store_url
 from podium.store.mail import Published, StoreMsg
 from podium.store.mailbox import send
 from podium.store.sqlite import sqlite_store
@@ -314,7 +315,34 @@ class Readiness:
         return problems
 
 
-def _sqlite_store(config: SchedulerConfig) -> StoreFactory:
+def _store(config: SchedulerConfig) -> StoreFactory:
+    """The store ``podium.store`` names (``sqlite://PATH``, ``etcd://...``), else the SQLite
+    file ``podium.database``.
+
+    Raises:
+        ValueError: ``podium.store`` is not a store URL.
+    """
+    settings = config.podium
+    where = parse_store_url(settings.store) if settings.store else settings.database
+    if isinstance(where, EtcdLocation):
+        return _etcd_store(config, where)
+    return _sqlite_store(config, where)
+
+
+def _etcd_store(config: SchedulerConfig, location: EtcdLocation) -> StoreFactory:
+    def build(
+        inbox: trio.MemoryReceiveChannel[StoreMsg],
+        subscribers: Sequence[trio.MemorySendChannel[Published]],
+    ) -> StoreActor:
+        durability = etcd_durability(
+            location, config.podium.etcd, retention=config.podium.event_retention_revisions
+        )
+        return etcd_store(inbox, subscribers, durability)
+
+    return build
+
+
+def _sqlite_store(config: SchedulerConfig, path: str) -> StoreFactory:
     settings = config.podium
 
     def build(
@@ -324,7 +352,7 @@ def _sqlite_store(config: SchedulerConfig) -> StoreFactory:
         return sqlite_store(
             inbox,
             subscribers,
-            settings.database,
+            path,
             synchronous=settings.synchronous,
             retention=settings.event_retention_revisions,
         )
@@ -363,7 +391,7 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
     runtime = Runtime(
         config,
         plugins,
-        _sqlite_store(config),
+        _store(config),
         subscribers=[hub_tx.clone()],
         reload_plugins=lambda: load_plugin_set(config),
         tracing=tracing,

@@ -228,6 +228,7 @@ def test_every_dashboard_and_alert_expression_uses_only_exported_metrics() -> No
         "PodiumPodsPendingWithoutProgress",
         "PodiumSchedulingLatencyHigh",
         "PodiumStoreCommitErrors",
+        "PodiumEtcdErrors",
         "PodiumWatcherLag",
         "PodiumDown",
     }
@@ -263,7 +264,7 @@ def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def test_promtool_checks_the_rules() -> None:
     proc = _run(_tool("promtool"), "check", "rules", str(OPS / "alerts.yml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 5 rules found" in proc.stdout + proc.stderr
+    assert "SUCCESS: 6 rules found" in proc.stdout + proc.stderr
 
 
 def test_promtool_unit_tests_the_alerts() -> None:
@@ -278,15 +279,15 @@ def test_promtool_checks_the_scrape_config(tmp_path: Path) -> None:
     shutil.copy(OPS / "alerts.yml", tmp_path / "alerts.yml")
     proc = _run(_tool("promtool"), "check", "config", str(tmp_path / "prometheus.yml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 5 rules found" in proc.stdout + proc.stderr
+    assert "SUCCESS: 6 rules found" in proc.stdout + proc.stderr
 
 
 # --------------------------------------------------------------------------- systemd
 
 
-def _unit() -> dict[str, list[str]]:
+def _unit(name: str = "podium.service") -> dict[str, list[str]]:
     settings: dict[str, list[str]] = {}
-    for line in (OPS / "podium.service").read_text().splitlines():
+    for line in (OPS / name).read_text().splitlines():
         if "=" in line and not line.startswith(("#", "[")):
             key, value = line.split("=", 1)
             settings.setdefault(key, []).append(value)
@@ -327,10 +328,22 @@ def test_the_unit_is_hardened_and_outlasts_the_grace_period() -> None:
     assert grace < float(stop[:-1]) <= grace + 10
 
 
-def test_systemd_analyze_verifies_the_unit(tmp_path: Path) -> None:
+def test_the_etcd_unit_differs_only_in_the_store_and_the_restarts() -> None:
+    sqlite, etcd = _unit(), _unit("podium-etcd.service")
+    assert etcd["ExecStart"] == ["/usr/bin/podium serve --config /etc/podium/scheduler-config.yaml"]
+    # Losing etcd's quorum stops the daemon: it keeps restarting until the quorum is back.
+    assert (etcd["StartLimitIntervalSec"], etcd["RestartSec"]) == (["0"], ["5s"])
+    changed = {"ExecStart", "StartLimitIntervalSec", "StartLimitBurst", "RestartSec"}
+    assert {k: v for k, v in etcd.items() if k not in changed} == {
+        k: v for k, v in sqlite.items() if k not in changed
+    }
+
+
+@pytest.mark.parametrize("name", ["podium.service", "podium-etcd.service"])
+def test_systemd_analyze_verifies_the_unit(tmp_path: Path, name: str) -> None:
     analyze = require_server("systemd-analyze", install="apt-get install systemd")
     # verify checks that ExecStart's binary exists: point a copy at this venv's podium.
-    text = (OPS / "podium.service").read_text()
+    text = (OPS / name).read_text()
     assert "ExecStart=/usr/bin/podium " in text
     unit = tmp_path / "podium.service"
     unit.write_text(text.replace("ExecStart=/usr/bin/podium ", f"ExecStart={PODIUM} "))

@@ -451,7 +451,59 @@ REJECTED = [
         [("podium", "Expected `object`, got `array`")],
     ),
     Rejected("document not a mapping", ["podium"], [("", "expected a mapping, got list")]),
+    Rejected(
+        "a store URL of another scheme",
+        {"podium": {"store": "redis://h:1/p"}},
+        [("podium.store", "Expected `str` matching regex '^(sqlite|etcd)://.'")],
+    ),
+    Rejected(
+        "an etcd client certificate without its key",
+        {"podium": {"etcd": {"certFile": "client.pem"}}},
+        [("podium.etcd.certFile", "give podium.etcd.certFile and keyFile together")],
+    ),
+    Rejected(
+        "an etcd user without a password file",
+        {"podium": {"etcd": {"user": "podium"}}},
+        [("podium.etcd.user", "give podium.etcd.user and passwordFile together")],
+    ),
+    Rejected(
+        "an unknown etcd key",
+        {"podium": {"etcd": {"endpoints": ["a:2379"]}}},
+        [("podium.etcd.endpoints", "unknown key")],
+    ),
 ]
+
+
+def test_the_etcd_files_are_relative_to_the_config_file() -> None:
+    config = decode_config(
+        {
+            "podium": {
+                "store": "etcd://10.0.0.1:2379,10.0.0.2:2379/podium",
+                "etcd": {
+                    "caFile": "etcd/ca.pem",
+                    "certFile": "/etc/etcd/client.pem",
+                    "keyFile": "client-key.pem",
+                    "user": "podium",
+                    "passwordFile": "etcd-password",
+                    "unavailableSeconds": 30,
+                },
+            }
+        },
+        source="/srv/podium/podium.yaml",
+    )
+    etcd = config.podium.etcd
+    assert config.podium.store == "etcd://10.0.0.1:2379,10.0.0.2:2379/podium"
+    assert (etcd.ca_file, etcd.cert_file, etcd.key_file, etcd.password_file) == (
+        "/srv/podium/etcd/ca.pem",
+        "/etc/etcd/client.pem",
+        "/srv/podium/client-key.pem",
+        "/srv/podium/etcd-password",
+    )
+    assert (etcd.user, etcd.request_timeout_seconds, etcd.unavailable_seconds) == (
+        "podium",
+        5.0,
+        30.0,
+    )
 
 
 @pytest.mark.parametrize("case", REJECTED, ids=attrgetter("name"))

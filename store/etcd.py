@@ -1,0 +1,881 @@
+"""The store on etcd: :class:`EtcdDurability`, the store actor's durability in an etcd cluster.
+
+Kubernetes counterpart: the API server's etcd3 storage (staging/src/k8s.io/apiserver/pkg/storage/
+etcd3/store.go): objects under a prefix by kind/namespace/name, each write a transaction
+guarded by a comparison of what it read, a compacted revision answered ``410 Gone``.
+
+The :class:`~podium.store.core.StoreCore` stays the authority in memory and numbers every
+change (the *Podium revision*); this module makes each batch durable in etcd, acknowledged
+once etcd's quorum has it (etcd answers a txn only after raft commits it). The mapping, under
+``PREFIX`` (``podium/`` by default)::
+
+    PREFIX/meta/revision                     {"schema", "revision", "applied", "writer", "n"}
+    PREFIX/objects/<kind>/<namespace>/<name> the object, msgpack (as SQLite's objects.data)
+    PREFIX/events/<revision, 20 digits>      one change: msgpack [type, kind, namespace, name,
+                                             node, message, object]; the event log
+
+Podium revisions are not etcd's: a batch of many changes is one etcd transaction and so one
+etcd revision, while each change keeps its own Podium revision (the event key). ``revision``
+in the meta key is the last committed Podium revision; ``applied`` the one the object keys
+reflect (equal but for a batch too large for one transaction, below).
+
+**One writer.** Every transaction compares the meta key's ``mod_revision`` with the one this
+daemon's previous transaction gave it, and puts the meta key (so its ``mod_revision`` moves):
+a second writer's transaction, or any write to the meta key by anyone else, makes the next
+transaction of the other fail its comparison. The loser stops (fail-stop, a
+:class:`~podium.protocol.errors.StoreError` naming the other writer) having acknowledged
+nothing that was not committed. The same comparison is where leader election (issue 20) adds
+its own: :attr:`EtcdDurability.fence` is a list of extra compares every transaction carries.
+
+**A batch, one transaction.** The changes' event keys, their objects' final states (a put, or
+a delete for a deleted or preempted one), the meta key, and the compaction of the event log
+when it has grown :data:`COMPACT_EVERY` past the retention: all in one txn, all or nothing.
+etcd bounds a transaction (``--max-txn-ops``, default 128; ``--max-request-bytes``, default
+1.5 MiB): a batch beyond :attr:`EtcdDurability.max_txn_ops` operations or
+:attr:`EtcdDurability.max_txn_bytes` is written in several transactions, in this order::
+
+    event keys (meta unchanged) ──▶ meta revision=R ──▶ object keys ──▶ meta applied=R
+    (invisible: above the revision)  (the commit point)   (behind the log)
+
+The first transaction whose meta says ``revision=R`` commits the batch; before it the event
+keys above the revision are leftovers, which :meth:`EtcdDurability.load` deletes; after it the
+object keys may lag the log, and load replays the events from ``applied`` to ``revision``
+onto them. A bind stays atomic with its volume updates and an eviction is one transaction
+either way: the log holds all of a batch or none of it.
+
+**Compaction.** The event keys below the retention are deleted in a commit's transaction
+(Podium's own compaction; ``gone`` below it). etcd keeps the history of every key until *it*
+is compacted: every ``podium.etcd.compactionIntervalSeconds`` (300) the store compacts etcd up
+to the revision of the previous round, as the API server does, so a cluster shared with other
+clients keeps at least one interval of history for their watches (0: leave it to etcd's
+``--auto-compaction-retention``).
+
+**Watches.** Watchers are served by the store actor as with SQLite: from the core's memory,
+and further back from the event keys (:meth:`EtcdDurability.read_events`, a range read below
+the committed revision); a revision compacted out of the log answers ``gone`` (Kubernetes'
+410). The event log is Podium's own, so a watch resumes exactly across an etcd leader change
+or the loss of a member: nothing about it lives in one member.
+
+**Failures.** A member that cannot be reached, or has lost its leader, is a retry on the
+next endpoint (:class:`~podium.store.etcd_client.EtcdClient`, counted in
+``podium_etcd_errors_total``): the loss of a member, or a leader election, only delays
+commits. When no member has served a request for ``podium.etcd.unavailableSeconds`` (the
+quorum is lost) the commit fails with :class:`~podium.store.etcd_client.EtcdUnavailable` and
+the daemon stops (fail-stop, as a failed SQLite commit: clients are answered
+``unavailable``, and nothing of the batch was acknowledged); restarted (systemd's
+``Restart=``), it recovers once the quorum is back. A transaction whose answer was lost is
+checked by reading the meta key back (each transaction writes a counter into it). Refused at start: a prefix with keys but no meta key
+(:class:`~podium.protocol.errors.DatabaseDamaged`), a meta key from a newer Podium, an object
+or one of the newest event keys that does not decode, a log that does not end at the meta
+revision.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import msgspec
+import trio
+
+from podium.protocol.config import EtcdSettings
+from podium.protocol.errors import DatabaseDamaged, StoreError
+from podium.protocol.objects import KubeObject, Pod
+from podium.protocol.wire import EventType
+from podium.store.actor import Recovery, StoreActor, Subscriber
+from podium.store.core import StoreCore
+from podium.store.etcd_client import (
+    EtcdClient,
+    EtcdTLS,
+    EtcdUnknownOutcome,
+    b64,
+    unb64,
+)
+from podium.store.mail import Change, StoreMsg
+from podium.store.schema import decode_object, encode_object, event_row
+from podium.store.tools import write_database
+
+__all__ = [
+    "COMPACT_EVERY",
+    "SCHEMA_VERSION",
+    "EtcdDurability",
+    "EtcdLocation",
+    "Snapshot",
+    "etcd_durability",
+    "etcd_store",
+    "export_prefix",
+    "parse_store_url",
+]
+
+log = logging.getLogger("podium.store")
+
+SCHEMA_VERSION = 1
+"""The key layout's version, in the meta key; a newer one is refused."""
+COMPACT_EVERY = 1024
+"""The event log is cut back to the retention once it has grown this far past it."""
+MEMORY_LOG = 65_536
+"""Changes the core keeps in memory (as with SQLite)."""
+COMMIT_WINDOW_SECONDS = 0.005
+"""Group commit: a batch begins at least this long after the previous one."""
+EVENTS_CHECKED_AT_START = 1000
+"""The newest event keys decoded at start."""
+PAGE = 1000
+"""Keys per range read at start."""
+READ_PAGE = 10_000
+"""The most event keys one read of the log returns (a watcher far behind reads pages)."""
+
+_DIGITS = 20
+_EventValue = tuple[EventType, str, str, str, str, str, bytes]
+_event_encoder = msgspec.msgpack.Encoder()
+_event_decoder = msgspec.msgpack.Decoder(_EventValue)
+
+
+class _Meta(msgspec.Struct, frozen=True, kw_only=True):
+    schema: int
+    revision: int
+    applied: int
+    writer: str = ""
+    n: int = 0
+
+
+_meta_decoder = msgspec.json.Decoder(_Meta)
+_meta_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What :meth:`EtcdDurability.snapshot` read.
+
+    Attributes:
+        revision: the last committed Podium revision.
+        objects: every object.
+        events: the event log kept, in revision order.
+    """
+
+    revision: int
+    objects: list[KubeObject]
+    events: list[Change]
+
+
+@dataclass(frozen=True, slots=True)
+class EtcdLocation:
+    """Where the store lives in etcd: ``etcd://HOST:PORT[,HOST:PORT...]/PREFIX``.
+
+    Attributes:
+        endpoints: ``host:port`` of the members.
+        prefix: the key prefix (ends with ``/``).
+    """
+
+    endpoints: tuple[str, ...]
+    prefix: str
+
+    def __str__(self) -> str:
+        return f"etcd://{','.join(self.endpoints)}/{self.prefix}"
+
+
+def parse_store_url(url: str) -> EtcdLocation | str:
+    """``etcd://HOST:PORT[,HOST:PORT...]/PREFIX`` (the prefix defaults to ``podium``), or
+    ``sqlite://PATH`` (the path, relative or absolute: ``sqlite:///var/lib/podium.db``); a
+    plain path is a SQLite path.
+
+    Raises:
+        ValueError: an etcd URL without endpoints, or another scheme.
+    """
+    if url.startswith("sqlite://"):
+        path = url.removeprefix("sqlite://")
+        if not path:
+            raise ValueError(f"{url!r}: sqlite://PATH needs a path")
+        return path
+    if not url.startswith("etcd://"):
+        if "://" in url:
+            raise ValueError(f"{url!r}: the store is sqlite://PATH or etcd://HOST:PORT/PREFIX")
+        return url
+    parts = urlsplit(url)
+    endpoints = tuple(e.strip() for e in parts.netloc.split(",") if e.strip())
+    for endpoint in endpoints:
+        host, sep, port = endpoint.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"{url!r}: endpoint {endpoint!r} is not HOST:PORT")
+    if not endpoints:
+        raise ValueError(f"{url!r}: etcd://HOST:PORT[,HOST:PORT...]/PREFIX needs an endpoint")
+    prefix = unquote(parts.path).strip("/") or "podium"
+    return EtcdLocation(endpoints, prefix + "/")
+
+
+def _rev_key(revision: int) -> str:
+    return f"{revision:0{_DIGITS}d}"
+
+
+def _prefix_end(key: bytes) -> bytes:
+    """The range end covering every key that starts with ``key``."""
+    return key[:-1] + bytes([key[-1] + 1])
+
+
+def _ref(kind: str, namespace: str, name: str) -> str:
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+class EtcdDurability:
+    """The store's :class:`~podium.store.actor.Durability` in etcd (module docstring).
+
+    Args:
+        location: the endpoints and the prefix.
+        tls: client TLS toward etcd.
+        user: etcd user (auth enabled), with ``password``.
+        password: its password.
+        retention: how many changes the event log keeps.
+        max_txn_ops: operations per transaction (etcd's ``--max-txn-ops``).
+        max_txn_bytes: bytes of keys and values per transaction (below etcd's
+            ``--max-request-bytes``).
+        request_timeout: seconds one request to one member may take.
+        unavailable_after: seconds one request goes on trying the endpoints.
+        compaction_interval: seconds between compactions of etcd's history (0: never; leave
+            it to etcd's ``--auto-compaction-retention``).
+
+    Attributes:
+        fence: compares (gateway JSON) every transaction also carries: leader election's hook.
+    """
+
+    keeps_log = True
+
+    def __init__(
+        self,
+        location: EtcdLocation,
+        *,
+        tls: EtcdTLS | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        retention: int = 1_000_000,
+        max_txn_ops: int = 128,
+        max_txn_bytes: int = 1_000_000,
+        request_timeout: float = 5.0,
+        unavailable_after: float = 10.0,
+        compaction_interval: float = 300.0,
+    ) -> None:
+        self.location = location
+        self.retention = retention
+        self.max_txn_ops = max_txn_ops
+        self.max_txn_bytes = max_txn_bytes
+        self.fence: list[dict[str, Any]] = []
+        self._client = EtcdClient(
+            location.endpoints,
+            tls=tls,
+            user=user,
+            password=password,
+            request_timeout=request_timeout,
+            unavailable_after=unavailable_after,
+        )
+        prefix = location.prefix.encode()
+        self._prefix = prefix
+        self._meta_key = prefix + b"meta/revision"
+        self._objects = prefix + b"objects/"
+        self._events = prefix + b"events/"
+        self._writer = f"{socket.gethostname()}:{os.getpid()}"
+        self._meta = _Meta(schema=SCHEMA_VERSION, revision=0, applied=0, writer=self._writer)
+        self._meta_mod = 0  # the meta key's mod_revision after our last txn (0: absent)
+        self._committed = 0
+        self._compacted_through = 0
+        self.compaction_interval = compaction_interval
+        self._compaction_round = time.monotonic()
+        self._compaction_mark = 0
+
+    # ----------------------------------------------------------------- the interface
+
+    async def load(self) -> Recovery:
+        """Read the meta key and every object (in pages, at one etcd revision), delete event
+        keys a crashed commit left above the revision, replay the log onto objects that lag
+        it, and take the prefix over (a txn on the meta key).
+
+        Raises:
+            DatabaseDamaged: the prefix fails the checks (module docstring).
+            StoreError: etcd is unavailable, or the prefix is from a newer Podium.
+        """
+        where = str(self.location)
+        kvs, revision = await self._range(self._meta_key, None, limit=1)
+        if not kvs:
+            other, _ = await self._range(self._prefix, _prefix_end(self._prefix), limit=1)
+            if other:
+                raise DatabaseDamaged(
+                    f"etcd prefix {where} holds keys ({unb64(other[0]['key']).decode()!r}) but "
+                    "no meta/revision: Podium refuses to serve it as a new store"
+                )
+            await self._create()
+            return Recovery(where, 0, [])
+        meta = self._decode_meta(kvs[0], where)
+        self._meta = meta
+        self._meta_mod = int(kvs[0]["mod_revision"])
+        objects: dict[bytes, KubeObject] = {}
+        for key, value in await self._scan(self._objects, revision):
+            try:
+                objects[key] = decode_object(value)
+            except msgspec.DecodeError as exc:
+                raise DatabaseDamaged(
+                    f"etcd prefix {where} holds an object key {key.decode()!r} that does not "
+                    f"decode: {exc}"
+                ) from None
+        newest = await self._range(
+            self._events, _prefix_end(self._events), limit=1, sort_desc=True, revision=revision
+        )
+        leftovers = bool(newest[0]) and self._revision_of(newest[0][0]) > meta.revision
+        if leftovers:
+            log.warning(
+                "etcd prefix %s: deleting event keys above revision %d (a commit that did not "
+                "reach its commit point)",
+                where,
+                meta.revision,
+            )
+        await self._check_log(meta, where, revision)
+        # Take the prefix over: this txn moves the meta key, so a daemon still writing here
+        # fails its next transaction. Leftovers go in the same txn.
+        ops: list[dict[str, Any]] = []
+        if leftovers:
+            start = self._events + _rev_key(meta.revision + 1).encode()
+            ops.append(self._delete(start, _prefix_end(self._events)))
+        self._meta = msgspec.structs.replace(meta, writer=self._writer)
+        await self._txn(ops, self._meta)
+        if meta.applied < meta.revision:
+            await self._replay(meta, objects, where)
+        self._committed = meta.revision
+        self._compacted_through = max(0, meta.revision - self.retention)
+        return Recovery(where, meta.revision, list(objects.values()))
+
+    async def commit(self, changes: list[Change]) -> None:
+        """Write the batch: one transaction when it fits, else the sequence of the module
+        docstring; compact the log when it has grown :data:`COMPACT_EVERY` past the retention.
+
+        Raises:
+            StoreError: another writer moved the meta key (nothing of the batch is
+                acknowledged), or etcd refused the transaction.
+        """
+        revision = changes[-1].revision
+        events: list[dict[str, Any]] = []
+        final: dict[bytes, bytes | None] = {}
+        for change in changes:
+            data = encode_object(change.object)
+            value = _event_encoder.encode(
+                (
+                    change.type,
+                    change.kind,
+                    change.namespace,
+                    change.name,
+                    change.node,
+                    change.message,
+                    data,
+                )
+            )
+            events.append(self._put(self._events + _rev_key(change.revision).encode(), value))
+            key = self._object_key(change.kind, change.namespace, change.name)
+            final[key] = None if change.type in ("Deleted", "Preempted") else data
+        objects = [
+            self._put(key, data) if data is not None else self._delete(key, None)
+            for key, data in final.items()
+        ]
+        tail: list[dict[str, Any]] = []
+        compacting = revision - self.retention - self._compacted_through >= COMPACT_EVERY
+        if compacting:
+            through = revision - self.retention
+            tail.append(self._delete(self._events, self._events + _rev_key(through + 1).encode()))
+        await self._write(self._meta.revision, revision, events, objects + tail)
+        self._committed = revision
+        if compacting:
+            self._compacted_through = revision - self.retention
+        await self._compact_history()
+
+    async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
+        """The event keys after ``after`` up to the committed revision (the first ``limit``;
+        0: all) and the oldest kept, in one read-only transaction (one etcd revision)."""
+        start = self._events + _rev_key(after + 1).encode()
+        end = self._events + _rev_key(self._committed + 1).encode()
+        answer = await self._client.call(
+            "read_events",
+            "/v3/kv/txn",
+            {
+                "success": [
+                    {
+                        "request_range": {
+                            "key": b64(self._events),
+                            "range_end": b64(_prefix_end(self._events)),
+                            "limit": 1,
+                            "keys_only": True,
+                        }
+                    },
+                    {
+                        "request_range": {
+                            "key": b64(start),
+                            "range_end": b64(end),
+                            # "All" is a page too: the store actor asks again for the rest.
+                            "limit": min(limit, READ_PAGE) if limit > 0 else READ_PAGE,
+                        }
+                    },
+                ]
+            },
+            read_only=True,
+        )
+        responses = answer.get("responses", [])
+        first = responses[0]["response_range"].get("kvs", []) if responses else []
+        oldest = self._revision_of(first[0]) if first else None
+        if oldest is None or after + 1 < oldest:
+            return oldest, []
+        kvs = responses[1]["response_range"].get("kvs", [])
+        return oldest, [self._decode_event(kv) for kv in kvs]
+
+    async def snapshot(self) -> Snapshot:
+        """The committed state as it is, read at one etcd revision, changing nothing (``podium
+        db backup``/``check``): the objects (brought up to the log, as :meth:`load` would, if a
+        split batch left them behind) and every event kept up to the meta revision.
+
+        Raises:
+            DatabaseDamaged: the prefix fails the checks of :meth:`load`.
+            StoreError: etcd is unavailable, or the prefix is new (no meta key).
+        """
+        where = str(self.location)
+        kvs, revision = await self._range(self._meta_key, None, limit=1)
+        if not kvs:
+            raise StoreError(f"etcd prefix {where} holds no Podium store (no meta/revision)")
+        meta = self._decode_meta(kvs[0], where)
+        await self._check_log(meta, where, revision)
+        objects: dict[bytes, bytes] = {}
+        for key, value in await self._scan(self._objects, revision):
+            try:
+                decode_object(value)
+            except msgspec.DecodeError as exc:
+                raise DatabaseDamaged(
+                    f"etcd prefix {where} holds an object key {key.decode()!r} that does not "
+                    f"decode: {exc}"
+                ) from None
+            objects[key] = value
+        events = [
+            self._decode_event(kv)
+            for kv in await self._range_all(
+                self._events, self._events + _rev_key(meta.revision + 1).encode(), revision
+            )
+        ]
+        for change in events:
+            if change.revision <= meta.applied:
+                continue
+            key = self._object_key(change.kind, change.namespace, change.name)
+            if change.type in ("Deleted", "Preempted"):
+                objects.pop(key, None)
+            else:
+                objects[key] = encode_object(change.object)
+        return Snapshot(
+            revision=meta.revision,
+            objects=[decode_object(v) for v in objects.values()],
+            events=events,
+        )
+
+    async def close(self) -> None:
+        """Close the HTTP connections (nothing is in flight: the actor waited for its
+        commits and readers)."""
+        await self._client.aclose()
+
+    # ----------------------------------------------------------------- writing
+
+    async def _create(self) -> None:
+        """A new store: the meta key, only if no one made it meanwhile."""
+        meta = self._meta
+        answer = await self._client.call(
+            "txn",
+            "/v3/kv/txn",
+            {
+                "compare": [
+                    {
+                        "key": b64(self._meta_key),
+                        "target": "CREATE",
+                        "result": "EQUAL",
+                        "create_revision": 0,
+                    },
+                    *self.fence,
+                ],
+                "success": [self._put(self._meta_key, _meta_encoder.encode(meta))],
+            },
+        )
+        if not answer.get("succeeded"):
+            raise StoreError(
+                f"etcd prefix {self.location}: another daemon created the store meanwhile"
+            )
+        self._meta_mod = int(answer["header"]["revision"])
+
+    async def _write(
+        self,
+        previous: int,
+        revision: int,
+        events: list[dict[str, Any]],
+        rest: list[dict[str, Any]],
+    ) -> None:
+        """Pack ``events`` then ``rest`` into transactions (module docstring)."""
+        txns = self._pack(events + rest)
+        n_events = len(events)
+        done = 0
+        for index, ops in enumerate(txns):
+            done += len(ops)
+            if index == len(txns) - 1:
+                meta = msgspec.structs.replace(self._meta, revision=revision, applied=revision)
+            elif done >= n_events:
+                meta = msgspec.structs.replace(self._meta, revision=revision)
+            else:
+                meta = msgspec.structs.replace(self._meta, revision=previous)
+            await self._txn(ops, meta)
+
+    def _pack(self, ops: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        """Split ``ops`` into transactions within the bounds (one op each kept for the meta)."""
+        txns: list[list[dict[str, Any]]] = [[]]
+        size = 0
+        for op in ops:
+            body = op.get("request_put") or op.get("request_delete_range") or {}
+            weight = len(body.get("key", "")) + len(body.get("value", ""))
+            current = txns[-1]
+            if current and (
+                len(current) + 2 > self.max_txn_ops or size + weight > self.max_txn_bytes
+            ):
+                txns.append([])
+                size = 0
+            txns[-1].append(op)
+            size += weight
+        return txns
+
+    async def _txn(self, ops: list[dict[str, Any]], meta: _Meta) -> None:
+        """One transaction: compare the meta key (and the fence), then ``ops`` and the meta
+        key. Retries while etcd is unavailable; finds out what became of a lost answer."""
+        meta = msgspec.structs.replace(meta, n=self._meta.n + 1)
+        encoded = _meta_encoder.encode(meta)
+        body = {
+            "compare": [
+                {
+                    "key": b64(self._meta_key),
+                    "target": "MOD",
+                    "result": "EQUAL",
+                    "mod_revision": self._meta_mod,
+                },
+                *self.fence,
+            ],
+            "success": [*ops, self._put(self._meta_key, encoded)],
+        }
+        while True:
+            try:
+                answer = await self._client.call("txn", "/v3/kv/txn", body)
+            except EtcdUnknownOutcome as exc:
+                log.warning("%s; reading the meta key back", exc)
+                applied = await self._was_applied(encoded)
+                if applied is None:
+                    continue  # not applied: send it again
+                self._meta_mod = applied
+                break
+            if not answer.get("succeeded"):
+                # Our own earlier attempt, whose answer was lost, may have landed meanwhile.
+                kvs, _ = await self._range(self._meta_key, None, limit=1)
+                if kvs and unb64(kvs[0].get("value", "")) == encoded:
+                    self._meta_mod = int(kvs[0]["mod_revision"])
+                    break
+                raise await self._lost_compare()
+            self._meta_mod = int(answer["header"]["revision"])
+            break
+        self._meta = meta
+
+    async def _was_applied(self, encoded: bytes) -> int | None:
+        """The meta key's mod revision if it holds ``encoded`` (our txn applied), else None."""
+        while True:
+            kvs, _ = await self._range(self._meta_key, None, limit=1)
+            if kvs and unb64(kvs[0].get("value", "")) == encoded:
+                return int(kvs[0]["mod_revision"])
+            if kvs and int(kvs[0]["mod_revision"]) != self._meta_mod:
+                raise await self._lost_compare()
+            return None
+
+    async def _lost_compare(self) -> StoreError:
+        kvs, _ = await self._range(self._meta_key, None, limit=1)
+        holder = "it is gone"
+        if kvs:
+            try:
+                holder = f"now written by {_meta_decoder.decode(unb64(kvs[0]['value'])).writer}"
+            except msgspec.DecodeError:
+                holder = "it no longer decodes"
+        if self.fence:
+            holder += " (or this daemon's fence no longer holds)"
+        return StoreError(
+            f"etcd prefix {self.location}: another writer moved meta/revision ({holder}); "
+            "this daemon stops without acknowledging its last batch"
+        )
+
+    async def _replay(self, meta: _Meta, objects: dict[bytes, KubeObject], where: str) -> None:
+        """Bring the object keys up to the log: the final state of each object the changes
+        in (applied, revision] touched, written back and held in ``objects``."""
+        log.info(
+            "etcd prefix %s: objects reflect revision %d, the log %d: replaying",
+            where,
+            meta.applied,
+            meta.revision,
+        )
+        final: dict[bytes, bytes | None] = {}
+        after = meta.applied
+        while after < meta.revision:
+            oldest, changes = await self._read_log(after, meta.revision, PAGE)
+            if not changes or (oldest is not None and oldest > after + 1):
+                raise DatabaseDamaged(
+                    f"etcd prefix {where}: the objects reflect revision {meta.applied} and "
+                    f"the event log lacks revision {after + 1} to bring them up to "
+                    f"{meta.revision}"
+                )
+            for change in changes:
+                key = self._object_key(change.kind, change.namespace, change.name)
+                if change.type in ("Deleted", "Preempted"):
+                    final[key] = None
+                    objects.pop(key, None)
+                else:
+                    final[key] = encode_object(change.object)
+                    objects[key] = change.object
+            after = changes[-1].revision
+        ops = [
+            self._put(key, data) if data is not None else self._delete(key, None)
+            for key, data in final.items()
+        ]
+        await self._write(meta.revision, meta.revision, [], ops)
+
+    async def _compact_history(self) -> None:
+        """Every :attr:`compaction_interval` seconds, compact etcd's history up to the etcd
+        revision of the previous round, as the API server's compactor does (staging/src/k8s.io/
+        apiserver/pkg/storage/etcd3/compact.go): the deleted event keys' history goes, and any
+        other client of the cluster keeps at least one interval of history for its watches."""
+        if not self.compaction_interval:
+            return
+        now = time.monotonic()
+        if now - self._compaction_round < self.compaction_interval:
+            return
+        self._compaction_round = now
+        mark, self._compaction_mark = self._compaction_mark, self._meta_mod
+        if not mark:
+            return
+        try:
+            await self._client.call("compaction", "/v3/kv/compaction", {"revision": mark})
+        except StoreError as exc:
+            # Compacted further already (etcd's own auto-compaction, or another client).
+            log.info("etcd compaction to revision %d: %s", mark, exc)
+
+    # ----------------------------------------------------------------- reading
+
+    async def _range(
+        self,
+        key: bytes,
+        end: bytes | None,
+        *,
+        limit: int = 0,
+        revision: int = 0,
+        sort_desc: bool = False,
+    ) -> tuple[list[dict[str, Any]], int]:
+        body: dict[str, Any] = {"key": b64(key), "limit": limit}
+        if end is not None:
+            body["range_end"] = b64(end)
+        if revision:
+            body["revision"] = revision
+        if sort_desc:
+            body["sort_order"] = "DESCEND"
+            body["sort_target"] = "KEY"
+        answer = await self._client.call("range", "/v3/kv/range", body)
+        return answer.get("kvs", []), int(answer["header"]["revision"])
+
+    async def _scan(self, prefix: bytes, revision: int) -> list[tuple[bytes, bytes]]:
+        """Every key under ``prefix`` at etcd ``revision`` and its value, read in pages of
+        :data:`PAGE`."""
+        found: list[tuple[bytes, bytes]] = []
+        start = prefix
+        end = _prefix_end(prefix)
+        while True:
+            kvs, _ = await self._range(start, end, limit=PAGE, revision=revision)
+            found.extend((unb64(kv["key"]), unb64(kv.get("value", ""))) for kv in kvs)
+            if len(kvs) < PAGE:
+                return found
+            start = unb64(kvs[-1]["key"]) + b"\0"
+
+    async def _range_all(self, start: bytes, end: bytes, revision: int) -> list[dict[str, Any]]:
+        """Every key in [start, end) at etcd ``revision``, in pages of :data:`PAGE`."""
+        found: list[dict[str, Any]] = []
+        while True:
+            kvs, _ = await self._range(start, end, limit=PAGE, revision=revision)
+            found.extend(kvs)
+            if len(kvs) < PAGE:
+                return found
+            start = unb64(kvs[-1]["key"]) + b"\0"
+
+    async def _read_log(
+        self, after: int, through: int, limit: int
+    ) -> tuple[int | None, list[Change]]:
+        saved = self._committed
+        self._committed = through
+        try:
+            return await self.read_events(after, limit)
+        finally:
+            self._committed = saved
+
+    async def _check_log(self, meta: _Meta, where: str, revision: int) -> None:
+        """The log ends at the meta revision, and its newest keys decode."""
+        if meta.revision == 0:
+            return
+        end = self._events + _rev_key(meta.revision + 1).encode()
+        kvs, _ = await self._range(
+            self._events,
+            end,
+            limit=EVENTS_CHECKED_AT_START,
+            revision=revision,
+            sort_desc=True,
+        )
+        newest = self._revision_of(kvs[0]) if kvs else None
+        if newest != meta.revision:
+            log_end = "is empty" if newest is None else f"ends at revision {newest}"
+            raise DatabaseDamaged(
+                f"etcd prefix {where} has meta revision {meta.revision} but its event log {log_end}"
+            )
+        for kv in kvs:
+            self._decode_event(kv)
+
+    def _decode_meta(self, kv: dict[str, Any], where: str) -> _Meta:
+        try:
+            meta = _meta_decoder.decode(unb64(kv.get("value", "")))
+        except msgspec.DecodeError as exc:
+            raise DatabaseDamaged(
+                f"etcd prefix {where} has a meta/revision that does not decode: {exc}"
+            ) from None
+        if meta.schema > SCHEMA_VERSION:
+            raise StoreError(
+                f"etcd prefix {where} has schema version {meta.schema}, made by a newer Podium "
+                f"(this one knows up to {SCHEMA_VERSION})"
+            )
+        return meta
+
+    def _decode_event(self, kv: dict[str, Any]) -> Change:
+        revision = self._revision_of(kv)
+        try:
+            type_, kind, namespace, name, node, message, data = _event_decoder.decode(
+                unb64(kv.get("value", ""))
+            )
+            obj = decode_object(data)
+        except msgspec.DecodeError as exc:
+            raise DatabaseDamaged(
+                f"the event key of revision {revision} in etcd prefix {self.location} does not "
+                f"decode: {exc}"
+            ) from None
+        return Change(
+            revision=revision,
+            type=type_,
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            object=obj,
+            node=node,
+            message=message,
+        )
+
+    def _revision_of(self, kv: dict[str, Any]) -> int:
+        key = unb64(kv["key"])
+        try:
+            return int(key[len(self._events) :])
+        except ValueError:
+            raise DatabaseDamaged(
+                f"etcd prefix {self.location} holds an event key {key.decode(errors='replace')!r} "
+                "that is not a revision"
+            ) from None
+
+    # ----------------------------------------------------------------- keys and ops
+
+    def _object_key(self, kind: str, namespace: str, name: str) -> bytes:
+        return self._objects + f"{kind}/{namespace}/{name}".encode()
+
+    @staticmethod
+    def _put(key: bytes, value: bytes) -> dict[str, Any]:
+        return {"request_put": {"key": b64(key), "value": b64(value)}}
+
+    @staticmethod
+    def _delete(key: bytes, end: bytes | None) -> dict[str, Any]:
+        body = {"key": b64(key)}
+        if end is not None:
+            body["range_end"] = b64(end)
+        return {"request_delete_range": body}
+
+
+def etcd_store(
+    inbox: trio.MemoryReceiveChannel[StoreMsg],
+    subscribers: Sequence[Subscriber],
+    durability: EtcdDurability,
+) -> StoreActor:
+    """The daemon's store actor on etcd: ``durability`` (:func:`etcd_durability`), a core
+    keeping the recent part of the log in memory, and the group commit window (as
+    :func:`~podium.store.sqlite.sqlite_store`).
+    """
+    return StoreActor(
+        inbox,
+        subscribers,
+        durability,
+        core=StoreCore(retention=min(durability.retention, MEMORY_LOG)),
+        commit_window=COMMIT_WINDOW_SECONDS,
+    )
+
+
+async def export_prefix(durability: EtcdDurability, dest: str, *, force: bool = False) -> Snapshot:
+    """Write what the etcd prefix holds into a new Podium SQLite database at ``dest`` (``podium
+    db backup etcd://...``): every object, the event log kept, and a bindings row for each bound
+    pod (etcd keeps no bindings table: a binding is the pod's ``spec.nodeName``). The copy is
+    one etcd revision's state; ``podium db check`` runs every invariant on it, and ``podium
+    serve --db DEST`` serves it.
+
+    Raises:
+        DatabaseDamaged: the prefix fails the checks at start.
+        StoreError: etcd is unavailable, the prefix holds no store, ``dest`` exists (without
+            ``force``), or writing it failed.
+    """
+    snapshot = await durability.snapshot()
+    objects = []
+    bindings = []
+    for obj in snapshot.objects:
+        meta = obj.metadata
+        revision = int(meta.resource_version) if meta.resource_version.isdigit() else 0
+        objects.append(
+            (
+                type(obj).__name__,
+                meta.namespace,
+                meta.name,
+                min(revision, snapshot.revision),
+                encode_object(obj),
+            )
+        )
+        if isinstance(obj, Pod) and obj.spec.node_name:
+            bindings.append((meta.uid, meta.namespace, meta.name, obj.spec.node_name, revision))
+    events = [event_row(change) for change in snapshot.events]
+    await trio.to_thread.run_sync(
+        partial(write_database, dest, snapshot.revision, objects, events, bindings, force=force)
+    )
+    return snapshot
+
+
+def etcd_durability(
+    location: EtcdLocation, settings: EtcdSettings, *, retention: int = 1_000_000
+) -> EtcdDurability:
+    """The durability ``podium.etcd`` describes (TLS, user and password file, timeouts).
+
+    Raises:
+        OSError: the password file cannot be read.
+    """
+    tls = (
+        EtcdTLS(ca=settings.ca_file, cert=settings.cert_file, key=settings.key_file)
+        if settings.ca_file is not None or settings.cert_file is not None
+        else None
+    )
+    password = None
+    if settings.password_file is not None:
+        with open(settings.password_file, encoding="utf-8") as file:
+            password = file.readline().rstrip("\r\n")
+    return EtcdDurability(
+        location,
+        tls=tls,
+        user=settings.user,
+        password=password,
+        retention=retention,
+        request_timeout=settings.request_timeout_seconds,
+        unavailable_after=settings.unavailable_seconds,
+        compaction_interval=settings.compaction_interval_seconds,
+    )

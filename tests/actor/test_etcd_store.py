@@ -1,0 +1,320 @@
+"""What only the etcd store does: the store URL, the key mapping (objects by kind/namespace/
+name, one event key per Podium revision, the meta key), batches split past etcd's transaction
+bounds and made whole again at start, one writer per prefix, a lost answer found out, and the
+prefixes it refuses. The backend-neutral behaviour is in test_durable_store.py.
+
+Real etcd (the session's member, tests/support/etcd_servers.py), real clock, each test under
+``fail_after``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.request
+import uuid
+from typing import Any
+
+import pytest
+import trio
+from builders import make_node, make_pod
+from etcd_servers import EtcdCluster
+from store_backends import etcd_range
+
+from podium.protocol.errors import DatabaseDamaged, StoreError
+from podium.store.core import StoreCore
+from podium.store.etcd import EtcdDurability, EtcdLocation, parse_store_url
+from podium.store.etcd_client import EtcdUnknownOutcome
+from podium.store.mail import Change
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        pytest.param("podium.db", "podium.db", id="a plain path is SQLite"),
+        pytest.param("sqlite://podium.db", "podium.db", id="sqlite relative"),
+        pytest.param("sqlite:///var/lib/podium.db", "/var/lib/podium.db", id="sqlite absolute"),
+        pytest.param(
+            "etcd://127.0.0.1:2379/prod",
+            EtcdLocation(("127.0.0.1:2379",), "prod/"),
+            id="one endpoint",
+        ),
+        pytest.param(
+            "etcd://a:2379,b:2379,c:2379/team/podium/",
+            EtcdLocation(("a:2379", "b:2379", "c:2379"), "team/podium/"),
+            id="three endpoints, a nested prefix",
+        ),
+        pytest.param(
+            "etcd://a:2379", EtcdLocation(("a:2379",), "podium/"), id="the default prefix"
+        ),
+    ],
+)
+def test_store_urls(url: str, expected: EtcdLocation | str) -> None:
+    assert parse_store_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        pytest.param("etcd:///prefix", "needs an endpoint", id="no endpoint"),
+        pytest.param("etcd://host/prefix", "is not HOST:PORT", id="no port"),
+        pytest.param("redis://h:1/x", "the store is sqlite://PATH", id="another scheme"),
+        pytest.param("sqlite://", "needs a path", id="sqlite without a path"),
+    ],
+)
+def test_store_urls_refused(url: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_store_url(url)
+
+
+@pytest.fixture
+def location(etcd_member: EtcdCluster) -> EtcdLocation:
+    where = parse_store_url(etcd_member.url(f"unit-{uuid.uuid4().hex[:12]}"))
+    assert isinstance(where, EtcdLocation)
+    return where
+
+
+def _put(endpoint: str, key: str, value: bytes) -> None:
+    body = json.dumps(
+        {"key": base64.b64encode(key.encode()).decode(), "value": base64.b64encode(value).decode()}
+    ).encode()
+    request = urllib.request.Request(f"http://{endpoint}/v3/kv/put", data=body, method="POST")
+    with urllib.request.urlopen(request, timeout=5):
+        pass
+
+
+def _nodes(core: StoreCore, names: list[str]) -> list[Change]:
+    _, _, changes = core.write(
+        [make_node(n).capacity(cpu="4", memory="8Gi", pods=110).obj() for n in names], []
+    )
+    return changes
+
+
+def _meta(location: EtcdLocation) -> dict[str, Any]:
+    ((_, value),) = etcd_range(location.endpoints[0], location.prefix + "meta/")
+    meta: dict[str, Any] = json.loads(value)
+    return meta
+
+
+async def test_the_key_mapping(location: EtcdLocation) -> None:
+    durability = EtcdDurability(location)
+    with trio.fail_after(10):
+        assert (await durability.load()).revision == 0
+        core = StoreCore()
+        await durability.commit(_nodes(core, ["n1", "n2"]))
+        _, _, pod = core.write([make_pod("web").obj()], [])
+        await durability.commit(pod)
+        await durability.close()
+    keys = [k for k, _ in etcd_range(location.endpoints[0], location.prefix)]
+    p = location.prefix
+    assert keys == [
+        f"{p}events/00000000000000000001",
+        f"{p}events/00000000000000000002",
+        f"{p}events/00000000000000000003",
+        f"{p}meta/revision",
+        f"{p}objects/Node//n1",
+        f"{p}objects/Node//n2",
+        f"{p}objects/Pod/default/web",
+    ]
+    meta = _meta(location)
+    assert (meta["schema"], meta["revision"], meta["applied"]) == (1, 3, 3)
+
+
+async def test_a_batch_past_the_txn_bounds_is_split_and_recovered_whole(
+    location: EtcdLocation,
+) -> None:
+    durability = EtcdDurability(location, max_txn_ops=8)
+    txns = 0
+    send = durability._client.call
+
+    async def counting(op: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal txns
+        if path == "/v3/kv/txn" and "compare" in body:
+            txns += 1
+            assert len(body["success"]) <= 8
+        return await send(op, path, body)
+
+    durability._client.call = counting  # type: ignore[method-assign]  # a counting fake
+    with trio.fail_after(10):
+        await durability.load()
+        core = StoreCore()
+        await durability.commit(_nodes(core, [f"n{i:02d}" for i in range(20)]))
+        await durability.close()
+        # 20 event keys and 20 object keys, 7 beside the meta key in each txn.
+        assert txns == 1 + 6
+        reopened = EtcdDurability(location)
+        again = await reopened.load()
+        await reopened.close()
+    assert again.revision == 20
+    assert sorted(o.metadata.name for o in again.objects) == [f"n{i:02d}" for i in range(20)]
+
+
+class _Crash(Exception):
+    """The process dies here (no later transaction is sent)."""
+
+
+def _crash_after(durability: EtcdDurability, txns: int) -> None:
+    """Let ``txns`` more write transactions through, then die before the next."""
+    send = durability._client.call
+
+    async def call(op: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal txns
+        if path == "/v3/kv/txn" and "compare" in body:
+            if txns == 0:
+                raise _Crash
+            txns -= 1
+        return await send(op, path, body)
+
+    durability._client.call = call  # type: ignore[method-assign]  # a dying fake
+
+
+@pytest.mark.parametrize(
+    ("txns_through", "recovered", "events_kept"),
+    [
+        # 12 ops of events, then 12 of objects, 3 per txn: 4 event txns (the 4th is the
+        # commit point), 4 object txns.
+        pytest.param(0, 2, 2, id="nothing of the batch written"),
+        pytest.param(2, 2, 2, id="event keys written, no commit point: deleted at start"),
+        pytest.param(4, 14, 14, id="committed, no object written: replayed at start"),
+        pytest.param(6, 14, 14, id="committed, half the objects written: replayed at start"),
+    ],
+)
+async def test_a_split_batch_cut_short_is_all_or_nothing(
+    location: EtcdLocation, txns_through: int, recovered: int, events_kept: int
+) -> None:
+    core = StoreCore()
+    with trio.fail_after(10):
+        first = EtcdDurability(location)
+        await first.load()
+        await first.commit(_nodes(core, ["a", "b"]))
+        await first.close()
+        durability = EtcdDurability(location, max_txn_ops=4)
+        await durability.load()
+        _crash_after(durability, txns_through)
+        with pytest.raises(_Crash):
+            await durability.commit(_nodes(core, [f"n{i:02d}" for i in range(12)]))
+        await durability.close()
+        again = EtcdDurability(location)
+        state = await again.load()
+        oldest, log = await again.read_events(0)
+        await again.close()
+    assert state.revision == recovered
+    assert len(state.objects) == recovered
+    assert (oldest, [c.revision for c in log]) == (1, list(range(1, events_kept + 1)))
+    meta = _meta(location)
+    assert (meta["revision"], meta["applied"]) == (recovered, recovered)
+    events = etcd_range(location.endpoints[0], location.prefix + "events/")
+    assert len(events) == events_kept
+
+
+async def test_a_second_writer_takes_the_prefix_and_the_first_stops(
+    location: EtcdLocation,
+) -> None:
+    core = StoreCore()
+    with trio.fail_after(10):
+        first = EtcdDurability(location)
+        await first.load()
+        await first.commit(_nodes(core, ["n1"]))
+        second = EtcdDurability(location)
+        assert (await second.load()).revision == 1
+        with pytest.raises(StoreError, match="another writer moved meta/revision"):
+            await first.commit(_nodes(core, ["n2"]))
+        follower = StoreCore()
+        follower.restore(1, [])
+        await second.commit(_nodes(follower, ["n3"]))
+        await first.close()
+        await second.close()
+    assert [
+        k.rsplit("/", 1)[1]
+        for k, _ in etcd_range(location.endpoints[0], location.prefix + "objects/")
+    ] == ["n1", "n3"]
+
+
+async def test_a_txn_whose_answer_was_lost_is_found_applied(location: EtcdLocation) -> None:
+    core = StoreCore()
+    durability = EtcdDurability(location)
+    send = durability._client.call
+    lose = True
+
+    async def call(op: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal lose
+        answer = await send(op, path, body)
+        if path == "/v3/kv/txn" and "compare" in body and lose:
+            lose = False
+            raise EtcdUnknownOutcome("the answer was lost")
+        return answer
+
+    with trio.fail_after(10):
+        await durability.load()
+        durability._client.call = call  # type: ignore[method-assign]  # a lossy fake
+        await durability.commit(_nodes(core, ["n1"]))
+        assert not lose
+        await durability.commit(_nodes(core, ["n2"]))  # the meta mod revision was read back
+        await durability.close()
+        reopened = EtcdDurability(location)
+        state = await reopened.load()
+        await reopened.close()
+    assert state.revision == 2
+
+
+async def test_a_prefix_from_a_newer_podium_is_refused(location: EtcdLocation) -> None:
+    meta = {"schema": 99, "revision": 0, "applied": 0}
+    _put(location.endpoints[0], location.prefix + "meta/revision", json.dumps(meta).encode())
+    durability = EtcdDurability(location)
+    with trio.fail_after(10), pytest.raises(StoreError, match="made by a newer Podium"):
+        await durability.load()
+    await durability.close()
+
+
+@pytest.mark.parametrize(
+    ("keys", "problem"),
+    [
+        pytest.param(
+            {"objects/Node//n1": b"x"}, "holds keys .* but no meta/revision", id="no meta key"
+        ),
+        pytest.param(
+            {"meta/revision": b"{not json"}, "meta/revision that does not decode", id="bad meta"
+        ),
+        pytest.param(
+            {"meta/revision": b'{"schema":1,"revision":3,"applied":3}'},
+            "has meta revision 3 but its event log is empty",
+            id="the log is gone",
+        ),
+        pytest.param(
+            {
+                "meta/revision": b'{"schema":1,"revision":0,"applied":0}',
+                "objects/Node//n1": b"\xff\xfe",
+            },
+            "object key .*Node//n1.* does not decode",
+            id="an object that does not decode",
+        ),
+    ],
+)
+async def test_a_damaged_prefix_is_refused(
+    location: EtcdLocation, keys: dict[str, bytes], problem: str
+) -> None:
+    for key, value in keys.items():
+        _put(location.endpoints[0], location.prefix + key, value)
+    durability = EtcdDurability(location)
+    with trio.fail_after(10), pytest.raises(DatabaseDamaged, match=problem):
+        await durability.load()
+    await durability.close()
+
+
+async def test_etcd_history_is_compacted_one_round_behind(location: EtcdLocation) -> None:
+    core = StoreCore()
+    durability = EtcdDurability(location, compaction_interval=1e-9)
+    with trio.fail_after(10):
+        await durability.load()
+        marks = []
+        for name in ("n1", "n2", "n3"):
+            await durability.commit(_nodes(core, [name]))
+            marks.append(durability._meta_mod)
+        # The third commit compacted up to the second's etcd revision, not its own.
+        with pytest.raises(StoreError, match="required revision has been compacted"):
+            await durability._range(location.prefix.encode(), None, revision=marks[1] - 1)
+        kvs, _ = await durability._range(
+            location.prefix.encode() + b"meta/revision", None, revision=marks[1]
+        )
+        assert len(kvs) == 1
+        await durability.close()
