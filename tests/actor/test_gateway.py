@@ -21,7 +21,7 @@ from builders import make_node, make_pod
 from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.gateway.connection import Outboxes
 from podium.actors.gateway.gateway import Gateway
-from podium.actors.gateway.watch import AddWatch, Hub, HubMsg
+from podium.actors.gateway.watch import AddWatch, Batch, Hub, HubMsg
 from podium.actors.mail import (
     CacheMsg,
     Decision,
@@ -90,7 +90,7 @@ async def test_a_watch_is_cut_off_only_when_its_waiting_events_pass_the_buffer(
 ) -> None:
     hub = Hub(watch_buffer=8)
     hub.revision = next(_revisions)
-    tx, rx = trio.open_memory_channel[Change](math.inf)
+    tx, rx = trio.open_memory_channel[Batch](math.inf)
     reply_to, _reply = trio.open_memory_channel[int | None](1)
     hub.add(
         AddWatch(key=(1, 1), position=None, kinds=frozenset({"Pod"}), channel=tx, reply=reply_to)
@@ -101,12 +101,16 @@ async def test_a_watch_is_cut_off_only_when_its_waiting_events_pass_the_buffer(
     changes += [_change(make_pod(f"p{i}").obj()) for i in range(case.pods)]
     hub.committed(_committed(changes))
     assert ((1, 1) in hub.watches) == case.kept
-    taken = []
+    taken, batches = [], []
     while True:
         try:
-            taken.append(rx.receive_nowait().name)
+            batch = rx.receive_nowait()
         except (trio.WouldBlock, trio.EndOfChannel):
             break
+        batches.append(len(batch))
+        taken += [c.name for c in batch]
+    # One message per commit, holding only the changes the watch wants.
+    assert batches == [n for n in (case.waiting, case.pods if case.kept else 0) if n]
     expected = [f"w{i}" for i in range(case.waiting)]
     if case.kept:
         expected += [f"p{i}" for i in range(case.pods)]
@@ -119,13 +123,35 @@ async def test_a_new_watch_takes_the_whole_gap_from_the_ring() -> None:
     start = next(_revisions)  # the changes below come right after it
     hub.revision = start
     hub.committed(_committed([_change(make_pod(f"p{i}").obj()) for i in range(10)]))
-    tx, rx = trio.open_memory_channel[Change](math.inf)
+    tx, rx = trio.open_memory_channel[Batch](math.inf)
     reply_to, _reply = trio.open_memory_channel[int | None](1)
     joined = hub.add(
         AddWatch(key=(1, 1), position=start, kinds=frozenset(), channel=tx, reply=reply_to)
     )
     assert joined == start
-    assert rx.statistics().current_buffer_used == 10
+    # The gap as one message.
+    (gap,) = [rx.receive_nowait()]
+    assert [c.name for c in gap] == [f"p{i}" for i in range(10)]
+    assert rx.statistics().current_buffer_used == 0
+
+
+async def test_watches_that_keep_up_share_one_filtered_list_per_commit() -> None:
+    hub = Hub(watch_buffer=8)
+    hub.revision = next(_revisions)
+    reply_to, _reply = trio.open_memory_channel[int | None](4)
+    inboxes = []
+    for watch_id, kinds in ((1, {"Pod"}), (2, {"Pod"}), (3, {"Node"})):
+        tx, rx = trio.open_memory_channel[Batch](math.inf)
+        inboxes.append(rx)
+        hub.add(
+            AddWatch(
+                key=(1, watch_id), position=None, kinds=frozenset(kinds), channel=tx, reply=reply_to
+            )
+        )
+    hub.committed(_committed([_change(make_pod("a").obj()), _change(make_node("n").obj())]))
+    pods_1, pods_2, nodes = (rx.receive_nowait() for rx in inboxes)
+    assert [c.name for c in pods_1] == ["a"] and [c.name for c in nodes] == ["n"]
+    assert pods_1 is pods_2  # filtered once for both Pod watches
 
 
 # --------------------------------------------------------------------------- a gateway

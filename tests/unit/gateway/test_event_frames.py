@@ -69,3 +69,17 @@ def test_the_cache_keeps_each_object_beside_its_bytes_and_stays_bounded() -> Non
     for change in changes + changes:
         assert encoded.frame("msgpack", 1, change) == codec.encode(event_of(1, change))
     assert len(encoded._raw) == 2
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+@pytest.mark.parametrize("watch_id", [0, 1, 127, 128, 255, 256, 65_536, 2**33])
+def test_the_event_is_encoded_once_and_each_watch_id_spliced_in(
+    encoding: str, watch_id: int
+) -> None:
+    # Ids whose encodings differ in width (msgpack fixint, uint8, uint16, uint32, uint64):
+    # the bytes around the id are shared, so only the id's own bytes may differ.
+    encoded = EncodedObjects()
+    change = CASES[1].change
+    encoded.frame(encoding, 5, change)
+    want = Codec(encoding).encode(event_of(watch_id, change))  # type: ignore[arg-type]
+    assert encoded.frame(encoding, watch_id, change) == want
