@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 ENCODED_OBJECTS = 8192
-"""Committed objects whose encodings are kept for the watches still sending them."""
+"""Committed changes whose events' encodings are kept for the watches still sending them."""
 RING = 65_536
 """Recent changes the hub keeps, to fill the gap between a watch's read of the log and its
 joining the hub."""
@@ -85,6 +85,9 @@ PAGE = 1000
 PAGE_STALL_SECONDS = 5.0
 """A watch reading the log on disk whose connection has no room for its next page this long
 (its client reads nothing) is cut off with ``overloaded``."""
+FORWARD_CHUNK = 128
+"""Events a watch's forwarder encodes and hands its writer in one go (a task step of well under
+a millisecond), so a large commit does not hold every other actor up while it is encoded."""
 PAGE_POLL_SECONDS = 0.02
 """How often a watch waiting for room looks at its connection's outbox."""
 
@@ -177,29 +180,15 @@ class EncodedObjects:
 
     The event is encoded once with watch id 0; a watch's frame is the bytes before the id, its
     own id encoded, and the bytes after (:func:`_id_split`), equal to encoding its Event.
-    Holds the last :data:`ENCODED_OBJECTS` changes' events and objects; each is kept beside its
+    Holds the last :data:`ENCODED_OBJECTS` changes' events; each change is kept beside its
     bytes, so a recycled ``id()`` never answers another's bytes.
     """
 
     def __init__(self, size: int = ENCODED_OBJECTS) -> None:
         self._size = size
-        self._raw: collections.OrderedDict[tuple[int, str], tuple[object, msgspec.Raw]] = (
-            collections.OrderedDict()
-        )
         self._events: collections.OrderedDict[tuple[int, str], tuple[Change, bytes, bytes]] = (
             collections.OrderedDict()
         )
-
-    def _object(self, encoding: str, obj: object) -> msgspec.Raw:
-        key = (id(obj), encoding)
-        hit = self._raw.get(key)
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        raw = msgspec.Raw(_OBJECT_ENCODERS[encoding].encode(obj))
-        self._raw[key] = (obj, raw)
-        if len(self._raw) > self._size:
-            self._raw.popitem(last=False)
-        return raw
 
     def frame(self, encoding: str, watch_id: int, change: Change) -> bytes:
         """The payload of ``change``'s event for watch ``watch_id``, equal to encoding
@@ -217,7 +206,7 @@ class EncodedObjects:
                     kind=change.kind,
                     namespace=change.namespace,
                     name=change.name,
-                    object=None if obj is None else self._object(encoding, obj),
+                    object=None if obj is None else msgspec.Raw(encoder.encode(obj)),
                     node=change.node,
                     message=change.message,
                 )
@@ -489,8 +478,13 @@ class Watches:
             while (batches := await receive_batch(changes)) is not None:
                 batch = [c for b in batches for c in b]
                 cursor.taken += len(batch)
-                await conn.send_payloads([encoded.frame(encoding, msg.id, c) for c in batch])
-                last = cursor.delivered = batch[-1].revision
+                for start in range(0, len(batch), FORWARD_CHUNK):
+                    if start:
+                        # A put of thousands: let the scheduler's actors in between slices.
+                        await trio.lowlevel.checkpoint()
+                    part = batch[start : start + FORWARD_CHUNK]
+                    await conn.send_payloads([encoded.frame(encoding, msg.id, c) for c in part])
+                    last = cursor.delivered = part[-1].revision
         # The hub let go of us: we were too slow, or the daemon is stopping.
         if self._stopping():
             end = ErrorReply(
