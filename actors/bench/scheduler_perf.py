@@ -487,7 +487,7 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, Any]:
         "pods": first.pods,
         "throughput": {k: _median([r.throughput[k] for r in runs]) for k in first.throughput},
         "windowed": all(r.windowed for r in runs),
-        "windows": _median([len(r.windows) for r in runs]),
+        "window_count": _median([len(r.windows) for r in runs]),
         "overall_pods_per_second": _median([r.overall for r in runs]),
         "attempt_latency_ms": {
             k: _median([r.attempt_latency_ms[k] for r in runs]) for k in first.attempt_latency_ms

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from podium.actors.bench.scheduler_perf import RunResult, plan, run_one, summarize
+from podium.actors.bench.scheduler_perf import BenchError, RunResult, plan, run_one, summarize
 from podium.actors.bench.workload import WORKLOADS
 from podium.actors.cli.arguments import add_command, at_least
 from podium.actors.cli.output import (
@@ -31,7 +31,7 @@ from podium.actors.cli.output import (
     err,
     out,
 )
-from podium.protocol.errors import PodiumError
+from podium.protocol.errors import ErrorCode
 
 __all__ = [
     "COMPARED",
@@ -146,7 +146,7 @@ def render_table(results: Sequence[dict[str, Any]]) -> str:
                 _fmt(t["p50"]) + mark,
                 _fmt(t["p90"]) + mark,
                 _fmt(t["p99"]) + mark,
-                _fmt(r.get("windows", math.nan)),
+                _fmt(r.get("window_count", math.nan)),
                 _fmt(lat["p50"], 2),
                 _fmt(lat["p99"], 2),
                 _fmt(r["peak_rss_bytes"] / 2**20) if r["peak_rss_bytes"] else "-",
@@ -172,9 +172,11 @@ def _columns(rows: Sequence[Sequence[str]]) -> str:
 # --------------------------------------------------------------------------- --compare
 
 
-class BaselineError(PodiumError):
+class BaselineError(BenchError):
     """``--compare``'s file cannot be read, is not ``podium bench -o json`` output, or lacks
     a workload and size this run measures."""
+
+    code: ErrorCode = "invalid"
 
 
 COMPARED = ("pods_per_second", "attempt_p99_ms", "cpu_per_pod_ms", "peak_rss_bytes")

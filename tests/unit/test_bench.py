@@ -285,7 +285,7 @@ def _result(**over: object) -> dict[str, object]:
         "pods": 1000,
         "throughput": {"average": 812.4, "p50": 800.0, "p90": 900.0, "p99": 950.0},
         "windowed": True,
-        "windows": 5,
+        "window_count": 5,
         "attempt_latency_ms": {"p50": 0.8, "p90": 1.2, "p99": 2.5},
         "peak_rss_bytes": 100 * 2**20,
         "cpu_seconds": 3.25,
@@ -306,7 +306,9 @@ def test_the_table_has_one_row_per_result() -> None:
 
 def test_the_table_marks_an_overall_rate() -> None:
     short = _result(
-        throughput=dict.fromkeys(("average", "p50", "p90", "p99"), 640.0), windowed=False, windows=0
+        throughput=dict.fromkeys(("average", "p50", "p90", "p99"), 640.0),
+        windowed=False,
+        window_count=0,
     )
     assert render_table([short]).splitlines()[1].split()[3:8] == [
         "640*", "640*", "640*", "640*", "0",
