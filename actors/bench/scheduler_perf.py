@@ -51,6 +51,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from podium.actors.bench.process import DaemonError, ServeProcess
 from podium.actors.bench.workload import (
     CHURN_POD,
+    PODS_PER_NODE,
     WORKLOADS,
     ZONES,
     Workload,
@@ -510,8 +511,9 @@ def plan(
     count).
 
     Raises:
-        BenchError: a run asks for more measured pods than its cluster can place (raised as the
-            plan reaches it: list the plan to check every run before the first).
+        BenchError: a run asks for more measured pods than its cluster can place, or for more
+            pods (initial and measured) than its nodes hold (raised as the plan reaches it:
+            list the plan to check every run before the first).
     """
     for name in workload_names or list(WORKLOADS):
         workload = WORKLOADS[name]
@@ -522,5 +524,13 @@ def plan(
                 raise BenchError(
                     f"{name} at {size} nodes can place at most {workload.capacity(size)} "
                     f"measured pods; use --pods {workload.capacity(size)} or fewer, or more nodes"
+                )
+            init = workload.init(size) if workload.init_binds else 0
+            if init + measured > size * PODS_PER_NODE:
+                # Else the setup would wait SETUP_SECONDS for initial pods that cannot bind.
+                raise BenchError(
+                    f"{name} at {size} nodes cannot place its {init} initial and {measured} "
+                    f"measured pods (at most {size * PODS_PER_NODE} pods of 100m CPU on "
+                    f"{size} nodes); use more nodes"
                 )
             yield workload, size, measured

@@ -228,6 +228,19 @@ def test_more_pods_than_the_cluster_can_place_is_refused_before_running(
     assert "can place at most 80 measured pods; use --pods 80 or fewer" in capsys.readouterr().err
 
 
+def test_initial_pods_that_cannot_all_bind_are_refused_before_running(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # SchedulingBasic creates 1000 initial pods: 20 nodes hold 800 (the setup used to wait
+    # 600 s for them).
+    code = main(["bench", "--workload", "SchedulingBasic", "--nodes", "20", "--pods", "40"])
+    assert code == 1
+    assert (
+        "SchedulingBasic at 20 nodes cannot place its 1000 initial and 40 measured pods "
+        "(at most 800 pods of 100m CPU on 20 nodes); use more nodes"
+    ) in capsys.readouterr().err
+
+
 def test_the_affinity_workloads_measure_enough_pods_for_five_windows() -> None:
     # At the speeds measured before batching (docs/benchmarks.md: ~560 and ~660 pods/s at 5000
     # nodes), 7 s of binding give the skipped first window, five full ones and a partial one.
