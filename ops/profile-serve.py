@@ -149,6 +149,9 @@ def _report_steps(steps_path: str, pods: int) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 4 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
     if sys.argv[1:2] == ["--report"]:
         report(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:

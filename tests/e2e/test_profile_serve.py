@@ -46,3 +46,11 @@ def test_the_profile_and_the_task_steps_are_written_when_the_daemon_stops(tmp_pa
     assert any("Scheduler._schedule_one" in line for line in lines), report.stdout
     counts = json.loads(steps.read_text())
     assert sum(counts.values()) > 1050
+
+
+def test_help_shows_how_to_run_it() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--report" in done.stdout and "podium bench --server" in done.stdout
