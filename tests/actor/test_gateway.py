@@ -21,7 +21,7 @@ from builders import make_node, make_pod
 from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.gateway.connection import Outboxes
 from podium.actors.gateway.gateway import Gateway
-from podium.actors.gateway.watch import AddWatch, Batch, Hub, HubMsg
+from podium.actors.gateway.watch import FORWARD_CHUNK, AddWatch, Batch, Hub, HubMsg
 from podium.actors.mail import (
     CacheMsg,
     Decision,
@@ -435,6 +435,38 @@ async def test_past_max_handshakes_the_oldest_connection_without_a_hello_is_clos
         await silent[3].send({"msg": "hello", "protocol": 1, "encoding": "json"})
         assert (await silent[3].receive())["msg"] == "hello_reply"
         nursery.cancel_scope.cancel()
+
+
+async def test_a_commit_larger_than_a_forwarder_slice_reaches_the_watch_whole_and_in_order() -> (
+    None
+):
+    hub_tx, hub_rx = trio.open_memory_channel[HubMsg](math.inf)
+    handles = Handles(
+        store=trio.open_memory_channel[StoreMsg](1)[0],
+        scheduler=trio.open_memory_channel[SchedulerMsg](1)[0],
+        queue=trio.open_memory_channel[QueueMsg](1)[0],
+        cache=trio.open_memory_channel[CacheMsg](1)[0],
+    )
+    gateway = Gateway(hub_rx, hub_tx, handles, server_version="test")
+    listener = Streams()
+    start = next(_revisions)
+    changes = [_change(make_pod(f"p{i}").obj()) for i in range(2 * FORWARD_CHUNK + 5)]
+    async with trio.open_nursery() as nursery:
+        hub_tx.send_nowait(Recovered(revision=start, objects=[]))
+        await nursery.start(gateway.run, [listener])
+        peer = listener.connect()
+        await peer.send({"msg": "hello", "protocol": 1, "encoding": "json"})
+        assert (await peer.receive())["msg"] == "hello_reply"
+        await peer.send({"msg": "watch", "id": 7, "kinds": ["Pod"]})
+        assert await peer.receive() == {"msg": "watch_reply", "id": 7, "revision": start}
+        hub_tx.send_nowait(_committed(changes))
+        got = [await peer.receive() for _ in changes]
+        nursery.cancel_scope.cancel()
+    # One commit, handed to the watch as one message and written in slices: every event once,
+    # in revision order, each with the watch's id.
+    assert [(e["msg"], e["id"], e["revision"], e["name"]) for e in got] == [
+        ("event", 7, c.revision, c.name) for c in changes
+    ]
 
 
 # --------------------------------------------------------------------------- old revisions
