@@ -33,6 +33,7 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     ├── SimulationError            invalid      actors/core/simulation.py (also a ValueError)
     ├── DaemonError                internal     actors/bench/process.py
     ├── BenchError                 internal     actors/bench/scheduler_perf.py
+    │   └── BaselineError          invalid      actors/cli/bench.py
     ├── RemoteError                varies       actors/client/errors.py
     └── ClientConnectionError      unavailable  actors/client/errors.py (also a ConnectionError)
         ├── ServerUnreachable      unavailable  actors/client/errors.py
@@ -59,7 +60,8 @@ What they mean, by branch:
   a plugin module missing or not matching the registry; ``SimulationError`` is input
   ``podium simulate`` cannot run.
 - Tools: ``DaemonError`` is a ``podium serve`` child that did not start or stop;
-  ``BenchError`` a benchmark run that could not complete.
+  ``BenchError`` a benchmark run that could not complete; ``BaselineError`` a saved run
+  (``podium bench --compare``) that cannot be read or lacks what this run measures.
 - The client's (podium.actors.client): ``RemoteError`` is the daemon's ``ErrorReply`` (its code
   is the reply's); ``ClientConnectionError`` and its kinds, a connection that could not be
   opened or was lost.

@@ -8,10 +8,13 @@ nodes and the pods already running, then creates the measured pods the way a cli
 requests of :data:`PUT_BATCH` pods) while a watch counts their bindings. Reported per workload
 and size:
 
-- throughput: pods bound per second in 1 s windows from the first measured Put until the last
-  measured pod is bound; average and p50/p90/p99 of the windows, exactly as scheduler_perf
-  computes them (the mean of the windows; percentile ``p`` is the window at index
-  ``ceil(len * p / 100) - 1`` of the sorted list);
+- throughput: pods bound per second in 1 s windows, sampled as scheduler_perf's
+  ``throughputCollector`` samples them (:func:`throughput_windows`: the first window with a pod
+  bound is skipped, a window with none is folded into the next, the last partial one is
+  dropped); average and p50/p90/p99 of the windows, exactly as scheduler_perf computes them
+  (the mean of the windows; percentile ``p`` is the window at index ``ceil(len * p / 100) - 1``
+  of the sorted list). A run too short for one window reports its overall rate (measured pods
+  over the measured wall time) instead, and says so (``windowed: false``);
 - attempt latency: p50/p90/p99 of ``scheduler_scheduling_attempt_duration_seconds{result=
   "scheduled"}`` over the measured phase, interpolated inside buckets as Prometheus'
   ``histogram_quantile`` does;
@@ -48,6 +51,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from podium.actors.bench.process import DaemonError, ServeProcess
 from podium.actors.bench.workload import (
     CHURN_POD,
+    PODS_PER_NODE,
     WORKLOADS,
     ZONES,
     Workload,
@@ -67,8 +71,12 @@ __all__ = [
     "plan",
     "run_one",
     "summarize",
+    "throughput_windows",
     "window_stats",
 ]
+
+WINDOW_SECONDS = 1.0
+"""scheduler_perf's ``throughputSampleInterval``."""
 
 STALL_SECONDS = 60.0
 """A run with no measured pod bound for this long fails (a scheduler that stopped)."""
@@ -90,6 +98,45 @@ class BenchError(PodiumError):
 # --------------------------------------------------------------------------- statistics
 
 
+def throughput_windows(samples: Sequence[tuple[float, int]]) -> list[float]:
+    """The 1 s throughput windows of a run, as scheduler_perf's ``throughputCollector.run``
+    computes them (test/integration/scheduler_perf/util.go, kubernetes/kubernetes@0c5e832a):
+
+    - a sample is taken every :data:`WINDOW_SECONDS`; samples before the first pod is bound
+      are ignored;
+    - the first sample with a pod bound only starts the clock: "It's likely to be an outlier
+      because sampling and creating pods get started independently";
+    - a sample with no new pod bound records nothing yet; the next one that has some records
+      its rate (pods over the time since the last recorded sample) once for each window it
+      spans, "to keep percentiles accurate";
+    - what is bound after the last sample (the last, partial window) is not recorded.
+
+    Args:
+        samples: (time in seconds, measured pods bound so far) at each tick, in order.
+
+    Returns:
+        Pods per second, one entry per window.
+    """
+    windows: list[float] = []
+    started = False
+    last_count, last_time, skipped = 0, 0.0, 0
+    for now, bound in samples:
+        if bound == 0:
+            continue
+        if not started:
+            started = True
+            last_count, last_time = bound, now
+            continue
+        new = bound - last_count
+        if new == 0:
+            skipped += 1
+            continue
+        rate = new / (now - last_time)
+        windows.extend([rate] * (skipped + 1))
+        last_count, last_time, skipped = bound, now, 0
+    return windows
+
+
 def window_stats(windows: Sequence[float]) -> dict[str, float]:
     """scheduler_perf's SchedulingThroughput summary of 1 s windows (pods/s)."""
     if not windows:
@@ -101,6 +148,15 @@ def window_stats(windows: Sequence[float]) -> dict[str, float]:
         return ordered[math.ceil(n * p / 100) - 1]
 
     return {"average": sum(ordered) / n, "p50": perc(50), "p90": perc(90), "p99": perc(99)}
+
+
+def _throughput(windows: Sequence[float], pods: int, seconds: float) -> dict[str, float]:
+    """The windows' summary; for a run too short for one window, its overall rate in every
+    figure (what the issue's table calls "overall")."""
+    if windows:
+        return window_stats(windows)
+    overall = pods / seconds if seconds > 0 else 0.0
+    return dict.fromkeys(("average", "p50", "p90", "p99"), overall)
 
 
 def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float:
@@ -184,12 +240,24 @@ class RunResult:
     recovery_seconds: float | None = None
     restart_seconds: float | None = None
 
+    @property
+    def windowed(self) -> bool:
+        """Whether the throughput is of 1 s windows (else the run's overall rate)."""
+        return bool(self.windows)
+
+    @property
+    def overall(self) -> float:
+        """Measured pods over the measured wall time."""
+        return self.pods / self.duration_seconds if self.duration_seconds > 0 else 0.0
+
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "workload": self.workload,
             "nodes": self.nodes,
             "pods": self.pods,
             "throughput": self.throughput,
+            "windowed": self.windowed,
+            "overall_pods_per_second": self.overall,
             "attempt_latency_ms": self.attempt_latency_ms,
             "peak_rss_bytes": self.peak_rss_bytes,
             "cpu_seconds": self.cpu_seconds,
@@ -254,8 +322,7 @@ class _BindingCounter:
     """Counts the measured pods' Bound events on a watch, resuming where the daemon says when
     it cuts the watch off for falling behind (as any client must)."""
 
-    def __init__(self, namespace: str, wanted: set[str], progress: Callable[[int], None]) -> None:
-        self.namespace = namespace
+    def __init__(self, wanted: set[tuple[str, str]], progress: Callable[[int], None]) -> None:
         self.wanted = wanted
         self.progress = progress
         self.bound = 0
@@ -269,12 +336,9 @@ class _BindingCounter:
                     async with client.watch(from_revision=revision, kinds=["Pod"]) as events:
                         async for event in events:
                             revision = event.revision
-                            if (
-                                event.type == "Bound"
-                                and event.namespace == self.namespace
-                                and event.name in self.wanted
-                            ):
-                                self.wanted.discard(event.name)
+                            key = (event.namespace, event.name)
+                            if event.type == "Bound" and key in self.wanted:
+                                self.wanted.discard(key)
                                 self.bound += 1
                                 stall.deadline = trio.current_time() + STALL_SECONDS
                                 self.progress(self.bound)
@@ -312,9 +376,9 @@ async def _measure(
                 f"trying {init} initial pods",
             )
         before = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
-        pods = make_pods(workload.measured_pod, "pod", measured_ns, measured)
-        counter = _BindingCounter(measured_ns, {p.metadata.name for p in pods}, progress)
-        windows: list[float] = []
+        pods = workload.measured_pods(nodes, measured)
+        counter = _BindingCounter({(p.metadata.namespace, p.metadata.name) for p in pods}, progress)
+        samples: list[tuple[float, int]] = []
         from_revision = (await client.stats()).revision
         async with connect(server) as watcher, trio.open_nursery() as nursery:
             began = trio.current_time()
@@ -323,12 +387,13 @@ async def _measure(
             nursery.start_soon(put_all, client, pods)
 
             async def sample() -> None:
-                last_count, last_time = 0, began
+                # A ticker, as scheduler_perf's: ticks at fixed times, each sample timed when
+                # it is actually taken.
+                tick = 0
                 while True:
-                    await trio.sleep_until(last_time + 1.0)
-                    now = trio.current_time()
-                    windows.append((counter.bound - last_count) / (now - last_time))
-                    last_count, last_time = counter.bound, now
+                    tick += 1
+                    await trio.sleep_until(began + tick * WINDOW_SECONDS)
+                    samples.append((trio.current_time() - began, counter.bound))
 
             nursery.start_soon(sample)
             await counter.run(watcher, from_revision)
@@ -340,9 +405,7 @@ async def _measure(
                 f"bound, none in the last {STALL_SECONDS:.0f} s"
             )
         after = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
-        if not windows:  # the whole phase took less than one window
-            windows.append(counter.bound / seconds)
-        return windows, seconds, before, after
+        return throughput_windows(samples), seconds, before, after
 
 
 def _latency(before: _Metrics | None, after: _Metrics | None) -> dict[str, float]:
@@ -370,7 +433,7 @@ def run_one(
             workload.name,
             nodes,
             measured,
-            window_stats(windows),
+            _throughput(windows, measured, seconds),
             _latency(before, after),
             0,
             0.0,
@@ -404,7 +467,7 @@ def run_one(
         workload.name,
         nodes,
         measured,
-        window_stats(windows),
+        _throughput(windows, measured, seconds),
         _latency(before, after),
         peak,
         after.cpu_seconds - before.cpu_seconds,
@@ -424,6 +487,9 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, Any]:
         "nodes": first.nodes,
         "pods": first.pods,
         "throughput": {k: _median([r.throughput[k] for r in runs]) for k in first.throughput},
+        "windowed": all(r.windowed for r in runs),
+        "window_count": _median([len(r.windows) for r in runs]),
+        "overall_pods_per_second": _median([r.overall for r in runs]),
         "attempt_latency_ms": {
             k: _median([r.attempt_latency_ms[k] for r in runs]) for k in first.attempt_latency_ms
         },
@@ -445,8 +511,9 @@ def plan(
     count).
 
     Raises:
-        BenchError: a run asks for more measured pods than its cluster can place (raised as the
-            plan reaches it: list the plan to check every run before the first).
+        BenchError: a run asks for more measured pods than its cluster can place, or for more
+            pods (initial and measured) than its nodes hold (raised as the plan reaches it:
+            list the plan to check every run before the first).
     """
     for name in workload_names or list(WORKLOADS):
         workload = WORKLOADS[name]
@@ -457,5 +524,13 @@ def plan(
                 raise BenchError(
                     f"{name} at {size} nodes can place at most {workload.capacity(size)} "
                     f"measured pods; use --pods {workload.capacity(size)} or fewer, or more nodes"
+                )
+            init = workload.init(size) if workload.init_binds else 0
+            if init + measured > size * PODS_PER_NODE:
+                # Else the setup would wait SETUP_SECONDS for initial pods that cannot bind.
+                raise BenchError(
+                    f"{name} at {size} nodes cannot place its {init} initial and {measured} "
+                    f"measured pods (at most {size * PODS_PER_NODE} pods of 100m CPU on "
+                    f"{size} nodes); use more nodes"
                 )
             yield workload, size, measured

@@ -179,6 +179,9 @@ class Workload:
         churn: create and delete a node, a high-priority pod and a Service every second.
         namespaces: (initial, measured) namespaces.
         capacity: the most measured pods the cluster can place, for a node count.
+        per_namespace: the most measured pods one namespace can place, for a node count
+            (None: no bound but ``capacity``); more measured pods than that go to further
+            namespaces (:meth:`measured_pods`).
     """
 
     name: str
@@ -192,6 +195,25 @@ class Workload:
     churn: bool = False
     namespaces: tuple[str, str] = ("default", "default")
     capacity: Callable[[int], int] = lambda n: n * PODS_PER_NODE
+    per_namespace: Callable[[int], int] | None = None
+
+    def measured_namespaces(self, nodes: int, count: int) -> list[str]:
+        """The namespaces ``count`` measured pods at ``nodes`` nodes go to: the measured
+        namespace, then ``<it>-1``, ``<it>-2``... as many as :attr:`per_namespace` asks."""
+        base = self.namespaces[1]
+        per = self.per_namespace(nodes) if self.per_namespace is not None else count
+        spread = max(1, -(-count // max(per, 1)))
+        return [base] + [f"{base}-{i}" for i in range(1, spread)]
+
+    def measured_pods(self, nodes: int, count: int) -> list[o.Pod]:
+        """The ``count`` measured pods at ``nodes`` nodes: ``pod-0``... in each of
+        :meth:`measured_namespaces`, shared out evenly (the first ones take the remainder)."""
+        spaces = self.measured_namespaces(nodes, count)
+        per = -(-count // len(spaces))
+        pods: list[o.Pod] = []
+        for namespace in spaces:
+            pods += make_pods(self.measured_pod, "pod", namespace, min(per, count - len(pods)))
+        return pods
 
 
 SIZES = (500, 1000, 5000)
@@ -211,17 +233,25 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "SchedulingPodAntiAffinity",
             SIZES,
-            measured=lambda n: min(1000, n * 4 // 5),  # scheduler_perf: 400 at 500 nodes
+            # scheduler_perf measures 400 at 500 nodes, 1000 at 5000: under one second here,
+            # too short for its 1 s windows. 4500 gives at least five full windows at ~560
+            # pods/s; one namespace holds one pod per node (the term's topology is the
+            # hostname, its namespaces the pod's own), so at fewer than 4500 nodes the measured
+            # pods fill several namespaces, each one pod per node.
+            measured=lambda n: 4500,
             init=lambda n: n // 5,
             init_pod=ANTI_AFFINITY_POD,
             measured_pod=ANTI_AFFINITY_POD,
             namespaces=("sched-0", "sched-1"),
-            capacity=lambda n: n,  # one per node
+            capacity=lambda n: n * (PODS_PER_NODE - 1),  # room for the initial pod on a node
+            per_namespace=lambda n: n,  # one per node
         ),
         Workload(
             "SchedulingPodAffinity",
             SIZES,
-            measured=lambda n: 1000,  # as scheduler_perf: every pod counts every other one
+            # scheduler_perf measures 1000 (every pod counts every other one): under two
+            # seconds here; 5000 gives at least five full 1 s windows at ~660 pods/s.
+            measured=lambda n: 5000,
             init=lambda n: n,
             init_pod=AFFINITY_POD,
             measured_pod=AFFINITY_POD,

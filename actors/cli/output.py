@@ -5,8 +5,8 @@ Kubernetes counterpart: k8s.io/kubectl/pkg/cmd/util (``CheckErr``'s ``error: ...
 exit codes) and k8s.io/cli-runtime/pkg/printers (the tabwriter tables, the JSON printer).
 
 Human output goes to stdout, errors and warnings to stderr (``error: ...``); ``-o json`` prints
-machine-readable JSON on stdout. The progress bar goes to stderr, only on a terminal and never
-with ``-o json``. Exit codes: :data:`EXIT_OK` 0, :data:`EXIT_FAILED` 1 (rejected input, a
+machine-readable JSON on stdout. The progress bar goes to stderr, only on a terminal (and, but
+for ``podium bench``'s, never with ``-o json``). Exit codes: :data:`EXIT_OK` 0, :data:`EXIT_FAILED` 1 (rejected input, a
 failed command, an unreachable daemon), :data:`EXIT_USAGE` 2, :data:`EXIT_DAMAGED` 3 (``podium
 serve`` refused a damaged, emptied or deleted database).
 """
@@ -14,12 +14,14 @@ serve`` refused a damaged, emptied or deleted database).
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import math
 import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 import msgspec
@@ -231,28 +233,63 @@ def _object_error_text(e: ObjectError) -> str:
 
 
 class Progress:
-    """A one-line progress bar on stderr, shown only on a terminal (and never for -o json)."""
+    """A one-line progress bar on stderr, shown only on a terminal.
+
+    Args:
+        label: what moves (``SchedulingBasic 500 nodes``).
+        total: the count at the end.
+        enabled: whether the command wants it (commands that print ``-o json`` on stdout
+            may still show it: it goes to stderr).
+        stream: where it goes (a terminal, or it stays silent).
+        rate: a unit (``pods/s``) to show the rate over the last second in, or None.
+        clock: the time source (seconds; tests pass their own).
+    """
 
     def __init__(
-        self, label: str, total: int, *, enabled: bool, stream: TextIO = sys.stderr
+        self,
+        label: str,
+        total: int,
+        *,
+        enabled: bool,
+        stream: TextIO = sys.stderr,
+        rate: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.label, self.total, self.stream = label, total, stream
         self.enabled = enabled and stream.isatty() and total > 0
-        self._last = 0.0
+        self.rate, self._clock = rate, clock
+        self._last = -math.inf
+        self._width = 0
+        self._seen: collections.deque[tuple[float, int]] = collections.deque()
+
+    def line(self, done: int, now: float) -> str:
+        """The bar for ``done`` at ``now`` (``rate`` over the updates of the last second)."""
+        width = 30
+        filled = width * min(done, self.total) // self.total
+        text = f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}"
+        if self.rate is not None:
+            seen = self._seen
+            seen.append((now, done))
+            while len(seen) > 2 and now - seen[1][0] >= 1.0:
+                seen.popleft()
+            (then, before) = seen[0]
+            if now > then:
+                text += f"  {(done - before) / (now - then):,.0f} {self.rate}"
+        return text
 
     def update(self, done: int) -> None:
-        now = time.monotonic()
-        if not self.enabled or (now - self._last < 0.1 and done < self.total):
+        if not self.enabled:
+            return
+        now = self._clock()
+        text = self.line(done, now)
+        if now - self._last < 0.1 and done < self.total:
             return
         self._last = now
-        width = 30
-        filled = width * done // self.total
-        self.stream.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}"
-        )
+        self._width = max(self._width, len(text))
+        self.stream.write("\r" + text.ljust(self._width))
         self.stream.flush()
 
     def close(self) -> None:
         if self.enabled:
-            self.stream.write("\r" + " " * (len(self.label) + 50) + "\r")
+            self.stream.write("\r" + " " * max(self._width, len(self.label) + 50) + "\r")
             self.stream.flush()

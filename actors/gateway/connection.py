@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+from collections.abc import Sequence
 from typing import Protocol
 
 import trio
@@ -327,6 +328,28 @@ class Connection:
             self.outbox.send_nowait(data)
             self.queued += len(data)
             self.server.outboxes.take(len(data))
+
+    async def send_payloads(self, payloads: Sequence[bytes]) -> None:
+        """Queue encoded messages for the writer as few outbox messages as the outbox's room
+        allows (one when it has room for them all): a watch's commit wakes the writer once,
+        not once per event. Waits, as :meth:`send_payload` does, while the outbox is full."""
+        assert self.outbox is not None
+        limit = self.server.max_outbox_bytes
+        i, n = 0, len(payloads)
+        while i < n:
+            await self.room()
+            chunk: list[bytes] = []
+            size = 0
+            # At least one frame; more while this connection's outbox stays under its limit.
+            while i < n and (not chunk or self.queued + size < limit):
+                data = frame(payloads[i])
+                chunk.append(data)
+                size += len(data)
+                i += 1
+            with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+                self.outbox.send_nowait(b"".join(chunk))
+                self.queued += size
+                self.server.outboxes.take(size)
 
     async def room(self) -> None:
         """Wait until the outbox may take a frame: below ``maxOutboxBytes`` here and below

@@ -18,7 +18,11 @@ events waiting whose next commit would take it past the buffer is cut off; a com
 a watch with none waiting is taken whole, so one large put does not cut off a watcher that
 keeps up.
 
-Each committed object is encoded once per encoding and shared by every watch sending it
+The hub hands each watch one message per commit (the changes of it the watch wants, one list
+shared by every watch of the same kinds at the same position), and the watch's forwarder
+hands its connection's writer one message for the lot: a commit wakes each watch's forwarder
+and writer once, not once per change. Each committed change's event is encoded once per
+encoding and shared by every watch sending it, only the watch id spliced in
 (:class:`EncodedObjects`).
 """
 
@@ -48,7 +52,7 @@ from podium.store.mail import (
     StoreFailure,
     StoreMsg,
 )
-from podium.store.mailbox import ask, send
+from podium.store.mailbox import ask, receive_batch, send
 
 __all__ = [
     "ENCODED_OBJECTS",
@@ -57,6 +61,7 @@ __all__ = [
     "RING",
     "WATCH_BUFFER",
     "AddWatch",
+    "Batch",
     "EncodedObjects",
     "Hub",
     "HubMsg",
@@ -67,7 +72,7 @@ __all__ = [
 ]
 
 ENCODED_OBJECTS = 8192
-"""Committed objects whose encodings are kept for the watches still sending them."""
+"""Committed changes whose events' encodings are kept for the watches still sending them."""
 RING = 65_536
 """Recent changes the hub keeps, to fill the gap between a watch's read of the log and its
 joining the hub."""
@@ -80,25 +85,48 @@ PAGE = 1000
 PAGE_STALL_SECONDS = 5.0
 """A watch reading the log on disk whose connection has no room for its next page this long
 (its client reads nothing) is cut off with ``overloaded``."""
+FORWARD_CHUNK = 128
+"""Events a watch's forwarder encodes and hands its writer in one go (a task step of well under
+a millisecond), so a large commit does not hold every other actor up while it is encoded."""
 PAGE_POLL_SECONDS = 0.02
 """How often a watch waiting for room looks at its connection's outbox."""
 
 
 @dataclass(eq=False, slots=True)
 class WatchCursor:
-    """The last revision a watch's forwarder delivered (written by the forwarder, read by the
-    hub for ``podium_watcher_lag_revisions``; both run in the gateway's own tasks)."""
+    """Where a watch's forwarder is (written by the forwarder, read by the hub; both run in
+    the gateway's own tasks).
+
+    Attributes:
+        delivered: the last revision it delivered (``podium_watcher_lag_revisions``).
+        taken: the events it has taken from its channel (what waits there is what the hub
+            handed minus this: ``watchBuffer`` counts events, the channel carries batches).
+    """
 
     delivered: int = 0
+    taken: int = 0
+
+
+Batch: TypeAlias = list[Change]
+"""What a watch's channel carries: the changes of one commit it wants (or of the ring's gap
+when it joins), in revision order, never empty. One message per commit, not per change: the
+forwarder wakes once for the lot."""
 
 
 @dataclass(eq=False, slots=True)
 class _Watch:
     kinds: frozenset[str]
     position: int
-    channel: trio.MemorySendChannel[Change]
+    channel: trio.MemorySendChannel[Batch]
     cursor: WatchCursor | None = None
+    counts: WatchCursor | None = None  # cursor, or one of its own when none was given
     handed: int = 0  # the revision of the last change put in ``channel``
+    events: int = 0  # the events put in ``channel``
+
+    def waiting(self) -> int:
+        """Events handed to the forwarder and not yet taken."""
+        assert self.counts is not None
+        return self.events - self.counts.taken
 
 
 class AddWatch(msgspec.Struct, frozen=True, kw_only=True):
@@ -107,7 +135,7 @@ class AddWatch(msgspec.Struct, frozen=True, kw_only=True):
     key: tuple[int, int]
     position: int | None
     kinds: frozenset[str]
-    channel: trio.MemorySendChannel[Change]
+    channel: trio.MemorySendChannel[Batch]
     reply: trio.MemorySendChannel[int | None]
     cursor: WatchCursor | None = None
 
@@ -129,49 +157,68 @@ _OBJECT_ENCODERS: dict[str, Any] = {
 """The same encoders the connections' codecs use (``protocol/framing.py``)."""
 
 
-class EncodedObjects:
-    """Each committed object encoded once per encoding and shared by every watch sending it:
-    with 20 watchers, encoding every Pod for each of them was the daemon's largest cost.
+def _id_split(encoding: str) -> int:
+    """Where the watch id's value starts in an encoded :class:`EventFrame`: the frame is
+    ``{"msg": "event", "id": <id>, ...}`` in both encodings (the tag, then the fields in
+    order), so the bytes before the id are the same for every event. Found by encoding ids 0
+    and 1 (one byte each in both encodings) and taking the first byte that differs."""
+    encoder = _OBJECT_ENCODERS[encoding]
+    template = EventFrame(id=0, revision=1, type="Added", kind="Pod", namespace="", name="")
+    zero, one = encoder.encode(template), encoder.encode(msgspec.structs.replace(template, id=1))
+    at = next(i for i, (a, b) in enumerate(zip(zero, one, strict=True)) if a != b)
+    assert zero[at + 1 :] == one[at + 1 :]
+    return at
 
-    Holds the last :data:`ENCODED_OBJECTS` (object, encoding) pairs; an object is kept beside
-    its bytes, so a recycled ``id()`` never answers another object's bytes.
+
+_ID_AT = {encoding: _id_split(encoding) for encoding in _OBJECT_ENCODERS}
+
+
+class EncodedObjects:
+    """Each committed change's event encoded once per encoding and shared by every watch
+    sending it: with 20 watchers, encoding every Pod for each of them was the daemon's largest
+    cost, and then each event's envelope.
+
+    The event is encoded once with watch id 0; a watch's frame is the bytes before the id, its
+    own id encoded, and the bytes after (:func:`_id_split`), equal to encoding its Event.
+    Holds the last :data:`ENCODED_OBJECTS` changes' events; each change is kept beside its
+    bytes, so a recycled ``id()`` never answers another's bytes.
     """
 
     def __init__(self, size: int = ENCODED_OBJECTS) -> None:
         self._size = size
-        self._raw: collections.OrderedDict[tuple[int, str], tuple[object, msgspec.Raw]] = (
+        self._events: collections.OrderedDict[tuple[int, str], tuple[Change, bytes, bytes]] = (
             collections.OrderedDict()
         )
 
     def frame(self, encoding: str, watch_id: int, change: Change) -> bytes:
         """The payload of ``change``'s event for watch ``watch_id``, equal to encoding
         the Event itself with the connection's codec."""
-        obj = change.object
-        raw = None
-        if obj is not None:
-            key = (id(obj), encoding)
-            hit = self._raw.get(key)
-            if hit is not None and hit[0] is obj:
-                raw = hit[1]
-            else:
-                raw = msgspec.Raw(_OBJECT_ENCODERS[encoding].encode(obj))
-                self._raw[key] = (obj, raw)
-                if len(self._raw) > self._size:
-                    self._raw.popitem(last=False)
-        payload: bytes = _OBJECT_ENCODERS[encoding].encode(
-            EventFrame(
-                id=watch_id,
-                revision=change.revision,
-                type=change.type,
-                kind=change.kind,
-                namespace=change.namespace,
-                name=change.name,
-                object=raw,
-                node=change.node,
-                message=change.message,
+        key = (id(change), encoding)
+        hit = self._events.get(key)
+        if hit is None or hit[0] is not change:
+            obj = change.object
+            encoder = _OBJECT_ENCODERS[encoding]
+            payload: bytes = encoder.encode(
+                EventFrame(
+                    id=0,
+                    revision=change.revision,
+                    type=change.type,
+                    kind=change.kind,
+                    namespace=change.namespace,
+                    name=change.name,
+                    object=None if obj is None else msgspec.Raw(encoder.encode(obj)),
+                    node=change.node,
+                    message=change.message,
+                )
             )
-        )
-        return payload
+            at = _ID_AT[encoding]
+            hit = (change, payload[:at], payload[at + 1 :])
+            self._events[key] = hit
+            if len(self._events) > self._size:
+                self._events.popitem(last=False)
+        _, head, tail = hit
+        watch: bytes = _OBJECT_ENCODERS[encoding].encode(watch_id)
+        return head + watch + tail
 
 
 class Hub:
@@ -194,29 +241,33 @@ class Hub:
         self.watches: dict[tuple[int, int], _Watch] = {}
         self.watch_buffer = watch_buffer
 
-    def _room(self, watch: _Watch, changes: Sequence[Change] | collections.deque[Change]) -> bool:
-        """Whether ``watch`` may take the changes it wants of ``changes``: always when nothing
-        is waiting for its forwarder (a commit is taken whole), else while the waiting events
-        stay within the buffer."""
-        waiting = watch.channel.statistics().current_buffer_used
-        if not waiting:
-            return True
+    def _wanted(self, watch: _Watch, changes: Sequence[Change]) -> Batch:
+        """The changes of ``changes`` past ``watch``'s position that it wants."""
         position, kinds = watch.position, watch.kinds
-        wanted = sum(1 for c in changes if c.revision > position and (not kinds or c.kind in kinds))
-        return waiting + wanted <= self.watch_buffer
+        if changes and changes[0].revision > position:
+            if not kinds:
+                return list(changes)
+            return [c for c in changes if c.kind in kinds]
+        return [c for c in changes if c.revision > position and (not kinds or c.kind in kinds)]
 
-    def _deliver(self, watch: _Watch, change: Change) -> bool:
-        if change.revision <= watch.position:
-            return True
-        if not watch.kinds or change.kind in watch.kinds:
+    def _room(self, watch: _Watch, wanted: int) -> bool:
+        """Whether ``watch`` may take ``wanted`` more events: always when nothing is waiting
+        for its forwarder (a commit is taken whole), else while the waiting events stay within
+        the buffer."""
+        waiting = watch.waiting()
+        return not waiting or waiting + wanted <= self.watch_buffer
+
+    def _deliver(self, watch: _Watch, batch: Batch, through: int) -> bool:
+        """Hand ``batch`` (possibly empty) to ``watch`` as one message; its position moves to
+        ``through``. False when its channel is full or gone."""
+        if batch:
             try:
-                watch.channel.send_nowait(change)
-            except trio.WouldBlock:
+                watch.channel.send_nowait(batch)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
                 return False
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return False
-            watch.handed = change.revision
-        watch.position = change.revision
+            watch.handed = batch[-1].revision
+            watch.events += len(batch)
+        watch.position = max(watch.position, through)
         return True
 
     def lag(self) -> int:
@@ -244,10 +295,19 @@ class Hub:
             for c in msg.changes
         )
         self.revision = max(self.revision, msg.revision)
+        changes = msg.changes
+        if not changes:
+            return
+        through = changes[-1].revision
+        # Watches of the same kinds at the same position (the usual case: every watch that
+        # keeps up) want the same changes: filtered once, the one list handed to each.
+        shared: dict[tuple[frozenset[str], int], Batch] = {}
         for key, watch in list(self.watches.items()):
-            if not (
-                self._room(watch, msg.changes) and all(self._deliver(watch, c) for c in msg.changes)
-            ):
+            at = (watch.kinds, watch.position)
+            wanted = shared.get(at)
+            if wanted is None:
+                wanted = shared[at] = self._wanted(watch, changes)
+            if not (self._room(watch, len(wanted)) and self._deliver(watch, wanted, through)):
                 # Too slow (or gone): cut it off; its forwarder reports where to resume.
                 watch.channel.close()
                 del self.watches[key]
@@ -256,16 +316,17 @@ class Hub:
         """Register a watch; answer its starting position, or None when the ring no longer
         reaches back to it (the watcher must read the log again)."""
         position = self.revision if msg.position is None else msg.position
-        watch = _Watch(msg.kinds, position, msg.channel, msg.cursor)
+        counts = msg.cursor if msg.cursor is not None else WatchCursor(delivered=position)
+        watch = _Watch(msg.kinds, position, msg.channel, msg.cursor, counts)
         if position < self.revision:
             if self.ring and self.ring[0].revision > position + 1:
                 return None
             # A new watch has nothing waiting: it takes the whole gap (references into the
             # ring), so a watcher that resumes while the daemon is busy still gets in.
-            for change in self.ring:
-                if change.revision > position and not self._deliver(watch, change):
-                    return None
-            watch.position = max(watch.position, position)
+            gap = [c for c in self.ring if c.revision > position]
+            through = gap[-1].revision if gap else position
+            if not self._deliver(watch, self._wanted(watch, gap), through):
+                return None
         self.watches[msg.key] = watch
         return position
 
@@ -380,7 +441,7 @@ class Watches:
                 after = cursor.delivered = events.changes[-1].revision
         # Unbounded: the hub counts what waits here against podium.watchBuffer and cuts the
         # watch off rather than ever wait for it.
-        changes_to, changes = trio.open_memory_channel[Change](math.inf)
+        changes_to, changes = trio.open_memory_channel[Batch](math.inf)
         joined: int | None = await ask(
             self._hub,
             lambda r: AddWatch(
@@ -408,13 +469,22 @@ class Watches:
             last = cursor.delivered
         if not replied:
             await conn.send(WatchReply(id=msg.id, revision=last))
-        for change in backlog:
-            await conn.send_payload(encoded.frame(encoding, msg.id, change))
-            last = cursor.delivered = change.revision
+        if backlog:
+            await conn.send_payloads([encoded.frame(encoding, msg.id, c) for c in backlog])
+            last = cursor.delivered = backlog[-1].revision
         async with changes:
-            async for change in changes:
-                await conn.send_payload(encoded.frame(encoding, msg.id, change))
-                last = cursor.delivered = change.revision
+            # A commit's changes arrive as one batch (and whatever else waits is taken with
+            # it): encoded, then handed to the writer as one message.
+            while (batches := await receive_batch(changes)) is not None:
+                batch = [c for b in batches for c in b]
+                cursor.taken += len(batch)
+                for start in range(0, len(batch), FORWARD_CHUNK):
+                    if start:
+                        # A put of thousands: let the scheduler's actors in between slices.
+                        await trio.lowlevel.checkpoint()
+                    part = batch[start : start + FORWARD_CHUNK]
+                    await conn.send_payloads([encoded.frame(encoding, msg.id, c) for c in part])
+                    last = cursor.delivered = part[-1].revision
         # The hub let go of us: we were too slow, or the daemon is stopping.
         if self._stopping():
             end = ErrorReply(

@@ -21,7 +21,7 @@ from builders import make_node, make_pod
 from podium.actors.core.generic_scheduler import ScheduleResult
 from podium.actors.gateway.connection import Outboxes
 from podium.actors.gateway.gateway import Gateway
-from podium.actors.gateway.watch import AddWatch, Hub, HubMsg
+from podium.actors.gateway.watch import FORWARD_CHUNK, AddWatch, Batch, Hub, HubMsg
 from podium.actors.mail import (
     CacheMsg,
     Decision,
@@ -90,7 +90,7 @@ async def test_a_watch_is_cut_off_only_when_its_waiting_events_pass_the_buffer(
 ) -> None:
     hub = Hub(watch_buffer=8)
     hub.revision = next(_revisions)
-    tx, rx = trio.open_memory_channel[Change](math.inf)
+    tx, rx = trio.open_memory_channel[Batch](math.inf)
     reply_to, _reply = trio.open_memory_channel[int | None](1)
     hub.add(
         AddWatch(key=(1, 1), position=None, kinds=frozenset({"Pod"}), channel=tx, reply=reply_to)
@@ -101,12 +101,16 @@ async def test_a_watch_is_cut_off_only_when_its_waiting_events_pass_the_buffer(
     changes += [_change(make_pod(f"p{i}").obj()) for i in range(case.pods)]
     hub.committed(_committed(changes))
     assert ((1, 1) in hub.watches) == case.kept
-    taken = []
+    taken, batches = [], []
     while True:
         try:
-            taken.append(rx.receive_nowait().name)
+            batch = rx.receive_nowait()
         except (trio.WouldBlock, trio.EndOfChannel):
             break
+        batches.append(len(batch))
+        taken += [c.name for c in batch]
+    # One message per commit, holding only the changes the watch wants.
+    assert batches == [n for n in (case.waiting, case.pods if case.kept else 0) if n]
     expected = [f"w{i}" for i in range(case.waiting)]
     if case.kept:
         expected += [f"p{i}" for i in range(case.pods)]
@@ -119,13 +123,35 @@ async def test_a_new_watch_takes_the_whole_gap_from_the_ring() -> None:
     start = next(_revisions)  # the changes below come right after it
     hub.revision = start
     hub.committed(_committed([_change(make_pod(f"p{i}").obj()) for i in range(10)]))
-    tx, rx = trio.open_memory_channel[Change](math.inf)
+    tx, rx = trio.open_memory_channel[Batch](math.inf)
     reply_to, _reply = trio.open_memory_channel[int | None](1)
     joined = hub.add(
         AddWatch(key=(1, 1), position=start, kinds=frozenset(), channel=tx, reply=reply_to)
     )
     assert joined == start
-    assert rx.statistics().current_buffer_used == 10
+    # The gap as one message.
+    (gap,) = [rx.receive_nowait()]
+    assert [c.name for c in gap] == [f"p{i}" for i in range(10)]
+    assert rx.statistics().current_buffer_used == 0
+
+
+async def test_watches_that_keep_up_share_one_filtered_list_per_commit() -> None:
+    hub = Hub(watch_buffer=8)
+    hub.revision = next(_revisions)
+    reply_to, _reply = trio.open_memory_channel[int | None](4)
+    inboxes = []
+    for watch_id, kinds in ((1, {"Pod"}), (2, {"Pod"}), (3, {"Node"})):
+        tx, rx = trio.open_memory_channel[Batch](math.inf)
+        inboxes.append(rx)
+        hub.add(
+            AddWatch(
+                key=(1, watch_id), position=None, kinds=frozenset(kinds), channel=tx, reply=reply_to
+            )
+        )
+    hub.committed(_committed([_change(make_pod("a").obj()), _change(make_node("n").obj())]))
+    pods_1, pods_2, nodes = (rx.receive_nowait() for rx in inboxes)
+    assert [c.name for c in pods_1] == ["a"] and [c.name for c in nodes] == ["n"]
+    assert pods_1 is pods_2  # filtered once for both Pod watches
 
 
 # --------------------------------------------------------------------------- a gateway
@@ -409,6 +435,38 @@ async def test_past_max_handshakes_the_oldest_connection_without_a_hello_is_clos
         await silent[3].send({"msg": "hello", "protocol": 1, "encoding": "json"})
         assert (await silent[3].receive())["msg"] == "hello_reply"
         nursery.cancel_scope.cancel()
+
+
+async def test_a_commit_larger_than_a_forwarder_slice_reaches_the_watch_whole_and_in_order() -> (
+    None
+):
+    hub_tx, hub_rx = trio.open_memory_channel[HubMsg](math.inf)
+    handles = Handles(
+        store=trio.open_memory_channel[StoreMsg](1)[0],
+        scheduler=trio.open_memory_channel[SchedulerMsg](1)[0],
+        queue=trio.open_memory_channel[QueueMsg](1)[0],
+        cache=trio.open_memory_channel[CacheMsg](1)[0],
+    )
+    gateway = Gateway(hub_rx, hub_tx, handles, server_version="test")
+    listener = Streams()
+    start = next(_revisions)
+    changes = [_change(make_pod(f"p{i}").obj()) for i in range(2 * FORWARD_CHUNK + 5)]
+    async with trio.open_nursery() as nursery:
+        hub_tx.send_nowait(Recovered(revision=start, objects=[]))
+        await nursery.start(gateway.run, [listener])
+        peer = listener.connect()
+        await peer.send({"msg": "hello", "protocol": 1, "encoding": "json"})
+        assert (await peer.receive())["msg"] == "hello_reply"
+        await peer.send({"msg": "watch", "id": 7, "kinds": ["Pod"]})
+        assert await peer.receive() == {"msg": "watch_reply", "id": 7, "revision": start}
+        hub_tx.send_nowait(_committed(changes))
+        got = [await peer.receive() for _ in changes]
+        nursery.cancel_scope.cancel()
+    # One commit, handed to the watch as one message and written in slices: every event once,
+    # in revision order, each with the watch's id.
+    assert [(e["msg"], e["id"], e["revision"], e["name"]) for e in got] == [
+        ("event", 7, c.revision, c.name) for c in changes
+    ]
 
 
 # --------------------------------------------------------------------------- old revisions

@@ -18,7 +18,7 @@ from builders import make_node, make_pod
 from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.filter_pool import FilterPool
 from podium.actors.framework.snapshot import Snapshot
-from podium.actors.gateway.watch import AddWatch, Hub, WatchCursor
+from podium.actors.gateway.watch import AddWatch, Batch, Hub, WatchCursor
 from podium.actors.mail import (
     Attempted,
     BeginScheduling,
@@ -312,8 +312,8 @@ async def test_watcher_lag_is_how_far_a_forwarder_is_behind() -> None:
     hub = Hub()
     hub.revision = start = pods[0].revision - 1
     slow_cursor, quiet_cursor = WatchCursor(start), WatchCursor(start)
-    slow_tx, _slow_rx = trio.open_memory_channel[Change](16)
-    quiet_tx, _quiet_rx = trio.open_memory_channel[Change](16)
+    slow_tx, _slow_rx = trio.open_memory_channel[Batch](16)
+    quiet_tx, _quiet_rx = trio.open_memory_channel[Batch](16)
     answer_to, _answer = trio.open_memory_channel[int | None](2)
     for key, kinds, channel, cursor in (
         ((1, 1), frozenset({"Pod"}), slow_tx, slow_cursor),

@@ -50,3 +50,26 @@ def test_a_table_for_people_with_repeated_runs() -> None:
     header, row = done.stdout.splitlines()
     assert header.split()[:5] == ["WORKLOAD", "NODES", "PODS", "AVG/S", "P50/S"]
     assert row.split()[:3] == ["SchedulingPodAntiAffinity", "20", "10"]
+
+
+def test_compare_prints_ratios_against_a_saved_json_run(tmp_path: Path) -> None:
+    args = ("--workload", "SchedulingBasic", "--nodes", "30", "--pods", "40")
+    saved = _bench(*args, "-o", "json")
+    assert saved.returncode == 0, saved.stderr
+    # stdout is the JSON document alone; the line per finished run went to stderr.
+    json.loads(saved.stdout)
+    assert saved.stderr.startswith("SchedulingBasic 30 nodes: 40 pods bound in ")
+    base = tmp_path / "base.json"
+    base.write_text(saved.stdout)
+    done = _bench(*args, "--compare", str(base))
+    assert done.returncode == 0, done.stderr
+    table, comparison = done.stdout.split("\n\n")
+    assert table.splitlines()[1].split()[:3] == ["SchedulingBasic", "30", "40"]
+    header, row = comparison.splitlines()
+    assert header.split()[:4] == ["VS", str(base), "NODES", "PODS/S"]
+    cells = row.split()
+    assert cells[:2] == ["SchedulingBasic", "30"]
+    assert all(c.endswith("x") and float(c[:-1]) > 0 for c in cells[3::2]), row
+    missing = _bench(*args[:2], "--nodes", "40", "--pods", "40", "--compare", str(base))
+    assert missing.returncode == 1
+    assert f"--compare {base} has no SchedulingBasic at 40 nodes" in missing.stderr

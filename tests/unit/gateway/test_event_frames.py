@@ -1,4 +1,4 @@
-"""Events are written with each object encoded once and shared by every watch
+"""Events are written with each event encoded once and shared by every watch, its id spliced in
 (``gateway/watch.py``'s ``EncodedObjects``); the bytes must equal encoding the Event itself."""
 
 from __future__ import annotations
@@ -53,13 +53,13 @@ def test_a_shared_frame_equals_the_encoded_event(case: Case, encoding: str) -> N
     encoded = EncodedObjects()
     want = Codec(encoding).encode(event_of(3, case.change))  # type: ignore[arg-type]
     assert encoded.frame(encoding, 3, case.change) == want
-    # Another watch of the same change reuses the object's bytes and keeps its own id.
+    # Another watch of the same change reuses its bytes and keeps its own id.
     assert encoded.frame(encoding, 41, case.change) == Codec(encoding).encode(  # type: ignore[arg-type]
         event_of(41, case.change)
     )
 
 
-def test_the_cache_keeps_each_object_beside_its_bytes_and_stays_bounded() -> None:
+def test_the_cache_keeps_each_change_beside_its_bytes_and_stays_bounded() -> None:
     encoded = EncodedObjects(size=2)
     changes = [
         Change(revision=i, type="Added", kind="Pod", namespace="shop", name=f"p{i}", object=make_pod(f"p{i}").obj())
@@ -68,4 +68,18 @@ def test_the_cache_keeps_each_object_beside_its_bytes_and_stays_bounded() -> Non
     codec = Codec("msgpack")
     for change in changes + changes:
         assert encoded.frame("msgpack", 1, change) == codec.encode(event_of(1, change))
-    assert len(encoded._raw) == 2
+    assert len(encoded._events) == 2
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+@pytest.mark.parametrize("watch_id", [0, 1, 127, 128, 255, 256, 65_536, 2**33])
+def test_the_event_is_encoded_once_and_each_watch_id_spliced_in(
+    encoding: str, watch_id: int
+) -> None:
+    # Ids whose encodings differ in width (msgpack fixint, uint8, uint16, uint32, uint64):
+    # the bytes around the id are shared, so only the id's own bytes may differ.
+    encoded = EncodedObjects()
+    change = CASES[1].change
+    encoded.frame(encoding, 5, change)
+    want = Codec(encoding).encode(event_of(watch_id, change))  # type: ignore[arg-type]
+    assert encoded.frame(encoding, watch_id, change) == want

@@ -1,0 +1,56 @@
+"""``ops/profile-serve.py`` end to end: a real daemon under cProfile and the task-step
+instrument, a tiny bench against it, then the report (docs/benchmarks.md "Where the time
+goes" is made with it)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "ops" / "profile-serve.py"
+PODIUM = str(Path(sys.executable).with_name("podium"))
+
+
+def test_the_profile_and_the_task_steps_are_written_when_the_daemon_stops(tmp_path: Path) -> None:
+    prof, steps = tmp_path / "serve.prof", tmp_path / "steps.json"
+    with subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(prof), str(steps), "serve", "--db",
+         str(tmp_path / "p.db"), "--listen", "127.0.0.1:0", "--metrics", "none"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    ) as daemon:  # fmt: skip
+        try:
+            assert daemon.stdout is not None
+            ready = json.loads(daemon.stdout.readline())
+            bench = subprocess.run(
+                [PODIUM, "bench", "--server", ready["listen"], "--workload", "SchedulingBasic",
+                 "--nodes", "30", "--pods", "50"],
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+            assert bench.returncode == 0, bench.stderr
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=60)
+    assert daemon.returncode == 0
+    report = subprocess.run(
+        [sys.executable, str(SCRIPT), "--report", str(prof), str(steps), "1050"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    lines = report.stdout.splitlines()
+    assert lines[0].startswith("main thread: ")
+    assert "top functions by own time:" in lines
+    # The scheduling cycle's asks are among the counted steps.
+    assert any("Scheduler._schedule_one" in line for line in lines), report.stdout
+    counts = json.loads(steps.read_text())
+    assert sum(counts.values()) > 1050
+
+
+def test_help_shows_how_to_run_it() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--report" in done.stdout and "podium bench --server" in done.stdout
