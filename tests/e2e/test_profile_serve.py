@@ -43,7 +43,7 @@ def test_the_profile_and_the_task_steps_are_written_when_the_daemon_stops(tmp_pa
     assert lines[0].startswith("main thread: ")
     assert "top functions by own time:" in lines
     # The scheduling cycle's asks are among the counted steps.
-    assert any("Scheduler._schedule_one" in line for line in lines), report.stdout
+    assert any("Scheduler._schedule_batch" in line for line in lines), report.stdout
     counts = json.loads(steps.read_text())
     assert sum(counts.values()) > 1050
 
