@@ -28,6 +28,7 @@ import logging
 
 import trio
 
+from podium.actors.extenders import NO_EXTENDERS, Extenders
 from podium.actors.mail import (
     BindDone,
     BinderMsg,
@@ -55,6 +56,8 @@ class Binder:
         inbox: its mailbox.
         store, cache, queue: the mailboxes it sends to (its own clones; closed when it stops).
         tracing: records ``bind`` and ``commit`` under each sampled attempt's trace.
+        extenders: the policy's extenders; one with a bind verb binds the pods it is
+            interested in, and only the pods it bound go on to the store.
     """
 
     def __init__(
@@ -65,8 +68,10 @@ class Binder:
         cache: trio.MemorySendChannel[CacheMsg],
         queue: trio.MemorySendChannel[QueueMsg],
         tracing: Tracing = DISABLED,
+        extenders: Extenders = NO_EXTENDERS,
     ) -> None:
         self._tracing = tracing
+        self._extenders = extenders
         self._inbox = inbox
         self._store = store
         self._cache = cache
@@ -78,7 +83,21 @@ class Binder:
             while (batch := await receive_batch(self._inbox)) is not None:
                 await self._bind(batch)
 
+    async def _bind_by_extender(self, batch: list[BindRequest]) -> dict[str, str]:
+        """Bind through the binding extender the pods it is interested in (concurrently);
+        answers uid -> why, for the pods it did not bind."""
+        refused, calls = await self._extenders.bind_all([(r.pod, r.node) for r in batch])
+        for r in batch:
+            for extender, verb, outcome, start, end in calls.get(r.pod.pod.metadata.uid, ()):
+                attributes = {"podium.extender": extender, "podium.result": outcome}
+                self._tracing.span_from(r.trace, f"extender {verb}", start, end, attributes)
+        return refused
+
     async def _bind(self, batch: list[BindRequest]) -> None:
+        refused: dict[str, str] = {}
+        if self._extenders.binder is not None:
+            # v1.14 getBinderFunc: the extender binds; the store records only what it bound.
+            refused = await self._bind_by_extender(batch)
         bindings = [
             Binding(
                 namespace=r.pod.namespace,
@@ -89,13 +108,16 @@ class Binder:
                 provisions=r.provisions,
             )
             for r in batch
+            if r.pod.pod.metadata.uid not in refused
         ]
         for r in batch:
             # v1.14 counts the assumed pod's TTL from FinishBinding; Podium from the hand-off.
             await send(self._cache, FinishBinding(key=r.pod.key))
         started = trio.current_time()
-        result: BindResult | StoreFailure = await ask(
-            self._store, lambda r: BindPods(bindings=bindings, reply=r)
+        result: BindResult | StoreFailure = (
+            await ask(self._store, lambda r: BindPods(bindings=bindings, reply=r))
+            if bindings
+            else BindResult(revision=0)
         )
         now = trio.current_time()
         seconds = now - started
@@ -104,6 +126,7 @@ class Binder:
         else:
             # By uid: a pod deleted and re-created under its name may share this batch.
             failed = {f.binding.uid: f.message for f in result.failed}
+        failed.update(refused)
         commit_seconds = 0.0 if isinstance(result, StoreFailure) else result.commit_seconds
         for r in batch:
             message = failed.get(r.pod.pod.metadata.uid)

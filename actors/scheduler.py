@@ -42,8 +42,8 @@ from podium.actors.core.preemption import (
     PredicateFitCheck,
     PreemptionResult,
     fit_error_with_preemption,
-    preempt,
 )
+from podium.actors.extenders import NO_EXTENDERS, Extenders
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -80,6 +80,7 @@ from podium.actors.mail import (
 from podium.actors.tracing import DISABLED, Attempt, Tracing
 from podium.protocol import metrics
 from podium.protocol.errors import PodiumError
+from podium.protocol.extender import ExtenderConfig
 from podium.store.mail import (
     Evict,
     EvictResult,
@@ -104,6 +105,7 @@ class PluginSet:
     predicates: list[str]
     priorities: list[tuple[str, int]]
     warnings: list[str]
+    extenders: tuple[ExtenderConfig, ...] = ()
 
 
 class Scheduler:
@@ -126,6 +128,8 @@ class Scheduler:
             replaces them).
         preemption: when a pod fits nowhere, look for lower-priority pods to evict
             (``disablePreemption: false``, the default).
+        extenders: the policy's extenders (their preempt verbs narrow the candidates; their
+            calls in the filter pool and scoring workers get spans here).
     """
 
     def __init__(
@@ -146,7 +150,9 @@ class Scheduler:
         tracing: Tracing = DISABLED,
         filters: Sequence[FilterPlugin[Any]] = (),
         preemption: bool = True,
+        extenders: Extenders = NO_EXTENDERS,
     ) -> None:
+        self._extenders = extenders
         self._control = control
         self._queue = queue
         self._cache = cache
@@ -234,7 +240,8 @@ class Scheduler:
             would = None
             if decision.node is None and not decision.result.error and self._preemption:
                 failed = await self._failures(msg.pod, snapshot, decision)
-                would = preempt(msg.pod, snapshot, failed, PredicateFitCheck(self._filters))
+                fits = PredicateFitCheck(self._filters)
+                would = await self._extenders.preempt(msg.pod, snapshot, failed, fits)
         preempted = [v.key for v in would.victims] if would is not None else []
         if would is not None and would.node is None and decision.result.message:
             message = fit_error_with_preemption(decision.result.message, would)
@@ -252,13 +259,16 @@ class Scheduler:
             await send(self._filter_pool, plugins.filters)
             await send(self._scorers, plugins.scorers)
             self._filters = list(plugins.filters.filters)
+        warnings = list(plugins.warnings)
+        if plugins.extenders != self._extenders.configs:
+            warnings.append("the policy's extenders changed: they take effect after a restart")
         log.info(
             "policy reloaded: %d predicates, %d priorities",
             len(plugins.predicates),
             len(plugins.priorities),
         )
         return Reloaded(
-            predicates=plugins.predicates, priorities=plugins.priorities, warnings=plugins.warnings
+            predicates=plugins.predicates, priorities=plugins.priorities, warnings=warnings
         )
 
     # ------------------------------------------------------------------ the cycle
@@ -368,12 +378,13 @@ class Scheduler:
             decided = trio.current_time()
             if decision.node is None and not decision.result.error and self._preemption:
                 failed = await self._failures(pod, snapshot, decision, popped.nominated)
-                preemption = preempt(
+                preemption = await self._extenders.preempt(
                     pod,
                     snapshot,
                     failed,
                     PredicateFitCheck(self._filters, popped.nominated),
                     nominated=popped.nominated,
+                    calls=decision.result.extender_calls,
                 )
         result = decision.result
         preempted: list[str] = []
@@ -390,6 +401,9 @@ class Scheduler:
                 scored = min(filtered + decision.score_seconds, decided)
                 attempt.record("score", filtered, scored)
             attempt.record("select", scored, decided)
+            for extender, verb, outcome, start, end in result.extender_calls:
+                attributes = {"podium.extender": extender, "podium.result": outcome}
+                attempt.record(f"extender {verb}", start, end, attributes)
         if decision.node is None:
             why: Literal["error", "unschedulable"] = "error" if result.error else "unschedulable"
             if result.error:
