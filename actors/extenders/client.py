@@ -25,7 +25,7 @@ import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import httpx
@@ -84,7 +84,8 @@ class HTTPExtender:
         self.client = httpx.AsyncClient(
             transport=transport,
             verify=_ssl_context(config),
-            timeout=httpx.Timeout(self.timeout),
+            # The whole call is bounded by trio (see call); httpx's per-phase timeouts are a backstop.
+            timeout=httpx.Timeout(self.timeout + 1.0),
             limits=httpx.Limits(max_keepalive_connections=32, keepalive_expiry=60.0),
         )
         self._observed: dict[tuple[str, str], Histogram] = {}
@@ -119,10 +120,12 @@ class HTTPExtender:
         request: ExtenderArgs | ExtenderBindingArgs | ExtenderPreemptionArgs,
         reply_type: type[T],
         calls: list[Call],
+        check: Callable[[T], None] | None = None,
     ) -> T:
         """POST ``request`` to ``verb`` and decode the reply as ``reply_type``.
 
-        ``calls`` gets this call's record (for the trace) whatever happens.
+        ``calls`` gets this call's record (for the trace) whatever happens. A reply with a
+        non-empty ``Error`` field is an error; so is one ``check`` raises ExtenderError on.
 
         Raises:
             ExtenderError: see the class; its message names the extender and the verb.
@@ -150,6 +153,11 @@ class HTTPExtender:
                 raise ExtenderError(
                     f"extender {self.name}: {verb} reply does not decode: {exc}"
                 ) from None
+            error = getattr(decoded, "error", "")
+            if error:
+                raise ExtenderError(error)
+            if check is not None:
+                check(decoded)
             result = "ok"
             return decoded
         except trio.TooSlowError:
@@ -157,8 +165,10 @@ class HTTPExtender:
                 f"extender {self.name}: {verb} timed out after {self.timeout:g}s"
             ) from None
         except httpx.HTTPError as exc:
+            # httpx's text is empty for some failures (TLS): the cause says what happened.
+            why = _first_text(exc)
             raise ExtenderError(
-                f"extender {self.name}: {verb} failed: {type(exc).__name__}: {exc}"
+                f"extender {self.name}: {verb} failed: {type(exc).__name__}: {why}"
             ) from None
         finally:
             ended = trio.current_time()
@@ -174,6 +184,16 @@ class HTTPExtender:
         histogram.observe(seconds)
         if result != "ok":
             metrics.EXTENDER_ERRORS.labels(self.name, verb).inc()
+
+
+def _first_text(exc: BaseException) -> str:
+    """The first non-empty text along an exception's causes (httpx's own may be empty)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if text := str(seen):
+            return text
+        seen = seen.__cause__ or seen.__context__
+    return ""
 
 
 def _ssl_context(config: ExtenderConfig) -> ssl.SSLContext | bool:

@@ -178,21 +178,24 @@ class Extenders:
         names: list[str],
         result: ScheduleResult,
     ) -> tuple[list[str], dict[str, str]]:
+        sent = set(names)
+        cache_capable = extender.config.node_cache_capable
+
+        def only_sent(reply: ExtenderFilterResult) -> None:
+            for name in reply.passing(cache_capable) or ():
+                if name not in sent:
+                    raise ExtenderError(
+                        f"extender {extender.name}: filter answered node {name!r}, which it was not sent"
+                    )
+
         reply = await extender.call(
             extender.config.filter_verb,
             _args(extender, pod, snapshot, names),
             ExtenderFilterResult,
             result.extender_calls,
+            only_sent,
         )
-        if reply.error:
-            raise ExtenderError(reply.error)
-        passing = reply.passing(extender.config.node_cache_capable) or []
-        sent = set(names)
-        unknown = [name for name in passing if name not in sent]
-        if unknown:
-            raise ExtenderError(
-                f"extender {extender.name}: filter answered node {unknown[0]!r}, which it was not sent"
-            )
+        passing = reply.passing(cache_capable) or []
         return list(dict.fromkeys(passing)), dict(reply.failed_nodes or {})
 
     # ------------------------------------------------------------------ prioritize
@@ -374,12 +377,10 @@ class Extenders:
             pod_name=pod.name, pod_namespace=pod.namespace, pod_uid=pod.pod.metadata.uid, node=node
         )
         try:
-            reply = await self.binder.call(
-                self.binder.config.bind_verb, args, ExtenderBindingResult, calls
-            )
+            await self.binder.call(self.binder.config.bind_verb, args, ExtenderBindingResult, calls)
         except ExtenderError as exc:
             return str(exc)
-        return reply.error or None
+        return None
 
 
 NO_EXTENDERS = Extenders()
