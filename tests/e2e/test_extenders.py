@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 from builders import make_node, make_pod
-from daemon import StartDaemon
+from daemon import PODIUM, StartDaemon
 from extender_server import (
     Answer,
     BindLog,
@@ -25,6 +27,8 @@ from extender_server import (
 from podium.actors.bench.loadgen import settle
 from podium.actors.client import ClientConnectionError, RemoteError, connect
 from podium.protocol import objects as o
+
+encode = msgspec.json.Encoder(enc_hook=o.enc_hook).encode
 
 
 def _policy(tmp_path: Path, url: str, **extender: Any) -> str:
@@ -204,3 +208,35 @@ async def _load_until_killed(daemon: Any, phase: int, rng: random.Random, acked:
                         daemon.kill()
         except (ClientConnectionError, RemoteError):
             pass
+
+
+def _simulate(*args: str) -> Any:
+    proc = subprocess.run(
+        [PODIUM, "simulate", *args, "-o", "json", "--seed", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_simulate_calls_the_extenders_unless_told_not_to(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.json"
+    objects = [make_node(n).capacity(cpu="4", memory="8Gi", pods=20).obj() for n in ("n1", "n2")]
+    objects += [make_pod(f"p{i}").req(cpu="100m").obj() for i in range(3)]
+    cluster.write_text(
+        json.dumps({"kind": "List", "items": [json.loads(encode(obj)) for obj in objects]})
+    )
+    handlers = {"filter": filter_nodes(lambda n: "n1 is reserved" if n == "n1" else None)}
+    with ExtenderServer(handlers) as server:
+        policy = _policy(tmp_path, server.url, filterVerb="filter", nodeCacheCapable=True)
+        called = _simulate("-f", str(cluster), "--policy", policy, "--explain")
+        requests = len(server.requests)
+        skipped = _simulate("-f", str(cluster), "--policy", policy, "--no-extenders")
+        assert len(server.requests) == requests
+    assert requests == 3
+    assert [p["node"] for p in called["pods"]] == ["n2", "n2", "n2"]
+    assert called["pods"][0]["nodes"]["n1"]["reasons"] == [f"extender {server.url}: n1 is reserved"]
+    assert "n1" in {p["node"] for p in skipped["pods"]}
