@@ -35,7 +35,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
             bar = Progress(label, measured, enabled=not as_json)
             try:
                 runs.append(
-                    run_one(workload, nodes, measured, server=args.server, progress=bar.update)
+                    run_one(
+                        workload,
+                        nodes,
+                        measured,
+                        server=args.server,
+                        progress=bar.update,
+                        serve_args=args.serve_arg or (),
+                    )
                 )
             finally:
                 bar.close()
@@ -162,6 +169,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     bench.add_argument(
         "--server", metavar="HOST:PORT", help="use this running daemon instead of starting one"
+    )
+    bench.add_argument(
+        "--serve-arg",
+        action="append",
+        metavar="ARG",
+        help=(
+            "pass ARG to the `podium serve` each run starts (repeatable; a later --policy wins"
+            " over a workload's), e.g. --serve-arg=--policy --serve-arg=extenders.json"
+        ),
     )
     add_output_option(bench, ("table", "json"), "table")
     bench.set_defaults(func=cmd_bench)

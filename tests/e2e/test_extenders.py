@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -240,3 +241,55 @@ def test_simulate_calls_the_extenders_unless_told_not_to(tmp_path: Path) -> None
     assert [p["node"] for p in called["pods"]] == ["n2", "n2", "n2"]
     assert called["pods"][0]["nodes"]["n1"]["reasons"] == [f"extender {server.url}: n1 is reserved"]
     assert "n1" in {p["node"] for p in skipped["pods"]}
+
+
+def test_the_example_extender_of_the_readme(tmp_path: Path) -> None:
+    """examples/extender.py, run as the README says, steers podium simulate."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "extender.py"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(example),
+            "--port",
+            "0",
+            "--reject",
+            "n1",
+            "--prefer",
+            "n3",
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[-1]
+        cluster = tmp_path / "cluster.json"
+        objects = [
+            make_node(n).capacity(cpu="4", memory="8Gi", pods=20).obj() for n in ("n1", "n2", "n3")
+        ]
+        objects.append(make_pod("web").req(cpu="100m").obj())
+        cluster.write_text(
+            json.dumps({"kind": "List", "items": [json.loads(encode(obj)) for obj in objects]})
+        )
+        policy = _policy(
+            tmp_path,
+            url,
+            filterVerb="filter",
+            prioritizeVerb="prioritize",
+            bindVerb="bind",
+            weight=5,
+            nodeCacheCapable=True,
+        )
+        doc = _simulate("-f", str(cluster), "--policy", policy, "--explain")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    pod = doc["pods"][0]
+    assert pod["node"] == "n3"
+    assert pod["nodes"]["n1"]["reasons"] == [
+        f"extender {url}: node n1 is reserved by the example extender"
+    ]
+    assert pod["nodes"]["n3"]["scores"][f"extender {url}"] == 10
