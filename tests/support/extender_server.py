@@ -190,6 +190,9 @@ class ExtenderServer:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # One segment per answer (else the body waits ~40 ms for a delayed ACK).
+            disable_nagle_algorithm = True
+            wbufsize = 64 * 1024
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
                 return

@@ -43,6 +43,12 @@ REPLIES = [
         ExtenderFilterResult(node_names=["a"], failed_nodes={"B": "no"}),
     ),
     Reply(
+        "filter: as a Go extender without tags encodes it, nil Nodes and all",
+        '{"Nodes": null, "NodeNames": ["a", "b"], "FailedNodes": {}, "Error": ""}',
+        ExtenderFilterResult,
+        ExtenderFilterResult(node_names=["a", "b"], failed_nodes={}),
+    ),
+    Reply(
         "filter: api/v1 tags",
         '{"nodenames": ["a"], "failedNodes": {"B": "no"}}',
         ExtenderFilterResult,
