@@ -11,10 +11,14 @@ from typing import Any
 import httpx
 import trio
 from builders import make_pod
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from podium.actors.binder import Binder
 from podium.actors.extenders import Extenders
 from podium.actors.mail import BindDone, BinderMsg, BindRequest, CacheMsg, Forget, QueueMsg, Requeue
+from podium.actors.tracing import setup_tracing
+from podium.protocol.config import TracingSettings
 from podium.protocol.extender import ExtenderConfig, ExtenderManagedResource
 from podium.store.mail import BindPods, BindResult, StoreMsg
 
@@ -88,3 +92,47 @@ async def test_the_extender_binds_and_the_store_records_only_what_it_bound() -> 
     assert [(m.pod.key, m.why) for m in queue if isinstance(m, Requeue)] == [
         ("default/refused", "error")
     ]
+
+
+async def test_each_extender_bind_is_a_span_under_the_attempt() -> None:
+    exporter = InMemorySpanExporter()
+    tracing = setup_tracing(
+        TracingSettings(sample_ratio=1.0), processors=[SimpleSpanProcessor(exporter)]
+    )
+    with tracing.attempt("default/p", arrived_at=0.0, popped_at=0.0) as attempt:
+        carrier = tracing.carrier_of(attempt)
+    config = ExtenderConfig(url_prefix=URL, bind_verb="bind")
+    transport = httpx.MockTransport(lambda request: httpx.Response(500))
+    inbox_tx, inbox_rx = trio.open_memory_channel[BinderMsg](4)
+    store_tx, store_rx = trio.open_memory_channel[StoreMsg](4)
+    cache_tx, cache_rx = trio.open_memory_channel[CacheMsg](4)
+    queue_tx, queue_rx = trio.open_memory_channel[QueueMsg](4)
+    done_to, done = trio.open_memory_channel[BindDone](1)
+    with trio.fail_after(100):
+        async with Extenders([config], transport=transport) as extenders:
+            binder = Binder(
+                inbox_rx,
+                store=store_tx,
+                cache=cache_tx,
+                queue=queue_tx,
+                tracing=tracing,
+                extenders=extenders,
+            )
+            async with trio.open_nursery() as nursery, store_rx, cache_rx, queue_rx:
+                await nursery.start(binder.run)
+                async with inbox_tx:
+                    pod = make_pod("p").uid("u1").info()
+                    inbox_tx.send_nowait(
+                        BindRequest(pod=pod, node="n1", cycle=1, done=done_to, trace=carrier)
+                    )
+                    answer = await done.receive()
+    assert (answer.ok, answer.message) == (
+        False,
+        f"Failed bind with extender at URL {URL}/bind, code 500",
+    )
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    extender_span = spans["extender bind"]
+    assert extender_span.attributes is not None
+    assert dict(extender_span.attributes) == {"podium.extender": URL, "podium.result": "error"}
+    assert extender_span.parent is not None
+    assert extender_span.parent.span_id == spans["scheduling_attempt"].context.span_id
