@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -293,3 +294,58 @@ def test_the_example_extender_of_the_readme(tmp_path: Path) -> None:
         f"extender {url}: node n1 is reserved by the example extender"
     ]
     assert pod["nodes"]["n3"]["scores"][f"extender {url}"] == 10
+
+
+def test_each_extender_call_is_a_span_of_the_attempt(
+    tmp_path: Path, start_daemon: StartDaemon
+) -> None:
+    """Extenders from the configuration file; the console exporter prints every span."""
+    handlers = {
+        "filter": filter_nodes(lambda n: None),
+        "prioritize": prioritize(lambda n: 1),
+        "bind": BindLog(),
+    }
+    with ExtenderServer(handlers) as server:
+        config = tmp_path / "config.yaml"
+        config.write_text(
+            "podium:\n"
+            "  listen: 127.0.0.1:0\n"
+            "  metrics: null\n"
+            "  tracing: {console: true, sampleRatio: 1}\n"
+            "extenders:\n"
+            f"  - urlPrefix: {server.url}\n"
+            "    filterVerb: filter\n"
+            "    prioritizeVerb: prioritize\n"
+            "    bindVerb: bind\n"
+            "    weight: 1\n"
+        )
+        daemon = start_daemon("--config", str(config), bare=True)
+
+        async def one_pod() -> None:
+            with trio.fail_after(30):
+                async with connect(daemon.address) as client:
+                    await client.put(
+                        [
+                            make_node(n).capacity(cpu="4", memory="8Gi", pods=10).obj()
+                            for n in ("n1", "n2")
+                        ]
+                    )
+                    await client.put([make_pod("traced").req(cpu="1").obj()])
+                    await settle(client)
+
+        trio.run(one_pod)
+        code, text = daemon.stop()
+    assert code == 0, text
+    attempt = re.search(
+        r"span scheduling_attempt trace=(\S+) id=(\S+) .*podium.pod=default/traced.*", text
+    )
+    assert attempt, text
+    trace_id, span_id = attempt.group(1), attempt.group(2)
+    for verb in ("filter", "prioritize", "bind"):
+        child = re.search(
+            rf"span extender {verb} trace={re.escape(trace_id)} id=\S+ parent={re.escape(span_id)} .*",
+            text,
+        )
+        assert child, (verb, text)
+        assert f"podium.extender={server.url}" in child.group(0)
+        assert "podium.result=ok" in child.group(0)
