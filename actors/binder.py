@@ -16,6 +16,10 @@ Emits: :class:`~podium.store.mail.BindPods` (store); :class:`~podium.actors.mail
 and :class:`~podium.actors.mail.Forget` (cache); :class:`~podium.actors.mail.Requeue` (queue);
 :class:`~podium.actors.mail.BindDone` to a requester that asked.
 
+A binding extender (actors/extenders; v1.14 ``getBinderFunc``) binds the pods it is
+interested in first, concurrently; only those it bound go on to the store, the others are
+forgotten and requeued as a refused bind is.
+
 Metrics: ``scheduler_framework_extension_point_duration_seconds{extension_point="Bind"}`` (the
 store round trip, per pod, Success or Error) and, for each pod whose bind committed,
 ``scheduler_pod_scheduling_attempts`` and ``scheduler_pod_scheduling_sli_duration_seconds``

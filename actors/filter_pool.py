@@ -11,6 +11,9 @@ Mailbox: :class:`~podium.actors.mail.FilterRequest`, :class:`~podium.actors.mail
 Emits: :class:`~podium.actors.mail.ScoreRequest` to the scoring workers when some node fits,
 else the :class:`~podium.actors.mail.Decision` (FitError or error) straight to the requester.
 
+Extenders (actors/extenders): after the predicates, the policy's extenders with a filter verb
+narrow the feasible nodes, each in turn, awaited here (v1.14 ``findNodesThatFit``).
+
 Metrics: the stage's duration travels in the ScoreRequest/Decision (the scheduler records it);
 for a random ``PLUGIN_METRICS_SAMPLE_PERCENT`` of attempts (Kubernetes'
 ``pluginMetricsSamplePercent``) each predicate's time goes to

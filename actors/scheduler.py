@@ -18,6 +18,9 @@ Emits: Pop and Requeue (queue); SnapshotRequest and Assume (cache); FilterReques
 SetFilters/SetScorers (filter pool, scoring workers); BindRequest (binder);
 RecordUnschedulable (store); :class:`~podium.actors.mail.Attempted` (an observer, if any).
 
+Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing the candidates
+(actors/extenders), and every extender call of an attempt becomes a span of its trace.
+
 Metrics (protocol/metrics.py): ``scheduler_schedule_attempts_total`` and
 ``scheduler_scheduling_attempt_duration_seconds`` by result (pop to hand-off; a conflict, an
 assume the cache refused, counts as error as Kubernetes counts an assume failure), and

@@ -10,6 +10,9 @@ Owns: the ScoreStage (priorities with weights, the tie-break's random source).
 Mailbox: :class:`~podium.actors.mail.ScoreRequest`, :class:`~podium.actors.mail.SetScorers`.
 Emits: :class:`~podium.actors.mail.Decision` on the request's reply channel.
 
+Extenders (actors/extenders): with more than one feasible node, the extenders' prioritize
+verbs are called at once and awaited here; each score times its weight joins the totals.
+
 Metrics: the stage's duration travels in the Decision (the scheduler records it); for attempts
 the filter pool sampled, each priority's time goes to
 ``scheduler_plugin_execution_duration_seconds``.
