@@ -50,7 +50,7 @@ from podium.actors.scorers import ScoringWorkers
 from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.errors import PolicyError
-from podium.protocol.extender import check_extenders
+from podium.protocol.extender import check_extenders, ignored_resources
 from podium.store.actor import StoreActor
 from podium.store.mail import Published, StoreMsg
 
@@ -175,6 +175,8 @@ class Runtime:
             store_rx, [cache_tx.clone(), queue_tx.clone(), *self._subscribers]
         )
         cache = CacheActor(cache_rx, assumed_pod_ttl_seconds=cfg.podium.assumed_pod_ttl_seconds)
+        if ignored := ignored_resources(self.plugins.extenders):
+            cache.core.ignore_extended_resources(ignored)
         queue = QueueActor(
             queue_rx,
             scheduler_name=cfg.scheduler_name,

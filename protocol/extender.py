@@ -33,7 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import msgspec
@@ -61,6 +61,7 @@ __all__ = [
     "decode_reply",
     "encode_request",
     "fold_extender_configs",
+    "ignored_resources",
     "parse_duration_seconds",
 ]
 
@@ -187,6 +188,13 @@ def parse_duration_seconds(value: int | float | str) -> float:
     if seconds < 0:
         raise ValueError(f"a duration cannot be negative, got {value!r}")
     return seconds
+
+
+def ignored_resources(extenders: Sequence[ExtenderConfig]) -> frozenset[str]:
+    """The extended resources the scheduler does not check (``ignoredByScheduler``)."""
+    return frozenset(
+        r.name for e in extenders for r in e.managed_resources if r.ignored_by_scheduler
+    )
 
 
 def _is_extended_resource_name(name: str) -> bool:

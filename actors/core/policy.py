@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 from podium.actors.framework.interface import FilterPlugin, PluginArgs, ScorePlugin
 from podium.actors.plugins import names, registry
 from podium.protocol.errors import PolicyError, Problem
-from podium.protocol.extender import ExtenderConfig
+from podium.protocol.extender import ExtenderConfig, ignored_resources
 from podium.protocol.policy import (
     DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
     Policy,
@@ -198,12 +198,7 @@ def build_plugins(
         TypeError: a factory returned something that is not a FilterPlugin/ScorePlugin.
     """
     filters: list[FilterPlugin[Any]] = []
-    ignored = frozenset(
-        resource.name
-        for extender in resolved.extenders
-        for resource in extender.managed_resources
-        if resource.ignored_by_scheduler
-    )
+    ignored = ignored_resources(resolved.extenders)
     for _, args, canonical in resolved.predicates:
         if ignored:
             args = dataclasses.replace(args, ignored_extended_resources=ignored)

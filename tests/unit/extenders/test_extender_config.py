@@ -8,8 +8,9 @@ from operator import attrgetter
 from pathlib import Path
 
 import pytest
-from builders import PodBuilder, make_pod
+from builders import PodBuilder, make_node, make_pod
 
+from podium.actors.core.cache_core import SchedulerCache
 from podium.actors.extenders import HTTPExtender
 from podium.actors.plugins.general_predicates import GeneralPredicates
 from podium.actors.supervisor import load_plugin_set
@@ -121,3 +122,22 @@ async def test_is_interested(case: Interest) -> None:
         assert extender.is_interested(case.pod.info()) is case.want
     finally:
         await extender.aclose()
+
+
+@pytest.mark.parametrize("ignored", [False, True], ids=["checked", "ignoredByScheduler"])
+def test_assume_rechecks_resources_without_the_ignored_ones(ignored: bool) -> None:
+    cache = SchedulerCache()
+    cache.add_node(make_node("n1").capacity(cpu="2", memory="1Gi", pods=10).obj())
+    if ignored:
+        cache.ignore_extended_resources(frozenset({"example.com/widget"}))
+    decided_at = cache.generation
+    cache.add_pod(make_pod("other").node("n1").req(cpu="100m").obj())  # the node changed
+    widget = make_pod("p").req_map({"cpu": "100m", "example.com/widget": "1"}).info()
+    answer = cache.assume(widget, "n1", decided_at)
+    if ignored:
+        assert answer is None
+    else:
+        assert answer == (
+            "pod default/p no longer fits node n1 (Insufficient example.com/widget); "
+            f"the node changed after generation {decided_at}"
+        )
