@@ -30,7 +30,7 @@ from podium.actors.binder import Binder
 from podium.actors.cache import CacheActor
 from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.core.policy import build_plugins, default_policy, load_resolved_policy
-from podium.actors.extenders import Extenders
+from podium.actors.extenders import Extenders, tls_problem
 from podium.actors.filter_pool import FilterPool
 from podium.actors.mail import (
     Attempted,
@@ -88,6 +88,13 @@ def load_plugin_set(config: SchedulerConfig, policy_file: str | None = None) -> 
         if problems := check_extenders(extenders):
             raise PolicyError(problems, source=config.source)
         resolved = dataclasses.replace(resolved, extenders=tuple(extenders))
+    tls = [
+        (f"extenders[{i}].tlsConfig", why)
+        for i, extender in enumerate(resolved.extenders)
+        if (why := tls_problem(extender)) is not None
+    ]
+    if tls:
+        raise PolicyError(tls, source=str(path or config.source or "<policy>"))
     filters, scorers = build_plugins(resolved)
     return PluginSet(
         filters=SetFilters(

@@ -4,7 +4,7 @@ by the filter pool, the scoring workers, the scheduler (preempt) and the binder.
 
 from __future__ import annotations
 
-from podium.actors.extenders.client import Call, ExtenderError, HTTPExtender
+from podium.actors.extenders.client import Call, ExtenderError, HTTPExtender, tls_problem
 from podium.actors.extenders.extenders import NO_EXTENDERS, Extenders
 
-__all__ = ["NO_EXTENDERS", "Call", "ExtenderError", "Extenders", "HTTPExtender"]
+__all__ = ["NO_EXTENDERS", "Call", "ExtenderError", "Extenders", "HTTPExtender", "tls_problem"]

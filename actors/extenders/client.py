@@ -46,7 +46,7 @@ from podium.protocol.extender import (
     encode_request,
 )
 
-__all__ = ["Call", "ExtenderError", "HTTPExtender"]
+__all__ = ["Call", "ExtenderError", "HTTPExtender", "tls_problem"]
 
 log = logging.getLogger("podium.extenders")
 
@@ -184,6 +184,17 @@ class HTTPExtender:
         histogram.observe(seconds)
         if result != "ok":
             metrics.EXTENDER_ERRORS.labels(self.name, verb).inc()
+
+
+def tls_problem(config: ExtenderConfig) -> str | None:
+    """Why the TLS settings of ``config`` cannot be used (a file missing or unreadable, a
+    certificate or key that does not load), or None: checked when the policy is loaded, so a
+    bad path is an error naming the extender, not a crash when the daemon starts."""
+    try:
+        _ssl_context(config)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        return _first_text(exc) or type(exc).__name__
+    return None
 
 
 def _first_text(exc: BaseException) -> str:

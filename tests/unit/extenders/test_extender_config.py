@@ -141,3 +141,24 @@ def test_assume_rechecks_resources_without_the_ignored_ones(ignored: bool) -> No
             "pod default/p no longer fits node n1 (Insufficient example.com/widget); "
             f"the node changed after generation {decided_at}"
         )
+
+
+def test_unusable_tls_files_are_a_policy_error_naming_the_extender(tmp_path: Path) -> None:
+    config = decode_config(
+        {
+            "extenders": [
+                {"urlPrefix": "http://plain/"},
+                {
+                    "urlPrefix": "https://secure/",
+                    "enableHttps": True,
+                    "tlsConfig": {"caFile": str(tmp_path / "missing.pem")},
+                },
+            ]
+        },
+        source=None,
+    )
+    with pytest.raises(PolicyError) as caught:
+        load_plugin_set(config)
+    assert list(caught.value.problems) == [
+        ("extenders[1].tlsConfig", "[Errno 2] No such file or directory")
+    ]
