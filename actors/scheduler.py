@@ -19,6 +19,9 @@ counted as attempts) and comes first in the next batch, after the pods decided b
 bound (the queue's cycle numbers then compare as one pod at a time). The pods not yet decided
 when ``batch_max_seconds`` has passed go back too.
 
+Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing the candidates
+(actors/extenders), and every extender call of an attempt becomes a span of its trace.
+
 Owns: the batch's snapshot (refreshed from the cache's deltas once per batch, lent to the
 filter pool and the scoring workers for one decision at a time and changed only between two,
 under a lock shared with explain requests) and the attempt counters.
@@ -58,8 +61,8 @@ from podium.actors.core.preemption import (
     PredicateFitCheck,
     PreemptionResult,
     fit_error_with_preemption,
-    preempt,
 )
+from podium.actors.extenders import NO_EXTENDERS, Extenders
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -102,6 +105,7 @@ from podium.actors.tracing import DISABLED, Attempt, Tracing
 from podium.protocol import metrics
 from podium.protocol.config import DEFAULT_BATCH_MAX_PODS, DEFAULT_BATCH_MAX_SECONDS
 from podium.protocol.errors import PodiumError
+from podium.protocol.extender import ExtenderConfig
 from podium.store.mail import (
     Evict,
     EvictResult,
@@ -126,6 +130,7 @@ class PluginSet:
     predicates: list[str]
     priorities: list[tuple[str, int]]
     warnings: list[str]
+    extenders: tuple[ExtenderConfig, ...] = ()
 
 
 class Scheduler:
@@ -152,6 +157,8 @@ class Scheduler:
         batch_max_seconds: once a batch has been deciding this long, the pods it has not
             decided go back to the queue (so a higher-priority pod that arrived meanwhile
             waits at most this long).
+        extenders: the policy's extenders (their preempt verbs narrow the candidates; their
+            calls in the filter pool and scoring workers get spans here).
     """
 
     def __init__(
@@ -174,7 +181,9 @@ class Scheduler:
         preemption: bool = True,
         batch_max_pods: int = DEFAULT_BATCH_MAX_PODS,
         batch_max_seconds: float = DEFAULT_BATCH_MAX_SECONDS,
+        extenders: Extenders = NO_EXTENDERS,
     ) -> None:
+        self._extenders = extenders
         self._control = control
         self._queue = queue
         self._cache = cache
@@ -264,7 +273,8 @@ class Scheduler:
             would = None
             if decision.node is None and not decision.result.error and self._preemption:
                 failed = await self._failures(msg.pod, snapshot, decision)
-                would = preempt(msg.pod, snapshot, failed, PredicateFitCheck(self._filters))
+                fits = PredicateFitCheck(self._filters)
+                would = await self._extenders.preempt(msg.pod, snapshot, failed, fits)
         preempted = [v.key for v in would.victims] if would is not None else []
         if would is not None and would.node is None and decision.result.message:
             message = fit_error_with_preemption(decision.result.message, would)
@@ -282,13 +292,16 @@ class Scheduler:
             await send(self._filter_pool, plugins.filters)
             await send(self._scorers, plugins.scorers)
             self._filters = list(plugins.filters.filters)
+        warnings = list(plugins.warnings)
+        if plugins.extenders != self._extenders.configs:
+            warnings.append("the policy's extenders changed: they take effect after a restart")
         log.info(
             "policy reloaded: %d predicates, %d priorities",
             len(plugins.predicates),
             len(plugins.priorities),
         )
         return Reloaded(
-            predicates=plugins.predicates, priorities=plugins.priorities, warnings=plugins.warnings
+            predicates=plugins.predicates, priorities=plugins.priorities, warnings=warnings
         )
 
     # ------------------------------------------------------------------ the cycle
@@ -445,8 +458,8 @@ class Scheduler:
         """
         pod = popped.pod
         deciding = trio.current_time()
-        # An extender's per-pod filter step (issue 18) belongs in the filter pool, between the
-        # predicates and the ScoreRequest: it is then awaited here, once per pod of the batch.
+        # The extenders' filter and prioritize verbs (actors/extenders) run in the filter pool
+        # and the scoring workers, inside this round trip: once per pod of the batch.
         decision = await self._decide(
             pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
         )
@@ -459,17 +472,21 @@ class Scheduler:
                 scored = min(filtered + decision.score_seconds, decided)
                 attempt.record("score", filtered, scored)
             attempt.record("select", scored, decided)
+            for extender, verb, outcome, start, end in decision.result.extender_calls:
+                attributes = {"podium.extender": extender, "podium.result": outcome}
+                attempt.record(f"extender {verb}", start, end, attributes)
         if decision.node is not None:
             return _Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None
         if not decision.result.error and self._preemption:
             failed = await self._failures(pod, snapshot, decision, popped.nominated)
-            preemption = preempt(
+            preemption = await self._extenders.preempt(
                 pod,
                 snapshot,
                 failed,
                 PredicateFitCheck(self._filters, popped.nominated),
                 nominated=popped.nominated,
+                calls=decision.result.extender_calls,
             )
         if preemption is not None and _changes_the_store(preemption):
             return _Preempting(decision, preemption)

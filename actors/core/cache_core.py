@@ -765,6 +765,12 @@ class SchedulerCache:
         del self._pods[key]
         self._assumed.discard(key)
 
+    def ignore_extended_resources(self, resources: frozenset[str]) -> None:
+        """Leave ``resources`` out of the assume-time PodFitsResources check, as the
+        predicates do for resources an extender manages with ``ignoredByScheduler``."""
+        args = PluginArgs(name=names.POD_FITS_RESOURCES, ignored_extended_resources=resources)
+        self._fit_checks = (self._fit_checks[0], PodFitsResources(args))
+
     def _recheck_fit(self, pod: PodInfo, info: NodeInfo) -> list[str]:
         snapshot = Snapshot([info], self._objects)
         reasons: list[str] = []
