@@ -31,14 +31,17 @@ RecordUnschedulable and Evict (store); :class:`~podium.actors.mail.Attempted` (a
 if any).
 
 Metrics (protocol/metrics.py), per pod as one pod at a time: ``scheduler_schedule_attempts_total`` and
-``scheduler_scheduling_attempt_duration_seconds`` by result (a pod's own cycle: from the pop,
-or for a later pod of a batch from the start of its decision, to its requeue, or to the end of
-its decision plus the batch's assume round trip; the time a pod waits while the pods before
-and after it in its batch are decided is not its cycle; a conflict, an assume the cache
-refused, counts as error as Kubernetes counts an assume failure), and
-``scheduler_framework_extension_point_duration_seconds`` for Filter and Score (measured by
-the filter pool and the scoring workers, carried in the Decision) and Reserve (the batch's
-assume round trip, observed for each of its pods).
+``scheduler_scheduling_attempt_duration_seconds`` by result (a pod's own cycle: its share of
+the batch's pop and snapshot refresh, then from the start of its decision to its requeue, or
+to the end of its decision plus its share of the batch's assume round trip; the time a pod
+waits while the pods before and after it in its batch are decided is not its cycle; a
+conflict, an assume the cache refused, counts as error as Kubernetes counts an assume
+failure), and ``scheduler_framework_extension_point_duration_seconds`` for Filter and Score
+(measured by the filter pool and the scoring workers, carried in the Decision) and Reserve (a
+pod's share of the batch's assume round trip). A share is the round trip divided among the
+pods it served: Kubernetes' attempt is the snapshot update, the algorithm and the assume of
+one pod, and one message does each for the whole batch (counted whole in every pod's attempt,
+a round trip and any stall in it counted once per pod).
 """
 
 from __future__ import annotations
@@ -407,17 +410,18 @@ class Scheduler:
         before: dict[str, NodeInfo] = {}
         async with self._lock:
             snapshot = await self._refresh()
+            refreshed = trio.current_time()
             for i, popped in enumerate(pods):
-                if i and trio.current_time() >= deadline:
+                started = trio.current_time()
+                if i and started >= deadline:
                     await self._give_back(pods[i:])
                     break
-                started = popped_at if i == 0 else trio.current_time()
                 attempt = traces.enter_context(
                     self._tracing.attempt(
                         popped.pod.key,
                         links=popped.links,
                         arrived_at=popped.arrived_at,
-                        popped_at=started,
+                        popped_at=popped_at if i == 0 else started,
                         attempts=popped.attempts,
                     )
                 )
@@ -444,6 +448,10 @@ class Scheduler:
                 outcomes.append(await self._preempted(popped, outcome, attempt, started))
                 await self._give_back(pods[1:])
                 break
+            # The pop and the snapshot's refresh served every pod decided: each attempt
+            # counts its share (as the assume's round trip below).
+            for o in outcomes:
+                o.started -= (refreshed - popped_at) / len(outcomes)
             await self._commit(outcomes, snapshot, before)
 
     async def _give_back(self, pods: list[Popped]) -> None:
@@ -568,13 +576,15 @@ class Scheduler:
                 ),
             )
             reserved = trio.current_time()
+            share = (reserved - reserving) / len(placed)
             for o, status in zip(placed, assumed.statuses, strict=True):
+                # The trace shows the round trip as it ran; the metrics count each pod's share.
                 o.attempt.record("assume", reserving, reserved)
-                # Its own cycle: its decision, then the batch's assume round trip (the other
-                # pods' decisions in between are theirs).
-                o.finished += reserved - reserving
+                # Its own cycle: its decision, then its share of the assume (the other pods'
+                # decisions in between are theirs).
+                o.finished += share
                 to = done_to if self._sync_binds else None
-                bind = await self._reserved(o, status, snapshot, before, reserved - reserving, to)
+                bind = await self._reserved(o, status, snapshot, before, share, to)
                 if bind is not None:
                     binds.append(bind)
         if binds:
@@ -663,8 +673,9 @@ class _Outcome:
     """One decided pod of a batch.
 
     ``status`` is None while it is placed and awaits the batch's assume. ``finished - started``
-    is the attempt's duration: from the pop (the batch's first pod) or the start of its
-    decision to its requeue, or to the end of its decision plus the batch's assume round trip.
+    is the attempt's duration: from the start of its decision, less its share of the batch's
+    pop and refresh, to its requeue, or to the end of its decision plus its share of the
+    batch's assume round trip.
     """
 
     popped: Popped
