@@ -251,9 +251,10 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "SchedulingPodAffinity",
             SIZES,
-            # scheduler_perf measures 1000 (every pod counts every other one): under two
-            # seconds here; 5000 gives at least five full 1 s windows at ~660 pods/s.
-            measured=lambda n: 5000,
+            # scheduler_perf measures 1000 (every pod counts every other one): under a second
+            # here. Up to 15 000 (what one zone holds beside the initial pods, which gather in
+            # one zone too): five full 1 s windows at ~1500 pods/s.
+            measured=lambda n: min(15_000, (n // len(ZONES)) * PODS_PER_NODE - n),
             init=lambda n: n,
             init_pod=AFFINITY_POD,
             measured_pod=AFFINITY_POD,
@@ -263,7 +264,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "SchedulingNodeAffinity",
             SIZES,
-            measured=lambda n: 10_000,
+            # Two zones of three hold the measured pods (and perhaps every initial one).
+            measured=lambda n: min(30_000, (2 * n // len(ZONES)) * PODS_PER_NODE - 1000),
             init=lambda n: min(1000, n),
             measured_pod=NODE_AFFINITY_POD,
         ),
@@ -278,16 +280,16 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "Unschedulable",
             SIZES,
-            measured=lambda n: 10_000,
             init=lambda n: 200,
             init_pod=LARGE_CPU_POD,
             init_binds=False,
+            measured=lambda n: min(30_000, n * PODS_PER_NODE - 1000),
             measured_pod=DEFAULT_POD,
         ),
         Workload(
             "SchedulingWithMixedChurn",
             SIZES,
-            measured=lambda n: 10_000,
+            measured=lambda n: min(30_000, n * PODS_PER_NODE - 1000),
             init=lambda n: 0,
             measured_pod=DEFAULT_POD,
             churn=True,
