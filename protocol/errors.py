@@ -87,6 +87,7 @@ __all__ = [
     "FrameTooLarge",
     "InvalidObject",
     "InvalidRequest",
+    "LeadershipLost",
     "LoadError",
     "LoadErrors",
     "MalformedFrame",
@@ -110,6 +111,7 @@ ErrorCode = Literal[
     "overloaded",
     "unavailable",
     "internal",
+    "not_leader",
 ]
 """The ``code`` of an ``ErrorReply`` (BRIEF.md, "Wire")."""
 
@@ -219,6 +221,13 @@ class StoreError(PodiumError):
     etcd's answers in store/etcd_client.py)."""
 
     code: ErrorCode = "unavailable"
+
+
+class LeadershipLost(StoreError):
+    """This replica led and no longer does: its lease was not renewed within the renew
+    deadline, or a transaction's fence (the leadership key's compare) failed. The daemon exits
+    (``podium serve`` exits 4, as kube-scheduler exits on a lost lease) and its supervisor
+    restarts it as a follower; nothing it had not committed was acknowledged."""
 
 
 class DatabaseDamaged(StoreError):

@@ -114,12 +114,14 @@ class StoreFailure(_Mail, frozen=True, kw_only=True):
         message: a one-line summary naming the object(s) and rule.
         errors: one entry per rejected object (writes).
         revision: for ``gone``, the oldest revision still kept.
+        leader: for ``not_leader``, the address of the replica that leads (None: none now).
     """
 
     code: ErrorCode
     message: str
     errors: list[ObjectError] = []
     revision: int | None = None
+    leader: str | None = None
 
 
 class WriteResult(_Mail, frozen=True, kw_only=True):
