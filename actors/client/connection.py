@@ -162,6 +162,10 @@ class WatchStream:
         return item
 
 
+LEADER_HANDSHAKE_SECONDS = 5.0
+"""How long a connection to the leader a follower named may take to answer its hello."""
+
+
 class Client:
     """One connection to a Podium daemon; use :func:`connect` to get one.
 
@@ -377,15 +381,22 @@ class Client:
                 return current
             if current is not None:
                 await current._stream.aclose()
-            stream = await open_stream(address, self._tls)
-            try:
-                frames = FrameReader(self._max_frame_bytes)
-                hello = await _handshake(
-                    stream, frames, server=address, encoding=self.encoding, token=self._token
+            # Bounded: the leader a follower names may be paused or cut off (its key lives
+            # until its lease expires), and its port may accept without ever answering.
+            with trio.move_on_after(LEADER_HANDSHAKE_SECONDS) as waiting:
+                stream = await open_stream(address, self._tls)
+                try:
+                    frames = FrameReader(self._max_frame_bytes)
+                    hello = await _handshake(
+                        stream, frames, server=address, encoding=self.encoding, token=self._token
+                    )
+                except BaseException:
+                    await trio.aclose_forcefully(stream)
+                    raise
+            if waiting.cancelled_caught:
+                raise ServerUnreachable(
+                    address, f"the leader did not answer within {LEADER_HANDSHAKE_SECONDS:g} s"
                 )
-            except BaseException:
-                await trio.aclose_forcefully(stream)
-                raise
             leader = Client(stream, frames, hello, server=address, encoding=self.encoding)
             self._nursery.start_soon(leader._read_loop)
             self._leader = leader
