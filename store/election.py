@@ -31,7 +31,7 @@ import trio
 
 from podium.protocol.config import EtcdSettings, LeaderElectionSettings
 from podium.protocol.errors import LeadershipLost, StoreError
-from podium.store.etcd import EtcdLocation
+from podium.store.etcd import LEADER_KEY, EtcdLocation
 from podium.store.etcd_client import EtcdClient, EtcdTLS, b64, unb64
 
 __all__ = ["LeaderElection", "LeaderRecord", "leader_election"]
@@ -269,7 +269,7 @@ def leader_election(
     identity = election.identity or f"{socket.gethostname()}:{os.getpid()}"
     return LeaderElection(
         client,
-        (location.prefix + "leader").encode(),
+        location.prefix.encode() + LEADER_KEY,
         identity,
         election.advertise or address,
         lease_duration=election.lease_duration_seconds,

@@ -13,6 +13,8 @@ once etcd's quorum has it (etcd answers a txn only after raft commits it). The m
     PREFIX/objects/<kind>/<namespace>/<name> the object, msgpack (as SQLite's objects.data)
     PREFIX/events/<revision, 20 digits>      one change: msgpack [type, kind, namespace, name,
                                              node, message, object]; the event log
+    PREFIX/leader                            who leads, under leader election (JSON
+                                             {"identity", "address"}, bound to its lease)
 
 Podium revisions are not etcd's: a batch of many changes is one etcd transaction and so one
 etcd revision, while each change keeps its own Podium revision (the event key). ``revision``
@@ -104,6 +106,7 @@ from podium.store.tools import write_database
 
 __all__ = [
     "COMPACT_EVERY",
+    "LEADER_KEY",
     "SCHEMA_VERSION",
     "EtcdDurability",
     "EtcdLocation",
@@ -130,6 +133,9 @@ PAGE = 1000
 """Keys per range read at start."""
 READ_PAGE = 10_000
 """The most event keys one read of the log returns (a watcher far behind reads pages)."""
+
+LEADER_KEY = b"leader"
+"""The leadership key under the prefix (store/election.py)."""
 
 _DIGITS = 20
 _EventValue = tuple[EventType, str, str, str, str, str, bytes]
@@ -301,7 +307,9 @@ class EtcdDurability:
         where = str(self.location)
         kvs, revision = await self._range(self._meta_key, None, limit=1)
         if not kvs:
-            other, _ = await self._range(self._prefix, _prefix_end(self._prefix), limit=1)
+            other, _ = await self._range(self._prefix, _prefix_end(self._prefix), limit=2)
+            # The leadership key (store/election.py) may come before the store's first commit.
+            other = [kv for kv in other if unb64(kv["key"]) != self._prefix + LEADER_KEY]
             if other:
                 raise DatabaseDamaged(
                     f"etcd prefix {where} holds keys ({unb64(other[0]['key']).decode()!r}) but "
