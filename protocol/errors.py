@@ -18,6 +18,7 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     │   └── NotAssumed             internal     protocol/errors.py
     ├── StoreError                 unavailable  protocol/errors.py
     │   ├── DatabaseDamaged        unavailable  protocol/errors.py
+    │   ├── LeadershipLost         unavailable  protocol/errors.py
     │   └── EtcdError              unavailable  store/etcd_client.py
     │       ├── EtcdUnavailable    unavailable  store/etcd_client.py
     │       └── EtcdUnknownOutcome unavailable  store/etcd_client.py
