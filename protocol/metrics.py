@@ -304,7 +304,8 @@ WATCHER_LAG: Final = Gauge(
 )
 LEADER: Final = Gauge(
     "podium_leader",
-    "1 while this replica leads (schedules and writes), 0 while it follows (leader election).",
+    "1 while this daemon leads (schedules and writes; always, without leader election), 0 "
+    "while it follows.",
     registry=REGISTRY,
 )
 MASTER_STATUS: Final = Gauge(

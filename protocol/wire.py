@@ -411,6 +411,10 @@ class StatsReply(Reply, tag="stats_reply", frozen=True, kw_only=True):
         pending: pods waiting, by queue.
         scheduled, unschedulable, errors: scheduling attempts by result since start.
         connections, watchers: open protocol connections and watches.
+        leading: whether this daemon leads (always, but for a follower replica under leader
+            election, which schedules nothing and answers writes ``not_leader``).
+        leader: under leader election, the protocol address of the replica that leads
+            (None: none now, or no election).
     """
 
     revision: Revision
@@ -426,6 +430,8 @@ class StatsReply(Reply, tag="stats_reply", frozen=True, kw_only=True):
     connections: int
     watchers: int
     uptime_seconds: float
+    leading: bool = True
+    leader: str | None = None
 
 
 class ErrorReply(Reply, tag="error", frozen=True, kw_only=True):

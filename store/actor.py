@@ -469,7 +469,12 @@ class StoreActor:
                         kept = EventsResult(revision=revision, changes=events)
                         replies.append(partial(reply, msg.reply, kept))
                 case ReadStats():
-                    replies.append(partial(reply, msg.reply, core.stats()))
+                    stats = core.stats()
+                    if self._standby is not None:
+                        stats = msgspec.structs.replace(
+                            stats, leading=self.leading, leader=self._standby.leader()
+                        )
+                    replies.append(partial(reply, msg.reply, stats))
                 case _:
                     assert_never(msg)
         return changes, replies, behind

@@ -297,10 +297,15 @@ class ReadEvents(_Mail, frozen=True, kw_only=True):
 
 
 class StoreStats(_Mail, frozen=True, kw_only=True):
+    """The store's counts; ``leading`` is False on a follower replica, whose ``leader`` is the
+    leader's address (None when unknown or not under leader election)."""
+
     revision: int
     oldest_revision: int
     objects: dict[str, int]
     bound_pods: int
+    leading: bool = True
+    leader: str | None = None
 
 
 class ReadStats(_Mail, frozen=True, kw_only=True):

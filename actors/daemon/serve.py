@@ -308,10 +308,26 @@ class Readiness:
     from the first shutdown signal on.
     """
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, election: LeaderElection | None = None) -> None:
         self.runtime = runtime
         self.gateway: Gateway | None = None
         self.stopping = False
+        self._election = election
+
+    def role(self) -> str:
+        """After ``ok``: under leader election, whether this replica leads, else who does (a
+        follower is ready: it serves reads, watches and explain)."""
+        election = self._election
+        if election is None:
+            return ""
+        if election.leading:
+            return f" (leader {election.identity})"
+        leader = election.leader
+        return (
+            f" (follower; leader {leader.identity} at {leader.address})"
+            if leader
+            else (" (follower; no replica leads)")
+        )
 
     def __call__(self) -> list[str]:
         problems: list[str] = []
@@ -457,7 +473,7 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
         reload_plugins=lambda: load_plugin_set(config),
         tracing=tracing,
     )
-    readiness = Readiness(runtime)
+    readiness = Readiness(runtime, replica.election if replica is not None else None)
     try:
         # SIGTERM and SIGINT are ignored from here on but for the receiver below, which puts
         # this back when it closes: a signal after the stop (while the process exits) then
@@ -477,6 +493,7 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
                 async with trio.open_nursery() as nursery:
                     handles = await nursery.start(runtime.run)
                     if replica is None:
+                        metrics.LEADER.set(1)  # the one writer: it leads
                         await send(handles.scheduler, BeginScheduling())
                     else:
                         # In the outer nursery: it resigns once the services have drained.
