@@ -15,13 +15,14 @@ import os
 import signal
 import statistics
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trio
 from builders import make_pod
-from daemon import StartDaemon
+from daemon import Daemon, StartDaemon
 from etcd_servers import EtcdCluster
 from replicas import LEASE, Ledger, Replicas, check_cluster, leader_of, seed_nodes, write_until
 
@@ -197,3 +198,20 @@ def test_a_follower_serves_the_leaders_state_and_a_rolling_restart_loses_nothing
 
     trio.run(run)
     assert ledger.acked
+    # Who leads, as /readyz and `podium stats` say it on each replica.
+    leader = replicas.daemons[replicas.leader()]
+    assert leader is not None
+    roles = sorted(_readyz(d) for d in replicas.running())
+    assert [r.split(" ")[1] for r in roles] == ["(follower;", "(follower;", "(leader"], roles
+    follower = next(d for d in replicas.running() if d is not leader)
+    stats = follower.cli("stats")
+    assert stats.returncode == 0, stats.stderr
+    assert f"{leader.address} (this replica follows)" in stats.stdout, stats.stdout
+    assert "this daemon (" in leader.cli("stats").stdout
+
+
+def _readyz(daemon: Daemon) -> str:
+    with urllib.request.urlopen(f"http://{daemon.metrics}/readyz", timeout=5) as answer:
+        text: str = answer.read().decode()
+    assert answer.status == 200
+    return text
