@@ -24,6 +24,7 @@ import trio
 from builders import make_pod
 from daemon import Daemon, StartDaemon
 from etcd_servers import EtcdCluster
+from netns import Network
 from replicas import LEASE, Ledger, Replicas, check_cluster, leader_of, seed_nodes, write_until
 
 from podium.actors.client import ClientConnectionError, RemoteError, connect
@@ -44,12 +45,12 @@ def cluster(tmp_path: Path) -> Iterator[EtcdCluster]:
         members.stop()
 
 
-async def _bound_probe(addresses: str, name: str) -> None:
+async def _bound_probe(addresses: str, name: str, token: str | None = None) -> None:
     """Create pod ``name`` (retrying while no replica leads) and wait until it is bound."""
     while True:
         try:
             with trio.move_on_after(5):  # a paused replica may accept and never answer
-                await _put_and_wait_bound(addresses, name)
+                await _put_and_wait_bound(addresses, name, token)
                 return
         except (RemoteError, ClientConnectionError) as exc:
             if isinstance(exc, RemoteError) and exc.code not in ("not_leader", "unavailable"):
@@ -57,8 +58,8 @@ async def _bound_probe(addresses: str, name: str) -> None:
             await trio.sleep(0.05)
 
 
-async def _put_and_wait_bound(addresses: str, name: str) -> None:
-    async with connect(addresses) as client:
+async def _put_and_wait_bound(addresses: str, name: str, token: str | None) -> None:
+    async with connect(addresses, token=token) as client:
         await client.put([make_pod(name).req(cpu="100m").obj()])
         while True:
             # A follower's reads lag the leader's commits by its poll of the log.
@@ -215,3 +216,83 @@ def _readyz(daemon: Daemon) -> str:
         text: str = answer.read().decode()
     assert answer.status == 200
     return text
+
+
+@pytest.fixture
+def network() -> Iterator[Network]:
+    """Six hosts: etcd members on 0-2, replicas on 3-5 (removed after the test, failed or not)."""
+    net = Network(6)
+    try:
+        yield net
+    finally:
+        net.remove()
+
+
+def test_a_leader_cut_off_from_the_etcd_majority_is_replaced_and_binds_nothing(
+    network: Network, start_daemon: StartDaemon, tmp_path: Path
+) -> None:
+    """A real partition: every etcd member and replica in a network namespace of its own,
+    joined by veth pairs to a bridge; the leader's link goes down (cut off from the etcd
+    majority, and from its clients), the majority side elects and schedules meanwhile, the
+    old leader exits 4 (its renewals fail; its fence would refuse any bind); healed, it comes
+    back as a follower."""
+    folder = tmp_path / "etcd"
+    folder.mkdir()
+    cluster = EtcdCluster(
+        folder,
+        3,
+        hosts=[network.address(i) for i in range(3)],
+        wrappers=[network.exec_prefix(i) for i in range(3)],
+    ).start()
+    token = "partition-test-token"
+    replicas = Replicas(
+        start_daemon,
+        cluster,
+        tmp_path,
+        hosts=[network.address(i) for i in range(3, 6)],
+        wrappers=[network.exec_prefix(i) for i in range(3, 6)],
+        token=token,
+    )
+    ledger = Ledger()
+
+    async def run() -> None:
+        replicas.start_all()
+        await seed_nodes(replicas.addresses, 4, cpu="64", token=token)
+        leader = await trio.to_thread.run_sync(replicas.leader)
+        old = replicas.daemons[leader]
+        assert old is not None
+        stop = trio.Event()
+        cut: list[Daemon] = []
+
+        def reachable() -> str:
+            return ",".join(d.address for d in replicas.running() if d not in cut)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write_until, reachable, ledger, "w", stop, token)
+            await trio.sleep(0.5)
+            cut.append(old)
+            network.cut(3 + leader)
+            others = ",".join(d.address for d in replicas.running() if d is not old)
+            with trio.fail_after(LEASE + 15):
+                await _bound_probe(others, "probe", token)
+            code = await trio.to_thread.run_sync(lambda: old.proc.wait(20))
+            old.killed = True  # it stopped itself; its exit code is checked here
+            log = old.stderr_text()
+            await trio.to_thread.run_sync(old.stop)
+            assert code == 4, log
+            assert "no longer leads" in log, log
+            network.heal(3 + leader)
+            cut.clear()
+            await trio.to_thread.run_sync(replicas.start, leader)
+            await trio.sleep(0.5)
+            stop.set()
+        await check_cluster(replicas.addresses, ledger, token)
+
+    try:
+        trio.run(run)
+    except BaseException:
+        print(replicas.logs())
+        raise
+    finally:
+        cluster.stop()
+    assert ledger.acked

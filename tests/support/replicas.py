@@ -52,8 +52,21 @@ class Replicas:
     """``size`` replicas on ``cluster``'s prefix ``podium``, in ``folder/r<i>``."""
 
     def __init__(
-        self, start_daemon: StartDaemon, cluster: EtcdCluster, folder: Path, size: int = 3
+        self,
+        start_daemon: StartDaemon,
+        cluster: EtcdCluster,
+        folder: Path,
+        size: int = 3,
+        *,
+        hosts: list[str] | None = None,
+        wrappers: list[list[str]] | None = None,
+        token: str | None = None,
     ) -> None:
+        # Replicas on hosts of their own (network namespaces) listen beyond loopback: with a
+        # token (clients present ``token``) and without TLS.
+        self.hosts = hosts
+        self.wrappers = wrappers or [[] for _ in range(size)]
+        self.token = token
         self._start_daemon = start_daemon
         self.cluster = cluster
         self.folder = folder
@@ -68,7 +81,15 @@ class Replicas:
     def start(self, index: int) -> Daemon:
         work = self.folder / f"r{index}"
         work.mkdir(exist_ok=True)
+        network: list[str] = []
+        if self.hosts is not None:
+            tokens = self.folder / "tokens"
+            tokens.write_text(f"{self.token} read-write test\n")
+            host = self.hosts[index]
+            network = ["--listen", f"{host}:7070", "--metrics", f"{host}:7071"]
+            network += ["--token-file", str(tokens), "--insecure-plaintext", "--insecure-metrics"]
         daemon = self._start_daemon(
+            *network,
             "--store",
             self.cluster.url("podium"),
             "--config",
@@ -83,6 +104,7 @@ class Replicas:
             "--leader-elect-identity",
             f"r{index}-{self.restarts}",
             cwd=work,
+            wrapper=self.wrappers[index],
         )
         self.restarts += 1
         self.daemons[index] = daemon
@@ -131,7 +153,11 @@ def leader_of(daemon: Daemon) -> bool:
 
 
 async def write_until(
-    addresses: Callable[[], str], ledger: Ledger, prefix: str, stop: trio.Event
+    addresses: Callable[[], str],
+    ledger: Ledger,
+    prefix: str,
+    stop: trio.Event,
+    token: str | None = None,
 ) -> None:
     """Create pods ``prefix-N`` until ``stop``, through whichever replica answers (writes
     follow the leader), reconnecting on a lost connection; a refused or unanswered write is
@@ -139,11 +165,13 @@ async def write_until(
     i = 0
     while not stop.is_set():
         try:
-            async with connect(addresses()) as client:
+            async with connect(addresses(), token=token) as client:
                 while not stop.is_set():
                     name = f"{prefix}-{i}"
                     i += 1
-                    reply = await client.put([make_pod(name).req(cpu="100m").obj()])
+                    # Bounded: a replica cut off (or paused) may accept and never answer.
+                    with trio.fail_after(5):
+                        reply = await client.put([make_pod(name).req(cpu="100m").obj()])
                     ledger.acked[name] = reply.objects[0].uid
                     await trio.sleep(0.01)
         except RemoteError as exc:
@@ -151,23 +179,28 @@ async def write_until(
                 raise
             ledger.refused[exc.code] += 1
             await trio.sleep(0.05)
-        except ClientConnectionError:
-            ledger.refused["connection"] += 1
+        except (ClientConnectionError, trio.TooSlowError) as exc:
+            ledger.refused[type(exc).__name__] += 1
             await trio.sleep(0.05)
 
 
-async def seed_nodes(address: str, count: int, cpu: str) -> None:
-    async with connect(address) as client:
+async def seed_nodes(address: str, count: int, cpu: str, token: str | None = None) -> None:
+    async with connect(address, token=token) as client:
         await client.put(
             [make_node(f"n{i}").capacity(cpu=cpu, pods=1000).obj() for i in range(count)]
         )
 
 
-async def check_cluster(address: str, ledger: Ledger) -> tuple[int, int]:
+async def check_cluster(address: str, ledger: Ledger, token: str | None = None) -> tuple[int, int]:
     """The final checks on the state ``address`` serves: every acknowledged pod is there with
     its uid, no pod was bound twice (the Bound events of the whole log), no node holds more
-    CPU than it has. Returns (pods, bound)."""
-    async with connect(address) as client:
+    CPU than it has, read from the replica that leads (a follower's reads lag by its poll).
+    Returns (pods, bound)."""
+    async with connect(address, token=token) as client:
+        stats = await client.stats()
+    if not stats.leading and stats.leader is not None:
+        address = stats.leader
+    async with connect(address, token=token) as client:
         pods = [p for p in (await client.get("Pod")).items if isinstance(p, o.Pod)]
         nodes = [n for n in (await client.get("Node")).items if isinstance(n, o.Node)]
         revision = (await client.stats()).revision
