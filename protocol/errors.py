@@ -19,6 +19,7 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     ├── StoreError                 unavailable  protocol/errors.py
     │   ├── DatabaseDamaged        unavailable  protocol/errors.py
     │   ├── LeadershipLost         unavailable  protocol/errors.py
+    │   ├── FollowerBehind         unavailable  protocol/errors.py
     │   └── EtcdError              unavailable  store/etcd_client.py
     │       ├── EtcdUnavailable    unavailable  store/etcd_client.py
     │       └── EtcdUnknownOutcome unavailable  store/etcd_client.py
@@ -85,6 +86,7 @@ __all__ = [
     "ConfigError",
     "DatabaseDamaged",
     "ErrorCode",
+    "FollowerBehind",
     "FrameTooLarge",
     "InvalidObject",
     "InvalidRequest",
@@ -229,6 +231,11 @@ class LeadershipLost(StoreError):
     deadline, or a transaction's fence (the leadership key's compare) failed. The daemon exits
     (``podium serve`` exits 4, as kube-scheduler exits on a lost lease) and its supervisor
     restarts it as a follower; nothing it had not committed was acknowledged."""
+
+
+class FollowerBehind(StoreError):
+    """A follower replica fell behind the kept event log (the leader compacted it past the
+    follower's revision): it stops (exit 1) and reloads the store when restarted."""
 
 
 class DatabaseDamaged(StoreError):

@@ -43,7 +43,7 @@ import msgspec
 import trio
 
 from podium.protocol import metrics
-from podium.protocol.errors import DatabaseDamaged, StoreError
+from podium.protocol.errors import DatabaseDamaged, FollowerBehind, StoreError
 from podium.protocol.objects import KubeObject
 from podium.store.core import StoreCore, StoreRejected
 from podium.store.mail import (
@@ -275,7 +275,7 @@ class StoreActor:
         while True:
             try:
                 changes = await standby.source.follow(self.core.revision)
-            except DatabaseDamaged:
+            except (DatabaseDamaged, FollowerBehind):
                 raise
             except StoreError as exc:
                 # A follower's state is only stale meanwhile; the leader's commits wait in etcd.

@@ -88,7 +88,7 @@ import msgspec
 import trio
 
 from podium.protocol.config import EtcdSettings
-from podium.protocol.errors import DatabaseDamaged, LeadershipLost, StoreError
+from podium.protocol.errors import DatabaseDamaged, FollowerBehind, LeadershipLost, StoreError
 from podium.protocol.objects import KubeObject, Pod
 from podium.protocol.wire import EventType
 from podium.store.actor import Recovery, Standby, StoreActor, Subscriber
@@ -472,10 +472,12 @@ class EtcdDurability:
         self._committed = max(self._committed, meta.revision)
         changes = [self._decode_event(kv) for kv in responses[1]["response_range"].get("kvs", [])]
         changes = [c for c in changes if c.revision <= meta.revision]
-        if changes and changes[0].revision != after + 1:
-            raise DatabaseDamaged(
+        if meta.revision > after and (not changes or changes[0].revision != after + 1):
+            resumes = changes[0].revision if changes else "nothing kept"
+            raise FollowerBehind(
                 f"etcd prefix {self.location}: a follower at revision {after} finds the log "
-                f"resuming at {changes[0].revision} (compacted past it)"
+                f"resuming at {resumes} (compacted past it): it stops, and reloads "
+                "when restarted"
             )
         return changes
 

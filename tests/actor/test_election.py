@@ -15,12 +15,12 @@ import trio
 from builders import make_node, make_pod
 from etcd_servers import EtcdCluster
 
-from podium.protocol.errors import LeadershipLost
+from podium.protocol.errors import FollowerBehind, LeadershipLost
 from podium.protocol.objects import Pod
 from podium.store.core import StoreCore
 from podium.store.election import LeaderElection, LeaderRecord
 from podium.store.etcd import EtcdDurability, EtcdLocation, parse_store_url
-from podium.store.etcd_client import EtcdClient
+from podium.store.etcd_client import EtcdClient, b64
 from podium.store.mail import Binding, Change
 
 
@@ -135,5 +135,38 @@ async def test_a_follower_reads_the_leaders_commits_and_takes_over_at_the_end(
         await follower.commit(_nodes(mirror, ["n4"]))
         with pytest.raises(Exception, match="another writer moved meta/revision"):
             await leader.commit(_nodes(core, ["n5"]))
+        await leader.close()
+        await follower.close()
+
+
+async def test_a_follower_behind_the_compacted_log_stops(location: EtcdLocation) -> None:
+    core = StoreCore()
+    with trio.fail_after(15):
+        leader = EtcdDurability(location, retention=1)
+        await leader.load()
+        follower = EtcdDurability(location)
+        follower.standby = True
+        await follower.load()
+        for name in ("n1", "n2", "n3"):
+            await leader.commit(_nodes(core, [name]))
+        # The leader's log keeps one change: revision 1 and 2 are gone.
+        await leader._client.call(
+            "txn",
+            "/v3/kv/txn",
+            {
+                "success": [
+                    {
+                        "request_delete_range": {
+                            "key": b64(f"{location.prefix}events/".encode()),
+                            "range_end": b64(
+                                f"{location.prefix}events/00000000000000000003".encode()
+                            ),
+                        }
+                    }
+                ]
+            },
+        )
+        with pytest.raises(FollowerBehind, match="compacted past it"):
+            await follower.follow(0)
         await leader.close()
         await follower.close()
