@@ -1095,6 +1095,7 @@ def test_stats_text(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
         "pending       3 (active 1, backoff 0, unschedulable 2)\n"
         "attempts      scheduled 9, unschedulable 5, errors 0\n"
         "connections   2 (watchers 1)\n"
+        "leader        this daemon\n"
         "uptime        150m\n"
         "server        fake\n"
     )
