@@ -18,6 +18,10 @@ Emits: :class:`~podium.store.mail.BindPods` (store); :class:`~podium.actors.mail
 and :class:`~podium.actors.mail.Forget` (cache); :class:`~podium.actors.mail.Requeue` (queue);
 :class:`~podium.actors.mail.BindDone` to a requester that asked.
 
+A binding extender (actors/extenders; v1.14 ``getBinderFunc``) binds the pods it is
+interested in first, concurrently; only those it bound go on to the store, the others are
+forgotten and requeued as a refused bind is.
+
 Metrics: ``scheduler_framework_extension_point_duration_seconds{extension_point="Bind"}`` (the
 store round trip, per pod, Success or Error) and, for each pod whose bind committed,
 ``scheduler_pod_scheduling_attempts`` and ``scheduler_pod_scheduling_sli_duration_seconds``
@@ -30,6 +34,7 @@ import logging
 
 import trio
 
+from podium.actors.extenders import NO_EXTENDERS, Extenders
 from podium.actors.mail import (
     BindDone,
     BinderMsg,
@@ -57,6 +62,8 @@ class Binder:
         inbox: its mailbox.
         store, cache, queue: the mailboxes it sends to (its own clones; closed when it stops).
         tracing: records ``bind`` and ``commit`` under each sampled attempt's trace.
+        extenders: the policy's extenders; one with a bind verb binds the pods it is
+            interested in, and only the pods it bound go on to the store.
     """
 
     def __init__(
@@ -67,8 +74,10 @@ class Binder:
         cache: trio.MemorySendChannel[CacheMsg],
         queue: trio.MemorySendChannel[QueueMsg],
         tracing: Tracing = DISABLED,
+        extenders: Extenders = NO_EXTENDERS,
     ) -> None:
         self._tracing = tracing
+        self._extenders = extenders
         self._inbox = inbox
         self._store = store
         self._cache = cache
@@ -80,7 +89,21 @@ class Binder:
             while (batch := await receive_batch(self._inbox)) is not None:
                 await self._bind([r for b in batch for r in b.requests])
 
+    async def _bind_by_extender(self, batch: list[BindRequest]) -> dict[str, str]:
+        """Bind through the binding extender the pods it is interested in (concurrently);
+        answers uid -> why, for the pods it did not bind."""
+        refused, calls = await self._extenders.bind_all([(r.pod, r.node) for r in batch])
+        for r in batch:
+            for extender, verb, outcome, start, end in calls.get(r.pod.pod.metadata.uid, ()):
+                attributes = {"podium.extender": extender, "podium.result": outcome}
+                self._tracing.span_from(r.trace, f"extender {verb}", start, end, attributes)
+        return refused
+
     async def _bind(self, batch: list[BindRequest]) -> None:
+        refused: dict[str, str] = {}
+        if self._extenders.binder is not None:
+            # v1.14 getBinderFunc: the extender binds; the store records only what it bound.
+            refused = await self._bind_by_extender(batch)
         bindings = [
             Binding(
                 namespace=r.pod.namespace,
@@ -91,12 +114,15 @@ class Binder:
                 provisions=r.provisions,
             )
             for r in batch
+            if r.pod.pod.metadata.uid not in refused
         ]
         # v1.14 counts the assumed pod's TTL from FinishBinding; Podium from the hand-off.
         await send(self._cache, FinishBinding(keys=[r.pod.key for r in batch]))
         started = trio.current_time()
-        result: BindResult | StoreFailure = await ask(
-            self._store, lambda r: BindPods(bindings=bindings, reply=r)
+        result: BindResult | StoreFailure = (
+            await ask(self._store, lambda r: BindPods(bindings=bindings, reply=r))
+            if bindings
+            else BindResult(revision=0)
         )
         now = trio.current_time()
         seconds = now - started
@@ -105,6 +131,7 @@ class Binder:
         else:
             # By uid: a pod deleted and re-created under its name may share this batch.
             failed = {f.binding.uid: f.message for f in result.failed}
+        failed.update(refused)
         commit_seconds = 0.0 if isinstance(result, StoreFailure) else result.commit_seconds
         for r in batch:
             message = failed.get(r.pod.pod.metadata.uid)

@@ -140,11 +140,24 @@ class CacheActor:
                 assert_never(msg)
 
     def _assume(self, msg: Assume) -> AssumeReply:
-        return AssumeReply(statuses=[self._assume_one(a, msg.generation) for a in msg.pods])
+        # The nodes only this batch's own earlier pods changed since the decisions' snapshot
+        # (with ``folded``, their fit is not checked again: the decisions saw those pods).
+        batch: dict[str, int] | None = {} if msg.folded else None
+        return AssumeReply(statuses=[self._assume_one(a, msg.generation, batch) for a in msg.pods])
 
-    def _assume_one(self, a: Assumption, generation: int) -> AssumeStatus:
+    def _assume_one(
+        self, a: Assumption, generation: int, batch: dict[str, int] | None
+    ) -> AssumeStatus:
         try:
-            conflict = self.core.assume(a.pod, a.node, generation, a.volumes, a.provisions)
+            conflict = self.core.assume(
+                a.pod,
+                a.node,
+                generation,
+                a.volumes,
+                a.provisions,
+                assumed=a.assumed,
+                batch=batch,
+            )
         except CacheStateError as exc:
             log.error("Assume: %s", exc)
             return AssumeStatus(status="error", message=str(exc))

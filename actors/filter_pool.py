@@ -11,6 +11,9 @@ Mailbox: :class:`~podium.actors.mail.FilterRequest`, :class:`~podium.actors.mail
 Emits: :class:`~podium.actors.mail.ScoreRequest` to the scoring workers when some node fits,
 else the :class:`~podium.actors.mail.Decision` (FitError or error) straight to the requester.
 
+Extenders (actors/extenders): after the predicates, the policy's extenders with a filter verb
+narrow the feasible nodes, each in turn, awaited here (v1.14 ``findNodesThatFit``).
+
 Metrics: the stage's duration travels in the ScoreRequest/Decision (the scheduler records it);
 for a random ``PLUGIN_METRICS_SAMPLE_PERCENT`` of attempts (Kubernetes'
 ``pluginMetricsSamplePercent``) each predicate's time goes to
@@ -26,6 +29,7 @@ from typing import assert_never
 import trio
 
 from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult
+from podium.actors.extenders import NO_EXTENDERS, Extenders
 from podium.actors.mail import (
     Decision,
     FilterMsg,
@@ -52,6 +56,7 @@ class FilterPool:
         scorers: the scoring workers' mailbox (this actor's clone; closed when it stops).
         stage: the predicates to start with.
         rng: the plugin-metrics sampling draw (not the tie-break's source).
+        extenders: the policy's extenders; their filter verbs narrow the feasible nodes.
     """
 
     def __init__(
@@ -61,7 +66,9 @@ class FilterPool:
         stage: FilterStage,
         *,
         rng: random.Random | None = None,
+        extenders: Extenders = NO_EXTENDERS,
     ) -> None:
+        self._extenders = extenders
         self._inbox = inbox
         self._scorers = scorers
         self._stage = stage
@@ -102,6 +109,10 @@ class FilterPool:
             # A plugin bug fails this attempt (result=error), never the daemon.
             log.exception("filtering pod %s failed", msg.pod.key)
             result, feasible = ScheduleResult(message=f"internal error: {exc}", error=True), []
+        if feasible and self._extenders:
+            result, feasible = await self._extenders.filter(
+                msg.pod, msg.snapshot, result, feasible, explain=msg.explain
+            )
         seconds = trio.current_time() - started
         if feasible:
             await send(

@@ -207,17 +207,20 @@ class SnapshotRequest(_Mail, frozen=True, kw_only=True):
 
 class Assumption(_Mail, frozen=True, kw_only=True):
     """One pod of an :class:`Assume`: ``pod`` on ``node``, with its volume-binding decision
-    (``volumes``/``provisions``), assumed with the pod."""
+    (``volumes``/``provisions``), assumed with the pod. ``assumed``: the pod as the assume
+    counts it (``spec.nodeName`` set), when the sender made it already (the scheduler's fold
+    did): the cache counts that same PodInfo instead of making another."""
 
     pod: PodInfo
     node: str
     volumes: dict[str, str] = {}
     provisions: list[str] = []
+    assumed: PodInfo | None = None
 
 
 class Assume(_Mail, frozen=True, kw_only=True):
     """Assume the pods of a batch, in order, as decided on the snapshot at ``generation``
-    (each decision also saw the earlier ones of the batch folded in).
+    (with ``folded``, each decision also saw the earlier ones of the batch folded in).
 
     If a node changed since ``generation``, the cache re-checks the fit on its current
     NodeInfo and answers ``conflict`` for that pod when it no longer holds. Answered with one
@@ -227,6 +230,10 @@ class Assume(_Mail, frozen=True, kw_only=True):
     pods: list[Assumption]
     generation: int
     reply: trio.MemorySendChannel[AssumeReply]
+    folded: bool = False
+    """Each pod was decided with the batch's earlier pods folded in (the scheduler's batches
+    are): a node that changed after ``generation`` only by those pods' assumes is what the
+    decision saw and is not checked again."""
 
 
 class AssumeStatus(_Mail, frozen=True, kw_only=True):

@@ -19,6 +19,9 @@ counted as attempts) and comes first in the next batch, after the pods decided b
 bound (the queue's cycle numbers then compare as one pod at a time). The pods not yet decided
 when ``batch_max_seconds`` has passed go back too.
 
+Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing the candidates
+(actors/extenders), and every extender call of an attempt becomes a span of its trace.
+
 Owns: the batch's snapshot (refreshed from the cache's deltas once per batch, lent to the
 filter pool and the scoring workers for one decision at a time and changed only between two,
 under a lock shared with explain requests) and the attempt counters.
@@ -31,35 +34,39 @@ RecordUnschedulable and Evict (store); :class:`~podium.actors.mail.Attempted` (a
 if any).
 
 Metrics (protocol/metrics.py), per pod as one pod at a time: ``scheduler_schedule_attempts_total`` and
-``scheduler_scheduling_attempt_duration_seconds`` by result (a pod's own cycle: from the pop,
-or for a later pod of a batch from the start of its decision, to its requeue, or to the end of
-its decision plus the batch's assume round trip; the time a pod waits while the pods before
-and after it in its batch are decided is not its cycle; a conflict, an assume the cache
-refused, counts as error as Kubernetes counts an assume failure), and
-``scheduler_framework_extension_point_duration_seconds`` for Filter and Score (measured by
-the filter pool and the scoring workers, carried in the Decision) and Reserve (the batch's
-assume round trip, observed for each of its pods).
+``scheduler_scheduling_attempt_duration_seconds`` by result (a pod's own cycle: its share of
+the batch's pop and snapshot refresh, then from the start of its decision to its requeue, or
+to the end of its decision plus its share of the batch's assume round trip; the time a pod
+waits while the pods before and after it in its batch are decided is not its cycle; a
+conflict, an assume the cache refused, counts as error as Kubernetes counts an assume
+failure), and ``scheduler_framework_extension_point_duration_seconds`` for Filter and Score
+(measured by the filter pool and the scoring workers, carried in the Decision) and Reserve (a
+pod's share of the batch's assume round trip). A share is the round trip divided among the
+pods it served: Kubernetes' attempt is the snapshot update, the algorithm and the assume of
+one pod, and one message does each for the whole batch (counted whole in every pod's attempt,
+a round trip and any stall in it counted once per pod).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
 import trio
 
-from podium.actors.core.cache_core import apply_delta, fold_assumed
+from podium.actors.core.cache_core import apply_delta, assumed_pod, fold_assumed
 from podium.actors.core.explain import hints
 from podium.actors.core.preemption import (
     NominatedPods,
     PredicateFitCheck,
     PreemptionResult,
     fit_error_with_preemption,
-    preempt,
 )
+from podium.actors.extenders import NO_EXTENDERS, Extenders
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -102,6 +109,7 @@ from podium.actors.tracing import DISABLED, Attempt, Tracing
 from podium.protocol import metrics
 from podium.protocol.config import DEFAULT_BATCH_MAX_PODS, DEFAULT_BATCH_MAX_SECONDS
 from podium.protocol.errors import PodiumError
+from podium.protocol.extender import ExtenderConfig
 from podium.store.mail import (
     Evict,
     EvictResult,
@@ -126,6 +134,7 @@ class PluginSet:
     predicates: list[str]
     priorities: list[tuple[str, int]]
     warnings: list[str]
+    extenders: tuple[ExtenderConfig, ...] = ()
 
 
 class Scheduler:
@@ -152,6 +161,8 @@ class Scheduler:
         batch_max_seconds: once a batch has been deciding this long, the pods it has not
             decided go back to the queue (so a higher-priority pod that arrived meanwhile
             waits at most this long).
+        extenders: the policy's extenders (their preempt verbs narrow the candidates; their
+            calls in the filter pool and scoring workers get spans here).
     """
 
     def __init__(
@@ -174,7 +185,9 @@ class Scheduler:
         preemption: bool = True,
         batch_max_pods: int = DEFAULT_BATCH_MAX_PODS,
         batch_max_seconds: float = DEFAULT_BATCH_MAX_SECONDS,
+        extenders: Extenders = NO_EXTENDERS,
     ) -> None:
+        self._extenders = extenders
         self._control = control
         self._queue = queue
         self._cache = cache
@@ -197,6 +210,9 @@ class Scheduler:
         self._begin = trio.Event()
         self._scope = trio.CancelScope()
         self._counts = {"scheduled": 0, "unschedulable": 0, "error": 0, "conflict": 0}
+        # Every FilterRequest is answered here: decisions are asked one at a time (under the
+        # lock), so one channel serves them all instead of one opened per pod (~5 us each).
+        self._decisions_to, self._decisions = trio.open_memory_channel[Decision](math.inf)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with (
@@ -264,7 +280,8 @@ class Scheduler:
             would = None
             if decision.node is None and not decision.result.error and self._preemption:
                 failed = await self._failures(msg.pod, snapshot, decision)
-                would = preempt(msg.pod, snapshot, failed, PredicateFitCheck(self._filters))
+                fits = PredicateFitCheck(self._filters)
+                would = await self._extenders.preempt(msg.pod, snapshot, failed, fits)
         preempted = [v.key for v in would.victims] if would is not None else []
         if would is not None and would.node is None and decision.result.message:
             message = fit_error_with_preemption(decision.result.message, would)
@@ -282,13 +299,16 @@ class Scheduler:
             await send(self._filter_pool, plugins.filters)
             await send(self._scorers, plugins.scorers)
             self._filters = list(plugins.filters.filters)
+        warnings = list(plugins.warnings)
+        if plugins.extenders != self._extenders.configs:
+            warnings.append("the policy's extenders changed: they take effect after a restart")
         log.info(
             "policy reloaded: %d predicates, %d priorities",
             len(plugins.predicates),
             len(plugins.priorities),
         )
         return Reloaded(
-            predicates=plugins.predicates, priorities=plugins.priorities, warnings=plugins.warnings
+            predicates=plugins.predicates, priorities=plugins.priorities, warnings=warnings
         )
 
     # ------------------------------------------------------------------ the cycle
@@ -310,12 +330,22 @@ class Scheduler:
         explain: bool,
         nominated: NominatedPods | None = None,
     ) -> Decision:
-        return await ask(
+        await send(
             self._filter_pool,
-            lambda r: FilterRequest(
-                pod=pod, snapshot=snapshot, dry=dry, explain=explain, nominated=nominated, reply=r
+            FilterRequest(
+                pod=pod,
+                snapshot=snapshot,
+                dry=dry,
+                explain=explain,
+                nominated=nominated,
+                reply=self._decisions_to,
             ),
         )
+        while True:
+            decision = await self._decisions.receive()
+            # Only a request abandoned by a cancellation could have left another answer.
+            if decision.pod is pod:
+                return decision
 
     async def _failures(
         self,
@@ -393,17 +423,18 @@ class Scheduler:
         before: dict[str, NodeInfo] = {}
         async with self._lock:
             snapshot = await self._refresh()
+            refreshed = trio.current_time()
             for i, popped in enumerate(pods):
-                if i and trio.current_time() >= deadline:
+                started = trio.current_time()
+                if i and started >= deadline:
                     await self._give_back(pods[i:])
                     break
-                started = popped_at if i == 0 else trio.current_time()
                 attempt = traces.enter_context(
                     self._tracing.attempt(
                         popped.pod.key,
                         links=popped.links,
                         arrived_at=popped.arrived_at,
-                        popped_at=started,
+                        popped_at=popped_at if i == 0 else started,
                         attempts=popped.attempts,
                     )
                 )
@@ -412,7 +443,10 @@ class Scheduler:
                     _observe_stages(outcome.decision)
                     if outcome.status is None:
                         node = outcome.node
-                        before.setdefault(node, fold_assumed(snapshot, popped.pod, node))
+                        # One PodInfo for the fold and the cache's assume of this pod.
+                        outcome.assumed = assumed_pod(popped.pod, node)
+                        folded = fold_assumed(snapshot, popped.pod, node, assumed=outcome.assumed)
+                        before.setdefault(node, folded)
                     outcomes.append(outcome)
                     continue
                 # Preemption evicts pods or clears nominations: the batch ends. A preemptor
@@ -427,6 +461,10 @@ class Scheduler:
                 outcomes.append(await self._preempted(popped, outcome, attempt, started))
                 await self._give_back(pods[1:])
                 break
+            # The pop and the snapshot's refresh served every pod decided: each attempt
+            # counts its share (as the assume's round trip below).
+            for o in outcomes:
+                o.started -= (refreshed - popped_at) / len(outcomes)
             await self._commit(outcomes, snapshot, before)
 
     async def _give_back(self, pods: list[Popped]) -> None:
@@ -445,8 +483,8 @@ class Scheduler:
         """
         pod = popped.pod
         deciding = trio.current_time()
-        # An extender's per-pod filter step (issue 18) belongs in the filter pool, between the
-        # predicates and the ScoreRequest: it is then awaited here, once per pod of the batch.
+        # The extenders' filter and prioritize verbs (actors/extenders) run in the filter pool
+        # and the scoring workers, inside this round trip: once per pod of the batch.
         decision = await self._decide(
             pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
         )
@@ -459,17 +497,21 @@ class Scheduler:
                 scored = min(filtered + decision.score_seconds, decided)
                 attempt.record("score", filtered, scored)
             attempt.record("select", scored, decided)
+            for extender, verb, outcome, start, end in decision.result.extender_calls:
+                attributes = {"podium.extender": extender, "podium.result": outcome}
+                attempt.record(f"extender {verb}", start, end, attributes)
         if decision.node is not None:
             return _Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None
         if not decision.result.error and self._preemption:
             failed = await self._failures(pod, snapshot, decision, popped.nominated)
-            preemption = preempt(
+            preemption = await self._extenders.preempt(
                 pod,
                 snapshot,
                 failed,
                 PredicateFitCheck(self._filters, popped.nominated),
                 nominated=popped.nominated,
+                calls=decision.result.extender_calls,
             )
         if preemption is not None and _changes_the_store(preemption):
             return _Preempting(decision, preemption)
@@ -540,21 +582,26 @@ class Scheduler:
                     node=o.node,
                     volumes=o.decision.volumes,
                     provisions=o.decision.provisions,
+                    assumed=o.assumed,
                 )
                 for o in placed
             ]
             assumed: AssumeReply = await ask(
                 self._cache,
-                lambda r: Assume(pods=assumptions, generation=snapshot.generation, reply=r),
+                lambda r: Assume(
+                    pods=assumptions, generation=snapshot.generation, reply=r, folded=True
+                ),
             )
             reserved = trio.current_time()
+            share = (reserved - reserving) / len(placed)
             for o, status in zip(placed, assumed.statuses, strict=True):
+                # The trace shows the round trip as it ran; the metrics count each pod's share.
                 o.attempt.record("assume", reserving, reserved)
-                # Its own cycle: its decision, then the batch's assume round trip (the other
-                # pods' decisions in between are theirs).
-                o.finished += reserved - reserving
+                # Its own cycle: its decision, then its share of the assume (the other pods'
+                # decisions in between are theirs).
+                o.finished += share
                 to = done_to if self._sync_binds else None
-                bind = await self._reserved(o, status, snapshot, before, reserved - reserving, to)
+                bind = await self._reserved(o, status, snapshot, before, share, to)
                 if bind is not None:
                     binds.append(bind)
         if binds:
@@ -643,8 +690,9 @@ class _Outcome:
     """One decided pod of a batch.
 
     ``status`` is None while it is placed and awaits the batch's assume. ``finished - started``
-    is the attempt's duration: from the pop (the batch's first pod) or the start of its
-    decision to its requeue, or to the end of its decision plus the batch's assume round trip.
+    is the attempt's duration: from the start of its decision, less its share of the batch's
+    pop and refresh, to its requeue, or to the end of its decision plus its share of the
+    batch's assume round trip.
     """
 
     popped: Popped
@@ -654,6 +702,7 @@ class _Outcome:
     status: Literal["scheduled", "unschedulable", "error", "conflict"] | None = None
     finished: float = 0.0
     preempted: list[str] = field(default_factory=list)
+    assumed: PodInfo | None = None
 
     @property
     def node(self) -> str:

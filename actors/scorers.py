@@ -10,6 +10,9 @@ Owns: the ScoreStage (priorities with weights, the tie-break's random source).
 Mailbox: :class:`~podium.actors.mail.ScoreRequest`, :class:`~podium.actors.mail.SetScorers`.
 Emits: :class:`~podium.actors.mail.Decision` on the request's reply channel.
 
+Extenders (actors/extenders): with more than one feasible node, the extenders' prioritize
+verbs are called at once and awaited here; each score times its weight joins the totals.
+
 Metrics: the stage's duration travels in the Decision (the scheduler records it); for attempts
 the filter pool sampled, each priority's time goes to
 ``scheduler_plugin_execution_duration_seconds``.
@@ -23,6 +26,7 @@ from typing import assert_never
 import trio
 
 from podium.actors.core.generic_scheduler import ScheduleResult, ScoreStage
+from podium.actors.extenders import NO_EXTENDERS, Extenders
 from podium.actors.framework.interface import SKIP, PluginArgs, PredicateError
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -66,11 +70,18 @@ class ScoringWorkers:
     Args:
         inbox: its mailbox.
         stage: the priorities to start with.
+        extenders: the policy's extenders; their prioritize verbs add to the totals.
     """
 
-    def __init__(self, inbox: trio.MemoryReceiveChannel[ScoreMsg], stage: ScoreStage) -> None:
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[ScoreMsg],
+        stage: ScoreStage,
+        extenders: Extenders = NO_EXTENDERS,
+    ) -> None:
         self._inbox = inbox
         self._stage = stage
+        self._extenders = extenders
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with self._inbox:
@@ -78,16 +89,16 @@ class ScoringWorkers:
             async for msg in self._inbox:
                 match msg:
                     case ScoreRequest():
-                        reply(msg.reply, self._decide(msg))
+                        reply(msg.reply, await self._decide(msg))
                     case SetScorers():
                         self._stage = ScoreStage(msg.scorers, rng=self._stage.rng)
                     case _:
                         assert_never(msg)
 
-    def _decide(self, msg: ScoreRequest) -> Decision:
+    async def _decide(self, msg: ScoreRequest) -> Decision:
         started = trio.current_time()
         try:
-            node, result, volumes, provisions = self._score(msg)
+            node, result, volumes, provisions = await self._score(msg)
         except Exception as exc:
             # A plugin bug fails this attempt (result=error), never the daemon.
             log.exception("scoring pod %s failed", msg.pod.key)
@@ -104,9 +115,15 @@ class ScoringWorkers:
             score_seconds=trio.current_time() - started,
         )
 
-    def _score(
+    async def _score(
         self, msg: ScoreRequest
     ) -> tuple[str | None, ScheduleResult, dict[str, str], list[str]]:
+        extender_scores = None
+        if self._extenders and (len(msg.feasible) > 1 or msg.explain):
+            # v1.14 Schedule: one feasible node is taken without prioritizing.
+            extender_scores = await self._extenders.prioritize(
+                msg.pod, msg.snapshot, msg.feasible, msg.result.extender_calls
+            )
         result = self._stage.run(
             msg.pod,
             msg.snapshot,
@@ -114,6 +131,7 @@ class ScoringWorkers:
             msg.feasible,
             explain=msg.explain,
             observe=metrics.observe_plugin if msg.sampled else None,
+            extender_scores=extender_scores,
         )
         if result.node is None or not msg.pod.pod.spec.volumes:
             return result.node, result, {}, []

@@ -17,6 +17,7 @@ its traceback (``podium serve`` then exits non-zero).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import random
@@ -29,6 +30,7 @@ from podium.actors.binder import Binder
 from podium.actors.cache import CacheActor
 from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.core.policy import build_plugins, default_policy, load_resolved_policy
+from podium.actors.extenders import Extenders, tls_problem
 from podium.actors.filter_pool import FilterPool
 from podium.actors.mail import (
     Attempted,
@@ -47,6 +49,8 @@ from podium.actors.scheduler import PluginSet, Scheduler
 from podium.actors.scorers import ScoringWorkers
 from podium.actors.tracing import DISABLED, Tracing
 from podium.protocol.config import SchedulerConfig
+from podium.protocol.errors import PolicyError
+from podium.protocol.extender import check_extenders, ignored_resources
 from podium.store.actor import StoreActor
 from podium.store.mail import Published, StoreMsg
 
@@ -79,6 +83,18 @@ def load_plugin_set(config: SchedulerConfig, policy_file: str | None = None) -> 
         if path
         else default_policy(hard_pod_affinity_symmetric_weight=weight)
     )
+    if config.extenders:
+        extenders = [*resolved.extenders, *config.extenders]
+        if problems := check_extenders(extenders):
+            raise PolicyError(problems, source=config.source)
+        resolved = dataclasses.replace(resolved, extenders=tuple(extenders))
+    tls = [
+        (f"extenders[{i}].tlsConfig", why)
+        for i, extender in enumerate(resolved.extenders)
+        if (why := tls_problem(extender)) is not None
+    ]
+    if tls:
+        raise PolicyError(tls, source=str(path or config.source or "<policy>"))
     filters, scorers = build_plugins(resolved)
     return PluginSet(
         filters=SetFilters(
@@ -90,6 +106,7 @@ def load_plugin_set(config: SchedulerConfig, policy_file: str | None = None) -> 
         predicates=list(resolved.predicate_names),
         priorities=[(name, weight) for name, weight in resolved.priority_weights],
         warnings=list(resolved.warnings),
+        extenders=tuple(resolved.extenders),
     )
 
 
@@ -165,6 +182,8 @@ class Runtime:
             store_rx, [cache_tx.clone(), queue_tx.clone(), *self._subscribers]
         )
         cache = CacheActor(cache_rx, assumed_pod_ttl_seconds=cfg.podium.assumed_pod_ttl_seconds)
+        if ignored := ignored_resources(self.plugins.extenders):
+            cache.core.ignore_extended_resources(ignored)
         queue = QueueActor(
             queue_rx,
             scheduler_name=cfg.scheduler_name,
@@ -172,8 +191,11 @@ class Runtime:
             pod_max_backoff_seconds=cfg.pod_max_backoff_seconds,
         )
         filters = self.plugins.filters
+        extenders = Extenders(self.plugins.extenders)
         scorers = ScoringWorkers(
-            score_rx, ScoreStage(self.plugins.scorers.scorers, rng=random.Random(self._seed))
+            score_rx,
+            ScoreStage(self.plugins.scorers.scorers, rng=random.Random(self._seed)),
+            extenders,
         )
         pool = FilterPool(
             filter_rx,
@@ -183,6 +205,7 @@ class Runtime:
                 percentage_of_nodes_to_score=filters.percentage_of_nodes_to_score,
                 always_check_all_predicates=filters.always_check_all_predicates,
             ),
+            extenders=extenders,
         )
         binder = Binder(
             binder_rx,
@@ -190,6 +213,7 @@ class Runtime:
             cache=cache_tx.clone(),
             queue=queue_tx.clone(),
             tracing=self._tracing,
+            extenders=extenders,
         )
         scheduler = Scheduler(
             control_rx,
@@ -209,6 +233,7 @@ class Runtime:
             preemption=not cfg.disable_preemption,
             batch_max_pods=cfg.podium.batch_max_pods,
             batch_max_seconds=cfg.podium.batch_max_seconds,
+            extenders=extenders,
         )
         self._scheduler = scheduler
         # Only clones are held by actors; the originals not handed to the caller close now.
@@ -223,7 +248,7 @@ class Runtime:
             "scheduler": scheduler.run,
             "store": store.run,
         }
-        async with trio.open_nursery() as nursery:
+        async with extenders, trio.open_nursery() as nursery:
             for name, run in actors.items():
                 await nursery.start(self._supervise, name, run, nursery.cancel_scope)
             self._actors = tuple(actors)

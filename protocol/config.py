@@ -49,6 +49,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from podium.protocol.errors import ConfigError, Problem, split_validation_message
+from podium.protocol.extender import ExtenderConfig, check_extenders, fold_extender_configs
 from podium.protocol.loader import Format, read_settings
 
 __all__ = [
@@ -95,6 +96,7 @@ HONOURED_KEYS = (
     "bindTimeoutSeconds",
     "podInitialBackoffSeconds",
     "podMaxBackoffSeconds",
+    "extenders",
 )
 IGNORED_KEYS: dict[str, str] = {
     "leaderElection": "Podium's own is podium.leaderElection (--leader-elect)",
@@ -485,6 +487,7 @@ class _KubeSchedulerConfiguration(_ConfigStruct, frozen=True, kw_only=True):
     bind_timeout_seconds: int = 600
     pod_initial_backoff_seconds: int = 1
     pod_max_backoff_seconds: int = 10
+    extenders: list[ExtenderConfig] = []
     podium: PodiumSettings = PodiumSettings()
 
 
@@ -502,6 +505,8 @@ class SchedulerConfig:
         hard_pod_affinity_symmetric_weight: 0-100; a policy's non-zero value overrides it.
         disable_preemption: preemption is later work; kept for when it lands.
         bind_timeout_seconds: how long a bind may take before it counts as failed.
+        extenders: scheduler extenders (the shape of a Policy's ``extenders``, as later
+            KubeSchedulerConfiguration versions carry them); they run after the policy's.
         podium: Podium's own keys.
         source: the config file, or ``None`` for the defaults.
         warnings: the ignored Kubernetes keys, one message each.
@@ -515,6 +520,7 @@ class SchedulerConfig:
     hard_pod_affinity_symmetric_weight: int = 10
     disable_preemption: bool = False
     bind_timeout_seconds: int = 600
+    extenders: tuple[ExtenderConfig, ...] = ()
     podium: PodiumSettings = dataclasses.field(default_factory=PodiumSettings)
     source: str | None = None
     warnings: tuple[str, ...] = ()
@@ -577,6 +583,7 @@ def decode_config(raw: Any, *, source: str | None = None) -> SchedulerConfig:
             problems.append(
                 (str(key), _unknown_key(key, [*HONOURED_KEYS, *IGNORED_KEYS, "podium"]))
             )
+    kept = fold_extender_configs(kept)
     problems.extend(_unknown_keys(kept, _KubeSchedulerConfiguration, "", top=True))
     if problems:
         raise ConfigError(problems, source=source)
@@ -598,6 +605,7 @@ def decode_config(raw: Any, *, source: str | None = None) -> SchedulerConfig:
         hard_pod_affinity_symmetric_weight=config.hard_pod_affinity_symmetric_weight,
         disable_preemption=config.disable_preemption,
         bind_timeout_seconds=config.bind_timeout_seconds,
+        extenders=tuple(config.extenders),
         podium=_anchor_files(config.podium, source),
         source=source,
         warnings=tuple(warnings),
@@ -664,6 +672,7 @@ def _check(config: _KubeSchedulerConfiguration) -> list[Problem]:
     ):
         if not 0 <= value <= 100:
             problems.append((key, f"{key} must be in 0-100, got {value}"))
+    problems.extend(check_extenders(config.extenders))
     if config.bind_timeout_seconds < 0:
         problems.append(
             (

@@ -30,6 +30,7 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     ├── LoadError                  invalid      protocol/errors.py
     ├── LoadErrors                 invalid      protocol/errors.py
     ├── PredicateError             internal     actors/framework/interface.py
+    ├── ExtenderError              unavailable  actors/extenders/client.py
     ├── RegistryError              internal     actors/plugins/registry.py (also a LookupError)
     ├── PluginModuleMissing        internal     actors/plugins/registry.py (also an ImportError)
     ├── SimulationError            invalid      actors/core/simulation.py (also a ValueError)
@@ -58,7 +59,8 @@ What they mean, by branch:
   the check at start (damaged, emptied, not SQLite) or a row that no longer decodes;
   ``StoreRejected`` is the store refusing a request or one object of it, with the code its
   ``StoreFailure`` reply carries.
-- Scheduling: ``PredicateError`` fails one attempt with result error; the registry's errors are
+- Scheduling: ``PredicateError`` fails one attempt with result error; ``ExtenderError`` is an
+  extender call that failed (it fails the attempt unless the extender is ``ignorable``); the registry's errors are
   a plugin module missing or not matching the registry; ``SimulationError`` is input
   ``podium simulate`` cannot run.
 - Tools: ``DaemonError`` is a ``podium serve`` child that did not start or stop;

@@ -34,6 +34,9 @@ podium_protocol_errors_total                          counter    type, code
 podium_watchers                                       gauge
 podium_watcher_lag_revisions                          gauge
 podium_recovery_duration_seconds                      gauge
+podium_extender_request_duration_seconds              histogram  extender, verb,   exp(0.0001,2,16)
+                                                                 result
+podium_extender_errors_total                          counter    extender, verb
 process_* (ProcessCollector)
 ====================================================  =========  ================  =================
 
@@ -81,6 +84,8 @@ __all__ = [
     "CACHE_SIZE",
     "ETCD_ERRORS",
     "ETCD_REQUEST_DURATION",
+    "EXTENDER_ERRORS",
+    "EXTENDER_REQUEST_DURATION",
     "EXTENSION_POINT_DURATION",
     "FILTER_ERROR",
     "FILTER_SUCCESS",
@@ -238,6 +243,20 @@ PREEMPTION_VICTIMS: Final = Histogram(
 
 # --------------------------------------------------------------------------- podium_
 
+EXTENDER_REQUEST_DURATION: Final = Histogram(
+    "podium_extender_request_duration_seconds",
+    "Duration of one call to a scheduler extender (HTTP round trip and decode), by extender "
+    "(its urlPrefix), verb and result (ok, error).",
+    ["extender", "verb", "result"],
+    buckets=exponential_buckets(0.0001, 2, 16),
+    registry=REGISTRY,
+)
+EXTENDER_ERRORS: Final = Counter(
+    "podium_extender_errors_total",
+    "Scheduler extender calls that failed (unreachable, timeout, status, bad reply, Error).",
+    ["extender", "verb"],
+    registry=REGISTRY,
+)
 STORE_COMMIT_DURATION: Final = Histogram(
     "podium_store_commit_duration_seconds",
     "Duration of one store commit (one durable transaction for SQLite).",

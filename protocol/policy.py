@@ -17,8 +17,8 @@ symmetric weight, arguments. The *names* (aliases, unknown names, duplicates, th
 ``MaxPDVolumeCountPredicate`` group, defaults) are resolved in ``podium.actors.core.policy``, next to
 the plugin names it needs (protocol/ imports no other podium package).
 
-Unknown keys are errors (a typo should not silently change scheduling), except inside
-``extenders``, which Podium keeps but does not use yet (a warning says so).
+Unknown keys are errors (a typo should not silently change scheduling). ``extenders`` entries
+are read by ``podium.protocol.extender`` (their keys case-insensitively, as v1.14 reads them).
 """
 
 from __future__ import annotations
@@ -29,6 +29,12 @@ from typing import Any, NamedTuple
 import msgspec
 
 from podium.protocol.errors import PolicyError, Problem, split_validation_message
+from podium.protocol.extender import (
+    ExtenderConfig,
+    ExtenderManagedResource,
+    check_extenders,
+    fold_extender_configs,
+)
 from podium.protocol.loader import Format, read_settings
 
 __all__ = [
@@ -140,35 +146,6 @@ class PriorityPolicy(_PolicyStruct, frozen=True, kw_only=True):
     argument: PriorityArgument | None = None
 
 
-# --------------------------------------------------------------------------- extenders
-
-
-class ExtenderManagedResource(msgspec.Struct, rename="camel", frozen=True, kw_only=True):
-    name: str
-    ignored_by_scheduler: bool = False
-
-
-class ExtenderConfig(msgspec.Struct, rename="camel", frozen=True, kw_only=True):
-    """One ``extenders[]`` entry (v1.14 ExtenderConfig), kept but not used yet.
-
-    Unknown keys are ignored here, unlike the rest of the policy: extenders are later work
-    and their configuration is not Podium's to police yet.
-    """
-
-    url_prefix: str = ""
-    filter_verb: str = ""
-    preempt_verb: str = ""
-    prioritize_verb: str = ""
-    weight: int = 0
-    bind_verb: str = ""
-    enable_https: bool = False
-    tls_config: dict[str, str | bool] | None = None
-    http_timeout: int = 0
-    node_cache_capable: bool = False
-    managed_resources: list[ExtenderManagedResource] = []
-    ignorable: bool = False
-
-
 # --------------------------------------------------------------------------- policy
 
 
@@ -211,7 +188,7 @@ def decode_policy(raw: Any, *, source: str | None = None) -> LoadedPolicy:
         source: the file name errors carry.
 
     Returns:
-        The policy and its warnings (extenders are accepted but not used yet).
+        The policy and its warnings (none today; the field stays for later ones).
 
     Raises:
         PolicyError: the shape is wrong (a type, an unknown key: the first one msgspec meets),
@@ -220,19 +197,14 @@ def decode_policy(raw: Any, *, source: str | None = None) -> LoadedPolicy:
             other than exactly one field, ``hardPodAffinitySymmetricWeight`` (0-100).
     """
     try:
-        policy = msgspec.convert({} if raw is None else raw, type=Policy)
+        policy = msgspec.convert(fold_extender_configs({} if raw is None else raw), type=Policy)
     except msgspec.ValidationError as exc:
         reason, path = split_validation_message(str(exc))
         raise PolicyError([(_bare(path), reason)], source=source) from None
     problems = _check(policy)
     if problems:
         raise PolicyError(problems, source=source)
-    warnings: list[str] = []
-    if policy.extenders:
-        warnings.append(
-            f"extenders are not supported yet: the policy's {len(policy.extenders)} extender(s) are ignored"
-        )
-    return LoadedPolicy(policy, tuple(warnings))
+    return LoadedPolicy(policy, ())
 
 
 def load_policy(
@@ -323,6 +295,7 @@ def _check(policy: Policy) -> list[Problem]:
             )
         if priority.argument is not None:
             problems += _one_argument("priority", priority.name, where, priority.argument)
+    problems += check_extenders(policy.extenders)
     hard, alias = policy.hard_pod_affinity_symmetric_weight, policy.affinity_weight
     if hard is not None and alias is not None and hard != alias:
         problems.append(

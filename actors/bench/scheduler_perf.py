@@ -422,9 +422,11 @@ def run_one(
     *,
     server: str | None,
     progress: Callable[[int], None],
+    serve_args: Sequence[str] = (),
 ) -> RunResult:
     """Run ``workload`` at ``nodes`` once, on a fresh daemon unless ``server`` is given;
-    ``progress`` is told how many measured pods are bound so far."""
+    ``progress`` is told how many measured pods are bound so far; ``serve_args`` go to the
+    daemon after the workload's own flags."""
     if server is not None:
         windows, seconds, before, after = trio.run(
             _measure, server, None, workload, nodes, measured, progress
@@ -447,6 +449,7 @@ def run_one(
             policy_path = directory / "policy.json"
             policy_path.write_text(json.dumps(workload.policy()))
             flags = ["--policy", str(policy_path)]
+        flags += serve_args
         daemon = ServeProcess.start_in(directory, *flags, ready_timeout=START_SECONDS)
         try:
             windows, seconds, before, after = trio.run(

@@ -67,7 +67,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
             # On stderr: shown on a terminal even with -o json, which goes to stdout.
             bar = Progress(label, measured, enabled=True, rate="pods/s")
             try:
-                result = run_one(workload, nodes, measured, server=args.server, progress=bar.update)
+                result = run_one(
+                    workload,
+                    nodes,
+                    measured,
+                    server=args.server,
+                    progress=bar.update,
+                    serve_args=args.serve_arg or (),
+                )
             finally:
                 bar.close()
             runs.append(result)
@@ -348,6 +355,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "a saved run (`podium bench -o json > FILE`): print each figure's ratio against "
             "it (pods/s, attempt p99, CPU per pod, peak RSS); it must hold every workload and "
             "size run"
+        ),
+    )
+    bench.add_argument(
+        "--serve-arg",
+        action="append",
+        metavar="ARG",
+        help=(
+            "pass ARG to the `podium serve` each run starts (repeatable; a later --policy wins"
+            " over a workload's), e.g. --serve-arg=--policy --serve-arg=extenders.json"
         ),
     )
     add_output_option(bench, ("table", "json"), "table")

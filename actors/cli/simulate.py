@@ -13,6 +13,7 @@ progress bar on stderr.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -169,6 +170,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     as_json = args.output == "json"
     config = configured(args)
     plugins = load_plugin_set(config)
+    if args.no_extenders:
+        plugins = dataclasses.replace(plugins, extenders=())
     for w in plugins.warnings:
         err(f"warning: {w}")
     loaded = load_all(args.file, stdin=sys.stdin.buffer, strict=args.strict)
@@ -267,6 +270,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=(
             "every examined node's verdict per pod: reasons and total in the table,"
             " reasons and each priority's score with -o json"
+        ),
+    )
+    sim.add_argument(
+        "--no-extenders",
+        action="store_true",
+        help=(
+            "do not call the policy's extenders (their ignoredByScheduler resources stay"
+            " unchecked); by default simulate calls them as the daemon does"
         ),
     )
     sim.add_argument(

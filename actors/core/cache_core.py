@@ -318,12 +318,18 @@ class SchedulerCache:
         generation: int,
         volumes: Mapping[str, str] | None = None,
         provisions: Sequence[str] = (),
+        *,
+        assumed: PodInfo | None = None,
+        batch: dict[str, int] | None = None,
     ) -> str | None:
         """Assume ``pod`` on ``node``, as decided on the snapshot at ``generation``.
 
         If the node changed after ``generation``, PodFitsHostPorts and PodFitsResources are
-        checked again on its current NodeInfo. The pod is counted on the node with
-        ``spec.nodeName`` set; its volume decision is assumed in the objects.
+        checked again on its current NodeInfo, unless the only changes since are the earlier
+        pods of the same batch (``batch``), which the decision saw folded in: the node is then
+        what the decision saw, or has fewer pods where one of them was refused, and both
+        checks only fail with more. The pod is counted on the node with ``spec.nodeName`` set;
+        its volume decision is assumed in the objects.
 
         Args:
             pod: the pending pod.
@@ -331,6 +337,11 @@ class SchedulerCache:
             generation: the snapshot generation the decision was made on.
             volumes: claim key (``namespace/name``) -> PersistentVolume name to bind.
             provisions: claim keys to provision on ``node``.
+            assumed: ``assumed_pod(pod, node)`` when the caller made it already (the
+                scheduler's fold), counted as it is.
+            batch: shared by the pods of one Assume, in order: node -> the generation at which
+                the batch's own last assume changed it, for nodes that had not changed after
+                ``generation`` before the batch came to them (kept up to date here).
 
         Returns:
             None when assumed; otherwise why the decision no longer holds (a conflict: the
@@ -349,7 +360,9 @@ class SchedulerCache:
             raise AlreadyAssumed(f"pod {key} is already bound to {state.node}; cannot assume it")
         if node not in self._tree:
             return f"node {node} is not in the cache; cannot assume pod {key} on it"
-        if self._changed.get(node, 0) > generation:
+        changed = self._changed.get(node, 0)
+        as_decided = changed <= generation or (batch is not None and batch.get(node) == changed)
+        if not as_decided:
             reasons = self._recheck_fit(pod, self._nodes[node])
             if reasons:
                 return (
@@ -360,8 +373,13 @@ class SchedulerCache:
         conflict = self._check_volumes(key, node, volumes, provisions)
         if conflict is not None:
             return conflict
-        bound = assumed_pod(pod, node)
+        bound = assumed if assumed is not None else assumed_pod(pod, node)
         self._add_to_node(bound)
+        if batch is not None:
+            if as_decided:
+                batch[node] = self._changed[node]
+            else:
+                batch.pop(node, None)
         assumed_volumes = self._assume_volumes(key, node, volumes, provisions)
         self._pods[key] = PodState(bound, node, assumed=True, volumes=assumed_volumes)
         self._assumed.add(key)
@@ -449,7 +467,7 @@ class SchedulerCache:
                 return
             if state.node != node:
                 log.warning("pod %s was assumed on %s but was bound to %s", key, state.node, node)
-            self._replace_on_node(state, PodInfo(pod))
+            self._replace_on_node(state, state.info.with_pod(pod))
             return
         if not holds_resources(pod):
             return
@@ -477,7 +495,7 @@ class SchedulerCache:
                 new.spec.node_name,
                 state.node,
             )
-        self._replace_on_node(state, PodInfo(new))
+        self._replace_on_node(state, state.info.with_pod(new))
 
     def remove_pod(self, pod: Pod) -> None:
         """An added pod was deleted.
@@ -765,6 +783,12 @@ class SchedulerCache:
         del self._pods[key]
         self._assumed.discard(key)
 
+    def ignore_extended_resources(self, resources: frozenset[str]) -> None:
+        """Leave ``resources`` out of the assume-time PodFitsResources check, as the
+        predicates do for resources an extender manages with ``ignoredByScheduler``."""
+        args = PluginArgs(name=names.POD_FITS_RESOURCES, ignored_extended_resources=resources)
+        self._fit_checks = (self._fit_checks[0], PodFitsResources(args))
+
     def _recheck_fit(self, pod: PodInfo, info: NodeInfo) -> list[str]:
         snapshot = Snapshot([info], self._objects)
         reasons: list[str] = []
@@ -920,11 +944,15 @@ def assumed_pod(pod: PodInfo, node: str) -> PodInfo:
     )
 
 
-def fold_assumed(snapshot: Snapshot, pod: PodInfo, node: str) -> NodeInfo:
+def fold_assumed(
+    snapshot: Snapshot, pod: PodInfo, node: str, *, assumed: PodInfo | None = None
+) -> NodeInfo:
     """Make in ``snapshot`` the NodeInfo change :meth:`SchedulerCache.assume` makes: ``pod``
     counted on ``node`` (requested resources, ports, pod counts, affinity pods, images), the
     columns kept in step by ``Snapshot.replace_node_info``. A scheduling batch folds each
     decision in, so the next pod of the batch sees what it would have seen after the assume.
+    ``assumed``: ``assumed_pod(pod, node)`` made already (the scheduler hands the same one to
+    the cache's assume).
 
     Returns:
         The node's NodeInfo before the fold (to put back if the cache refuses the assume).
@@ -934,7 +962,7 @@ def fold_assumed(snapshot: Snapshot, pod: PodInfo, node: str) -> NodeInfo:
     """
     before = snapshot.by_name[node]
     info = before.clone()
-    info.add_pod(assumed_pod(pod, node))
+    info.add_pod(assumed if assumed is not None else assumed_pod(pod, node))
     snapshot.replace_node_info(info)
     return before
 

@@ -31,7 +31,7 @@ import operator
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -125,6 +125,9 @@ class ScheduleResult:
         feasible_nodes: the feasible nodes in examination order (only with ``explain``).
         scores: node -> priority name -> normalised score (only with ``explain``).
         totals: node -> weighted total (only with ``explain``).
+        extender_calls: ``(extender, verb, result, start, end)`` per extender call made for
+            this attempt (trio clock; result ``ok`` or ``error``): the scheduler records a
+            span for each (actors/extenders).
     """
 
     node: str | None = None
@@ -139,6 +142,7 @@ class ScheduleResult:
     feasible_nodes: list[str] = field(default_factory=list)
     scores: dict[str, dict[str, int]] = field(default_factory=dict)
     totals: dict[str, int] = field(default_factory=dict)
+    extender_calls: list[tuple[str, str, str, float, float]] = field(default_factory=list)
 
 
 _SPEC_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
@@ -556,6 +560,25 @@ def _run_filter_timed(
     return status
 
 
+def _add_extender_scores(
+    totals: npt.NDArray[np.int64],
+    infos: Sequence[NodeInfo],
+    extender_scores: tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]],
+    explain: ScheduleResult | None,
+) -> None:
+    """Add the extenders' weighted scores to ``totals`` (hosts not among ``infos`` are
+    ignored, as v1.14 sums only the feasible nodes' entries)."""
+    combined, per_extender = extender_scores
+    for j, info in enumerate(infos):
+        totals[j] += combined.get(info.name, 0)
+        if explain is not None:
+            scores = explain.scores.setdefault(info.name, {})
+            for extender, by_node in per_extender.items():
+                if info.name in by_node:
+                    scores[f"extender {extender}"] = by_node[info.name]
+            explain.totals[info.name] = int(totals[j])
+
+
 class ScoreStage:
     """The score half of an attempt: weighted priorities over the feasible nodes, then a host.
 
@@ -597,10 +620,14 @@ class ScoreStage:
         *,
         explain: bool = False,
         observe: PluginObserver | None = None,
+        extender_scores: tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]] | None = None,
     ) -> ScheduleResult:
         """Pick the host among ``feasible`` rows; sets ``result.node`` (or the error).
 
         ``observe`` (sampled attempts) is told each priority's time (map and reduce).
+        ``extender_scores``: what the extenders' prioritize verbs gave (actors/extenders):
+        node -> the sum of score x weight, added to the totals (v1.14 ``PrioritizeNodes``'
+        ``combinedScores``), and extender -> node -> score (shown with ``explain``).
         """
         # itemgetter builds the list in C (a comprehension costs ~25 us for 500 rows).
         infos = (
@@ -618,6 +645,8 @@ class ScoreStage:
             )
         except PredicateError as exc:
             return ScheduleResult(message=str(exc), error=True)
+        if extender_scores is not None:
+            _add_extender_scores(totals, infos, extender_scores, result if explain else None)
         best = np.flatnonzero(totals == totals.max())
         pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])
         result.node = infos[pick].name

@@ -24,6 +24,7 @@ Rules (BRIEF.md, "Precise rules"):
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 from collections.abc import Callable, Sequence
@@ -33,9 +34,9 @@ from typing import Any, NamedTuple
 from podium.actors.framework.interface import FilterPlugin, PluginArgs, ScorePlugin
 from podium.actors.plugins import names, registry
 from podium.protocol.errors import PolicyError, Problem
+from podium.protocol.extender import ExtenderConfig, ignored_resources
 from podium.protocol.policy import (
     DEFAULT_HARD_POD_AFFINITY_SYMMETRIC_WEIGHT,
-    ExtenderConfig,
     Policy,
     PredicatePolicy,
     PriorityPolicy,
@@ -89,8 +90,8 @@ class ResolvedPolicy:
         priorities: ``(args, canonical, weight)`` in policy order.
         always_check_all_predicates: run every predicate on a node even after one fails.
         hard_pod_affinity_symmetric_weight: 1-100.
-        extenders: kept from the policy; not used yet.
-        warnings: what an operator should hear about (ignored extenders).
+        extenders: the policy's extenders, in order (actors/extenders calls them).
+        warnings: what an operator should hear about.
     """
 
     predicates: Sequence[tuple[OrderKey, PluginArgs, str]]
@@ -197,7 +198,10 @@ def build_plugins(
         TypeError: a factory returned something that is not a FilterPlugin/ScorePlugin.
     """
     filters: list[FilterPlugin[Any]] = []
+    ignored = ignored_resources(resolved.extenders)
     for _, args, canonical in resolved.predicates:
+        if ignored:
+            args = dataclasses.replace(args, ignored_extended_resources=ignored)
         plugin = predicate_factory(canonical)(args)
         if not isinstance(plugin, FilterPlugin):
             raise TypeError(

@@ -62,6 +62,7 @@ Where Podium differs from v1.14 (or guesses):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -113,12 +114,14 @@ __all__ = [
     "NominatedPods",
     "PredicateFitCheck",
     "PreemptionResult",
+    "PreemptionSearch",
     "VictimSelection",
     "Victims",
     "add_nominated_pods",
     "disruption_budgets",
     "disruptions_allowed",
     "filter_pods_with_pdb_violation",
+    "finish_preemption",
     "fit_error_with_preemption",
     "is_unresolvable",
     "lower_priority_nominated_pods",
@@ -127,6 +130,7 @@ __all__ = [
     "pick_one_node_for_preemption",
     "pod_eligible_to_preempt_others",
     "preempt",
+    "search_preemption",
     "select_nodes_for_preemption",
     "select_victims_on_node",
 ]
@@ -711,6 +715,88 @@ def _preemption_message(num_nodes: int, reasons: Counter[str]) -> str:
     return PREEMPTION_PREFIX + fit_error_message(num_nodes, reasons)
 
 
+@dataclass(frozen=True, slots=True)
+class PreemptionSearch:
+    """What :func:`search_preemption` found before a node is picked: the candidates an
+    extender's preempt verb may narrow (v1.14 ``processPreemptionWithExtenders``).
+
+    Attributes:
+        done: the answer already (not eligible, or no node where preemption might help); the
+            other fields are then empty.
+        candidates: node -> victims, for the nodes where the pod fits after the evictions.
+        unfit: node -> why the pod fits there even with every lower-priority pod gone.
+        potential: how many nodes preemption might help on.
+    """
+
+    done: PreemptionResult | None = None
+    candidates: Mapping[str, Victims] = dataclasses.field(default_factory=dict)
+    unfit: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    potential: int = 0
+
+
+def search_preemption(
+    pod: PodInfo,
+    snapshot: Snapshot,
+    failed: Mapping[str, Sequence[str]],
+    fits: FitCheck,
+    *,
+    budgets: Sequence[DisruptionBudget] | None = None,
+) -> PreemptionSearch:
+    """The first half of :func:`preempt`: eligibility, the nodes where preemption might help,
+    and the victims on each (``selectNodesForPreemption``)."""
+    eligible, why = pod_eligible_to_preempt_others(pod, snapshot)
+    if not eligible:
+        return PreemptionSearch(done=PreemptionResult(message=PREEMPTION_PREFIX + why))
+    num_nodes = len(snapshot)
+    if num_nodes == 0:
+        # v1.14 answers ErrNoNodesAvailable; the attempt already said so.
+        return PreemptionSearch(done=PreemptionResult())
+    potential = nodes_where_preemption_might_help(failed, snapshot)
+    if not potential:
+        return PreemptionSearch(
+            done=PreemptionResult(
+                nominated_pods_to_clear=(pod,),
+                message=_preemption_message(
+                    num_nodes, Counter({MSG_PREEMPTION_NOT_HELPFUL: num_nodes})
+                ),
+            )
+        )
+    if budgets is None:
+        budgets = disruption_budgets(snapshot)
+    candidates, unfit = select_nodes_for_preemption(
+        pod, snapshot, (info.name for info in potential), fits, budgets
+    )
+    return PreemptionSearch(candidates=candidates, unfit=unfit, potential=len(potential))
+
+
+def finish_preemption(
+    pod: PodInfo,
+    snapshot: Snapshot,
+    search: PreemptionSearch,
+    *,
+    nominated: NominatedPods | None = None,
+) -> PreemptionResult:
+    """The second half of :func:`preempt`: ``pickOneNodeForPreemption`` among the (possibly
+    narrowed) candidates, and the lower-priority nominations to clear there."""
+    if search.done is not None:
+        return search.done
+    node = pick_one_node_for_preemption(search.candidates)
+    if node is None:
+        reasons: Counter[str] = Counter()
+        for why_not in search.unfit.values():
+            reasons.update(why_not)
+        num_nodes = len(snapshot)
+        reasons[MSG_PREEMPTION_NOT_HELPFUL] += num_nodes - search.potential
+        return PreemptionResult(message=_preemption_message(num_nodes, +reasons))
+    chosen = search.candidates[node]
+    return PreemptionResult(
+        node=node,
+        victims=chosen.pods,
+        num_pdb_violations=chosen.num_pdb_violations,
+        nominated_pods_to_clear=tuple(lower_priority_nominated_pods(pod, node, nominated)),
+    )
+
+
 def preempt(
     pod: PodInfo,
     snapshot: Snapshot,
@@ -721,7 +807,9 @@ def preempt(
     budgets: Sequence[DisruptionBudget] | None = None,
 ) -> PreemptionResult:
     """v1.14 ``Preempt``: after ``pod`` fit nowhere, find a node where evicting lower-priority
-    pods makes room, and the pods to evict.
+    pods makes room, and the pods to evict (:func:`search_preemption`, then
+    :func:`finish_preemption`; extenders with a preempt verb narrow the candidates in between,
+    actors/extenders).
 
     Uses the attempt's own snapshot, as v1.14 does (so a node found without evictions is one
     the attempt saw full). ``snapshot`` is not changed.
@@ -741,40 +829,8 @@ def preempt(
     (unresolvable), "No preemption victims found for incoming pod" (no lower-priority pod
     there) or the reasons the pod still fails with once every lower-priority pod is gone.
     """
-    eligible, why = pod_eligible_to_preempt_others(pod, snapshot)
-    if not eligible:
-        return PreemptionResult(message=PREEMPTION_PREFIX + why)
-    num_nodes = len(snapshot)
-    if num_nodes == 0:
-        # v1.14 answers ErrNoNodesAvailable; the attempt already said so.
-        return PreemptionResult()
-    potential = nodes_where_preemption_might_help(failed, snapshot)
-    if not potential:
-        return PreemptionResult(
-            nominated_pods_to_clear=(pod,),
-            message=_preemption_message(
-                num_nodes, Counter({MSG_PREEMPTION_NOT_HELPFUL: num_nodes})
-            ),
-        )
-    if budgets is None:
-        budgets = disruption_budgets(snapshot)
-    candidates, unfit = select_nodes_for_preemption(
-        pod, snapshot, (info.name for info in potential), fits, budgets
-    )
-    node = pick_one_node_for_preemption(candidates)
-    if node is None:
-        reasons: Counter[str] = Counter()
-        for why_not in unfit.values():
-            reasons.update(why_not)
-        reasons[MSG_PREEMPTION_NOT_HELPFUL] += num_nodes - len(potential)
-        return PreemptionResult(message=_preemption_message(num_nodes, +reasons))
-    chosen = candidates[node]
-    return PreemptionResult(
-        node=node,
-        victims=chosen.pods,
-        num_pdb_violations=chosen.num_pdb_violations,
-        nominated_pods_to_clear=tuple(lower_priority_nominated_pods(pod, node, nominated)),
-    )
+    search = search_preemption(pod, snapshot, failed, fits, budgets=budgets)
+    return finish_preemption(pod, snapshot, search, nominated=nominated)
 
 
 def fit_error_with_preemption(fit_message: str, result: PreemptionResult) -> str:

@@ -154,22 +154,14 @@ class NodeColumns:
     # ------------------------------------------------------------------ rows
 
     def _fill(self, i: int, info: NodeInfo) -> None:
-        a, r = info.allocatable, info.requested
+        self._fill_pods(i, info)
+        a = info.allocatable
         self.alloc_milli_cpu[i] = a.milli_cpu
         self.alloc_memory[i] = a.memory
         self.alloc_ephemeral[i] = a.ephemeral_storage
         self.alloc_pods[i] = a.allowed_pod_number
-        # Sums over a node's pods may pass int64 (each quantity saturates there alone): they
-        # saturate too, instead of raising OverflowError for every attempt on the cluster.
-        self.req_milli_cpu[i] = min(r.milli_cpu, _INT64_MAX)
-        self.req_memory[i] = min(r.memory, _INT64_MAX)
-        self.req_ephemeral[i] = min(r.ephemeral_storage, _INT64_MAX)
-        self.pod_count[i] = len(info.pods)
-        self.nz_milli_cpu[i] = min(info.non_zero_milli_cpu, _INT64_MAX)
-        self.nz_memory[i] = min(info.non_zero_memory, _INT64_MAX)
         node = info.node
         self.has_node[i] = node is not None
-        self.has_used_ports[i] = bool(info.used_ports)
         self.unschedulable[i] = node is not None and node.spec.unschedulable
         for col, flag in _condition_flags(info).items():
             getattr(self, col)[i] = flag
@@ -181,12 +173,35 @@ class NodeColumns:
             self.taint_sets.append(taints)
         self.taint_set[i] = tid
 
-    def update_row(self, i: int, info: NodeInfo, *, labels_changed: bool = True) -> None:
-        """Refresh row ``i`` from ``info`` (after a pod was added/removed or the node changed)."""
+    def _fill_pods(self, i: int, info: NodeInfo) -> None:
+        """The columns that follow the node's pods (the others follow its Node object)."""
+        r = info.requested
+        # Sums over a node's pods may pass int64 (each quantity saturates there alone): they
+        # saturate too, instead of raising OverflowError for every attempt on the cluster.
+        self.req_milli_cpu[i] = min(r.milli_cpu, _INT64_MAX)
+        self.req_memory[i] = min(r.memory, _INT64_MAX)
+        self.req_ephemeral[i] = min(r.ephemeral_storage, _INT64_MAX)
+        self.pod_count[i] = len(info.pods)
+        self.nz_milli_cpu[i] = min(info.non_zero_milli_cpu, _INT64_MAX)
+        self.nz_memory[i] = min(info.non_zero_memory, _INT64_MAX)
+        self.has_used_ports[i] = bool(info.used_ports)
+
+    def update_row(
+        self, i: int, info: NodeInfo, *, labels_changed: bool = True, pods_only: bool = False
+    ) -> None:
+        """Refresh row ``i`` from ``info`` (after a pod was added/removed or the node changed).
+
+        ``pods_only``: ``info`` holds the same Node object as the row had (only its pods
+        changed, as in a fold or a binding), so the columns that follow the Node object are
+        left as they are.
+        """
         self.version += 1
         self.row_version[i] = self.version
         self.infos[i] = info
-        self._fill(i, info)
+        if pods_only:
+            self._fill_pods(i, info)
+        else:
+            self._fill(i, info)
         for name, (alloc, req) in self._scalar.items():
             alloc[i] = info.allocatable.scalar.get(name, 0)
             req[i] = min(info.requested.scalar.get(name, 0), _INT64_MAX)

@@ -346,6 +346,9 @@ class PluginArgs:
         presence: ``labelsPresence.presence`` or ``labelPreference.presence``.
         label: ``labelPreference.label`` or ``serviceAntiAffinity.label``.
         hard_pod_affinity_symmetric_weight: the policy's weight (1-100, default 10).
+        ignored_extended_resources: extended resources an extender manages with
+            ``ignoredByScheduler`` (PodFitsResources does not check them; v1.14
+            ``predicateMetadata.ignoredExtendedResources``).
     """
 
     name: str
@@ -353,6 +356,7 @@ class PluginArgs:
     presence: bool = False
     label: str = ""
     hard_pod_affinity_symmetric_weight: int = 10
+    ignored_extended_resources: frozenset[str] = frozenset()
 
 
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"

@@ -213,6 +213,29 @@ class PodInfo:
     def node_name(self) -> str:
         return self.pod.spec.node_name
 
+    def with_pod(self, pod: Pod) -> PodInfo:
+        """``pod``, another revision of this pod, as a PodInfo: the aggregates, which come from
+        the spec alone, are reused when its spec equals this one's (a confirmed binding, a
+        status change), so only the metadata shortcuts are taken again."""
+        if pod.spec != self.pod.spec:
+            return PodInfo(pod)
+        info = PodInfo.__new__(PodInfo)
+        info.pod = pod
+        info.namespace = namespace_or_default(pod.metadata.namespace)
+        info.name = pod.metadata.name
+        info.key = (
+            self.key
+            if info.namespace == self.namespace and info.name == self.name
+            else namespaced_key(info.namespace, info.name)
+        )
+        info.labels = pod.metadata.labels
+        info.request = self.request
+        info.non_zero_milli_cpu = self.non_zero_milli_cpu
+        info.non_zero_memory = self.non_zero_memory
+        info.host_ports = self.host_ports
+        info.priority = self.priority
+        return info
+
     @property
     def has_affinity(self) -> bool:
         a = self.pod.spec.affinity
@@ -305,7 +328,10 @@ class NodeInfo:
 
     def remove_pod(self, pod: PodInfo) -> None:
         """Remove the pod with ``pod.key``; raises KeyError when it is not on this node."""
-        i = next((j for j, q in enumerate(self.pods) if q.key == pod.key), None)
+        # From the end: the pod removed is most often one added lately (an assumed pod being
+        # confirmed); keys are unique on a node, so the index is the same either way.
+        key, pods = pod.key, self.pods
+        i = next((j for j in range(len(pods) - 1, -1, -1) if pods[j].key == key), None)
         if i is None:
             raise KeyError(f"pod {pod.key} is not on node {self.name}")
         p = self.pods.pop(i)

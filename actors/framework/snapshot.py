@@ -231,7 +231,8 @@ class Snapshot:
         self.node_infos[i] = info
         self.by_name[info.name] = info
         if self._columns is not None:
-            self._columns.update_row(i, info, labels_changed=old.node is not info.node)
+            same = old.node is info.node
+            self._columns.update_row(i, info, labels_changed=not same, pods_only=same)
         if old.node is not info.node:
             self._images = None
         if self._with_affinity is not None:

@@ -85,7 +85,12 @@ class GeneralPredicates(VectorFilterPlugin[tuple[SubCheck, ...]]):
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
         # noncriticalPredicates, then EssentialPredicates, in v1.14's order.
-        self.resources = PodFitsResources(PluginArgs(names.POD_FITS_RESOURCES))
+        self.resources = PodFitsResources(
+            PluginArgs(
+                names.POD_FITS_RESOURCES,
+                ignored_extended_resources=args.ignored_extended_resources,
+            )
+        )
         self.host = PodFitsHost(PluginArgs(names.HOST_NAME))
         self.ports = PodFitsHostPorts(PluginArgs(names.POD_FITS_HOST_PORTS))
         self.selector = PodMatchNodeSelector(PluginArgs(names.MATCH_NODE_SELECTOR))

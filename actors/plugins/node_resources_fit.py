@@ -17,8 +17,9 @@ Rules:
   as 0 allocatable.
 - A row without a Node object is v1.14's "node not found" error.
 - The pod request is :attr:`PodInfo.request` (containers summed, init containers maxed, plus
-  overhead). v1.14's ``ignoredExtendedResources`` (resources managed by an extender) does not
-  exist in Podium.
+  overhead).
+- v1.14's ``ignoredExtendedResources``: an extended resource that an extender manages with
+  ``ignoredByScheduler: true`` (``PluginArgs.ignored_extended_resources``) is not checked.
 """
 
 from __future__ import annotations
@@ -67,12 +68,15 @@ ERR_REASON_INSUFFICIENT_MEMORY = insufficient("memory")
 ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE = insufficient("ephemeral-storage")
 
 
-def insufficient_resources(request: Resource, node: NodeInfo) -> list[str]:
+def insufficient_resources(
+    request: Resource, node: NodeInfo, ignored: frozenset[str] = frozenset()
+) -> list[str]:
     """The reasons ``node`` cannot hold a pod requesting ``request``, in v1.14's order.
 
     Args:
         request: the pod's request (``PodInfo.request``).
         node: the node, with the pods already on it.
+        ignored: extended resources not to check (managed by an extender).
 
     Returns:
         The ``Insufficient ...`` reasons; empty when the pod fits.
@@ -90,6 +94,8 @@ def insufficient_resources(request: Resource, node: NodeInfo) -> list[str]:
     if alloc.ephemeral_storage < request.ephemeral_storage + used.ephemeral_storage:
         reasons.append(ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE)
     for name in sorted(request.scalar):
+        if name in ignored:
+            continue
         if alloc.scalar.get(name, 0) < request.scalar[name] + used.scalar.get(name, 0):
             reasons.append(insufficient(name))
     return reasons
@@ -103,13 +109,14 @@ class PodFitsResources(VectorFilterPlugin[None]):
 
     def __init__(self, args: PluginArgs) -> None:
         self.name = args.name
+        self.ignored = args.ignored_extended_resources
 
     def pre_filter(self, pod: PodInfo, snapshot: Snapshot) -> None:
         # Never SKIP: the pod count is checked even for a pod that requests nothing.
         return None
 
     def filter(self, pod: PodInfo, meta: None, node: NodeInfo) -> Status:
-        reasons = insufficient_resources(pod.request, node)
+        reasons = insufficient_resources(pod.request, node, self.ignored)
         return unschedulable(*reasons) if reasons else SUCCESS
 
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
@@ -132,6 +139,8 @@ class PodFitsResources(VectorFilterPlugin[None]):
             )
         )
         for name in sorted(r.scalar):
+            if name in self.ignored:
+                continue
             alloc, used = cols.scalar(name)
             masks.append((insufficient(name), np.less(alloc - used, r.scalar[name])))
         return masks

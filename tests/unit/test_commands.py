@@ -1148,7 +1148,7 @@ def test_policy_reload(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
                     PriorityWeight(name="LeastRequestedPriority", weight=1),
                     PriorityWeight(name="ImageLocalityPriority", weight=2),
                 ],
-                warnings=["extenders are not supported; ignored"],
+                warnings=["the policy's extenders changed: they take effect after a restart"],
             )
         ]
 
@@ -1163,7 +1163,7 @@ def test_policy_reload(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
         "  LeastRequestedPriority   weight 1\n"
         "  ImageLocalityPriority    weight 2\n"
     )
-    assert err == "warning: extenders are not supported; ignored\n"
+    assert err == "warning: the policy's extenders changed: they take effect after a restart\n"
 
 
 def test_policy_reload_refused(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:

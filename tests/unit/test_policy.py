@@ -865,11 +865,31 @@ FILES = [
     File("YAML", "kind: SchedulingPolicy\npredicates: [{name: HostnameMatch}]\n"),
     File("JSON", '{"kind": "Policy", "predicates": [{"name": "HostName"}]}', path="policy.json"),
     File(
-        "extenders are kept with a warning",
-        '{"kind": "Policy", "extenders": [{"urlPrefix": "http://127.0.0.1:8888/", "filterVerb": "filter", '
-        '"weight": 1, "enableHttps": false, "nodeCacheCapable": true, "managedResources": '
-        '[{"name": "example.com/foo", "ignoredByScheduler": true}], "somethingNew": 1}]}',
-        warnings=("extenders are not supported yet: the policy's 1 extender(s) are ignored",),
+        "extenders are read, their keys case-insensitively (v1.14 caseInsensitiveExtenderConfig)",
+        '{"kind": "Policy", "extenders": [{"URLPrefix": "http://127.0.0.1:8888/", "filterVerb": "filter", '
+        '"BindVerb": "bind", "weight": 1, "enableHttps": false, "nodeCacheCapable": true, "managedResources": '
+        '[{"Name": "example.com/foo", "ignoredByScheduler": true}]}]}',
+        path="policy.json",
+    ),
+    File(
+        "an unknown extender key is an error, as everywhere in a policy",
+        '{"kind": "Policy", "extenders": [{"urlPrefix": "http://127.0.0.1:8888/", "somethingNew": 1}]}',
+        error="policy.json: extenders[0].somethingNew: unknown field",
+        path="policy.json",
+    ),
+    File(
+        "extender rules of v1.14 validation, every problem listed",
+        '{"extenders": [{"urlPrefix": "http://a/", "prioritizeVerb": "p", "bindVerb": "b", '
+        '"managedResources": [{"name": "example.com/gpu"}, {"name": "cpu"}]}, '
+        '{"urlPrefix": "ftp://b/", "bindVerb": "b", "httpTimeout": "soon", '
+        '"managedResources": [{"name": "example.com/gpu"}]}]}',
+        error="policy.json: 6 problems in this policy:\n"
+        "  extenders[0].weight: Priority for extender http://a/ should have a positive weight applied to it\n"
+        "  extenders[0].managedResources[1].name: cpu is an invalid extended resource name\n"
+        "  extenders[1].urlPrefix: urlPrefix must be an http:// or https:// URL, got 'ftp://b/'\n"
+        "  extenders[1].managedResources[0].name: Duplicate extender managed resource name example.com/gpu\n"
+        "  extenders[1].httpTimeout: invalid duration 'soon' (e.g. 5s, 250ms, or nanoseconds)\n"
+        "  extenders[1].bindVerb: Only one extender can implement bind, found 2",
         path="policy.json",
     ),
     File(
@@ -902,10 +922,22 @@ def test_policy_files(case: File) -> None:
         assert resolve_policy(loaded.policy, warnings=loaded.warnings).warnings == case.warnings
 
 
-def test_extenders_are_kept() -> None:
-    loaded = load_policy('{"extenders": [{"urlPrefix": "http://x/", "weight": 2}]}', path="p.json")
+def test_extenders_are_kept_in_order_with_their_settings() -> None:
+    loaded = load_policy(
+        '{"extenders": [{"urlPrefix": "http://x/", "prioritizeVerb": "p", "weight": 2, '
+        '"httpTimeout": 250000000}, {"urlPrefix": "https://y/", "TLSConfig": {"Insecure": true}, '
+        '"httpTimeout": "1m30s"}, {"urlPrefix": "http://z/"}]}',
+        path="p.json",
+    )
     resolved = resolve_policy(loaded.policy, warnings=loaded.warnings)
-    assert [(e.url_prefix, e.weight) for e in resolved.extenders] == [("http://x/", 2)]
+    assert [(e.url_prefix, e.weight, e.timeout_seconds) for e in resolved.extenders] == [
+        ("http://x/", 2, 0.25),
+        ("https://y/", 0, 90.0),
+        ("http://z/", 0, 5.0),
+    ]
+    tls = resolved.extenders[1].tls_config
+    assert tls is not None and tls.insecure
+    assert loaded.warnings == ()
 
 
 def test_missing_policy_file(tmp_path: Path) -> None:

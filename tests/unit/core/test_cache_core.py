@@ -15,7 +15,7 @@ import msgspec
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.cache_core import SchedulerCache, apply_delta, fold_assumed
+from podium.actors.core.cache_core import SchedulerCache, apply_delta, assumed_pod, fold_assumed
 from podium.actors.framework.interface import SKIP, PluginArgs, run_filter
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
@@ -393,6 +393,52 @@ def test_unchanged_node_is_not_rechecked() -> None:
     cache.add_pod(pod("elsewhere", on="n2"))
     assert cache.assume(info("p", "1"), "n1", decided_at) is None
     assert cache.dump().nodes["n1"].requested.milli_cpu == 2000
+
+
+@dataclass(frozen=True)
+class BatchCase:
+    name: str
+    changed_before: str  # cpu of a pod bound on n1 after the decisions' snapshot ("": none)
+    batch: bool  # the Assume says its decisions were folded (the scheduler's batches)
+    want: list[bool]  # assumed, per pod of the batch (600m each, both on n1 of 1 CPU)
+
+
+BATCH_CASES = [
+    # Together the pods do not fit: only a re-check of the second one finds it. With the
+    # promise (the scheduler folded the first in before deciding the second) it is trusted.
+    BatchCase(
+        "a node only the batch's earlier pods changed is not checked again", "", True, [True, True]
+    ),
+    BatchCase("without the fold's promise it is checked again", "", False, [True, False]),
+    BatchCase(
+        "a node changed before the batch came to it is checked for each pod",
+        "100m",
+        True,
+        [True, False],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", BATCH_CASES, ids=attrgetter("name"))
+def test_assume_of_a_folded_batch(case: BatchCase) -> None:
+    cache = cache_with(node("n1", cpu="1"))
+    decided_at = cache.generation
+    if case.changed_before:
+        cache.add_pod(pod("other", case.changed_before, on="n1"))
+    batch: dict[str, int] | None = {} if case.batch else None
+    got = [
+        cache.assume(info(name, cpu), "n1", decided_at, batch=batch) is None
+        for name, cpu in (("a", "600m"), ("b", "600m"))
+    ]
+    assert got == case.want
+
+
+def test_assume_counts_the_assumed_pod_info_it_is_given() -> None:
+    cache = cache_with(node("n1"))
+    p = info("p")
+    assumed = assumed_pod(p, "n1")
+    assert cache.assume(p, "n1", cache.generation, assumed=assumed) is None
+    assert cache.dump().nodes["n1"].pods == [assumed]
 
 
 # --------------------------------------------------------------------------- expiry

@@ -116,3 +116,34 @@ def test_allocatable_defaults_to_capacity_and_prefers_allocatable() -> None:
     assert make_node().capacity(cpu="2").info().allocatable.milli_cpu == 2000
     both = make_node().capacity(cpu="2").allocatable({"cpu": "1500m"}).info()
     assert both.allocatable.milli_cpu == 1500
+
+
+def _aggregates(info: PodInfo) -> tuple[object, ...]:
+    r = info.request
+    return (
+        info.key,
+        info.namespace,
+        info.name,
+        info.labels,
+        (r.milli_cpu, r.memory, r.ephemeral_storage, r.allowed_pod_number, r.scalar),
+        info.non_zero_milli_cpu,
+        info.non_zero_memory,
+        info.host_ports,
+        info.priority,
+    )
+
+
+@pytest.mark.parametrize(
+    ("label", "cpu", "reused"),
+    [
+        pytest.param("b", "1", True, id="another revision, same spec: the aggregates reused"),
+        pytest.param("a", "2", False, id="a changed spec is counted afresh"),
+    ],
+)
+def test_with_pod_equals_a_fresh_pod_info(label: str, cpu: str, reused: bool) -> None:
+    old = make_pod("p").label("app", "a").req(cpu="1", memory="1Mi").host_port(80).info()
+    new_pod = make_pod("p").label("app", label).req(cpu=cpu, memory="1Mi").host_port(80).obj()
+    got = old.with_pod(new_pod)
+    assert got.pod is new_pod
+    assert _aggregates(got) == _aggregates(PodInfo(new_pod))
+    assert (got.request is old.request) is reused
