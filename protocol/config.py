@@ -65,6 +65,7 @@ __all__ = [
     "AccessToken",
     "AlgorithmSource",
     "EtcdSettings",
+    "LeaderElectionSettings",
     "PodiumSettings",
     "PolicyFileSource",
     "PolicySource",
@@ -73,6 +74,7 @@ __all__ = [
     "TracingSettings",
     "authenticate",
     "decode_config",
+    "leader_election_problems",
     "load_config",
     "load_token_file",
     "parse_token_file",
@@ -97,7 +99,7 @@ HONOURED_KEYS = (
     "extenders",
 )
 IGNORED_KEYS: dict[str, str] = {
-    "leaderElection": "Podium runs one replica; leader election is later work",
+    "leaderElection": "Podium's own is podium.leaderElection (--leader-elect)",
     "clientConnection": "Podium talks to no API server",
     "healthzBindAddress": "Podium serves /healthz on podium.metrics",
     "metricsBindAddress": "Podium serves /metrics on podium.metrics",
@@ -176,6 +178,35 @@ class EtcdSettings(_ConfigStruct, frozen=True, kw_only=True):
     compaction_interval_seconds: Annotated[float, msgspec.Meta(ge=0)] = 300.0
 
 
+class LeaderElectionSettings(_ConfigStruct, frozen=True, kw_only=True):
+    """``podium.leaderElection``: several replicas on one etcd store, one of them leading.
+
+    Kubernetes' leader election flags and defaults (``--leader-elect`` and its
+    ``LeaderElectionConfiguration``): the leader holds an etcd lease of ``lease_duration``
+    seconds, renews it every ``retry_period`` and gives up (exits) when no renewal has
+    succeeded for ``renew_deadline``; a follower tries to take the lead every
+    ``retry_period``.
+
+    Attributes:
+        leader_elect: run as one of several replicas (needs an ``etcd://`` store).
+        lease_duration_seconds: the lease's TTL: how long after the leader's last renewal a
+            follower may take over (etcd rounds it up to whole seconds).
+        renew_deadline_seconds: how long the leader goes on trying to renew before it gives
+            up leading (below ``lease_duration_seconds``).
+        retry_period_seconds: how often the leader renews and followers try to lead.
+        identity: this replica's name in the leadership key (default ``HOST:PID``).
+        advertise: the protocol address clients are sent to when this replica leads
+            (default: the TCP address it listens on).
+    """
+
+    leader_elect: bool = False
+    lease_duration_seconds: Annotated[float, msgspec.Meta(ge=1)] = 15.0
+    renew_deadline_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    retry_period_seconds: Annotated[float, msgspec.Meta(gt=0)] = 2.0
+    identity: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    advertise: Address | None = None
+
+
 class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     """``podium:``: Podium's own keys.
 
@@ -190,6 +221,7 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
             ``database``) or ``etcd://HOST:PORT[,HOST:PORT...]/PREFIX`` (etcd 3.5 or later,
             reached through its HTTP/JSON gateway; see ``etcd``).
         etcd: TLS, user and timeouts toward etcd.
+        leader_election: replicas and leader election (etcd stores only).
         synchronous: SQLite ``synchronous``: ``normal`` survives ``kill -9``, ``full`` also
             survives power loss.
         random_seed: seeds tie-breaks so runs repeat; ``None`` for a random seed.
@@ -244,6 +276,7 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     database: Annotated[str, msgspec.Meta(min_length=1)] = "./podium.db"
     store: Annotated[str, msgspec.Meta(pattern="^(sqlite|etcd)://.")] | None = None
     etcd: EtcdSettings = EtcdSettings()
+    leader_election: LeaderElectionSettings = LeaderElectionSettings()
     synchronous: Literal["normal", "full"] = "normal"
     random_seed: int | None = None
     assumed_pod_ttl_seconds: Seconds = msgspec.field(default=30.0, name="assumedPodTTLSeconds")
@@ -701,6 +734,7 @@ def _check(config: _KubeSchedulerConfiguration) -> list[Problem]:
         problems.append(("podium.etcd.certFile", "give podium.etcd.certFile and keyFile together"))
     if (etcd.user is None) != (etcd.password_file is None):
         problems.append(("podium.etcd.user", "give podium.etcd.user and passwordFile together"))
+    problems.extend(leader_election_problems(config.podium))
     for key, address in (
         ("podium.listen", config.podium.listen),
         ("podium.metrics", config.podium.metrics),
@@ -755,3 +789,33 @@ def _struct_of(tp: Any) -> Any:
         ]
         return members[0] if members else None
     return tp if isinstance(tp, type) and issubclass(tp, msgspec.Struct) else None
+
+
+def leader_election_problems(podium: PodiumSettings) -> list[tuple[str, str]]:
+    """What is wrong with ``podium.leaderElection`` (after the flags): (key, problem) pairs."""
+    problems: list[tuple[str, str]] = []
+    election = podium.leader_election
+    if not election.leader_elect:
+        return problems
+    if not (podium.store or "").startswith("etcd://"):
+        problems.append(
+            (
+                "podium.leaderElection.leaderElect",
+                "leader election needs an etcd store (podium.store: etcd://...)",
+            )
+        )
+    if election.renew_deadline_seconds >= election.lease_duration_seconds:
+        problems.append(
+            (
+                "podium.leaderElection.renewDeadlineSeconds",
+                "the renew deadline must be shorter than the lease duration",
+            )
+        )
+    if election.retry_period_seconds >= election.renew_deadline_seconds:
+        problems.append(
+            (
+                "podium.leaderElection.retryPeriodSeconds",
+                "the retry period must be shorter than the renew deadline",
+            )
+        )
+    return problems

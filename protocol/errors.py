@@ -18,6 +18,8 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     │   └── NotAssumed             internal     protocol/errors.py
     ├── StoreError                 unavailable  protocol/errors.py
     │   ├── DatabaseDamaged        unavailable  protocol/errors.py
+    │   ├── LeadershipLost         unavailable  protocol/errors.py
+    │   ├── FollowerBehind         unavailable  protocol/errors.py
     │   └── EtcdError              unavailable  store/etcd_client.py
     │       ├── EtcdUnavailable    unavailable  store/etcd_client.py
     │       └── EtcdUnknownOutcome unavailable  store/etcd_client.py
@@ -86,9 +88,11 @@ __all__ = [
     "ConfigError",
     "DatabaseDamaged",
     "ErrorCode",
+    "FollowerBehind",
     "FrameTooLarge",
     "InvalidObject",
     "InvalidRequest",
+    "LeadershipLost",
     "LoadError",
     "LoadErrors",
     "MalformedFrame",
@@ -112,6 +116,7 @@ ErrorCode = Literal[
     "overloaded",
     "unavailable",
     "internal",
+    "not_leader",
 ]
 """The ``code`` of an ``ErrorReply`` (BRIEF.md, "Wire")."""
 
@@ -221,6 +226,18 @@ class StoreError(PodiumError):
     etcd's answers in store/etcd_client.py)."""
 
     code: ErrorCode = "unavailable"
+
+
+class LeadershipLost(StoreError):
+    """This replica led and no longer does: its lease was not renewed within the renew
+    deadline, or a transaction's fence (the leadership key's compare) failed. The daemon exits
+    (``podium serve`` exits 4, as kube-scheduler exits on a lost lease) and its supervisor
+    restarts it as a follower; nothing it had not committed was acknowledged."""
+
+
+class FollowerBehind(StoreError):
+    """A follower replica fell behind the kept event log (the leader compacted it past the
+    follower's revision): it stops (exit 1) and reloads the store when restarted."""
 
 
 class DatabaseDamaged(StoreError):

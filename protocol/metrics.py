@@ -90,6 +90,9 @@ __all__ = [
     "FILTER_ERROR",
     "FILTER_SUCCESS",
     "FILTER_UNSCHEDULABLE",
+    "LEADER",
+    "LEADER_TRANSITIONS",
+    "MASTER_STATUS",
     "PENDING_ACTIVE",
     "PENDING_BACKOFF",
     "PENDING_PODS",
@@ -316,6 +319,23 @@ WATCHERS: Final = Gauge(
 WATCHER_LAG: Final = Gauge(
     "podium_watcher_lag_revisions",
     "The largest (store revision - last revision delivered) over open watches.",
+    registry=REGISTRY,
+)
+LEADER: Final = Gauge(
+    "podium_leader",
+    "1 while this daemon leads (schedules and writes; always, without leader election), 0 "
+    "while it follows.",
+    registry=REGISTRY,
+)
+MASTER_STATUS: Final = Gauge(
+    "leader_election_master_status",
+    "Kubernetes' leader election gauge: 1 while this replica is the master of the lock name.",
+    ["name"],
+    registry=REGISTRY,
+)
+LEADER_TRANSITIONS: Final = Counter(
+    "podium_leader_transitions_total",
+    "Times this replica became leader.",
     registry=REGISTRY,
 )
 RECOVERY_DURATION: Final = Gauge(

@@ -411,6 +411,10 @@ class StatsReply(Reply, tag="stats_reply", frozen=True, kw_only=True):
         pending: pods waiting, by queue.
         scheduled, unschedulable, errors: scheduling attempts by result since start.
         connections, watchers: open protocol connections and watches.
+        leading: whether this daemon leads (always, but for a follower replica under leader
+            election, which schedules nothing and answers writes ``not_leader``).
+        leader: under leader election, the protocol address of the replica that leads
+            (None: none now, or no election).
     """
 
     revision: Revision
@@ -426,6 +430,8 @@ class StatsReply(Reply, tag="stats_reply", frozen=True, kw_only=True):
     connections: int
     watchers: int
     uptime_seconds: float
+    leading: bool = True
+    leader: str | None = None
 
 
 class ErrorReply(Reply, tag="error", frozen=True, kw_only=True):
@@ -434,12 +440,15 @@ class ErrorReply(Reply, tag="error", frozen=True, kw_only=True):
 
     Attributes:
         code: invalid, not_found, conflict, gone, too_large, unauthorized, forbidden,
-            overloaded, unavailable or internal.
+            overloaded, unavailable, internal or not_leader (a write sent to a
+            replica that does not lead: ``leader`` names the one that does).
         message: what went wrong, naming the object and rule.
         path: the offending field of a single-object error.
         revision: for ``gone``, the oldest revision still kept; for a watch cut off as too
             slow (``overloaded``), the revision to resume from.
         errors: one entry per rejected object of a put or delete.
+        leader: for ``not_leader``, the protocol address of the replica that leads (None:
+            no replica leads at the moment; retry shortly).
     """
 
     id: Annotated[int, msgspec.Meta(ge=-1, le=2**63 - 1)]
@@ -448,6 +457,7 @@ class ErrorReply(Reply, tag="error", frozen=True, kw_only=True):
     path: str | None = None
     revision: int | None = None
     errors: list[ObjectError] = []
+    leader: str | None = None
 
 
 ClientMessage: TypeAlias = (

@@ -43,7 +43,7 @@ import msgspec
 import trio
 
 from podium.protocol import metrics
-from podium.protocol.errors import DatabaseDamaged
+from podium.protocol.errors import DatabaseDamaged, FollowerBehind, StoreError
 from podium.protocol.objects import KubeObject
 from podium.store.core import StoreCore, StoreRejected
 from podium.store.mail import (
@@ -69,7 +69,7 @@ from podium.store.mail import (
 )
 from podium.store.mailbox import drain, reply, send
 
-__all__ = ["Durability", "Recovery", "StoreActor", "Subscriber"]
+__all__ = ["Durability", "Following", "Recovery", "Standby", "StoreActor", "Subscriber"]
 
 log = logging.getLogger("podium.store")
 
@@ -142,6 +142,33 @@ class Durability(Protocol):
         ...
 
 
+class Following(Protocol):
+    """A durability a follower replica reads the leader's commits from (etcd's)."""
+
+    async def follow(self, after: int) -> list[Change]:
+        """The changes committed after ``after`` (a page, in revision order)."""
+        ...
+
+    async def take_over(self, revision: int) -> bool:
+        """Become the writer from ``revision`` (False: the log went on; follow, then retry)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Standby:
+    """How a follower replica's store runs (leader election, issue 20).
+
+    Attributes:
+        source: the shared log (the durability itself).
+        leader: the leader's protocol address, for ``not_leader`` answers (None: unknown).
+        poll_seconds: how often the log is read for the leader's new commits.
+    """
+
+    source: Following
+    leader: Callable[[], str | None]
+    poll_seconds: float = 0.05
+
+
 class StoreActor:
     """The store actor over a :class:`StoreCore` and a :class:`Durability`.
 
@@ -154,6 +181,9 @@ class StoreActor:
             restored into it.
         commit_window: seconds a batch waits after the previous one began, gathering writes
             (0: none).
+        standby: run as a follower replica: writes are answered ``not_leader``, and the core
+            follows the shared log (publishing each page read as a Committed) until
+            :meth:`promote` makes this store the writer.
 
     Attributes:
         recovery_seconds: how long this start's recovery took (0 when nothing was recovered).
@@ -167,8 +197,13 @@ class StoreActor:
         *,
         core: StoreCore | None = None,
         commit_window: float = 0.0,
+        standby: Standby | None = None,
     ) -> None:
         self._inbox = inbox
+        self._standby = standby
+        self.leading = standby is None
+        self._promote = trio.Event()
+        self._promoted = trio.Event()
         self._subscribers = list(subscribers)
         self._durability = durability
         self.core = core if core is not None else StoreCore()
@@ -207,8 +242,12 @@ class StoreActor:
             failed: Exception | None = None
             async with trio.open_nursery() as readers:
                 self._readers = readers
+                following = trio.CancelScope()
+                if self._standby is not None:
+                    readers.start_soon(self._follow_until, self._standby, following)
                 try:
                     await self._serve_inbox(task_status)
+                    following.cancel()
                 except Exception as exc:
                     # The store's own failure (a commit's) leaves as itself, not in a group
                     # with the readers it cancels.
@@ -219,6 +258,41 @@ class StoreActor:
         finally:
             with trio.CancelScope(shield=True):
                 await self._durability.close()
+
+    async def promote(self) -> None:
+        """Become the writer (this replica was elected): follow the log to its end, take the
+        durability over (with the fence already set), then serve writes. Returns once
+        writes are served."""
+        self._promote.set()
+        await self._promoted.wait()
+
+    async def _follow_until(self, standby: Standby, scope: trio.CancelScope) -> None:
+        with scope:
+            await self._follow(standby)
+
+    async def _follow(self, standby: Standby) -> None:
+        """A follower's loop: apply and publish the leader's commits until promoted."""
+        while True:
+            try:
+                changes = await standby.source.follow(self.core.revision)
+            except (DatabaseDamaged, FollowerBehind):
+                raise
+            except StoreError as exc:
+                # A follower's state is only stale meanwhile; the leader's commits wait in etcd.
+                log.warning("following the store: %s", exc)
+                await trio.sleep(standby.poll_seconds * 10)
+                continue
+            if changes:
+                published = self.core.follow(changes)
+                metrics.STORE_REVISION.set(self.core.revision)
+                await self._publish(Committed(revision=self.core.revision, changes=published))
+                continue
+            if self._promote.is_set() and await standby.source.take_over(self.core.revision):
+                self.leading = True
+                self._promoted.set()
+                log.info("store: leading from revision %d", self.core.revision)
+                return
+            await trio.sleep(standby.poll_seconds)
 
     async def _serve_inbox(self, task_status: trio.TaskStatus[None]) -> None:
         try:
@@ -323,6 +397,10 @@ class StoreActor:
         behind: list[ReadEvents] = []
         core = self.core
         for msg in batch:
+            if not self.leading and not isinstance(msg, ReadObjects | ReadEvents | ReadStats):
+                if not isinstance(msg, RecordUnschedulable):
+                    replies.append(partial(reply, msg.reply, self._not_leader()))
+                continue
             match msg:
                 case WriteObjects():
                     try:
@@ -391,10 +469,22 @@ class StoreActor:
                         kept = EventsResult(revision=revision, changes=events)
                         replies.append(partial(reply, msg.reply, kept))
                 case ReadStats():
-                    replies.append(partial(reply, msg.reply, core.stats()))
+                    stats = core.stats()
+                    if self._standby is not None:
+                        stats = msgspec.structs.replace(
+                            stats, leading=self.leading, leader=self._standby.leader()
+                        )
+                    replies.append(partial(reply, msg.reply, stats))
                 case _:
                     assert_never(msg)
         return changes, replies, behind
+
+    def _not_leader(self) -> StoreFailure:
+        leader = self._standby.leader() if self._standby is not None else None
+        where = f"the leader is {leader}" if leader else "no replica leads at the moment"
+        return StoreRejected(
+            "not_leader", f"this replica does not lead: {where}; send writes there", leader=leader
+        ).failure()
 
     async def _publish(self, msg: Recovered | Committed) -> None:
         """Hand ``msg`` to every subscriber, awaiting only a full mailbox; a subscriber that

@@ -160,6 +160,7 @@ class StoreRejected(PodiumError):
         errors: one entry per rejected object of a write.
         revision: for ``gone``, the oldest revision still kept.
         path: for one object's refusal, the field that breaks the rule (msgspec style).
+        leader: for ``not_leader``, the address of the replica that leads.
     """
 
     def __init__(
@@ -170,6 +171,7 @@ class StoreRejected(PodiumError):
         errors: Sequence[ObjectError] = (),
         revision: int | None = None,
         path: str | None = None,
+        leader: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -177,11 +179,16 @@ class StoreRejected(PodiumError):
         self.errors = list(errors)
         self.revision = revision
         self.path = path
+        self.leader = leader
 
     def failure(self) -> StoreFailure:
         """The :class:`~podium.store.mail.StoreFailure` reply carrying this rejection."""
         return StoreFailure(
-            code=self.code, message=self.message, errors=self.errors, revision=self.revision
+            code=self.code,
+            message=self.message,
+            errors=self.errors,
+            revision=self.revision,
+            leader=self.leader,
         )
 
 
@@ -337,6 +344,43 @@ class StoreCore:
                         key = (obj.metadata.namespace, obj.metadata.name)
                         self._unschedulable[key] = (obj.metadata.uid, cond.message)
         self._revision = revision
+
+    def follow(self, changes: Sequence[Change]) -> list[Change]:
+        """Apply changes another replica committed (read from the shared log, in revision
+        order, all after :attr:`revision`): a follower's core stays the leader's.
+
+        Returns:
+            The changes with ``old`` set from this core's state, as published ones carry it.
+
+        Raises:
+            ValueError: a change is not after the current revision.
+        """
+        out: list[Change] = []
+        for change in changes:
+            if change.revision <= self._revision:
+                raise ValueError(f"change {change.revision} is not after revision {self._revision}")
+            table = self._objects[change.kind]
+            key = (change.namespace, change.name)
+            old = table.get(key)
+            if change.type in ("Deleted", "Preempted"):
+                if table.pop(key, None) is not None:
+                    self._sorted_keys.pop(change.kind, None)
+            else:
+                if old is None:
+                    self._sorted_keys.pop(change.kind, None)
+                table[key] = change.object
+            if change.kind == "Pod":
+                obj = change.object
+                if change.type in ("Deleted", "Preempted") or (
+                    isinstance(obj, Pod) and obj.spec.node_name
+                ):
+                    self._unschedulable.pop(key, None)
+                elif change.type == "Unschedulable":
+                    self._unschedulable[key] = (obj.metadata.uid, change.message)
+            self._log.append(change)
+            self._revision = change.revision
+            out.append(msgspec.structs.replace(change, old=old) if old is not None else change)
+        return out
 
     # ----------------------------------------------------------------------- writes
 

@@ -13,6 +13,8 @@ once etcd's quorum has it (etcd answers a txn only after raft commits it). The m
     PREFIX/objects/<kind>/<namespace>/<name> the object, msgpack (as SQLite's objects.data)
     PREFIX/events/<revision, 20 digits>      one change: msgpack [type, kind, namespace, name,
                                              node, message, object]; the event log
+    PREFIX/leader                            who leads, under leader election (JSON
+                                             {"identity", "address"}, bound to its lease)
 
 Podium revisions are not etcd's: a batch of many changes is one etcd transaction and so one
 etcd revision, while each change keeps its own Podium revision (the event key). ``revision``
@@ -76,7 +78,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -86,10 +88,10 @@ import msgspec
 import trio
 
 from podium.protocol.config import EtcdSettings
-from podium.protocol.errors import DatabaseDamaged, StoreError
+from podium.protocol.errors import DatabaseDamaged, FollowerBehind, LeadershipLost, StoreError
 from podium.protocol.objects import KubeObject, Pod
 from podium.protocol.wire import EventType
-from podium.store.actor import Recovery, StoreActor, Subscriber
+from podium.store.actor import Recovery, Standby, StoreActor, Subscriber
 from podium.store.core import StoreCore
 from podium.store.etcd_client import (
     EtcdClient,
@@ -104,6 +106,7 @@ from podium.store.tools import write_database
 
 __all__ = [
     "COMPACT_EVERY",
+    "LEADER_KEY",
     "SCHEMA_VERSION",
     "EtcdDurability",
     "EtcdLocation",
@@ -130,6 +133,9 @@ PAGE = 1000
 """Keys per range read at start."""
 READ_PAGE = 10_000
 """The most event keys one read of the log returns (a watcher far behind reads pages)."""
+
+LEADER_KEY = b"leader"
+"""The leadership key under the prefix (store/election.py)."""
 
 _DIGITS = 20
 _EventValue = tuple[EventType, str, str, str, str, str, bytes]
@@ -264,6 +270,7 @@ class EtcdDurability:
         self.max_txn_ops = max_txn_ops
         self.max_txn_bytes = max_txn_bytes
         self.fence: list[dict[str, Any]] = []
+        self.standby = False
         self._client = EtcdClient(
             location.endpoints,
             tls=tls,
@@ -300,13 +307,16 @@ class EtcdDurability:
         where = str(self.location)
         kvs, revision = await self._range(self._meta_key, None, limit=1)
         if not kvs:
-            other, _ = await self._range(self._prefix, _prefix_end(self._prefix), limit=1)
+            other, _ = await self._range(self._prefix, _prefix_end(self._prefix), limit=2)
+            # The leadership key (store/election.py) may come before the store's first commit.
+            other = [kv for kv in other if unb64(kv["key"]) != self._prefix + LEADER_KEY]
             if other:
                 raise DatabaseDamaged(
                     f"etcd prefix {where} holds keys ({unb64(other[0]['key']).decode()!r}) but "
                     "no meta/revision: Podium refuses to serve it as a new store"
                 )
-            await self._create()
+            if not self.standby:  # a follower leaves the creation to the leader
+                await self._create()
             return Recovery(where, 0, [])
         meta = self._decode_meta(kvs[0], where)
         self._meta = meta
@@ -332,6 +342,12 @@ class EtcdDurability:
                 meta.revision,
             )
         await self._check_log(meta, where, revision)
+        if self.standby:
+            # A follower (leader election): it reads, takes nothing over, writes nothing; a
+            # split batch's objects are brought up to the log in memory only.
+            await self._replay_in_memory(meta, objects, where)
+            self._committed = meta.revision
+            return Recovery(where, meta.revision, list(objects.values()))
         # Take the prefix over: this txn moves the meta key, so a daemon still writing here
         # fails its next transaction. Leftovers go in the same txn.
         ops: list[dict[str, Any]] = []
@@ -425,6 +441,80 @@ class EtcdDurability:
             return oldest, []
         kvs = responses[1]["response_range"].get("kvs", [])
         return oldest, [self._decode_event(kv) for kv in kvs]
+
+    async def follow(self, after: int) -> list[Change]:
+        """A follower's read of what the leader committed after ``after``: the meta key and
+        the event keys above ``after`` in one read-only transaction (one etcd revision), up to
+        the meta revision (event keys above it belong to a batch not committed yet)."""
+        start = self._events + _rev_key(after + 1).encode()
+        answer = await self._client.call(
+            "follow",
+            "/v3/kv/txn",
+            {
+                "success": [
+                    {"request_range": {"key": b64(self._meta_key)}},
+                    {
+                        "request_range": {
+                            "key": b64(start),
+                            "range_end": b64(_prefix_end(self._events)),
+                            "limit": READ_PAGE,
+                        }
+                    },
+                ]
+            },
+            read_only=True,
+        )
+        responses = answer.get("responses", [])
+        metas = responses[0]["response_range"].get("kvs", []) if responses else []
+        if not metas:
+            return []
+        meta = self._decode_meta(metas[0], str(self.location))
+        self._committed = max(self._committed, meta.revision)
+        changes = [self._decode_event(kv) for kv in responses[1]["response_range"].get("kvs", [])]
+        changes = [c for c in changes if c.revision <= meta.revision]
+        if meta.revision > after and (not changes or changes[0].revision != after + 1):
+            resumes = changes[0].revision if changes else "nothing kept"
+            raise FollowerBehind(
+                f"etcd prefix {self.location}: a follower at revision {after} finds the log "
+                f"resuming at {resumes} (compacted past it): it stops, and reloads "
+                "when restarted"
+            )
+        return changes
+
+    async def take_over(self, revision: int) -> bool:
+        """A newly elected leader takes the prefix over from ``revision`` (its core's), with
+        :attr:`fence` set: False when the log has gone past it (follow more, then again).
+
+        Leftover event keys above the meta revision (a batch the previous leader did not
+        finish) are deleted in the take-over's transaction; object keys behind the log are
+        brought up to it, as :meth:`load` does.
+
+        Raises:
+            LeadershipLost: the fence failed (this replica no longer leads).
+            StoreError: etcd is unavailable.
+        """
+        where = str(self.location)
+        kvs, _ = await self._range(self._meta_key, None, limit=1)
+        if not kvs:
+            if revision:
+                raise DatabaseDamaged(f"etcd prefix {where} lost its meta/revision")
+            await self._create()
+            return True
+        meta = self._decode_meta(kvs[0], where)
+        if meta.revision != revision:
+            return False
+        self._meta = meta
+        self._meta_mod = int(kvs[0]["mod_revision"])
+        start = self._events + _rev_key(meta.revision + 1).encode()
+        ops = [self._delete(start, _prefix_end(self._events))]
+        self._meta = msgspec.structs.replace(meta, writer=self._writer)
+        await self._txn(ops, self._meta)
+        if meta.applied < meta.revision:
+            await self._replay(meta, {}, where)
+        self._committed = meta.revision
+        self._compacted_through = max(0, meta.revision - self.retention)
+        log.info("etcd prefix %s: taken over at revision %d", where, meta.revision)
+        return True
 
     async def snapshot(self) -> Snapshot:
         """The committed state as it is, read at one etcd revision, changing nothing (``podium
@@ -598,11 +688,36 @@ class EtcdDurability:
             except msgspec.DecodeError:
                 holder = "it no longer decodes"
         if self.fence:
-            holder += " (or this daemon's fence no longer holds)"
+            return LeadershipLost(
+                f"etcd prefix {self.location}: a transaction's fence failed (this replica no "
+                f"longer leads, or meta/revision was {holder}); nothing of the batch was "
+                "acknowledged"
+            )
         return StoreError(
             f"etcd prefix {self.location}: another writer moved meta/revision ({holder}); "
             "this daemon stops without acknowledging its last batch"
         )
+
+    async def _replay_in_memory(
+        self, meta: _Meta, objects: dict[bytes, KubeObject], where: str
+    ) -> None:
+        """Bring ``objects`` up to the log without writing (a follower's load)."""
+        after = meta.applied
+        while after < meta.revision:
+            oldest, changes = await self._read_log(after, meta.revision, PAGE)
+            if not changes or (oldest is not None and oldest > after + 1):
+                raise DatabaseDamaged(
+                    f"etcd prefix {where}: the objects reflect revision {meta.applied} and "
+                    f"the event log lacks revision {after + 1} to bring them up to "
+                    f"{meta.revision}"
+                )
+            for change in changes:
+                key = self._object_key(change.kind, change.namespace, change.name)
+                if change.type in ("Deleted", "Preempted"):
+                    objects.pop(key, None)
+                else:
+                    objects[key] = change.object
+            after = changes[-1].revision
 
     async def _replay(self, meta: _Meta, objects: dict[bytes, KubeObject], where: str) -> None:
         """Bring the object keys up to the log: the final state of each object the changes
@@ -802,17 +917,27 @@ def etcd_store(
     inbox: trio.MemoryReceiveChannel[StoreMsg],
     subscribers: Sequence[Subscriber],
     durability: EtcdDurability,
+    *,
+    leader: Callable[[], str | None] | None = None,
 ) -> StoreActor:
     """The daemon's store actor on etcd: ``durability`` (:func:`etcd_durability`), a core
     keeping the recent part of the log in memory, and the group commit window (as
     :func:`~podium.store.sqlite.sqlite_store`).
+
+    Args:
+        leader: given for a replica under leader election: it starts as a follower (writes
+            answered ``not_leader`` with this address; the core follows the log) until
+            :meth:`~podium.store.actor.StoreActor.promote`.
     """
+    if leader is not None:
+        durability.standby = True
     return StoreActor(
         inbox,
         subscribers,
         durability,
         core=StoreCore(retention=min(durability.retention, MEMORY_LOG)),
         commit_window=COMMIT_WINDOW_SECONDS,
+        standby=Standby(durability, leader) if leader is not None else None,
     )
 
 

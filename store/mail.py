@@ -114,12 +114,14 @@ class StoreFailure(_Mail, frozen=True, kw_only=True):
         message: a one-line summary naming the object(s) and rule.
         errors: one entry per rejected object (writes).
         revision: for ``gone``, the oldest revision still kept.
+        leader: for ``not_leader``, the address of the replica that leads (None: none now).
     """
 
     code: ErrorCode
     message: str
     errors: list[ObjectError] = []
     revision: int | None = None
+    leader: str | None = None
 
 
 class WriteResult(_Mail, frozen=True, kw_only=True):
@@ -295,10 +297,15 @@ class ReadEvents(_Mail, frozen=True, kw_only=True):
 
 
 class StoreStats(_Mail, frozen=True, kw_only=True):
+    """The store's counts; ``leading`` is False on a follower replica, whose ``leader`` is the
+    leader's address (None when unknown or not under leader election)."""
+
     revision: int
     oldest_revision: int
     objects: dict[str, int]
     bound_pods: int
+    leading: bool = True
+    leader: str | None = None
 
 
 class ReadStats(_Mail, frozen=True, kw_only=True):

@@ -104,9 +104,11 @@ def positive_seconds(text: str) -> float:
 
 
 def server_address(value: str) -> str:
-    """An argparse type: a daemon's address, ``HOST:PORT`` or ``unix:PATH``."""
+    """An argparse type: a daemon's address, ``HOST:PORT`` or ``unix:PATH``, or several
+    comma-separated (replicas: the first that answers; writes follow the leader)."""
     try:
-        parse_server(value)
+        for one in value.split(","):
+            parse_server(one.strip())
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value

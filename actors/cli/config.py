@@ -78,6 +78,22 @@ def configured(args: argparse.Namespace) -> SchedulerConfig:
         podium_changes["listen"] = None
     if getattr(args, "metrics", None) == "none":
         podium_changes["metrics"] = None
+    election = {
+        key: value
+        for key, value in (
+            ("leader_elect", getattr(args, "leader_elect", None)),
+            ("lease_duration_seconds", getattr(args, "leader_elect_lease_duration", None)),
+            ("renew_deadline_seconds", getattr(args, "leader_elect_renew_deadline", None)),
+            ("retry_period_seconds", getattr(args, "leader_elect_retry_period", None)),
+            ("identity", getattr(args, "leader_elect_identity", None)),
+            ("advertise", getattr(args, "advertise", None)),
+        )
+        if value is not None
+    }
+    if election:
+        podium_changes["leader_election"] = msgspec.structs.replace(
+            config.podium.leader_election, **election
+        )
     if podium_changes:
         changes["podium"] = msgspec.structs.replace(config.podium, **podium_changes)
     return dataclasses.replace(config, **changes) if changes else config

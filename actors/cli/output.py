@@ -8,7 +8,8 @@ Human output goes to stdout, errors and warnings to stderr (``error: ...``); ``-
 machine-readable JSON on stdout. The progress bar goes to stderr, only on a terminal (and, but
 for ``podium bench``'s, never with ``-o json``). Exit codes: :data:`EXIT_OK` 0, :data:`EXIT_FAILED` 1 (rejected input, a
 failed command, an unreachable daemon), :data:`EXIT_USAGE` 2, :data:`EXIT_DAMAGED` 3 (``podium
-serve`` refused a damaged, emptied or deleted database).
+serve`` refused a damaged, emptied or deleted database), :data:`EXIT_DEPOSED` 4 (``podium serve
+--leader-elect``: the replica lost the lead; restart it).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from podium.protocol.wire import Event, NodeVerdict, ObjectError
 
 __all__ = [
     "EXIT_DAMAGED",
+    "EXIT_DEPOSED",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
@@ -50,7 +52,7 @@ __all__ = [
     "verdict_table",
 ]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DAMAGED = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DAMAGED, EXIT_DEPOSED = 0, 1, 2, 3, 4
 
 
 def out(text: str = "") -> None:

@@ -54,7 +54,10 @@ def _connection_options() -> argparse.ArgumentParser:
         "--server",
         type=server_address,
         metavar="HOST:PORT|unix:PATH",
-        help=f"the daemon to talk to (default: ${SERVER_ENV}, else {DEFAULT_SERVER})",
+        help=(
+            f"the daemon to talk to (default: ${SERVER_ENV}, else {DEFAULT_SERVER}); replicas "
+            "comma-separated: the first that answers, writes sent on to the leader"
+        ),
     )
     group.add_argument(
         "--token",
@@ -119,7 +122,8 @@ def run_client(
     """
     server = _server(args)
     try:
-        parse_server(server)
+        for one in server.split(","):
+            parse_server(one.strip())
     except ValueError as exc:
         err(f"error: {exc}")
         return EXIT_USAGE

@@ -8,7 +8,8 @@ Owns: nothing; the daemon's own behaviour (listeners, signals, shutdown) is
 :mod:`podium.actors.daemon.serve`'s.
 Emits: the daemon's ready line and logs; ``error: ...`` on stderr when it cannot start. Exit
 codes: 0 after a clean shutdown, 1 when a listener cannot be bound or the store fails, 2 for
-flags or configuration that cannot work.
+flags or configuration that cannot work, 3 for a damaged store, 4 when a replica under
+leader election lost the lead (its supervisor restarts it as a follower).
 """
 
 from __future__ import annotations
@@ -24,11 +25,18 @@ import trio
 
 from podium.actors.cli.arguments import add_command, at_least, file_mode, positive_seconds
 from podium.actors.cli.config import configured, podium_version
-from podium.actors.cli.output import EXIT_DAMAGED, EXIT_FAILED, EXIT_OK, EXIT_USAGE, err
+from podium.actors.cli.output import (
+    EXIT_DAMAGED,
+    EXIT_DEPOSED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    err,
+)
 from podium.actors.daemon.logs import configure as configure_logging
 from podium.actors.daemon.serve import check_access, parse_address, serve
-from podium.protocol.config import PodiumSettings
-from podium.protocol.errors import DatabaseDamaged, StoreError
+from podium.protocol.config import PodiumSettings, leader_election_problems
+from podium.protocol.errors import DatabaseDamaged, LeadershipLost, StoreError
 from podium.store.etcd import parse_store_url
 
 __all__ = ["cmd_serve", "register"]
@@ -55,11 +63,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValueError("give --db PATH or --store URL, not both")
         if config.podium.store is not None:
             parse_store_url(config.podium.store)
+        for key, problem in leader_election_problems(config.podium):
+            raise ValueError(f"{key}: {problem}")
     except ValueError as exc:
         err(f"error: {exc}")
         return EXIT_USAGE
     configure_logging(config.podium.log_format, config.podium.log_level)
-    failed = damaged = False
+    failed = damaged = deposed = False
     try:
         trio.run(lambda: serve(config, version=podium_version()))
         _exit_now(EXIT_OK)
@@ -69,6 +79,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for error in _leaves(group):
             err(f"error: {error}")
         damaged = True
+    except* LeadershipLost as group:
+        # Deposed: exit so that the supervisor restarts this replica as a follower.
+        for error in _leaves(group):
+            err(f"error: {error}")
+        deposed = True
     except* OSError as group:
         for error in _leaves(group):
             err(f"error: cannot listen: {error}")
@@ -80,6 +95,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         failed = True
     if damaged:
         return EXIT_DAMAGED
+    if deposed:
+        return EXIT_DEPOSED
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -148,6 +165,45 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "where the store lives: sqlite://PATH (as --db) or "
             "etcd://HOST:PORT[,HOST:PORT...]/PREFIX (podium.store; TLS and user in podium.etcd)"
         ),
+    )
+    election = srv.add_argument_group("replicas (README, Three replicas)")
+    election.add_argument(
+        "--leader-elect",
+        action="store_true",
+        default=None,
+        help=(
+            "run as one of several replicas on one etcd store: one leads (schedules, writes), "
+            "the others serve reads and take over (podium.leaderElection.leaderElect)"
+        ),
+    )
+    election.add_argument(
+        "--leader-elect-lease-duration",
+        type=float,
+        metavar="SECONDS",
+        help="the leader's lease: how soon a follower takes over a dead leader (default 15)",
+    )
+    election.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        metavar="SECONDS",
+        help="how long the leader tries to renew before it gives up and exits (default 10)",
+    )
+    election.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        metavar="SECONDS",
+        help="between renewals, and between a follower's attempts to lead (default 2)",
+    )
+    election.add_argument(
+        "--leader-elect-identity",
+        metavar="NAME",
+        help="this replica's name in the leadership key (default HOST:PID)",
+    )
+    election.add_argument(
+        "--advertise",
+        metavar="HOST:PORT",
+        help="the protocol address followers send writers to while this replica leads "
+        "(default: the TCP address listened on)",
     )
     srv.add_argument("--seed", type=int, metavar="N", help="seed the tie-break for repeatable runs")
     srv.add_argument(

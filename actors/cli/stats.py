@@ -49,6 +49,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 f"scheduled {s.scheduled}, unschedulable {s.unschedulable}, errors {s.errors}",
             ],
             ["connections", f"{s.connections} (watchers {s.watchers})"],
+            ["leader", _leader(s.leading, s.leader)],
             ["uptime", human_duration(s.uptime_seconds)],
             ["server", client.server_version],
         ]
@@ -69,3 +70,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_output_option(p, ("text", "json"), "text")
     p.set_defaults(func=cmd_stats)
+
+
+def _leader(leading: bool, leader: str | None) -> str:
+    """The ``leader`` row: this daemon, or the replica that leads (leader election)."""
+    if leading:
+        return f"this daemon ({leader})" if leader else "this daemon"
+    return f"{leader} (this replica follows)" if leader else "none (this replica follows)"

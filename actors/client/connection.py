@@ -42,6 +42,7 @@ from podium.actors.client.errors import (
     ClientConnectionError,
     ConnectionLost,
     RemoteError,
+    ServerUnreachable,
     TLSFailed,
 )
 from podium.actors.client.transport import DEFAULT_SERVER, open_stream
@@ -161,6 +162,10 @@ class WatchStream:
         return item
 
 
+LEADER_HANDSHAKE_SECONDS = 5.0
+"""How long a connection to the leader a follower named may take to answer its hello."""
+
+
 class Client:
     """One connection to a Podium daemon; use :func:`connect` to get one.
 
@@ -198,6 +203,14 @@ class Client:
         self._watch_buffer = watch_buffer
         self._lost: str | None = None
         self._lost_reply: ErrorReply | None = None
+        # Writes a follower replica answered ``not_leader`` go to the leader it named, on a
+        # second connection whose reader runs in :func:`connect`'s nursery.
+        self._nursery: trio.Nursery | None = None
+        self._token: str | None = None
+        self._tls: ssl.SSLContext | None = None
+        self._max_frame_bytes = DEFAULT_MAX_FRAME_BYTES
+        self._leader: Client | None = None
+        self._leader_lock = trio.Lock()
 
     # ------------------------------------------------------------------ requests
 
@@ -209,12 +222,12 @@ class Client:
                 was written.
         """
         items = list(objects)
-        return await self._call(lambda i: Put(id=i, objects=items), PutReply)
+        return await self._write(lambda i: Put(id=i, objects=items), PutReply)
 
     async def delete(self, refs: Iterable[ObjectRef]) -> DeleteReply:
         """Delete objects atomically; a missing one fails the request with ``not_found``."""
         items = list(refs)
-        return await self._call(lambda i: Delete(id=i, refs=items), DeleteReply)
+        return await self._write(lambda i: Delete(id=i, refs=items), DeleteReply)
 
     async def get(
         self,
@@ -342,6 +355,53 @@ class Client:
                     await self._call(lambda i: Cancel(id=i, target=watch_id), CancelReply)
 
     # ------------------------------------------------------------------ plumbing
+
+    async def _write(self, build: Callable[[int], ClientMessage], expected: type[_R]) -> _R:
+        """A put or delete: sent here, or to the leader a follower replica named
+        (``not_leader``), and to that leader from then on while its connection lasts."""
+        leader = self._leader
+        if leader is not None and leader._lost is not None:
+            self._leader = None
+            await trio.aclose_forcefully(leader._stream)
+            leader = None
+        try:
+            return await (leader or self)._call(build, expected)
+        except RemoteError as exc:
+            if exc.code != "not_leader" or exc.reply.leader is None or self._nursery is None:
+                raise
+            target = await self._connect_leader(exc.reply.leader)
+        return await target._call(build, expected)
+
+    async def _connect_leader(self, address: str) -> Client:
+        """The connection to the leader at ``address`` (opened once, reused)."""
+        assert self._nursery is not None
+        async with self._leader_lock:
+            current = self._leader
+            if current is not None and current.server == address and current._lost is None:
+                return current
+            if current is not None:
+                await current._stream.aclose()
+            # Bounded: the leader a follower names may be paused or cut off (its key lives
+            # until its lease expires), and its port may accept without ever answering.
+            with trio.move_on_after(LEADER_HANDSHAKE_SECONDS) as waiting:
+                stream = await open_stream(address, self._tls)
+                try:
+                    frames = FrameReader(self._max_frame_bytes)
+                    hello = await _handshake(
+                        stream, frames, server=address, encoding=self.encoding, token=self._token
+                    )
+                except BaseException:
+                    await trio.aclose_forcefully(stream)
+                    raise
+            if waiting.cancelled_caught:
+                raise ServerUnreachable(
+                    address, f"the leader did not answer within {LEADER_HANDSHAKE_SECONDS:g} s"
+                )
+            leader = Client(stream, frames, hello, server=address, encoding=self.encoding)
+            self._nursery.start_soon(leader._read_loop)
+            self._leader = leader
+            logger.info("writes go to the leader at %s", address)
+            return leader
 
     async def _call(self, build: Callable[[int], ClientMessage], expected: type[_R]) -> _R:
         request_id = next(self._ids)
@@ -499,7 +559,9 @@ async def connect(
     """Connect to a daemon, do the handshake, and yield a :class:`Client`.
 
     Args:
-        server: ``HOST:PORT`` (``[::1]:7070`` for IPv6) or ``unix:/path/to/socket``.
+        server: ``HOST:PORT`` (``[::1]:7070`` for IPv6) or ``unix:/path/to/socket``; or
+            several, comma-separated (replicas under leader election): the first that answers
+            is used, and writes a follower answers ``not_leader`` go to the leader it names.
         encoding: ``msgpack`` (compact) or ``json`` (readable on the wire, for debugging).
         token: the access token, for listeners that require one.
         tls: TLS for a TCP server (:func:`client_ssl_context`); None for plain text.
@@ -517,20 +579,32 @@ async def connect(
     The body runs inside the nursery of the reader task; the reader never raises, so an
     exception from the body is re-raised as itself rather than inside an exception group.
     """
-    stream = await open_stream(server, tls)
+    servers = [s.strip() for s in server.split(",") if s.strip()] or [server]
+    for index, address in enumerate(servers):
+        try:
+            stream = await open_stream(address, tls)
+            break
+        except ServerUnreachable:
+            if index == len(servers) - 1:
+                raise
+    server = address
     try:
         frames = FrameReader(max_frame_bytes)
         hello = await _handshake(stream, frames, server=server, encoding=encoding, token=token)
         client = Client(
             stream, frames, hello, server=server, encoding=encoding, watch_buffer=watch_buffer
         )
+        client._token, client._tls, client._max_frame_bytes = token, tls, max_frame_bytes
         try:
             async with trio.open_nursery() as nursery:
+                client._nursery = nursery
                 nursery.start_soon(client._read_loop)
                 try:
                     yield client
                 finally:
                     nursery.cancel_scope.cancel("the client is closing")
+                    if client._leader is not None:
+                        await trio.aclose_forcefully(client._leader._stream)
         except BaseExceptionGroup as group:
             # Only the body can raise into this nursery (the reader records its failures), so
             # a group here holds the body's own exception: give the caller that exception.

@@ -10,7 +10,8 @@ path is ``405``, any other path ``404``, a head it cannot parse ``400``.
   in a worker thread (16-25 ms for ~1200 series would stall every actor on the trio thread,
   STYLE.md), one render at a time.
 - ``/healthz``, ``/livez``: ``200 ok`` while the process serves.
-- ``/readyz``: ``200 ok`` when the readiness callable reports no problem, else ``503`` with one
+- ``/readyz``: ``200 ok`` when the readiness callable reports no problem (followed by the replica's
+  role under leader election: ``ok (leader NAME)``, ``ok (follower; leader NAME at ADDR)``), else ``503`` with one
   problem per line (``store not recovered``, ``actor binder not running``, ...).
 
 Owns: its listeners and the connections they accept.
@@ -205,6 +206,7 @@ class HttpServer:
                 problems = list(self._readiness())
                 if problems:
                     return _text(503, "".join(f"{p}\n" for p in problems))
-                return _text(200, "ok")
+                role = getattr(self._readiness, "role", None)
+                return _text(200, f"ok{role()}" if role is not None else "ok")
             case _:  # /healthz, /livez: answering at all is the proof
                 return _text(200, "ok")

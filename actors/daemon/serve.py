@@ -46,9 +46,10 @@ import trio
 from podium.actors.daemon.http import HttpServer
 from podium.actors.gateway.gateway import Gateway
 from podium.actors.gateway.watch import HubMsg
-from podium.actors.mail import BeginScheduling
+from podium.actors.mail import BeginScheduling, SchedulerMsg
 from podium.actors.supervisor import MAILBOX, Runtime, StoreFactory, load_plugin_set
 from podium.actors.tracing import setup_tracing
+from podium.protocol import metrics
 from podium.protocol.config import (
     AccessToken,
     PodiumSettings,
@@ -57,7 +58,14 @@ from podium.protocol.config import (
 )
 from podium.protocol.errors import ConfigError
 from podium.store.actor import StoreActor
-from podium.store.etcd import EtcdLocation, etcd_durability, etcd_store, parse_store_url
+from podium.store.election import LeaderElection, leader_election
+from podium.store.etcd import (
+    EtcdDurability,
+    EtcdLocation,
+    etcd_durability,
+    etcd_store,
+    parse_store_url,
+)
 from podium.store.mail import Published, StoreMsg
 from podium.store.mailbox import send
 from podium.store.sqlite import sqlite_store
@@ -301,10 +309,26 @@ class Readiness:
     from the first shutdown signal on.
     """
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, election: LeaderElection | None = None) -> None:
         self.runtime = runtime
         self.gateway: Gateway | None = None
         self.stopping = False
+        self._election = election
+
+    def role(self) -> str:
+        """After ``ok``: under leader election, whether this replica leads, else who does (a
+        follower is ready: it serves reads, watches and explain)."""
+        election = self._election
+        if election is None:
+            return ""
+        if election.leading:
+            return f" (leader {election.identity})"
+        leader = election.leader
+        return (
+            f" (follower; leader {leader.identity} at {leader.address})"
+            if leader
+            else (" (follower; no replica leads)")
+        )
 
     def __call__(self) -> list[str]:
         problems: list[str] = []
@@ -316,7 +340,16 @@ class Readiness:
         return problems
 
 
-def _store(config: SchedulerConfig) -> StoreFactory:
+class _Replica:
+    """A replica under leader election: its election, and its store once built."""
+
+    def __init__(self, election: LeaderElection) -> None:
+        self.election = election
+        self.store: StoreActor | None = None
+        self.durability: EtcdDurability | None = None
+
+
+def _store(config: SchedulerConfig, replica: _Replica | None = None) -> StoreFactory:
     """The store ``podium.store`` names (``sqlite://PATH``, ``etcd://...``), else the SQLite
     file ``podium.database``.
 
@@ -326,11 +359,13 @@ def _store(config: SchedulerConfig) -> StoreFactory:
     settings = config.podium
     where = parse_store_url(settings.store) if settings.store else settings.database
     if isinstance(where, EtcdLocation):
-        return _etcd_store(config, where)
+        return _etcd_store(config, where, replica)
     return _sqlite_store(config, where)
 
 
-def _etcd_store(config: SchedulerConfig, location: EtcdLocation) -> StoreFactory:
+def _etcd_store(
+    config: SchedulerConfig, location: EtcdLocation, replica: _Replica | None
+) -> StoreFactory:
     def build(
         inbox: trio.MemoryReceiveChannel[StoreMsg],
         subscribers: Sequence[trio.MemorySendChannel[Published]],
@@ -338,9 +373,43 @@ def _etcd_store(config: SchedulerConfig, location: EtcdLocation) -> StoreFactory
         durability = etcd_durability(
             location, config.podium.etcd, retention=config.podium.event_retention_revisions
         )
-        return etcd_store(inbox, subscribers, durability)
+        if replica is None:
+            return etcd_store(inbox, subscribers, durability)
+        election = replica.election
+        store = etcd_store(inbox, subscribers, durability, leader=lambda: election.leader_address)
+        replica.store, replica.durability = store, durability
+        return store
 
     return build
+
+
+async def _lead(replica: _Replica, scheduler: trio.MemorySendChannel[SchedulerMsg]) -> None:
+    """A replica's part in leader election: campaign; once elected, set the store's fence,
+    let it catch up with the log and take it over, begin scheduling, then renew the lease
+    until this process stops (resigning then) or loses the lead (:class:`LeadershipLost`:
+    the daemon exits, as kube-scheduler does, and its supervisor restarts it as a follower).
+    """
+    election = replica.election
+    name = election.key.decode()
+    metrics.LEADER.set(0)
+    metrics.MASTER_STATUS.labels(name=name).set(0)
+    try:
+        await election.campaign()
+        assert replica.store is not None and replica.durability is not None
+        replica.durability.fence = election.fence
+        await replica.store.promote()
+        metrics.LEADER.set(1)
+        metrics.MASTER_STATUS.labels(name=name).set(1)
+        metrics.LEADER_TRANSITIONS.inc()
+        log.info("leading: scheduling begins")
+        await send(scheduler, BeginScheduling())
+        await election.hold()
+    finally:
+        metrics.LEADER.set(0)
+        metrics.MASTER_STATUS.labels(name=name).set(0)
+        with trio.CancelScope(shield=True), trio.move_on_after(2):
+            await election.resign()
+            await election.aclose()
 
 
 def _sqlite_store(config: SchedulerConfig, path: str) -> StoreFactory:
@@ -389,15 +458,23 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
     http_listeners, metrics_address = await open_metrics_listeners(config)
     hub_tx, hub_rx = trio.open_memory_channel[HubMsg](MAILBOX)
     tracing = setup_tracing(config.podium.tracing, service_version=version)
+    replica: _Replica | None = None
+    if settings.leader_election.leader_elect:
+        location = parse_store_url(settings.store or "")
+        if not isinstance(location, EtcdLocation):
+            raise ValueError("leader election needs an etcd store (--store etcd://...)")
+        replica = _Replica(
+            leader_election(location, settings.etcd, settings.leader_election, address)
+        )
     runtime = Runtime(
         config,
         plugins,
-        _store(config),
+        _store(config, replica),
         subscribers=[hub_tx.clone()],
         reload_plugins=lambda: load_plugin_set(config),
         tracing=tracing,
     )
-    readiness = Readiness(runtime)
+    readiness = Readiness(runtime, replica.election if replica is not None else None)
     try:
         # SIGTERM and SIGINT are ignored from here on but for the receiver below, which puts
         # this back when it closes: a signal after the stop (while the process exits) then
@@ -416,7 +493,12 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
                 # task still listening for a second signal can be cancelled.
                 async with trio.open_nursery() as nursery:
                     handles = await nursery.start(runtime.run)
-                    await send(handles.scheduler, BeginScheduling())
+                    if replica is None:
+                        metrics.LEADER.set(1)  # the one writer: it leads
+                        await send(handles.scheduler, BeginScheduling())
+                    else:
+                        # In the outer nursery: it resigns once the services have drained.
+                        outer.start_soon(_lead, replica, handles.scheduler)
                     gateway = Gateway(
                         hub_rx,
                         hub_tx,

@@ -325,4 +325,6 @@ class Dispatcher:
             connections=self._connections(),
             watchers=len(self._hub.watches),
             uptime_seconds=trio.current_time() - self._started,
+            leading=store.leading,
+            leader=store.leader,
         )

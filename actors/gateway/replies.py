@@ -22,6 +22,7 @@ def failure(request_id: int, refused: StoreFailure) -> ErrorReply:
         path=refused.errors[0].path if len(refused.errors) == 1 else None,
         revision=refused.revision,
         errors=refused.errors,
+        leader=refused.leader,
     )
 
 

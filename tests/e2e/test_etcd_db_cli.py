@@ -77,6 +77,11 @@ def test_bad_store_flags_fail_before_serving(tmp_path: Path) -> None:
         (("--store", "etcd://localhost/podium"), "endpoint 'localhost' is not HOST:PORT"),
         (("--store", "redis://h:1/p"), "the store is sqlite://PATH or etcd://HOST:PORT/PREFIX"),
         (("--db", "x.db", "--store", "etcd://h:1/p"), "give --db PATH or --store URL, not both"),
+        (("--leader-elect",), "leader election needs an etcd store"),
+        (
+            ("--store", "etcd://h:1/p", "--leader-elect", "--leader-elect-renew-deadline", "20"),
+            "the renew deadline must be shorter than the lease duration",
+        ),
     ):
         bad = subprocess.run(
             [PODIUM, "serve", "--listen", "127.0.0.1:0", *args],

@@ -193,6 +193,8 @@ def test_the_dashboard_has_the_variables_and_panels_an_operator_needs() -> None:
         "Watchers and watcher lag",
         "Cache size",
         "Memory",
+        "Leader (1: leads)",
+        "Leader transitions",
     ):
         assert title in titles, title
     for panel in _panels(dashboard["panels"]):
@@ -229,6 +231,7 @@ def test_every_dashboard_and_alert_expression_uses_only_exported_metrics() -> No
         "PodiumSchedulingLatencyHigh",
         "PodiumStoreCommitErrors",
         "PodiumEtcdErrors",
+        "PodiumNoLeader",
         "PodiumWatcherLag",
         "PodiumDown",
     }
@@ -264,7 +267,7 @@ def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def test_promtool_checks_the_rules() -> None:
     proc = _run(_tool("promtool"), "check", "rules", str(OPS / "alerts.yml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 6 rules found" in proc.stdout + proc.stderr
+    assert "SUCCESS: 7 rules found" in proc.stdout + proc.stderr
 
 
 def test_promtool_unit_tests_the_alerts() -> None:
@@ -279,7 +282,7 @@ def test_promtool_checks_the_scrape_config(tmp_path: Path) -> None:
     shutil.copy(OPS / "alerts.yml", tmp_path / "alerts.yml")
     proc = _run(_tool("promtool"), "check", "config", str(tmp_path / "prometheus.yml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 6 rules found" in proc.stdout + proc.stderr
+    assert "SUCCESS: 7 rules found" in proc.stdout + proc.stderr
 
 
 # --------------------------------------------------------------------------- systemd
@@ -339,7 +342,19 @@ def test_the_etcd_unit_differs_only_in_the_store_and_the_restarts() -> None:
     }
 
 
-@pytest.mark.parametrize("name", ["podium.service", "podium-etcd.service"])
+def test_the_replica_unit_differs_only_in_leader_election() -> None:
+    etcd, replica = _unit("podium-etcd.service"), _unit("podium-replica.service")
+    assert replica["ExecStart"] == [
+        "/usr/bin/podium serve --config /etc/podium/scheduler-config.yaml --leader-elect"
+    ]
+    assert {k: v for k, v in replica.items() if k != "ExecStart"} == {
+        k: v for k, v in etcd.items() if k != "ExecStart"
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["podium.service", "podium-etcd.service", "podium-replica.service"]
+)
 def test_systemd_analyze_verifies_the_unit(tmp_path: Path, name: str) -> None:
     analyze = require_server("systemd-analyze", install="apt-get install systemd")
     # verify checks that ExecStart's binary exists: point a copy at this venv's podium.

@@ -84,7 +84,14 @@ class EtcdCluster:
     """
 
     def __init__(
-        self, folder: Path, size: int = 1, *, fsync: bool = False, tls: MemberTLS | None = None
+        self,
+        folder: Path,
+        size: int = 1,
+        *,
+        fsync: bool = False,
+        tls: MemberTLS | None = None,
+        hosts: list[str] | None = None,
+        wrappers: list[list[str]] | None = None,
     ) -> None:
         self.binary = etcd_binary()
         self.tls = tls
@@ -92,14 +99,19 @@ class EtcdCluster:
         self.folder = folder
         self.size = size
         self.fsync = fsync
-        self.client_ports = [_free_port() for _ in range(size)]
-        self.peer_ports = [_free_port() for _ in range(size)]
+        # Members on hosts of their own (network namespaces, tests/support/netns.py), each
+        # started under its wrapper (``ip netns exec NS``), on etcd's own ports; else loopback.
+        self.hosts = hosts or ["127.0.0.1"] * size
+        self.wrappers = wrappers or [[] for _ in range(size)]
+        own = hosts is not None
+        self.client_ports = [2379 if own else _free_port() for _ in range(size)]
+        self.peer_ports = [2380 if own else _free_port() for _ in range(size)]
         self.processes: list[subprocess.Popen[bytes] | None] = [None] * size
         self.token = f"podium-test-{os.getpid()}-{time.monotonic_ns()}"
 
     @property
     def endpoints(self) -> list[str]:
-        return [f"127.0.0.1:{port}" for port in self.client_ports]
+        return [f"{host}:{port}" for host, port in zip(self.hosts, self.client_ports, strict=True)]
 
     def url(self, prefix: str) -> str:
         """The ``--store`` URL for ``prefix`` over every member."""
@@ -113,10 +125,13 @@ class EtcdCluster:
 
     def start_member(self, member: int) -> None:
         """Start (or restart, on its data) one member."""
-        initial = ",".join(f"m{i}=http://127.0.0.1:{p}" for i, p in enumerate(self.peer_ports))
-        client = f"{self.scheme}://127.0.0.1:{self.client_ports[member]}"
-        peer = f"http://127.0.0.1:{self.peer_ports[member]}"
+        initial = ",".join(
+            f"m{i}=http://{self.hosts[i]}:{p}" for i, p in enumerate(self.peer_ports)
+        )
+        client = f"{self.scheme}://{self.hosts[member]}:{self.client_ports[member]}"
+        peer = f"http://{self.hosts[member]}:{self.peer_ports[member]}"
         args = [
+            *self.wrappers[member],
             self.binary,
             "--name",
             f"m{member}",

@@ -630,3 +630,59 @@ def test_blocking_client_calls_after_close_fail() -> None:
         podium.close()  # idempotent
         with pytest.raises(ConnectionLost, match="closed"):
             podium.stats()
+
+
+async def test_a_write_a_follower_refuses_goes_to_the_leader_it_names() -> None:
+    """Leader election (issue 20): ``not_leader`` names the leader; the put is sent there,
+    and later writes go straight to it while reads stay on the first connection."""
+    leader_requests: list[str] = []
+
+    def leader(request: ClientMessage) -> list[Outgoing]:
+        leader_requests.append(type(request).__name__)
+        return answer(request)
+
+    async with fake_server(leader) as at_leader:
+
+        def follower(request: ClientMessage) -> list[Outgoing]:
+            if isinstance(request, Put | Delete):
+                refusal = ErrorReply(
+                    id=request.id,
+                    code="not_leader",
+                    message="this replica does not lead",
+                    leader=at_leader.address,
+                )
+                return [refusal]
+            return answer(request)
+
+        with trio.fail_after(5):
+            async with fake_server(follower) as at_follower, connect(at_follower.address) as c:
+                reply = await c.put([make_pod("web").obj()])
+                assert reply.revision == 8
+                await c.put([make_pod("db").obj()])
+                await c.get("Node")
+    assert leader_requests == ["Put", "Put"]
+
+
+async def test_not_leader_without_a_leader_is_raised() -> None:
+    def follower(request: ClientMessage) -> list[Outgoing]:
+        return [ErrorReply(id=request.id, code="not_leader", message="no replica leads")]
+
+    with trio.fail_after(5):
+        async with fake_server(follower) as server, connect(server.address) as c:
+            with pytest.raises(RemoteError) as caught:
+                await c.put([make_pod("web").obj()])
+    assert caught.value.code == "not_leader"
+
+
+async def test_several_addresses_use_the_first_that_answers() -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nobody = f"127.0.0.1:{closed.getsockname()[1]}"
+    with trio.fail_after(5):
+        async with fake_server(answer) as server:
+            async with connect(f"{nobody},{server.address}") as c:
+                assert c.server == server.address
+                assert (await c.stats()).revision >= 0
+            with pytest.raises(ServerUnreachable):
+                async with connect(f"{nobody},{nobody}"):
+                    pass

@@ -1095,9 +1095,38 @@ def test_stats_text(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
         "pending       3 (active 1, backoff 0, unschedulable 2)\n"
         "attempts      scheduled 9, unschedulable 5, errors 0\n"
         "connections   2 (watchers 1)\n"
+        "leader        this daemon\n"
         "uptime        150m\n"
         "server        fake\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("leading", "leader", "row"),
+    [
+        pytest.param(True, None, "this daemon", id="a single daemon"),
+        pytest.param(True, "10.0.1.1:7070", "this daemon (10.0.1.1:7070)", id="the leader"),
+        pytest.param(
+            False, "10.0.1.1:7070", "10.0.1.1:7070 (this replica follows)", id="a follower"
+        ),
+        pytest.param(False, None, "none (this replica follows)", id="nobody leads"),
+    ],
+)
+def test_stats_says_who_leads(
+    serve: Any,
+    capsys: pytest.CaptureFixture[str],
+    leading: bool,
+    leader: str | None,
+    row: str,
+) -> None:
+    def replica(request: ClientMessage) -> Sequence[Outgoing]:
+        (reply,) = stats_daemon(request)
+        assert isinstance(reply, StatsReply)
+        return [msgspec.structs.replace(reply, leading=leading, leader=leader)]
+
+    server = serve(replica)
+    assert podium("stats", "--server", server.address) == 0
+    assert f"leader        {row}\n" in capsys.readouterr().out
 
 
 def test_stats_json(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -160,7 +160,7 @@ ACCEPTED = [
             "enableContentionProfiling": False,
         },
         warnings=(
-            "leaderElection: a Kubernetes setting Podium does not use (Podium runs one replica; leader election is later work); ignored",
+            "leaderElection: a Kubernetes setting Podium does not use (Podium's own is podium.leaderElection (--leader-elect)); ignored",
             "clientConnection: a Kubernetes setting Podium does not use (Podium talks to no API server); ignored",
             "healthzBindAddress: a Kubernetes setting Podium does not use (Podium serves /healthz on podium.metrics); ignored",
             "metricsBindAddress: a Kubernetes setting Podium does not use (Podium serves /metrics on podium.metrics); ignored",
@@ -465,6 +465,50 @@ REJECTED = [
         "an etcd user without a password file",
         {"podium": {"etcd": {"user": "podium"}}},
         [("podium.etcd.user", "give podium.etcd.user and passwordFile together")],
+    ),
+    Rejected(
+        "leader election on a SQLite store",
+        {"podium": {"leaderElection": {"leaderElect": True}}},
+        [
+            (
+                "podium.leaderElection.leaderElect",
+                "leader election needs an etcd store (podium.store: etcd://...)",
+            )
+        ],
+    ),
+    Rejected(
+        "a renew deadline past the lease (kube-scheduler's rule)",
+        {
+            "podium": {
+                "store": "etcd://a:2379/p",
+                "leaderElection": {
+                    "leaderElect": True,
+                    "leaseDurationSeconds": 5,
+                    "renewDeadlineSeconds": 5,
+                },
+            }
+        },
+        [
+            (
+                "podium.leaderElection.renewDeadlineSeconds",
+                "the renew deadline must be shorter than the lease duration",
+            )
+        ],
+    ),
+    Rejected(
+        "a retry period past the renew deadline",
+        {
+            "podium": {
+                "store": "etcd://a:2379/p",
+                "leaderElection": {"leaderElect": True, "retryPeriodSeconds": 10},
+            }
+        },
+        [
+            (
+                "podium.leaderElection.retryPeriodSeconds",
+                "the retry period must be shorter than the renew deadline",
+            )
+        ],
     ),
     Rejected(
         "an unknown etcd key",

@@ -1,0 +1,278 @@
+"""Leader election on etcd: one replica of several leads, the others follow (issue 20).
+
+Kubernetes counterpart: client-go's tools/leaderelection (kube-scheduler ``--leader-elect``),
+here in etcd's own election recipe (etcd's ``clientv3/concurrency``) rather than a Lease object:
+
+- a candidate grants itself an etcd lease of ``lease_duration`` seconds and creates the key
+  ``PREFIX/leader`` bound to it, in a transaction that compares the key's ``create_revision``
+  with 0 (nobody leads). The value names the leader (identity and protocol address);
+- the leader renews the lease every ``retry_period`` (``/v3/lease/keepalive``) and gives up
+  leading (:class:`~podium.protocol.errors.LeadershipLost`) when no renewal has succeeded for
+  ``renew_deadline``, or when etcd says the lease is gone;
+- when the leader stops renewing (killed, paused, cut off), etcd expires the lease and deletes
+  the key; a follower's next attempt creates it;
+- the **fence**: :attr:`LeaderElection.fence` is a compare of the key's ``create_revision``
+  with the one this replica's creation gave it. Every transaction the store writes carries it
+  (:attr:`~podium.store.etcd.EtcdDurability.fence`), so a deposed leader (its key expired, or
+  made again by another) can commit nothing: a bind it attempts fails in etcd, whatever its
+  own clock believes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from typing import Any
+
+import msgspec
+import trio
+
+from podium.protocol.config import EtcdSettings, LeaderElectionSettings
+from podium.protocol.errors import LeadershipLost, StoreError
+from podium.store.etcd import LEADER_KEY, EtcdLocation
+from podium.store.etcd_client import EtcdClient, EtcdTLS, b64, unb64
+
+__all__ = ["LeaderElection", "LeaderRecord", "leader_election"]
+
+log = logging.getLogger("podium.election")
+
+
+class LeaderRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """The value of the leadership key: who leads, and where clients reach it."""
+
+    identity: str
+    address: str | None = None
+
+
+_encode = msgspec.json.Encoder().encode
+_decode_record = msgspec.json.Decoder(LeaderRecord).decode
+
+
+class LeaderElection:
+    """One replica's part in the election (module docstring).
+
+    Args:
+        client: the etcd client (its own, so that renewals do not queue behind commits).
+        key: the leadership key (``PREFIX/leader``).
+        identity: this replica's name.
+        address: the protocol address clients are sent to while this replica leads.
+        lease_duration: the lease's TTL, seconds (rounded up to whole seconds for etcd).
+        renew_deadline: how long the leader tries to renew before it gives up.
+        retry_period: between renewals, and between a follower's attempts.
+
+    Attributes:
+        leader: the leader as last read (None: nobody leads, or not read yet).
+        leading: whether this replica leads.
+        transitions: how many times this replica became leader (``podium stats``).
+    """
+
+    def __init__(
+        self,
+        client: EtcdClient,
+        key: bytes,
+        identity: str,
+        address: str | None,
+        *,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+    ) -> None:
+        self._client = client
+        self.key = key
+        self.identity = identity
+        self.address = address
+        self.ttl = max(1, int(-(-lease_duration // 1)))
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.leader: LeaderRecord | None = None
+        self.leading = False
+        self.transitions = 0
+        self._lease = 0
+        self._lease_until = 0.0
+        self._create_revision = 0
+        self._renewed = 0.0
+
+    @property
+    def fence(self) -> list[dict[str, Any]]:
+        """The compare every transaction of the leader carries: the leadership key is still
+        the one this replica created."""
+        return [
+            {
+                "key": b64(self.key),
+                "target": "CREATE",
+                "result": "EQUAL",
+                "create_revision": self._create_revision,
+            }
+        ]
+
+    @property
+    def leader_address(self) -> str | None:
+        """Where the leader is reached (None: nobody leads, as far as this replica knows)."""
+        return self.leader.address if self.leader is not None else None
+
+    async def campaign(self) -> None:
+        """Try every ``retry_period`` until this replica leads; meanwhile :attr:`leader`
+        follows whoever does. etcd's failures are retried (a follower waits them out)."""
+        while True:
+            try:
+                if await self._try_to_lead():
+                    return
+            except StoreError as exc:
+                log.warning("leader election: %s; trying again", exc)
+            await trio.sleep(self.retry_period)
+
+    async def _try_to_lead(self) -> bool:
+        now = time.monotonic()
+        if now >= self._lease_until - self.retry_period:
+            # A lease of our own to bind the key to (one that would expire before the next
+            # attempt is replaced; an unused one expires by itself).
+            answer = await self._client.call("lease", "/v3/lease/grant", {"TTL": self.ttl})
+            self._lease = int(answer["ID"])
+            self._lease_until = now + int(answer.get("TTL", self.ttl))
+        record = LeaderRecord(identity=self.identity, address=self.address)
+        answer = await self._client.call(
+            "txn",
+            "/v3/kv/txn",
+            {
+                "compare": [
+                    {
+                        "key": b64(self.key),
+                        "target": "CREATE",
+                        "result": "EQUAL",
+                        "create_revision": 0,
+                    }
+                ],
+                "success": [
+                    {
+                        "request_put": {
+                            "key": b64(self.key),
+                            "value": b64(_encode(record)),
+                            "lease": self._lease,
+                        }
+                    }
+                ],
+                "failure": [{"request_range": {"key": b64(self.key)}}],
+            },
+        )
+        if answer.get("succeeded"):
+            self._create_revision = int(answer["header"]["revision"])
+            self._renewed = time.monotonic()
+            self.leader = record
+            self.leading = True
+            self.transitions += 1
+            log.info("leader election: %s leads (lease %x)", self.identity, self._lease)
+            return True
+        responses = answer.get("responses", [])
+        kvs = responses[0]["response_range"].get("kvs", []) if responses else []
+        previous = self.leader
+        try:
+            self.leader = _decode_record(unb64(kvs[0].get("value", ""))) if kvs else None
+        except msgspec.DecodeError:
+            self.leader = None
+        if self.leader != previous:
+            log.info(
+                "leader election: %s leads",
+                self.leader.identity if self.leader is not None else "nobody",
+            )
+        return False
+
+    async def hold(self) -> None:
+        """Renew the lease every ``retry_period`` while leading.
+
+        Raises:
+            LeadershipLost: no renewal succeeded within ``renew_deadline``, or the lease is
+                gone (expired while this replica was paused or cut off).
+        """
+        while True:
+            await trio.sleep(self.retry_period)
+            deadline = self._renewed + self.renew_deadline
+            if time.monotonic() > deadline:
+                raise self._lost("the lease was not renewed within the renew deadline")
+            ttl = None
+            with trio.move_on_after(max(0.0, deadline - time.monotonic())):
+                try:
+                    answer = await self._client.call(
+                        "lease", "/v3/lease/keepalive", {"ID": self._lease}
+                    )
+                    ttl = int(answer.get("result", {}).get("TTL", 0))
+                except StoreError as exc:
+                    log.warning("leader election: renewing the lease: %s", exc)
+                    continue
+            if ttl is None:
+                continue  # the deadline check above decides
+            if ttl <= 0:
+                raise self._lost("the lease expired")
+            self._renewed = time.monotonic()
+
+    def _lost(self, why: str) -> LeadershipLost:
+        self.leading = False
+        log.error("leader election: %s no longer leads: %s", self.identity, why)
+        return LeadershipLost(
+            f"this replica ({self.identity}) no longer leads: {why}; it stops, and restarts "
+            "as a follower"
+        )
+
+    async def resign(self) -> None:
+        """Give the lead up at once (a clean shutdown): the key is deleted if it is still ours,
+        and the lease revoked, so a follower takes over without waiting for the lease."""
+        if not self.leading:
+            return
+        self.leading = False
+        try:
+            await self._client.call(
+                "txn",
+                "/v3/kv/txn",
+                {
+                    "compare": self.fence,
+                    "success": [{"request_delete_range": {"key": b64(self.key)}}],
+                },
+            )
+            await self._client.call("lease", "/v3/lease/revoke", {"ID": self._lease})
+        except StoreError as exc:
+            log.warning("leader election: resigning: %s (the lease expires by itself)", exc)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def leader_election(
+    location: EtcdLocation,
+    settings: EtcdSettings,
+    election: LeaderElectionSettings,
+    address: str | None,
+) -> LeaderElection:
+    """The election ``podium.leaderElection`` describes, on a client of its own toward the
+    store's etcd (``podium.etcd``'s TLS, user and timeouts); the key is ``PREFIX/leader``.
+
+    Raises:
+        OSError: the password file cannot be read.
+    """
+    tls = (
+        EtcdTLS(ca=settings.ca_file, cert=settings.cert_file, key=settings.key_file)
+        if settings.ca_file is not None or settings.cert_file is not None
+        else None
+    )
+    password = None
+    if settings.password_file is not None:
+        with open(settings.password_file, encoding="utf-8") as file:
+            password = file.readline().rstrip("\r\n")
+    client = EtcdClient(
+        location.endpoints,
+        tls=tls,
+        user=settings.user,
+        password=password,
+        request_timeout=min(settings.request_timeout_seconds, election.retry_period_seconds),
+        unavailable_after=election.renew_deadline_seconds,
+    )
+    identity = election.identity or f"{socket.gethostname()}:{os.getpid()}"
+    return LeaderElection(
+        client,
+        location.prefix.encode() + LEADER_KEY,
+        identity,
+        election.advertise or address,
+        lease_duration=election.lease_duration_seconds,
+        renew_deadline=election.renew_deadline_seconds,
+        retry_period=election.retry_period_seconds,
+    )

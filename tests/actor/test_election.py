@@ -1,0 +1,172 @@
+"""Leader election and fencing on etcd (issue 20), on the session's etcd member: one candidate
+leads, the others see who; a leader that resigns hands over at once; a deposed leader's
+commits are refused by the fence, whatever it believes; a lease gone makes the holder give up;
+a follower's durability reads the leader's commits and takes over only at the log's end.
+
+Real etcd (tests/support/etcd_servers.py), real clock, each test under ``fail_after``.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import trio
+from builders import make_node, make_pod
+from etcd_servers import EtcdCluster
+
+from podium.protocol.errors import FollowerBehind, LeadershipLost
+from podium.protocol.objects import Pod
+from podium.store.core import StoreCore
+from podium.store.election import LeaderElection, LeaderRecord
+from podium.store.etcd import EtcdDurability, EtcdLocation, parse_store_url
+from podium.store.etcd_client import EtcdClient, b64
+from podium.store.mail import Binding, Change
+
+
+@pytest.fixture
+def location(etcd_member: EtcdCluster) -> EtcdLocation:
+    where = parse_store_url(etcd_member.url(f"elect-{uuid.uuid4().hex[:12]}"))
+    assert isinstance(where, EtcdLocation)
+    return where
+
+
+def _candidate(location: EtcdLocation, name: str) -> LeaderElection:
+    return LeaderElection(
+        EtcdClient(location.endpoints, request_timeout=1, unavailable_after=2),
+        (location.prefix + "leader").encode(),
+        name,
+        f"{name}:7070",
+        lease_duration=2,
+        renew_deadline=1.5,
+        retry_period=0.2,
+    )
+
+
+def _nodes(core: StoreCore, names: list[str]) -> list[Change]:
+    _, _, changes = core.write([make_node(n).capacity(cpu="4", pods=110).obj() for n in names])
+    return changes
+
+
+async def test_one_candidate_leads_and_the_others_see_who(location: EtcdLocation) -> None:
+    a, b = _candidate(location, "a"), _candidate(location, "b")
+    with trio.fail_after(10):
+        await a.campaign()
+        assert a.leading
+        assert not await b._try_to_lead()
+        assert b.leader == LeaderRecord(identity="a", address="a:7070")
+        assert b.leader_address == "a:7070"
+        # A clean stop resigns: the other leads at its next attempt, not a lease later.
+        await a.resign()
+        assert await b._try_to_lead()
+        assert b.leading and b.transitions == 1
+        await a.aclose()
+        await b.resign()
+        await b.aclose()
+
+
+async def test_a_deposed_leaders_bind_is_refused_by_the_fence(location: EtcdLocation) -> None:
+    a, b = _candidate(location, "a"), _candidate(location, "b")
+    core = StoreCore()
+    with trio.fail_after(15):
+        await a.campaign()
+        leader = EtcdDurability(location)
+        leader.fence = a.fence
+        await leader.load()
+        await leader.commit(_nodes(core, ["n1"]))
+        _, statuses, pod = core.write([make_pod("web").obj()])
+        await leader.commit(pod)
+        uid = statuses[0].uid
+        # a's lease goes (as when it is paused past it), b is elected meanwhile.
+        await a._client.call("lease", "/v3/lease/revoke", {"ID": a._lease})
+        await b.campaign()
+        _, bound, _ = core.bind([Binding(namespace="default", name="web", uid=uid, node="n1")])
+        assert bound, "the bind applies to a's own core"
+        with pytest.raises(LeadershipLost, match="fence failed"):
+            await leader.commit(bound)
+        # Nothing of it reached etcd: b's follower view ends before the bind.
+        follower = EtcdDurability(location)
+        follower.standby = True
+        recovered = await follower.load()
+        assert recovered.revision == 2
+        pods = [o for o in recovered.objects if o.metadata.name == "web"]
+        assert len(pods) == 1
+        assert isinstance(pods[0], Pod) and not pods[0].spec.node_name
+        for durability in (leader, follower):
+            await durability.close()
+        for candidate in (a, b):
+            await candidate.resign()
+            await candidate.aclose()
+
+
+async def test_a_holder_whose_lease_is_gone_gives_up(location: EtcdLocation) -> None:
+    a = _candidate(location, "a")
+    with trio.fail_after(10):
+        await a.campaign()
+        await a._client.call("lease", "/v3/lease/revoke", {"ID": a._lease})
+        with pytest.raises(LeadershipLost, match="lease expired"):
+            await a.hold()
+        assert not a.leading
+        await a.aclose()
+
+
+async def test_a_follower_reads_the_leaders_commits_and_takes_over_at_the_end(
+    location: EtcdLocation,
+) -> None:
+    core = StoreCore()
+    with trio.fail_after(15):
+        leader = EtcdDurability(location)
+        await leader.load()
+        follower = EtcdDurability(location)
+        follower.standby = True
+        assert (await follower.load()).revision == 0
+        await leader.commit(_nodes(core, ["n1", "n2"]))
+        mirror = StoreCore()
+        changes = await follower.follow(0)
+        assert [c.revision for c in changes] == [1, 2]
+        mirror.follow(changes)
+        await leader.commit(_nodes(core, ["n3"]))
+        # Behind the log: not yet.
+        assert not await follower.take_over(mirror.revision)
+        mirror.follow(await follower.follow(mirror.revision))
+        assert await follower.take_over(mirror.revision)
+        assert mirror.all_objects() == core.all_objects()
+        # The follower now writes; the old leader's next commit is refused.
+        await follower.commit(_nodes(mirror, ["n4"]))
+        with pytest.raises(Exception, match="another writer moved meta/revision"):
+            await leader.commit(_nodes(core, ["n5"]))
+        await leader.close()
+        await follower.close()
+
+
+async def test_a_follower_behind_the_compacted_log_stops(location: EtcdLocation) -> None:
+    core = StoreCore()
+    with trio.fail_after(15):
+        leader = EtcdDurability(location, retention=1)
+        await leader.load()
+        follower = EtcdDurability(location)
+        follower.standby = True
+        await follower.load()
+        for name in ("n1", "n2", "n3"):
+            await leader.commit(_nodes(core, [name]))
+        # The leader's log keeps one change: revision 1 and 2 are gone.
+        await leader._client.call(
+            "txn",
+            "/v3/kv/txn",
+            {
+                "success": [
+                    {
+                        "request_delete_range": {
+                            "key": b64(f"{location.prefix}events/".encode()),
+                            "range_end": b64(
+                                f"{location.prefix}events/00000000000000000003".encode()
+                            ),
+                        }
+                    }
+                ]
+            },
+        )
+        with pytest.raises(FollowerBehind, match="compacted past it"):
+            await follower.follow(0)
+        await leader.close()
+        await follower.close()
