@@ -31,8 +31,8 @@ import trio
 
 from podium.protocol.config import EtcdSettings, LeaderElectionSettings
 from podium.protocol.errors import LeadershipLost, StoreError
-from podium.store.etcd import LEADER_KEY, EtcdLocation
-from podium.store.etcd_client import EtcdClient, EtcdTLS, b64, unb64
+from podium.store.etcd import LEADER_KEY, EtcdLocation, etcd_credentials
+from podium.store.etcd_client import EtcdClient, b64, unb64
 
 __all__ = ["LeaderElection", "LeaderRecord", "leader_election"]
 
@@ -249,15 +249,7 @@ def leader_election(
     Raises:
         OSError: the password file cannot be read.
     """
-    tls = (
-        EtcdTLS(ca=settings.ca_file, cert=settings.cert_file, key=settings.key_file)
-        if settings.ca_file is not None or settings.cert_file is not None
-        else None
-    )
-    password = None
-    if settings.password_file is not None:
-        with open(settings.password_file, encoding="utf-8") as file:
-            password = file.readline().rstrip("\r\n")
+    tls, password = etcd_credentials(settings)
     client = EtcdClient(
         location.endpoints,
         tls=tls,

@@ -111,6 +111,7 @@ __all__ = [
     "EtcdDurability",
     "EtcdLocation",
     "Snapshot",
+    "etcd_credentials",
     "etcd_durability",
     "etcd_store",
     "export_prefix",
@@ -700,34 +701,10 @@ class EtcdDurability:
 
     async def _replay_in_memory(
         self, meta: _Meta, objects: dict[bytes, KubeObject], where: str
-    ) -> None:
-        """Bring ``objects`` up to the log without writing (a follower's load)."""
-        after = meta.applied
-        while after < meta.revision:
-            oldest, changes = await self._read_log(after, meta.revision, PAGE)
-            if not changes or (oldest is not None and oldest > after + 1):
-                raise DatabaseDamaged(
-                    f"etcd prefix {where}: the objects reflect revision {meta.applied} and "
-                    f"the event log lacks revision {after + 1} to bring them up to "
-                    f"{meta.revision}"
-                )
-            for change in changes:
-                key = self._object_key(change.kind, change.namespace, change.name)
-                if change.type in ("Deleted", "Preempted"):
-                    objects.pop(key, None)
-                else:
-                    objects[key] = change.object
-            after = changes[-1].revision
-
-    async def _replay(self, meta: _Meta, objects: dict[bytes, KubeObject], where: str) -> None:
-        """Bring the object keys up to the log: the final state of each object the changes
-        in (applied, revision] touched, written back and held in ``objects``."""
-        log.info(
-            "etcd prefix %s: objects reflect revision %d, the log %d: replaying",
-            where,
-            meta.applied,
-            meta.revision,
-        )
+    ) -> dict[bytes, bytes | None]:
+        """Bring ``objects`` up to the log without writing (a follower's load). Returns the
+        final state of each object key the changes in (applied, revision] touched (None:
+        deleted), encoded, for a writer to put back."""
         final: dict[bytes, bytes | None] = {}
         after = meta.applied
         while after < meta.revision:
@@ -747,6 +724,18 @@ class EtcdDurability:
                     final[key] = encode_object(change.object)
                     objects[key] = change.object
             after = changes[-1].revision
+        return final
+
+    async def _replay(self, meta: _Meta, objects: dict[bytes, KubeObject], where: str) -> None:
+        """Bring the object keys up to the log: the final state of each object the changes
+        in (applied, revision] touched, written back and held in ``objects``."""
+        log.info(
+            "etcd prefix %s: objects reflect revision %d, the log %d: replaying",
+            where,
+            meta.applied,
+            meta.revision,
+        )
+        final = await self._replay_in_memory(meta, objects, where)
         ops = [
             self._put(key, data) if data is not None else self._delete(key, None)
             for key, data in final.items()
@@ -977,10 +966,8 @@ async def export_prefix(durability: EtcdDurability, dest: str, *, force: bool = 
     return snapshot
 
 
-def etcd_durability(
-    location: EtcdLocation, settings: EtcdSettings, *, retention: int = 1_000_000
-) -> EtcdDurability:
-    """The durability ``podium.etcd`` describes (TLS, user and password file, timeouts).
+def etcd_credentials(settings: EtcdSettings) -> tuple[EtcdTLS | None, str | None]:
+    """The client TLS and the password ``podium.etcd`` names (the password file's first line).
 
     Raises:
         OSError: the password file cannot be read.
@@ -994,6 +981,18 @@ def etcd_durability(
     if settings.password_file is not None:
         with open(settings.password_file, encoding="utf-8") as file:
             password = file.readline().rstrip("\r\n")
+    return tls, password
+
+
+def etcd_durability(
+    location: EtcdLocation, settings: EtcdSettings, *, retention: int = 1_000_000
+) -> EtcdDurability:
+    """The durability ``podium.etcd`` describes (TLS, user and password file, timeouts).
+
+    Raises:
+        OSError: the password file cannot be read.
+    """
+    tls, password = etcd_credentials(settings)
     return EtcdDurability(
         location,
         tls=tls,
