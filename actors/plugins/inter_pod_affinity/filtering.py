@@ -103,11 +103,61 @@ def _add_pair(pairs: dict[TopologyPair, int], key: str, labels: Mapping[str, str
         pairs[pair] = pairs.get(pair, 0) + 1
 
 
-def _values_by_key(pairs: Iterable[TopologyPair]) -> dict[str, frozenset[str]]:
-    grouped: dict[str, set[str]] = {}
-    for key, value in pairs:
-        grouped.setdefault(key, set()).add(value)
-    return {key: frozenset(values) for key, values in grouped.items()}
+def _hits(table: Mapping[str, int], values: Iterable[str]) -> npt.NDArray[np.bool_]:
+    """A boolean table over label codes, with a last False slot for code -1 (label absent)."""
+    hit = np.zeros(len(table) + 1, dtype=bool)
+    for value in values:
+        code = table.get(value)
+        if code is not None:
+            hit[code] = True
+    return hit
+
+
+class _PairTables:
+    """For one pairs map of a meta: which topology keys it holds, and per key the boolean table
+    over that key's label codes (:func:`_hits` of the key's values), both kept up to date as
+    pairs appear and disappear, so ``filter_columns`` need not regroup thousands of pairs
+    (one per node for a hostname topology) on every attempt.
+
+    A table is built for the code table (``NodeColumns.label``) it was asked with, and made
+    afresh when the columns hand out another one (their code tables are never changed in place:
+    a label change replaces them).
+    """
+
+    __slots__ = ("_tables", "keys")
+
+    def __init__(self, pairs: Iterable[TopologyPair]) -> None:
+        self.keys: dict[str, int] = {}  # key -> number of pairs with that key
+        for key, _ in pairs:
+            self.keys[key] = self.keys.get(key, 0) + 1
+        self._tables: dict[str, tuple[Mapping[str, int], npt.NDArray[np.bool_]]] = {}
+
+    def changed(self, pair: TopologyPair, present: bool) -> None:
+        """``pair`` just appeared in (``present``) or left the pairs map."""
+        key, value = pair
+        count = self.keys.get(key, 0) + (1 if present else -1)
+        if count:
+            self.keys[key] = count
+        else:
+            del self.keys[key]
+        cached = self._tables.get(key)
+        if cached is not None:
+            code = cached[0].get(value)
+            if code is not None:
+                cached[1][code] = present
+
+    def hits(
+        self, pairs: Mapping[TopologyPair, int], key: str, table: Mapping[str, int]
+    ) -> npt.NDArray[np.bool_]:
+        """``_hits(table, values of key in pairs)``; the caller must not change it."""
+        cached = self._tables.get(key)
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        hit = _hits(table, (v for k, v in pairs if k == key)) if key in self.keys else None
+        if hit is None:
+            hit = np.zeros(len(table) + 1, dtype=bool)
+        self._tables[key] = (table, hit)
+        return hit
 
 
 # --------------------------------------------------------------------------- metadata
@@ -139,6 +189,15 @@ class InterPodAffinityMeta:
     affinity_keys: tuple[str, ...] = ()
     anti_affinity_keys: tuple[str, ...] = ()
     first_of_group: bool = False
+    existing_anti_tables: _PairTables = field(init=False, repr=False, compare=False)
+    affinity_tables: _PairTables = field(init=False, repr=False, compare=False)
+    anti_affinity_tables: _PairTables = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # The pairs maps change afterwards only through _apply_changes, which keeps these.
+        self.existing_anti_tables = _PairTables(self.existing_anti_pairs)
+        self.affinity_tables = _PairTables(self.affinity_pairs)
+        self.anti_affinity_tables = _PairTables(self.anti_affinity_pairs)
 
     @property
     def checks_affinity(self) -> bool:
@@ -186,16 +245,25 @@ def _incoming_pairs(
     return affinity_pairs, anti_pairs
 
 
-def _bump(pairs: dict[TopologyPair, int], key: str, labels: Mapping[str, str], sign: int) -> None:
+def _bump(
+    pairs: dict[TopologyPair, int],
+    tables: _PairTables,
+    key: str,
+    labels: Mapping[str, str],
+    sign: int,
+) -> None:
     value = labels.get(key)
     if value is None:
         return
     pair = (key, value)
-    count = pairs.get(pair, 0) + sign
+    before = pairs.get(pair, 0)
+    count = before + sign
     if count:
         pairs[pair] = count
     else:
         del pairs[pair]
+    if not before or not count:
+        tables.changed(pair, bool(count))
 
 
 def _apply_changes(
@@ -215,26 +283,28 @@ def _apply_changes(
             if existing.has_affinity:
                 for term in PodTerms(existing).required_anti_affinity():
                     if term.matches(pod):
-                        _bump(meta.existing_anti_pairs, term.topology_key, labels, sign)
+                        _bump(
+                            meta.existing_anti_pairs,
+                            meta.existing_anti_tables,
+                            term.topology_key,
+                            labels,
+                            sign,
+                        )
             if affinity and all(t.matches(existing) for t in affinity):
                 for t in affinity:
-                    _bump(meta.affinity_pairs, t.topology_key, labels, sign)
+                    _bump(meta.affinity_pairs, meta.affinity_tables, t.topology_key, labels, sign)
             for t in anti:
                 if t.matches(existing):
-                    _bump(meta.anti_affinity_pairs, t.topology_key, labels, sign)
+                    _bump(
+                        meta.anti_affinity_pairs,
+                        meta.anti_affinity_tables,
+                        t.topology_key,
+                        labels,
+                        sign,
+                    )
 
 
 # --------------------------------------------------------------------------- plugin
-
-
-def _hits(table: Mapping[str, int], values: Iterable[str]) -> npt.NDArray[np.bool_]:
-    """A boolean table over label codes, with a last False slot for code -1 (label absent)."""
-    hit = np.zeros(len(table) + 1, dtype=bool)
-    for value in values:
-        code = table.get(value)
-        if code is not None:
-            hit[code] = True
-    return hit
 
 
 class InterPodAffinity(VectorFilterPlugin[InterPodAffinityMeta]):
@@ -308,20 +378,18 @@ class InterPodAffinity(VectorFilterPlugin[InterPodAffinityMeta]):
     ) -> ReasonMasks:
         n = cols.n
         existing = np.zeros(n, dtype=bool)
-        for key, values in _values_by_key(meta.existing_anti_pairs).items():
+        for key in meta.existing_anti_tables.keys:
             codes, table = cols.label(key)
-            existing |= _hits(table, values)[codes]
+            existing |= meta.existing_anti_tables.hits(meta.existing_anti_pairs, key, table)[codes]
         affinity = np.zeros(n, dtype=bool)
         if meta.checks_affinity:
-            grouped = _values_by_key(meta.affinity_pairs)
             for key in meta.affinity_keys:
                 codes, table = cols.label(key)
-                affinity |= ~_hits(table, grouped.get(key, ()))[codes]
+                affinity |= ~meta.affinity_tables.hits(meta.affinity_pairs, key, table)[codes]
         anti = np.zeros(n, dtype=bool)
-        grouped = _values_by_key(meta.anti_affinity_pairs)
         for key in meta.anti_affinity_keys:
             codes, table = cols.label(key)
-            anti |= _hits(table, grouped.get(key, ()))[codes]
+            anti |= meta.anti_affinity_tables.hits(meta.anti_affinity_pairs, key, table)[codes]
         # The scalar form stops at the first failing step: later steps only where earlier passed.
         affinity &= ~existing
         anti &= ~(existing | affinity)

@@ -992,3 +992,60 @@ def test_snapshot_changes_reach_the_existing_anti_affinity() -> None:
     assert evaluate(p, incoming, snapshot) == {"machine1": FITS, "machine2": EXISTING}
     snapshot.replace_node_info(NodeInfo(snapshot.node_infos[1].node))
     assert p.pre_filter(PodInfo(incoming), snapshot) is SKIP
+
+
+def test_kept_meta_follows_pairs_appearing_leaving_and_relabelled_nodes() -> None:
+    # The meta of a pod's class is kept and brought up to date from the snapshot's changes,
+    # with its tables over label codes; each step must judge as a plugin seeing it afresh.
+    p = plugin()
+    incoming = pod(
+        labels=POD_LABEL,
+        aff=affinity(
+            required=[term(expr("security", "In", "S1"), key="zone")],
+            anti=[term(expr("service", "In", "securityscan"), key="hostname")],
+        ),
+    )
+    friend = PodInfo(pod("m1", labels=POD_LABEL2))
+    web1 = PodInfo(pod("m1", labels=POD_LABEL))
+    snapshot = cluster(
+        [
+            node("m1", {"hostname": "m1", "zone": "z1"}),
+            node("m2", {"hostname": "m2", "zone": "z1"}),
+            node("m3", {"hostname": "m3", "zone": "z2"}),
+        ],
+        [],
+    )
+
+    def change(name: str, add: PodInfo | None = None, remove: PodInfo | None = None) -> None:
+        updated = snapshot.by_name[name].clone()
+        if add is not None:
+            updated.add_pod(add)
+        if remove is not None:
+            updated.remove_pod(remove)
+        snapshot.replace_node_info(updated)
+
+    def judged() -> dict[str, tuple[str, ...]]:
+        kept = evaluate(p, incoming, snapshot)
+        assert kept == evaluate(plugin(), incoming, snapshot)
+        return kept
+
+    change("m1", add=friend)
+    change("m1", add=web1)
+    assert judged() == {"m1": ANTI, "m2": FITS, "m3": AFFINITY}
+    change("m2", add=PodInfo(pod("m2", labels=POD_LABEL)))
+    assert judged() == {"m1": ANTI, "m2": ANTI, "m3": AFFINITY}
+    guard = pod("m2", aff=affinity(anti=[term(expr("service", "Exists"), key="hostname")]))
+    change("m2", add=PodInfo(guard))
+    assert judged() == {"m1": ANTI, "m2": EXISTING, "m3": AFFINITY}
+    change("m1", remove=web1)
+    assert judged() == {"m1": FITS, "m2": EXISTING, "m3": AFFINITY}
+    # New Node objects with other labels: the columns hand out new code tables (here m1's
+    # hostname takes code 0, the code m1 had).
+    relabelled = snapshot.by_name["m1"].clone()
+    relabelled.set_node(node("m1", {"hostname": "m2", "zone": "z1"}))
+    snapshot.replace_node_info(relabelled)
+    assert judged() == {"m1": EXISTING, "m2": EXISTING, "m3": AFFINITY}
+    snapshot.replace_node_info(NodeInfo(node("m3", {"hostname": "m3", "zone": "z1"})))
+    assert judged() == {"m1": EXISTING, "m2": EXISTING, "m3": FITS}
+    change("m1", remove=friend)
+    assert judged() == {"m1": EXISTING, "m2": EXISTING, "m3": AFFINITY}
