@@ -236,11 +236,11 @@ WORKLOADS: dict[str, Workload] = {
             "SchedulingPodAntiAffinity",
             SIZES,
             # scheduler_perf measures 400 at 500 nodes, 1000 at 5000: under one second here,
-            # too short for its 1 s windows. 4500 gives at least five full windows at ~560
+            # too short for its 1 s windows. 12 000 gives at least five full windows at ~1500
             # pods/s; one namespace holds one pod per node (the term's topology is the
-            # hostname, its namespaces the pod's own), so at fewer than 4500 nodes the measured
-            # pods fill several namespaces, each one pod per node.
-            measured=lambda n: 4500,
+            # hostname, its namespaces the pod's own), so the measured pods fill several
+            # namespaces, each one pod per node.
+            measured=lambda n: 12_000,
             init=lambda n: n // 5,
             init_pod=ANTI_AFFINITY_POD,
             measured_pod=ANTI_AFFINITY_POD,
