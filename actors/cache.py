@@ -57,6 +57,8 @@ class CacheActor:
         inbox: its mailbox.
         assumed_pod_ttl_seconds: how long an assumed pod whose binding finished waits for the
             store's confirmation before it expires; 0 means forever.
+        ignored_extended_resources: what the extenders manage with ``ignoredByScheduler``:
+            not re-checked when a pod is assumed.
 
     Attributes:
         core: the cache state (read it only from the actor's own task, or in tests).
@@ -67,9 +69,13 @@ class CacheActor:
         inbox: trio.MemoryReceiveChannel[CacheMsg],
         *,
         assumed_pod_ttl_seconds: float = 30.0,
+        ignored_extended_resources: frozenset[str] = frozenset(),
     ) -> None:
         self._inbox = inbox
-        self.core = SchedulerCache(assumed_pod_ttl_seconds=assumed_pod_ttl_seconds)
+        self.core = SchedulerCache(
+            assumed_pod_ttl_seconds=assumed_pod_ttl_seconds,
+            ignored_extended_resources=ignored_extended_resources,
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the mailbox until every sender has closed it.

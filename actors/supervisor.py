@@ -181,9 +181,11 @@ class Runtime:
         store = self._store_factory(
             store_rx, [cache_tx.clone(), queue_tx.clone(), *self._subscribers]
         )
-        cache = CacheActor(cache_rx, assumed_pod_ttl_seconds=cfg.podium.assumed_pod_ttl_seconds)
-        if ignored := ignored_resources(self.plugins.extenders):
-            cache.core.ignore_extended_resources(ignored)
+        cache = CacheActor(
+            cache_rx,
+            assumed_pod_ttl_seconds=cfg.podium.assumed_pod_ttl_seconds,
+            ignored_extended_resources=ignored_resources(self.plugins.extenders),
+        )
         queue = QueueActor(
             queue_rx,
             scheduler_name=cfg.scheduler_name,

@@ -375,18 +375,10 @@ class EtcdDurability:
         events: list[dict[str, Any]] = []
         final: dict[bytes, bytes | None] = {}
         for change in changes:
-            data = encode_object(change.object)
-            value = _event_encoder.encode(
-                (
-                    change.type,
-                    change.kind,
-                    change.namespace,
-                    change.name,
-                    change.node,
-                    change.message,
-                    data,
-                )
-            )
+            # The value is SQLite's events row without its revision (the key holds it).
+            row = event_row(change)
+            data = row[-1]
+            value = _event_encoder.encode(row[1:])
             events.append(self._put(self._events + _rev_key(change.revision).encode(), value))
             key = self._object_key(change.kind, change.namespace, change.name)
             final[key] = None if change.type in ("Deleted", "Preempted") else data

@@ -55,6 +55,18 @@ def etcd_member(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluste
         cluster.stop()
 
 
+@pytest.fixture
+def etcd_cluster(tmp_path: Path) -> Iterator[EtcdCluster]:
+    """A three-member etcd cluster on loopback of the test's own (members to kill)."""
+    folder = tmp_path / "etcd"
+    folder.mkdir()
+    members = EtcdCluster(folder, 3).start()
+    try:
+        yield members
+    finally:
+        members.stop()
+
+
 @pytest.fixture(params=BACKENDS)
 def store_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     """The store's durability backends (tests/support/store_backends.py), one run each."""

@@ -197,9 +197,16 @@ class SchedulerCache:
     Args:
         assumed_pod_ttl_seconds: how long an assumed pod stays after its binding finished
             without the store confirming it; 0 means forever.
+        ignored_extended_resources: left out of the assume-time PodFitsResources check, as
+            the predicates leave out what an extender manages with ``ignoredByScheduler``.
     """
 
-    def __init__(self, *, assumed_pod_ttl_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        assumed_pod_ttl_seconds: float = 30.0,
+        ignored_extended_resources: frozenset[str] = frozenset(),
+    ) -> None:
         if assumed_pod_ttl_seconds < 0:
             raise ValueError(f"assumed_pod_ttl_seconds must be >= 0, got {assumed_pod_ttl_seconds}")
         self.ttl = assumed_pod_ttl_seconds
@@ -224,7 +231,12 @@ class SchedulerCache:
         self._overlay: dict[str, dict[str, _VolumeAssumption]] = {_CLAIMS: {}, _VOLUMES: {}}
         self._fit_checks: tuple[FilterPlugin[Any], ...] = (
             PodFitsHostPorts(PluginArgs(name=names.POD_FITS_HOST_PORTS)),
-            PodFitsResources(PluginArgs(name=names.POD_FITS_RESOURCES)),
+            PodFitsResources(
+                PluginArgs(
+                    name=names.POD_FITS_RESOURCES,
+                    ignored_extended_resources=ignored_extended_resources,
+                )
+            ),
         )
 
     # ------------------------------------------------------------------ counts
@@ -782,12 +794,6 @@ class SchedulerCache:
         self._revert_volumes(key, state)
         del self._pods[key]
         self._assumed.discard(key)
-
-    def ignore_extended_resources(self, resources: frozenset[str]) -> None:
-        """Leave ``resources`` out of the assume-time PodFitsResources check, as the
-        predicates do for resources an extender manages with ``ignoredByScheduler``."""
-        args = PluginArgs(name=names.POD_FITS_RESOURCES, ignored_extended_resources=resources)
-        self._fit_checks = (self._fit_checks[0], PodFitsResources(args))
 
     def _recheck_fit(self, pod: PodInfo, info: NodeInfo) -> list[str]:
         snapshot = Snapshot([info], self._objects)

@@ -143,12 +143,7 @@ class Extenders:
             try:
                 passing, failed = await self._filter_one(extender, pod, snapshot, names, result)
             except ExtenderError as exc:
-                if extender.config.ignorable:
-                    log.warning(
-                        "skipping extender %s as it returned error %s and has ignorable flag set",
-                        extender.name,
-                        exc,
-                    )
+                if _skipped(extender, exc):
                     continue
                 calls = result.extender_calls
                 error = ScheduleResult(message=str(exc), error=True)
@@ -265,12 +260,7 @@ class Extenders:
                         extender, pod, snapshot, candidates, [] if calls is None else calls
                     )
                 except ExtenderError as exc:
-                    if extender.config.ignorable:
-                        log.warning(
-                            "skipping extender %s as it returned error %s and has ignorable flag set",
-                            extender.name,
-                            exc,
-                        )
+                    if _skipped(extender, exc):
                         continue
                     log.error("error preempting victims to make room for %s: %s", pod.key, exc)
                     return PreemptionResult()
@@ -385,6 +375,17 @@ class Extenders:
 
 NO_EXTENDERS = Extenders()
 """The empty set: what an actor calls when the policy names no extender."""
+
+
+def _skipped(extender: HTTPExtender, exc: ExtenderError) -> bool:
+    """Whether a failed call is skipped (an ``ignorable`` extender; v1.14's log line)."""
+    if extender.config.ignorable:
+        log.warning(
+            "skipping extender %s as it returned error %s and has ignorable flag set",
+            extender.name,
+            exc,
+        )
+    return extender.config.ignorable
 
 
 def _compare(a: PodInfo, b: PodInfo) -> int:

@@ -10,12 +10,11 @@ stays within ~10 s.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
 import trio
 from builders import make_node, make_pod
 from daemon import Daemon, StartDaemon
@@ -25,17 +24,6 @@ from podium.actors.client import ClientConnectionError, RemoteError, connect
 from podium.protocol import objects as o
 
 T = TypeVar("T")
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[EtcdCluster]:
-    folder = tmp_path / "etcd"
-    folder.mkdir()
-    members = EtcdCluster(folder, 3).start()
-    try:
-        yield members
-    finally:
-        members.stop()
 
 
 @dataclass
@@ -89,20 +77,20 @@ def _run(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
 
 
 def _start(
-    start_daemon: StartDaemon, cluster: EtcdCluster, tmp_path: Path, unavailable: float = 10
+    start_daemon: StartDaemon, etcd_cluster: EtcdCluster, tmp_path: Path, unavailable: float = 10
 ) -> Daemon:
     config = tmp_path / "config.yaml"
     config.write_text(
         f"podium:\n  etcd:\n    unavailableSeconds: {unavailable}\n    requestTimeoutSeconds: 1\n"
     )
-    return start_daemon("--store", cluster.url("podium"), "--config", str(config))
+    return start_daemon("--store", etcd_cluster.url("podium"), "--config", str(config))
 
 
 def test_the_loss_of_the_leader_member_loses_nothing_and_a_watch_resumes_exactly(
-    cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
+    etcd_cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:
     ledger = Ledger()
-    daemon = _start(start_daemon, cluster, tmp_path)
+    daemon = _start(start_daemon, etcd_cluster, tmp_path)
 
     async def load() -> None:
         async with connect(daemon.address) as client:
@@ -119,9 +107,9 @@ def test_the_loss_of_the_leader_member_loses_nothing_and_a_watch_resumes_exactly
             for w in range(3):
                 nursery.start_soon(_writer, daemon.address, ledger, w, stop)
             await trio.sleep(0.7)
-            leader = cluster.leader()
+            leader = etcd_cluster.leader()
             assert leader is not None
-            cluster.kill(leader)
+            etcd_cluster.kill(leader)
             ledger.killed = True
             await trio.sleep(1.2)
             # The watcher goes away while the writes go on: it resumes after the restart.
@@ -134,7 +122,7 @@ def test_the_loss_of_the_leader_member_loses_nothing_and_a_watch_resumes_exactly
     # Podium restarts on the two members left: every acknowledged write is there, and a
     # watcher resumes from the last revision it saw, from the log kept in etcd.
     daemon.kill()
-    daemon = _start(start_daemon, cluster, tmp_path)
+    daemon = _start(start_daemon, etcd_cluster, tmp_path)
 
     async def after_restart() -> int:
         async with connect(daemon.address) as client:
@@ -151,10 +139,10 @@ def test_the_loss_of_the_leader_member_loses_nothing_and_a_watch_resumes_exactly
 
 
 def test_the_loss_of_two_members_stops_writes_until_the_quorum_returns(
-    cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
+    etcd_cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:
     ledger = Ledger()
-    daemon = _start(start_daemon, cluster, tmp_path, unavailable=2)
+    daemon = _start(start_daemon, etcd_cluster, tmp_path, unavailable=2)
 
     async def load() -> None:
         stop = trio.Event()
@@ -171,8 +159,8 @@ def test_the_loss_of_two_members_stops_writes_until_the_quorum_returns(
             for w in range(2):
                 nursery.start_soon(guarded, w)
             await trio.sleep(0.5)
-            cluster.kill(0)
-            cluster.kill(1)
+            etcd_cluster.kill(0)
+            etcd_cluster.kill(1)
             ledger.killed = True
 
     _run(load)
@@ -185,10 +173,10 @@ def test_the_loss_of_two_members_stops_writes_until_the_quorum_returns(
     assert code == 1, log
     assert "etcd is unavailable" in log, log
     # The quorum comes back: a new daemon recovers every acknowledged write and takes more.
-    cluster.start_member(0)
-    cluster.start_member(1)
-    cluster.wait_ready()
-    daemon = _start(start_daemon, cluster, tmp_path)
+    etcd_cluster.start_member(0)
+    etcd_cluster.start_member(1)
+    etcd_cluster.wait_ready()
+    daemon = _start(start_daemon, etcd_cluster, tmp_path)
 
     async def resume() -> dict[str, str]:
         async with connect(daemon.address) as client:

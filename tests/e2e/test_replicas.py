@@ -34,17 +34,6 @@ from podium.store.schema import encode_object
 KILLS = 10
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[EtcdCluster]:
-    folder = tmp_path / "etcd"
-    folder.mkdir()
-    members = EtcdCluster(folder, 3).start()
-    try:
-        yield members
-    finally:
-        members.stop()
-
-
 async def _bound_probe(addresses: str, name: str, token: str | None = None) -> None:
     """Create pod ``name`` (retrying while no replica leads) and wait until it is bound."""
     while True:
@@ -72,9 +61,9 @@ async def _put_and_wait_bound(addresses: str, name: str, token: str | None) -> N
 
 
 def test_kill_9_of_the_leader_ten_times_under_load_loses_nothing(
-    cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
+    etcd_cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:
-    replicas = Replicas(start_daemon, cluster, tmp_path).start_all()
+    replicas = Replicas(start_daemon, etcd_cluster, tmp_path).start_all()
     ledger = Ledger()
     failovers: list[float] = []
 
@@ -116,9 +105,9 @@ def test_kill_9_of_the_leader_ten_times_under_load_loses_nothing(
 
 
 def test_a_leader_paused_past_its_lease_binds_nothing_and_exits(
-    cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
+    etcd_cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:
-    replicas = Replicas(start_daemon, cluster, tmp_path).start_all()
+    replicas = Replicas(start_daemon, etcd_cluster, tmp_path).start_all()
     ledger = Ledger()
 
     async def run() -> None:
@@ -159,9 +148,9 @@ def test_a_leader_paused_past_its_lease_binds_nothing_and_exits(
 
 
 def test_a_follower_serves_the_leaders_state_and_a_rolling_restart_loses_nothing(
-    cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
+    etcd_cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:
-    replicas = Replicas(start_daemon, cluster, tmp_path).start_all()
+    replicas = Replicas(start_daemon, etcd_cluster, tmp_path).start_all()
     ledger = Ledger()
 
     async def state(address: str) -> tuple[int, str]:

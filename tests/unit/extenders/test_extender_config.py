@@ -126,10 +126,10 @@ async def test_is_interested(case: Interest) -> None:
 
 @pytest.mark.parametrize("ignored", [False, True], ids=["checked", "ignoredByScheduler"])
 def test_assume_rechecks_resources_without_the_ignored_ones(ignored: bool) -> None:
-    cache = SchedulerCache()
+    cache = SchedulerCache(
+        ignored_extended_resources=frozenset({"example.com/widget"}) if ignored else frozenset()
+    )
     cache.add_node(make_node("n1").capacity(cpu="2", memory="1Gi", pods=10).obj())
-    if ignored:
-        cache.ignore_extended_resources(frozenset({"example.com/widget"}))
     decided_at = cache.generation
     cache.add_pod(make_pod("other").node("n1").req(cpu="100m").obj())  # the node changed
     widget = make_pod("p").req_map({"cpu": "100m", "example.com/widget": "1"}).info()
