@@ -18,7 +18,7 @@ Emits: :class:`~podium.store.mail.BindPods` (store); :class:`~podium.actors.mail
 and :class:`~podium.actors.mail.Forget` (cache); :class:`~podium.actors.mail.Requeue` (queue);
 :class:`~podium.actors.mail.BindDone` to a requester that asked.
 
-A binding extender (actors/extenders; v1.14 ``getBinderFunc``) binds the pods it is
+A binding extender (actors/cycle/extenders; v1.14 ``getBinderFunc``) binds the pods it is
 interested in first, concurrently; only those it bound go on to the store, the others are
 forgotten and requeued as a refused bind is.
 
@@ -34,7 +34,7 @@ import logging
 
 import trio
 
-from podium.actors.extenders import NO_EXTENDERS, Extenders
+from podium.actors.cycle.extenders import NO_EXTENDERS, Extenders
 from podium.actors.mail import (
     BindDone,
     BinderMsg,
@@ -45,10 +45,10 @@ from podium.actors.mail import (
     QueueMsg,
     Requeue,
 )
-from podium.actors.tracing import DISABLED, Tracing
+from podium.actors.runtime.mailbox import ask, receive_batch, reply, send
+from podium.actors.runtime.tracing import DISABLED, Tracing
 from podium.protocol import metrics
 from podium.store.mail import Binding, BindPods, BindResult, StoreFailure, StoreMsg
-from podium.store.mailbox import ask, receive_batch, reply, send
 
 __all__ = ["Binder"]
 

@@ -24,10 +24,10 @@ from podium.store.mail import Committed, Recovered, StoreMsg
 if TYPE_CHECKING:
     import trio
 
-    from podium.actors.core.generic_scheduler import ScheduleResult
-    from podium.actors.core.preemption import NominatedPods
     from podium.actors.framework.interface import FilterPlugin, ScorePlugin
     from podium.actors.framework.nodeinfo import PodInfo
+    from podium.actors.framework.nominated import NominatedPods
+    from podium.actors.framework.result import ScheduleResult
     from podium.actors.framework.snapshot import Snapshot
     from podium.protocol.wire import Hint
 
@@ -90,7 +90,7 @@ class Pop(_Mail, frozen=True, kw_only=True):
     order successive v1.14 Pops would give (highest priority, then earliest arrival).
 
     The queue answers fewer when batching them could change a decision (see
-    :func:`~podium.actors.core.batching.decided_alone` and the queue actor's docstring): a pod
+    :func:`~podium.actors.queue.batching.decided_alone` and the queue actor's docstring): a pod
     decided alone comes in a batch of its own, and so does every pod while nominations exist
     or unschedulable pods wait for assigned pods to match their affinity.
 

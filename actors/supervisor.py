@@ -27,11 +27,12 @@ from typing import Any
 import trio
 
 from podium.actors.binder import Binder
-from podium.actors.cache import CacheActor
-from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.core.policy import build_plugins, default_policy, load_resolved_policy
-from podium.actors.extenders import Extenders, tls_problem
-from podium.actors.filter_pool import FilterPool
+from podium.actors.cache.actor import CacheActor
+from podium.actors.cycle.extenders import Extenders, tls_problem
+from podium.actors.cycle.filtering import FilterPool
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.cycle.scheduler import PluginSet, Scheduler
+from podium.actors.cycle.scoring import ScoringWorkers
 from podium.actors.mail import (
     Attempted,
     BinderMsg,
@@ -44,10 +45,9 @@ from podium.actors.mail import (
     SetFilters,
     SetScorers,
 )
-from podium.actors.queue import QueueActor
-from podium.actors.scheduler import PluginSet, Scheduler
-from podium.actors.scorers import ScoringWorkers
-from podium.actors.tracing import DISABLED, Tracing
+from podium.actors.plugins.policy import build_plugins, default_policy, load_resolved_policy
+from podium.actors.queue.actor import QueueActor
+from podium.actors.runtime.tracing import DISABLED, Tracing
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.errors import PolicyError
 from podium.protocol.extender import check_extenders, ignored_resources

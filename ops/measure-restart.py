@@ -18,8 +18,8 @@ from typing import Any
 
 import trio
 
-from podium.actors.bench.process import ServeProcess
-from podium.actors.client import connect
+from podium.cli.bench.process import ServeProcess
+from podium.protocol.client import connect
 from podium.protocol.loader import decode_object
 
 READY_SECONDS = 300.0

@@ -77,8 +77,8 @@ class _Steps(trio.abc.Instrument):
 
 
 def serve(profile_path: str, steps_path: str, argv: list[str]) -> int:
-    import podium.actors.cli.serve as serve_cli
-    from podium.actors.cli.main import main
+    import podium.cli.serve as serve_cli
+    from podium.cli.main import main
 
     profiler = cProfile.Profile()
     steps = _Steps()

@@ -1,7 +1,7 @@
 """Sustained load: writing clients and watchers on one daemon for minutes, then check that no
 request failed, every watcher saw every revision exactly once, every acknowledged pod is there
 (and every deleted one is not), and the daemon's RSS held level (docs/reliability.md,
-"Sustained load"; the load and its checks are podium.actors.bench.loadgen).
+"Sustained load"; the load and its checks are podium.cli.bench.loadgen).
 
 Without --server it starts its own `podium serve` (SQLite, in a temporary directory). With
 --server, give --pid to sample that daemon's RSS. Exits 1 on any error or violation.
@@ -16,7 +16,7 @@ import argparse
 import sys
 import time
 
-from podium.actors.bench.loadgen import LoadSpec, run
+from podium.cli.bench.loadgen import LoadSpec, run
 
 
 def main() -> int:

@@ -30,18 +30,18 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     ├── LoadError                  invalid      protocol/errors.py
     ├── LoadErrors                 invalid      protocol/errors.py
     ├── PredicateError             internal     actors/framework/interface.py
-    ├── ExtenderError              unavailable  actors/extenders/client.py
+    ├── ExtenderError              unavailable  actors/cycle/extenders/client.py
     ├── RegistryError              internal     actors/plugins/registry.py (also a LookupError)
     ├── PluginModuleMissing        internal     actors/plugins/registry.py (also an ImportError)
-    ├── SimulationError            invalid      actors/core/simulation.py (also a ValueError)
-    ├── DaemonError                internal     actors/bench/process.py
-    ├── BenchError                 internal     actors/bench/scheduler_perf.py
-    │   └── BaselineError          invalid      actors/cli/bench.py
-    ├── RemoteError                varies       actors/client/errors.py
-    └── ClientConnectionError      unavailable  actors/client/errors.py (also a ConnectionError)
-        ├── ServerUnreachable      unavailable  actors/client/errors.py
-        ├── ConnectionLost         unavailable  actors/client/errors.py
-        └── TLSFailed              unavailable  actors/client/errors.py
+    ├── SimulationError            invalid      actors/simulation/cluster.py (also a ValueError)
+    ├── DaemonError                internal     cli/bench/process.py
+    ├── BenchError                 internal     cli/bench/scheduler_perf.py
+    │   └── BaselineError          invalid      cli/bench/command.py
+    ├── RemoteError                varies       protocol/client/errors.py
+    └── ClientConnectionError      unavailable  protocol/client/errors.py (also a ConnectionError)
+        ├── ServerUnreachable      unavailable  protocol/client/errors.py
+        ├── ConnectionLost         unavailable  protocol/client/errors.py
+        └── TLSFailed              unavailable  protocol/client/errors.py
 
 What they mean, by branch:
 
@@ -66,7 +66,7 @@ What they mean, by branch:
 - Tools: ``DaemonError`` is a ``podium serve`` child that did not start or stop;
   ``BenchError`` a benchmark run that could not complete; ``BaselineError`` a saved run
   (``podium bench --compare``) that cannot be read or lacks what this run measures.
-- The client's (podium.actors.client): ``RemoteError`` is the daemon's ``ErrorReply`` (its code
+- The client's (podium.protocol.client): ``RemoteError`` is the daemon's ``ErrorReply`` (its code
   is the reply's); ``ClientConnectionError`` and its kinds, a connection that could not be
   opened or was lost.
 
@@ -207,7 +207,7 @@ class InvalidObject(PodiumError):
 
 
 class CacheStateError(PodiumError):
-    """A pod state transition the node cache does not allow (see actors/core/cache_core.py)."""
+    """A pod state transition the node cache does not allow (see actors/cache/core.py)."""
 
 
 class AlreadyAssumed(CacheStateError):

@@ -9,12 +9,12 @@ Two spellings load here (BRIEF.md, "Objects and files"):
   "order": 1}, ...], "priorities": [{"name": "EqualPriority", "weight": 1}, ...],
   "hardPodAffinitySymmetricWeight": 10}``;
 - seed 004's: ``"kind": "SchedulingPolicy"``, renamed predicates/priorities (aliases resolved by
-  ``podium.actors.core.policy``) and ``"affinityWeight"`` for ``hardPodAffinitySymmetricWeight``.
+  ``podium.actors.plugins.policy``) and ``"affinityWeight"`` for ``hardPodAffinitySymmetricWeight``.
 
 Beyond v1.14, a predicate entry may carry ``order`` (an integer >= 1; seed 000's end-user
 ordering). This module checks the *shape* of a policy: types, ``order``, ``weight``, the
 symmetric weight, arguments. The *names* (aliases, unknown names, duplicates, the
-``MaxPDVolumeCountPredicate`` group, defaults) are resolved in ``podium.actors.core.policy``, next to
+``MaxPDVolumeCountPredicate`` group, defaults) are resolved in ``podium.actors.plugins.policy``, next to
 the plugin names it needs (protocol/ imports no other podium package).
 
 Unknown keys are errors (a typo should not silently change scheduling). ``extenders`` entries
@@ -150,7 +150,7 @@ class PriorityPolicy(_PolicyStruct, frozen=True, kw_only=True):
 
 
 class Policy(_PolicyStruct, frozen=True, kw_only=True):
-    """A scheduler Policy as written (names not yet resolved; see ``podium.actors.core.policy``).
+    """A scheduler Policy as written (names not yet resolved; see ``podium.actors.plugins.policy``).
 
     ``predicates``/``priorities`` of ``None`` (the key is absent) mean the defaults; an empty
     list means none at all.

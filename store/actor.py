@@ -42,6 +42,7 @@ from typing import Protocol, TypeAlias, assert_never
 import msgspec
 import trio
 
+from podium.actors.runtime.mailbox import drain, reply, send
 from podium.protocol import metrics
 from podium.protocol.errors import DatabaseDamaged, FollowerBehind, StoreError
 from podium.protocol.objects import KubeObject
@@ -67,7 +68,6 @@ from podium.store.mail import (
     WriteObjects,
     WriteResult,
 )
-from podium.store.mailbox import drain, reply, send
 
 __all__ = ["Durability", "Following", "Recovery", "Standby", "StoreActor", "Subscriber"]
 

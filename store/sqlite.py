@@ -76,12 +76,12 @@ import aiosqlite
 import msgspec
 import trio
 
+from podium.actors.runtime.mailbox import reply
 from podium.protocol.errors import DatabaseDamaged, StoreError
 from podium.protocol.objects import Pod
 from podium.store.actor import Recovery, StoreActor, Subscriber
 from podium.store.core import StoreCore
 from podium.store.mail import Change, StoreMsg
-from podium.store.mailbox import reply
 from podium.store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,

@@ -14,7 +14,7 @@ from types import ModuleType
 from podium.protocol import errors
 from podium.protocol.errors import PodiumError
 
-PACKAGES = ("podium.protocol", "podium.store", "podium.actors")
+PACKAGES = ("podium.protocol", "podium.store", "podium.actors", "podium.cli")
 
 LOCAL_SIGNALS = {
     ("store/tools.py", "_TooManyRestarts"): "abandons a stepwise backup from its progress "
@@ -38,7 +38,7 @@ class Entry:
 
 
 def _source_of(module: ModuleType) -> str:
-    """``store/core.py`` for podium.store.core, ``actors/client/__init__.py`` for a package."""
+    """``store/core.py`` for podium.store.core, ``protocol/client/__init__.py`` for a package."""
     parts = module.__name__.split(".")[1:]
     return "/".join(parts) + ("/__init__.py" if hasattr(module, "__path__") else ".py")
 

@@ -49,7 +49,7 @@ class Case:
 
 CASES = [
     Case("a helper from tests/support", "from builders import make_pod", []),
-    Case("podium itself", "from podium.actors.bench.process import ServeProcess", []),
+    Case("podium itself", "from podium.cli.bench.process import ServeProcess", []),
     Case(
         "a private helper of another e2e module",
         "from e2e.test_serve import start_daemon",

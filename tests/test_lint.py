@@ -41,14 +41,23 @@ def test_ruff_format() -> None:
 
 
 def test_mypy_strict(tmp_path: Path) -> None:
-    """mypy strict over podium.actors/protocol/store, through a ``podium/`` folder of symlinks
+    """mypy strict over podium.actors/cli/protocol/store, through a ``podium/`` folder of symlinks
     (mypy cannot follow setuptools' default editable hook, STYLE.md)."""
     root = tmp_path / "podium"
     root.mkdir()
-    for folder in ("actors", "protocol", "store"):
+    for folder in ("actors", "cli", "protocol", "store"):
         (root / folder).symlink_to(ROOT / folder)
     args = ["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
-    packages = ["-p", "podium.actors", "-p", "podium.protocol", "-p", "podium.store"]
+    packages = [
+        "-p",
+        "podium.actors",
+        "-p",
+        "podium.cli",
+        "-p",
+        "podium.protocol",
+        "-p",
+        "podium.store",
+    ]
     proc = subprocess.run(
         [_tool("mypy"), *args, *packages],
         cwd=tmp_path,

@@ -47,8 +47,9 @@ from podium.actors.daemon.http import HttpServer
 from podium.actors.gateway.gateway import Gateway
 from podium.actors.gateway.watch import HubMsg
 from podium.actors.mail import BeginScheduling, SchedulerMsg
+from podium.actors.runtime.mailbox import send
+from podium.actors.runtime.tracing import setup_tracing
 from podium.actors.supervisor import MAILBOX, Runtime, StoreFactory, load_plugin_set
-from podium.actors.tracing import setup_tracing
 from podium.protocol import metrics
 from podium.protocol.config import (
     AccessToken,
@@ -67,7 +68,6 @@ from podium.store.etcd import (
     parse_store_url,
 )
 from podium.store.mail import Published, StoreMsg
-from podium.store.mailbox import send
 from podium.store.sqlite import sqlite_store
 
 __all__ = [

@@ -163,7 +163,7 @@ class FilterPlugin(Protocol[M]):
     node_local: bool = False
     """True when the answer for a node depends only on the pod's spec and that node's
     NodeInfo (not on other nodes, pods elsewhere or cluster objects): pods with the same spec
-    then share its verdicts (:mod:`podium.actors.core.equivalence`), and its metadata is made
+    then share its verdicts (:mod:`podium.actors.cycle.equivalence`), and its metadata is made
     once per pod however many what-if snapshots preemption checks."""
 
     missing_node: Status | None = None
@@ -212,7 +212,7 @@ class ScorePlugin(Protocol[M]):
 
     node_local: bool = False
     """True when a node's map score depends only on the pod's spec and that node: it is then
-    kept per class of pods with the same spec (:class:`~podium.actors.core.equivalence.ScoreCache`)."""
+    kept per class of pods with the same spec (:class:`~podium.actors.cycle.equivalence.ScoreCache`)."""
 
     def pre_score(self, pod: PodInfo, snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> M | Skip:
         """Compute what ``score`` needs for this pod over the feasible ``nodes``; :data:`SKIP`

@@ -29,7 +29,16 @@ from podium.protocol.objects import (
     namespace_or_default,
 )
 
-__all__ = ["ClusterObjects", "ImageState", "Snapshot", "SnapshotDelta", "set_selector_selects"]
+__all__ = [
+    "ClusterObjects",
+    "ImageState",
+    "Snapshot",
+    "SnapshotDelta",
+    "apply_delta",
+    "assumed_pod",
+    "fold_assumed",
+    "set_selector_selects",
+]
 
 JOURNAL = 4096
 """Node changes a snapshot remembers (older ones are dropped half at a time)."""
@@ -259,3 +268,73 @@ class SnapshotDelta(msgspec.Struct, frozen=True, kw_only=True):
     removed: list[str]
     order: list[str] | None
     objects: ClusterObjects | None
+
+
+def assumed_pod(pod: PodInfo, node: str) -> PodInfo:
+    """``pod`` as an assume counts it: with ``spec.nodeName`` set to ``node``."""
+    return PodInfo(
+        msgspec.structs.replace(pod.pod, spec=msgspec.structs.replace(pod.pod.spec, node_name=node))
+    )
+
+
+def fold_assumed(
+    snapshot: Snapshot, pod: PodInfo, node: str, *, assumed: PodInfo | None = None
+) -> NodeInfo:
+    """Make in ``snapshot`` the NodeInfo change :meth:`podium.actors.cache.core.SchedulerCache.assume` makes: ``pod``
+    counted on ``node`` (requested resources, ports, pod counts, affinity pods, images), the
+    columns kept in step by ``Snapshot.replace_node_info``. A scheduling batch folds each
+    decision in, so the next pod of the batch sees what it would have seen after the assume.
+    ``assumed``: ``assumed_pod(pod, node)`` made already (the scheduler hands the same one to
+    the cache's assume).
+
+    Returns:
+        The node's NodeInfo before the fold (to put back if the cache refuses the assume).
+
+    Raises:
+        KeyError: ``node`` is not in the snapshot.
+    """
+    before = snapshot.by_name[node]
+    info = before.clone()
+    info.add_pod(assumed if assumed is not None else assumed_pod(pod, node))
+    snapshot.replace_node_info(info)
+    return before
+
+
+def apply_delta(snapshot: Snapshot | None, delta: SnapshotDelta) -> Snapshot:
+    """Bring ``snapshot`` to ``delta.generation``.
+
+    When the delta carries the node order, a new Snapshot is built (reusing the snapshot's
+    NodeInfos for unchanged nodes); otherwise the changed NodeInfos are swapped into
+    ``snapshot`` in place (``Snapshot.replace_node_info`` keeps its columns in step) and the
+    objects replaced when given.
+
+    Args:
+        snapshot: the snapshot at the generation the delta was requested for (None: none yet).
+        delta: the cache's answer.
+
+    Returns:
+        The up-to-date snapshot (``snapshot`` itself unless a new one had to be built).
+
+    Raises:
+        ValueError: a first delta without the node order, or a changed node the snapshot
+            does not have.
+    """
+    if delta.order is not None:
+        by_name = dict(snapshot.by_name) if snapshot is not None else {}
+        for info in delta.nodes:
+            by_name[info.name] = info
+        if delta.objects is not None:
+            objects = delta.objects
+        else:
+            objects = snapshot.objects if snapshot is not None else ClusterObjects()
+        return Snapshot([by_name[name] for name in delta.order], objects, delta.generation)
+    if snapshot is None:
+        raise ValueError("the first snapshot delta must carry the node order (ask generation 0)")
+    for info in delta.nodes:
+        if info.name not in snapshot.by_name:
+            raise ValueError(f"node {info.name} changed but is not in the snapshot")
+        snapshot.replace_node_info(info)
+    if delta.objects is not None:
+        snapshot.objects = delta.objects
+    snapshot.generation = delta.generation
+    return snapshot

@@ -45,6 +45,7 @@ import trio
 
 from podium.actors.gateway.access import authenticate_hello, forbidden
 from podium.actors.gateway.counters import count_error, count_request, request_type
+from podium.actors.runtime.mailbox import receive_batch
 from podium.protocol.config import AccessToken
 from podium.protocol.errors import (
     ErrorCode,
@@ -62,7 +63,6 @@ from podium.protocol.wire import (
     ServerMessage,
     Watch,
 )
-from podium.store.mailbox import receive_batch
 
 __all__ = [
     "BUFFERED_BYTES",

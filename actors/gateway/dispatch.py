@@ -5,7 +5,7 @@ a get or a list in pages, and a watch (staging/src/k8s.io/apiserver/pkg/endpoint
 ``explain``, ``simulate``, ``reload_policy`` and ``stats`` are Podium's own (docs/protocol.md).
 
 A request is answered by asking the actor that owns what it reads (a one-shot reply channel,
-:func:`~podium.store.mailbox.ask`); a watch answers through its own stream (watch.py) and a
+:func:`~podium.actors.runtime.mailbox.ask`); a watch answers through its own stream (watch.py) and a
 store refusal becomes an ``ErrorReply`` naming the request's field. ``simulate`` admits its pod
 as a put would (store/admission.py) and stores nothing.
 """
@@ -18,9 +18,9 @@ from typing import assert_never
 import msgspec
 import trio
 
-from podium.actors.core.explain import placement
-from podium.actors.core.generic_scheduler import ScheduleResult
+from podium.actors.cycle.explain import placement
 from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.gateway.connection import Connection
 from podium.actors.gateway.paging import continue_token, read_continue
 from podium.actors.gateway.replies import failure, written
@@ -40,7 +40,8 @@ from podium.actors.mail import (
     SchedulerStats,
     SchedulerStatsReply,
 )
-from podium.actors.tracing import DISABLED, Tracing
+from podium.actors.runtime.mailbox import ask
+from podium.actors.runtime.tracing import DISABLED, Tracing
 from podium.protocol.errors import InvalidObject
 from podium.protocol.labels import parse_selector
 from podium.protocol.objects import DEFAULT_NAMESPACE, Pod, PriorityClass
@@ -80,7 +81,6 @@ from podium.store.mail import (
     WriteObjects,
     WriteResult,
 )
-from podium.store.mailbox import ask
 
 __all__ = ["Dispatcher"]
 

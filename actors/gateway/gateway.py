@@ -71,14 +71,14 @@ from podium.actors.gateway.watch import (
     Watches,
 )
 from podium.actors.mail import Handles
-from podium.actors.tracing import DISABLED, Tracing
+from podium.actors.runtime.mailbox import reply
+from podium.actors.runtime.tracing import DISABLED, Tracing
 from podium.protocol import metrics
 from podium.protocol.config import AccessToken
 from podium.protocol.errors import PodiumError
 from podium.protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameReader, encode_hello, frame
 from podium.protocol.wire import ClientMessage, ErrorReply, ServerMessage
 from podium.store.mail import Committed, Recovered
-from podium.store.mailbox import reply
 
 __all__ = ["IN_FLIGHT", "MAX_CONNECTIONS", "MAX_HANDSHAKES", "MAX_WATCHERS", "Gateway"]
 

@@ -41,6 +41,7 @@ import trio
 from podium.actors.gateway.connection import Connection
 from podium.actors.gateway.counters import count_error
 from podium.actors.gateway.replies import failure
+from podium.actors.runtime.mailbox import ask, receive_batch, send
 from podium.protocol.objects import KINDS, enc_hook
 from podium.protocol.wire import ErrorReply, EventFrame, Watch, WatchReply
 from podium.store.mail import (
@@ -52,7 +53,6 @@ from podium.store.mail import (
     StoreFailure,
     StoreMsg,
 )
-from podium.store.mailbox import ask, receive_batch, send
 
 __all__ = [
     "ENCODED_OBJECTS",

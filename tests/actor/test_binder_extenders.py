@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from podium.actors.binder import Binder
-from podium.actors.extenders import Extenders
+from podium.actors.cycle.extenders import Extenders
 from podium.actors.mail import (
     BindBatch,
     BindDone,
@@ -26,7 +26,7 @@ from podium.actors.mail import (
     QueueMsg,
     Requeue,
 )
-from podium.actors.tracing import setup_tracing
+from podium.actors.runtime.tracing import setup_tracing
 from podium.protocol.config import TracingSettings
 from podium.protocol.extender import ExtenderConfig, ExtenderManagedResource
 from podium.store.mail import BindPods, BindResult, StoreMsg

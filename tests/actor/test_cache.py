@@ -11,7 +11,7 @@ import trio
 import trio.testing
 from builders import make_node, make_pod
 
-from podium.actors.cache import CacheActor
+from podium.actors.cache.actor import CacheActor
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail import (
     Assume,

@@ -18,8 +18,8 @@ from builders import make_node, make_pod
 from policies import plugins
 from priority_harness import node_infos
 
-from podium.actors.core.generic_scheduler import FilterStage
-from podium.actors.filter_pool import FilterPool
+from podium.actors.cycle.filtering import FilterPool
+from podium.actors.cycle.generic_scheduler import FilterStage
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.snapshot import Snapshot

@@ -18,7 +18,7 @@ import trio
 import trio.testing
 from builders import make_node, make_pod
 
-from podium.actors.core.generic_scheduler import ScheduleResult
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.gateway.connection import Outboxes
 from podium.actors.gateway.gateway import Gateway
 from podium.actors.gateway.watch import FORWARD_CHUNK, AddWatch, Batch, Hub, HubMsg

@@ -15,8 +15,9 @@ import trio
 import trio.testing
 from builders import make_node, make_pod
 
-from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.filter_pool import FilterPool
+from podium.actors.cycle.filtering import FilterPool
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.cycle.scoring import ScoringWorkers
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.gateway.watch import AddWatch, Batch, Hub, WatchCursor
 from podium.actors.mail import (
@@ -33,8 +34,8 @@ from podium.actors.mail import (
     Requeue,
     ScoreMsg,
 )
-from podium.actors.queue import QueueActor
-from podium.actors.scorers import ScoringWorkers
+from podium.actors.queue.actor import QueueActor
+from podium.actors.runtime.mailbox import send
 from podium.actors.supervisor import Runtime, load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig
@@ -51,7 +52,6 @@ from podium.store.mail import (
     WriteObjects,
     WriteResult,
 )
-from podium.store.mailbox import send
 from podium.store.memory import memory_store
 
 _revisions = itertools.count(1)

@@ -28,7 +28,7 @@ from podium.actors.mail import (
     QueueStatsReply,
     Requeue,
 )
-from podium.actors.queue import QueueActor, is_pending, node_scheduling_properties_changed
+from podium.actors.queue.actor import QueueActor, is_pending, node_scheduling_properties_changed
 from podium.protocol import objects as o
 from podium.protocol.wire import EventType
 from podium.store.mail import Change, Committed, Recovered

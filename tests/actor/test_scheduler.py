@@ -23,8 +23,10 @@ from builders import make_node, make_pod
 from policies import plugins
 from priority_harness import node_infos
 
-from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.filter_pool import FilterPool
+from podium.actors.cycle.filtering import FilterPool
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.cycle.scheduler import PluginSet, Scheduler
+from podium.actors.cycle.scoring import ScoringWorkers
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.mail import (
     Assume,
@@ -56,8 +58,6 @@ from podium.actors.mail import (
     SnapshotDelta,
     SnapshotRequest,
 )
-from podium.actors.scheduler import PluginSet, Scheduler
-from podium.actors.scorers import ScoringWorkers
 from podium.protocol import objects as o
 from podium.protocol.errors import PolicyError
 from podium.store.mail import Evict, EvictResult, RecordUnschedulable, StoreMsg, Victim

@@ -17,12 +17,13 @@ from builders import decode, make_node, make_pod
 from policies import plugins
 from priority_harness import node_infos
 
-from podium.actors.core.generic_scheduler import ScheduleResult, ScoreStage
+from podium.actors.cycle.generic_scheduler import ScoreStage
+from podium.actors.cycle.scoring import ScoringWorkers
 from podium.actors.framework.interface import ScorePlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.mail import Decision, ScoreMsg, ScoreRequest, SetScorers
-from podium.actors.scorers import ScoringWorkers
 from podium.protocol import objects as o
 
 TIME_LIMIT = 1000.0  # virtual seconds: a hung test fails instead of jumping forever

@@ -28,15 +28,15 @@ from daemon import PODIUM, StartDaemon
 from raw_frames import frame, recv_frame
 from servers import require_server
 
-from podium.actors.cli.main import main as cli_main
-from podium.actors.client import (
+from podium.actors.daemon.serve import _open_unix_listener
+from podium.cli.main import main as cli_main
+from podium.protocol.client import (
     ClientConnectionError,
     RemoteError,
     TLSFailed,
     client_ssl_context,
     connect,
 )
-from podium.actors.daemon.serve import _open_unix_listener
 from podium.protocol.wire import ObjectRef
 
 RW_TOKEN = "rw-" + "a1" * 16

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from podium.actors.bench.workload import WORKLOADS
+from podium.cli.bench.workload import WORKLOADS
 
 PODIUM = str(Path(sys.executable).with_name("podium"))
 

@@ -34,10 +34,10 @@ from builders import make_node, make_pod
 from daemon import StartDaemon
 from etcd_servers import EtcdCluster
 
-from podium.actors.bench.loadgen import settle
-from podium.actors.client import ClientConnectionError, RemoteError, connect
 from podium.actors.framework.nodeinfo import PodInfo, Resource
+from podium.cli.bench.loadgen import settle
 from podium.protocol import objects as o
+from podium.protocol.client import ClientConnectionError, RemoteError, connect
 from podium.protocol.wire import Event, ObjectRef
 
 PODIUM = str(Path(sys.executable).with_name("podium"))

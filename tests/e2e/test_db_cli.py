@@ -1,7 +1,7 @@
 """``podium db check`` and ``podium db backup`` as an operator runs them.
 
 The first tests drive the commands in-process through a parser built with
-:func:`podium.actors.cli.db.register`; the last ones run the real ``podium`` executable,
+:func:`podium.cli.db.register`; the last ones run the real ``podium`` executable,
 on a file built here and on the database of a running ``podium serve``.
 """
 
@@ -21,9 +21,9 @@ import trio
 from builders import make_node, make_pod
 from daemon import StartDaemon
 
-from podium.actors.cli import db as db_commands
-from podium.actors.client import connect
+from podium.cli import db as db_commands
 from podium.protocol import objects as o
+from podium.protocol.client import connect
 from podium.store.mail import Change
 from podium.store.schema import MIGRATIONS, encode_object, event_row
 

@@ -22,7 +22,7 @@ from daemon import StartDaemon
 from etcd_servers import EtcdCluster, MemberTLS
 from servers import require_server
 
-from podium.actors.client import connect
+from podium.protocol.client import connect
 from podium.protocol.errors import StoreError
 from podium.store.etcd import EtcdDurability, EtcdLocation
 from podium.store.etcd_client import EtcdTLS

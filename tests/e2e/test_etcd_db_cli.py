@@ -13,9 +13,9 @@ from builders import make_node, make_pod
 from daemon import PODIUM, StartDaemon
 from etcd_servers import EtcdCluster
 
-from podium.actors.bench.loadgen import settle
-from podium.actors.client import connect
+from podium.cli.bench.loadgen import settle
 from podium.protocol import objects as o
+from podium.protocol.client import connect
 
 
 def _podium(*args: str) -> subprocess.CompletedProcess[str]:

@@ -26,9 +26,9 @@ from extender_server import (
     prioritize,
 )
 
-from podium.actors.bench.loadgen import settle
-from podium.actors.client import ClientConnectionError, RemoteError, connect
+from podium.cli.bench.loadgen import settle
 from podium.protocol import objects as o
+from podium.protocol.client import ClientConnectionError, RemoteError, connect
 
 encode = msgspec.json.Encoder(enc_hook=o.enc_hook).encode
 

@@ -52,7 +52,7 @@ from request_strategies import (
     requests,
 )
 
-from podium.actors.client import RemoteError, connect
+from podium.protocol.client import RemoteError, connect
 from podium.protocol.errors import InvalidRequest, MalformedFrame
 from podium.protocol.framing import (
     DEFAULT_MAX_FRAME_BYTES,

@@ -21,8 +21,8 @@ from builders import make_node, make_pod
 from daemon import Daemon, StartDaemon
 from raw_frames import frame, recv_frame
 
-from podium.actors.client import RemoteError, connect
 from podium.protocol import objects as o
+from podium.protocol.client import RemoteError, connect
 
 HELLO = frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
 

@@ -31,8 +31,8 @@ from builders import make_node, make_pod
 from daemon import Daemon, DaemonError, StartDaemon
 from servers import require_server
 
-from podium.actors.client import Client, RemoteError, connect
 from podium.protocol import objects as o
+from podium.protocol.client import Client, RemoteError, connect
 from podium.protocol.config import PodiumSettings
 from podium.protocol.wire import ObjectRef
 

@@ -9,8 +9,8 @@ import trio
 from builders import decode, make_node, make_pod
 from daemon import StartDaemon
 
-from podium.actors.client import connect
 from podium.protocol import objects as o
+from podium.protocol.client import connect
 from podium.protocol.wire import Event
 
 

@@ -27,8 +27,8 @@ from etcd_servers import EtcdCluster
 from netns import Network
 from replicas import LEASE, Ledger, Replicas, check_cluster, leader_of, seed_nodes, write_until
 
-from podium.actors.client import ClientConnectionError, RemoteError, connect
 from podium.protocol import objects as o
+from podium.protocol.client import ClientConnectionError, RemoteError, connect
 from podium.store.schema import encode_object
 
 KILLS = 10

@@ -29,8 +29,8 @@ from daemon import PODIUM, Daemon, StartDaemon
 from protocol_schema import schema_validator
 from raw_frames import frame, recv_frame
 
-from podium.actors.client import ClientConnectionError, RemoteError, connect
 from podium.protocol import objects as o
+from podium.protocol.client import ClientConnectionError, RemoteError, connect
 from podium.protocol.wire import Event, ObjectRef
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -23,7 +23,7 @@ GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 
 def podium(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "podium.actors.cli.main", *args],
+        [sys.executable, "-m", "podium.cli.main", *args],
         cwd=ROOT,
         input=stdin,
         capture_output=True,

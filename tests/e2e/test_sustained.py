@@ -1,4 +1,4 @@
-"""Sustained load (podium.actors.bench.loadgen): writers and watchers on a real daemon, then every
+"""Sustained load (podium.cli.bench.loadgen): writers and watchers on a real daemon, then every
 check. CI runs a short, narrow form; the long one is ``ops/sustained-load.py`` or this test::
 
     PODIUM_SUSTAINED_SECONDS=300 PODIUM_SUSTAINED_WRITERS=50 PODIUM_SUSTAINED_WATCHERS=20 \\
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from podium.actors.bench.loadgen import Ledger, LoadReport, LoadSpec, WatchCheck, run
+from podium.cli.bench.loadgen import Ledger, LoadReport, LoadSpec, WatchCheck, run
 from podium.protocol.wire import Event, EventType
 
 SECONDS = float(os.environ.get("PODIUM_SUSTAINED_SECONDS", "12"))

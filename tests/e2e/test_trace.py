@@ -1,7 +1,7 @@
 """One pod followed through a trace: the console exporter prints every span of its attempt.
 
 A real ``podium serve`` with ``podium.tracing: {console: true, sampleRatio: 1}``; the spans
-go to stderr, one line each (actors/tracing.py ``format_span``).
+go to stderr, one line each (actors/runtime/tracing.py ``format_span``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import trio
 from builders import make_node, make_pod
 from daemon import StartDaemon
 
-from podium.actors.client import connect
+from podium.protocol.client import connect
 
 SPANS = ("queue_wait", "filter", "score", "select", "assume", "bind", "commit")
 

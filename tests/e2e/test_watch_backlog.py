@@ -21,9 +21,9 @@ import trio
 from daemon import Daemon, StartDaemon
 from raw_frames import frame, recv_frame
 
-from podium.actors.client import connect
 from podium.actors.gateway.watch import PAGE_STALL_SECONDS
 from podium.protocol import objects as o
+from podium.protocol.client import connect
 
 EVENTS = 100_000
 BATCH = 2_000
@@ -90,7 +90,7 @@ def filled(start_daemon: StartDaemon) -> tuple[Daemon, int]:
 
 PROBE = """
 import json, sys, time, trio
-from podium.actors.client import connect
+from podium.protocol.client import connect
 from podium.protocol import objects as o
 
 async def main(address: str, puts: int) -> None:

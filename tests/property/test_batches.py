@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 from random_cluster import HOSTNAME, RandomPick, existing_pod, incoming_pod, node
 
-from podium.actors.core.simulation import SimulationError
-from podium.actors.simulate import simulate
+from podium.actors.simulation.cluster import SimulationError
+from podium.actors.simulation.run import simulate
 from podium.actors.supervisor import load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig

@@ -33,9 +33,9 @@ from hypothesis.stateful import (
     rule,
 )
 
-from podium.actors.core.cache_core import SchedulerCache, apply_delta
+from podium.actors.cache.core import SchedulerCache
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
-from podium.actors.framework.snapshot import ClusterObjects, Snapshot
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot, apply_delta
 from podium.actors.plugins.node_ports import ports_conflict
 from podium.actors.plugins.node_resources_fit import insufficient_resources
 from podium.protocol import objects as o

@@ -1,7 +1,7 @@
 """Equivalence classes never change a decision.
 
 Two schedulers with the default policy, one sharing node-local verdicts and map scores between
-pods with the same spec (:mod:`podium.actors.core.equivalence`) and keeping inter-pod affinity
+pods with the same spec (:mod:`podium.actors.cycle.equivalence`) and keeping inter-pod affinity
 counts per class from pod to pod, and one filtering, counting and scoring every pod afresh, place the
 same stream of pods (drawn from a few specs, so classes repeat) on two copies of a random
 cluster. After each placement the pod is added to its node in both copies, and now and then a
@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from random_cluster import RandomPick, incoming_pod, node
 from stages import decide
 
-from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
-from podium.actors.core.policy import build_plugins, default_policy
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
+from podium.actors.plugins.policy import build_plugins, default_policy
 from podium.protocol import objects as o
 
 

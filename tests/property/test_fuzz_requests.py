@@ -56,13 +56,14 @@ from request_strategies import (
 from scalar_plugins import ScalarFilter, ScalarScore
 from stages import decide
 
-from podium.actors.core.explain import hints
-from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
-from podium.actors.core.policy import build_plugins, default_policy, resolve_policy
-from podium.actors.core.preemption import PredicateFitCheck, fit_error_with_preemption, preempt
-from podium.actors.core.simulation import build_cluster
+from podium.actors.cycle.explain import hints
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.cycle.preemption import PredicateFitCheck, fit_error_with_preemption, preempt
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
+from podium.actors.plugins.policy import build_plugins, default_policy, resolve_policy
+from podium.actors.simulation.cluster import build_cluster
 from podium.protocol import objects as o
 from podium.protocol.errors import InvalidRequest
 from podium.protocol.framing import Codec

@@ -54,9 +54,8 @@ from random_cluster import (
 from scalar_plugins import ScalarFilter, ScalarScore
 from stages import decide
 
-from podium.actors.core import generic_scheduler
-from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
-from podium.actors.core.policy import build_plugins, default_policy, resolve_policy
+from podium.actors.cycle import generic_scheduler
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.interface import (
     SKIP,
     FilterPlugin,
@@ -70,9 +69,11 @@ from podium.actors.framework.interface import (
     run_filter_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.framework.zones import LABEL_REGION_BETA, LABEL_ZONE_BETA, LABEL_ZONE_GA
 from podium.actors.plugins import names, registry
+from podium.actors.plugins.policy import build_plugins, default_policy, resolve_policy
 from podium.protocol import objects as o
 from podium.protocol.policy import decode_policy
 

@@ -1,4 +1,4 @@
-"""The one way a test runs ``podium serve``: a :class:`~podium.actors.bench.process.ServeProcess`
+"""The one way a test runs ``podium serve``: a :class:`~podium.cli.bench.process.ServeProcess`
 with the tests' default flags, and what end-to-end tests ask of it besides.
 
 The default daemon listens on loopback port 0 for the protocol and for ``/metrics``, on a Unix
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from podium.actors.bench.process import READY_TIMEOUT, DaemonError, ServeProcess
+from podium.cli.bench.process import READY_TIMEOUT, DaemonError, ServeProcess
 
 __all__ = [
     "DEFAULT_FLAGS",

@@ -18,9 +18,10 @@ from typing import Any
 import httpx
 from extender_server import node_names
 
-from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
-from podium.actors.extenders import Extenders
+from podium.actors.cycle.extenders import Extenders
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.protocol.extender import ExtenderConfig, ExtenderManagedResource
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from podium.actors.core.policy import build_plugins, resolve_policy
 from podium.actors.framework.interface import FilterPlugin, ScorePlugin
+from podium.actors.plugins.policy import build_plugins, resolve_policy
 from podium.protocol.policy import decode_policy
 
 __all__ = ["plugins"]

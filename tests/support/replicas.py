@@ -20,8 +20,8 @@ from builders import make_node, make_pod
 from daemon import Daemon, StartDaemon
 from etcd_servers import EtcdCluster
 
-from podium.actors.client import ClientConnectionError, RemoteError, connect
 from podium.protocol import objects as o
+from podium.protocol.client import ClientConnectionError, RemoteError, connect
 
 __all__ = [
     "LEASE",

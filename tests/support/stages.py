@@ -2,14 +2,15 @@
 
 The filter pool runs :class:`FilterStage` and hands the feasible rows to the scoring workers,
 which run :class:`ScoreStage`; when no node fits, the filter's result is the decision
-(actors/filter_pool.py, actors/scorers.py). Shared by the tests that schedule a pod without
+(actors/cycle/filtering.py, actors/cycle/scoring.py). Shared by the tests that schedule a pod without
 the actors.
 """
 
 from __future__ import annotations
 
-from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 
 __all__ = ["decide"]

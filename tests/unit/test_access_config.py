@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from podium.actors.cli.config import configured
-from podium.actors.cli.main import build_parser
-from podium.actors.cli.remote import access
-from podium.actors.client import client_ssl_context, read_token_file
 from podium.actors.daemon.serve import check_access, is_loopback, server_ssl_context
+from podium.cli.config import configured
+from podium.cli.main import build_parser
+from podium.cli.remote import access
+from podium.protocol.client import client_ssl_context, read_token_file
 from podium.protocol.config import (
     READ_ONLY_REQUESTS,
     AccessToken,

@@ -10,15 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from podium.actors.bench import workload as bench
-from podium.actors.bench.scheduler_perf import (
-    RunResult,
-    histogram_quantile,
-    throughput_windows,
-    window_stats,
-)
-from podium.actors.bench.workload import WORKLOADS
-from podium.actors.cli.bench import (
+from podium.actors.plugins.policy import resolve_policy
+from podium.cli.bench import workload as bench
+from podium.cli.bench.command import (
     BaselineError,
     compare,
     load_baseline,
@@ -26,9 +20,15 @@ from podium.actors.cli.bench import (
     render_table,
     run_line,
 )
-from podium.actors.cli.main import build_parser, main
-from podium.actors.cli.output import Progress
-from podium.actors.core.policy import resolve_policy
+from podium.cli.bench.scheduler_perf import (
+    RunResult,
+    histogram_quantile,
+    throughput_windows,
+    window_stats,
+)
+from podium.cli.bench.workload import WORKLOADS
+from podium.cli.main import build_parser, main
+from podium.cli.output import Progress
 from podium.protocol.policy import decode_policy
 
 INF = math.inf

@@ -1,4 +1,4 @@
-"""actors/client/__init__.py against the fake daemon of tests/support/fakeserver.py: every
+"""protocol/client/__init__.py against the fake daemon of tests/support/fakeserver.py: every
 request in both encodings, out-of-order replies, watches and their cancellation, errors and lost
 connections, and the blocking wrapper from a plain thread.
 
@@ -20,7 +20,7 @@ import trio
 from builders import make_node, make_pod
 from fakeserver import DROP, Outgoing, fake_server, fake_server_thread
 
-from podium.actors.client import (
+from podium.protocol.client import (
     DEFAULT_CHUNK_SIZE,
     BlockingClient,
     Client,

@@ -1,4 +1,4 @@
-"""The daemon-facing subcommands (actors/cli/objects.py, explain.py, stats.py, policy.py,
+"""The daemon-facing subcommands (cli/objects.py, explain.py, stats.py, policy.py,
 protocol.py, over remote.py and output.py), run as ``podium`` runs them, against the fake daemon
 of tests/support/fakeserver.py (on its own thread: each command calls ``trio.run``).
 
@@ -23,13 +23,13 @@ import yaml
 from builders import decode, make_node, make_pod
 from fakeserver import FakeServer, Handler, Outgoing, fake_server_thread
 
-from podium.actors.cli import objects
-from podium.actors.cli import protocol as protocol_command
-from podium.actors.cli.main import build_parser
-from podium.actors.cli.objects import resolve_kind
-from podium.actors.cli.output import human_duration
-from podium.actors.client import DEFAULT_CHUNK_SIZE
+from podium.cli import objects
+from podium.cli import protocol as protocol_command
+from podium.cli.main import build_parser
+from podium.cli.objects import resolve_kind
+from podium.cli.output import human_duration
 from podium.protocol import objects as o
+from podium.protocol.client import DEFAULT_CHUNK_SIZE
 from podium.protocol.errors import ErrorCode
 from podium.protocol.wire import (
     Cancel,

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from podium.actors.core.policy import load_resolved_policy
+from podium.actors.plugins.policy import load_resolved_policy
 from podium.protocol.config import (
     PodiumSettings,
     SchedulerConfig,

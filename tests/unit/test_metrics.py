@@ -17,7 +17,7 @@ from builders import make_node, make_pod
 from prometheus_client import ProcessCollector, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
-from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     FilterPlugin,

@@ -1,4 +1,4 @@
-"""The scheduler Policy: protocol/policy.py (shape), actors/core/policy.py (names, order), the registry.
+"""The scheduler Policy: protocol/policy.py (shape), actors/plugins/policy.py (names, order), the registry.
 
 Rules from BRIEF.md "Precise rules" (Names, Defaults); v1.14 behaviour from
 pkg/scheduler/factory/plugins.go and pkg/scheduler/api/validation/validation.go@v1.14.0.
@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from podium.actors.core.policy import (
+from podium.actors.framework.interface import SUCCESS, FilterPlugin, PluginArgs, ScorePlugin, Status
+from podium.actors.plugins import names, registry
+from podium.actors.plugins.policy import (
     OrderKey,
     ResolvedPolicy,
     build_plugins,
@@ -22,8 +24,6 @@ from podium.actors.core.policy import (
     load_resolved_policy,
     resolve_policy,
 )
-from podium.actors.framework.interface import SUCCESS, FilterPlugin, PluginArgs, ScorePlugin, Status
-from podium.actors.plugins import names, registry
 from podium.protocol.errors import PolicyError
 from podium.protocol.policy import MAX_WEIGHT, Policy, decode_policy, load_policy
 

@@ -1,4 +1,4 @@
-"""Attempt traces (actors/tracing.py): spans, parents, explicit times, links, sampling, the
+"""Attempt traces (actors/runtime/tracing.py): spans, parents, explicit times, links, sampling, the
 console exporter, the optional OTLP extra and shutdown from trio.
 
 Times are trio-clock seconds under the autojump clock (which starts at 0) and the wall clock is
@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 from opentelemetry.trace import SpanKind, StatusCode, get_current_span
 
-from podium.actors.tracing import (
+from podium.actors.runtime.tracing import (
     ASSUME,
     ATTEMPT,
     BIND,

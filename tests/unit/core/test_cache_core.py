@@ -15,10 +15,10 @@ import msgspec
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.cache_core import SchedulerCache, apply_delta, assumed_pod, fold_assumed
+from podium.actors.cache.core import SchedulerCache
 from podium.actors.framework.interface import SKIP, PluginArgs, run_filter
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
-from podium.actors.framework.snapshot import Snapshot
+from podium.actors.framework.snapshot import Snapshot, apply_delta, assumed_pod, fold_assumed
 from podium.actors.plugins.volume_binding import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,

@@ -13,12 +13,11 @@ import pytest
 from builders import make_node, make_pod
 from stages import decide
 
-from podium.actors.core.generic_scheduler import (
+from podium.actors.cycle.generic_scheduler import (
     FilterStage,
     ScoreStage,
     num_feasible_nodes_to_find,
 )
-from podium.actors.core.preemption import NominatedPods
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SKIP,
@@ -33,6 +32,7 @@ from podium.actors.framework.interface import (
     unschedulable,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.nominated import NominatedPods
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_resources_fit import PodFitsResources

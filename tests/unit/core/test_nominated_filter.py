@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult
-from podium.actors.core.preemption import NominatedPods, PredicateFitCheck
+from podium.actors.cycle.generic_scheduler import FilterStage
+from podium.actors.cycle.preemption import PredicateFitCheck
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SUCCESS,
@@ -31,6 +31,8 @@ from podium.actors.framework.interface import (
     unschedulable,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.nominated import NominatedPods
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import inter_pod_affinity, names, node_resources_fit
 from podium.actors.plugins.inter_pod_affinity import InterPodAffinity

@@ -1,4 +1,4 @@
-"""Preemption's pure core (actors/core/preemption.py).
+"""Preemption's pure core (actors/cycle/preemption.py).
 
 Rows named as in Kubernetes are ported from pkg/scheduler/core/generic_scheduler_test.go@v1.14.0
 (TestSelectNodesForPreemption, TestPickOneNodeForPreemption, TestNodesWherePreemptionMightHelp,
@@ -18,23 +18,20 @@ import msgspec
 import pytest
 from builders import decode, make_node, make_pdb, make_pod
 
-from podium.actors.core.cache_core import SchedulerCache
-from podium.actors.core.preemption import (
+from podium.actors.cache.core import SchedulerCache
+from podium.actors.cycle.preemption import (
     MSG_NO_VICTIMS,
     MSG_NOT_ELIGIBLE_NEVER,
     MSG_NOT_ELIGIBLE_TERMINATING,
     MSG_PREEMPTION_NOT_HELPFUL,
     DisruptionBudget,
-    NominatedPods,
     PredicateFitCheck,
     Victims,
-    add_nominated_pods,
     disruption_budgets,
     disruptions_allowed,
     filter_pods_with_pdb_violation,
     fit_error_with_preemption,
     is_unresolvable,
-    lower_priority_nominated_pods,
     more_important_pod,
     nodes_where_preemption_might_help,
     pick_one_node_for_preemption,
@@ -54,6 +51,11 @@ from podium.actors.framework.interface import (
     unschedulable,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.nominated import (
+    NominatedPods,
+    add_nominated_pods,
+    lower_priority_nominated_pods,
+)
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import (
     csi_volume_limits,

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from builders import make_pod
 
-from podium.actors.core.queue_core import (
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.queue.core import (
     QueueName,
     SchedulingQueue,
     is_pod_updated,
     required_pod_affinity_terms,
 )
-from podium.actors.framework.nodeinfo import PodInfo
 
 HIGH, MID, LOW = 1000, 500, 0
 

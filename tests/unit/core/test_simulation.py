@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from builders import decode, make_node, make_pod
 
-from podium.actors.core.simulation import PodOutcome, SimulationError, build_cluster
-from podium.actors.simulate import simulate
+from podium.actors.simulation.cluster import PodOutcome, SimulationError, build_cluster
+from podium.actors.simulation.run import simulate
 from podium.actors.supervisor import load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig

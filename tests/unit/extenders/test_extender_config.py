@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from builders import PodBuilder, make_node, make_pod
 
-from podium.actors.core.cache_core import SchedulerCache
-from podium.actors.extenders import HTTPExtender
+from podium.actors.cache.core import SchedulerCache
+from podium.actors.cycle.extenders import HTTPExtender
 from podium.actors.plugins.general_predicates import GeneralPredicates
 from podium.actors.supervisor import load_plugin_set
 from podium.protocol.config import decode_config

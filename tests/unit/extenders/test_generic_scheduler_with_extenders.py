@@ -29,8 +29,8 @@ from extender_fakes import (
     mock_transport,
 )
 
-from podium.actors.core.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.extenders import Extenders
+from podium.actors.cycle.extenders import Extenders
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.interface import PluginArgs, ScorePlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot

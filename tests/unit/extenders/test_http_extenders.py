@@ -32,10 +32,11 @@ from extender_server import (
 )
 from servers import require_server
 
-from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
-from podium.actors.core.preemption import PredicateFitCheck
-from podium.actors.extenders import Extenders
+from podium.actors.cycle.extenders import Extenders
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.cycle.preemption import PredicateFitCheck
 from podium.actors.framework.interface import PluginArgs
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_resources_fit import PodFitsResources

@@ -40,10 +40,8 @@ import pytest
 from builders import make_node, make_pod
 from stages import decide
 
-from podium.actors.core.generic_scheduler import FilterStage, ScheduleResult, ScoreStage
-from podium.actors.core.policy import build_plugins, resolve_policy
-from podium.actors.core.preemption import PredicateFitCheck, is_unresolvable, preempt
-from podium.actors.core.queue_core import SchedulingQueue
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.cycle.preemption import PredicateFitCheck, is_unresolvable, preempt
 from podium.actors.framework import interface
 from podium.actors.framework.interface import (
     SKIP,
@@ -55,6 +53,7 @@ from podium.actors.framework.interface import (
     run_filter_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names, registry
 from podium.actors.plugins.pod_topology_spread import (
@@ -69,6 +68,8 @@ from podium.actors.plugins.pod_topology_spread import (
     PreScoreMeta,
     normalize_spread_scores,
 )
+from podium.actors.plugins.policy import build_plugins, resolve_policy
+from podium.actors.queue.core import SchedulingQueue
 from podium.protocol import objects as o
 from podium.protocol.policy import decode_policy
 

@@ -1,11 +1,11 @@
-"""store/mailbox.py: drain and receive_batch, under trio's autojump clock (virtual times exact)."""
+"""actors/runtime/mailbox.py: drain and receive_batch, under trio's autojump clock (virtual times exact)."""
 
 from __future__ import annotations
 
 import trio
 import trio.testing
 
-from podium.store.mailbox import drain, receive_batch
+from podium.actors.runtime.mailbox import drain, receive_batch
 
 TIME_LIMIT = 100.0  # virtual seconds: a hung test fails instead of jumping forever
 

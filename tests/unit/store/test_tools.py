@@ -19,7 +19,7 @@ import msgspec
 import pytest
 from builders import make_node, make_pod
 
-from podium.actors.cli.db import over_allocatable
+from podium.cli.db import over_allocatable
 from podium.protocol import objects as o
 from podium.protocol.errors import StoreError
 from podium.store import tools

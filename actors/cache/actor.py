@@ -1,0 +1,181 @@
+"""The node cache actor: the nodes, their bound and assumed pods, and snapshot deltas.
+
+Kubernetes counterpart: pkg/scheduler/internal/cache/cache.go@v1.14 (``schedulerCache`` and
+its ``run``/``cleanupExpiredAssumedPods`` goroutine); the state machine is
+:class:`~podium.actors.cache.core.SchedulerCache`. Instead of v1.14's 1 s cleanup tick, the
+actor waits for its next message at most until the earliest assumed pod's deadline, so a pod
+expires exactly at ``FinishBinding time + TTL`` on the trio clock.
+
+Owns: the :class:`~podium.actors.cache.core.SchedulerCache` (nodes, pods, assumptions,
+the objects the predicates read).
+Mailbox (:data:`~podium.actors.mail.CacheMsg`): :class:`~podium.store.mail.Recovered` and
+:class:`~podium.store.mail.Committed` (the store's stream), :class:`SnapshotRequest`,
+:class:`Assume`, :class:`FinishBinding`, :class:`Forget`, :class:`CacheStats`.
+Emits: replies only (:class:`SnapshotDelta`, :class:`AssumeReply`, :class:`CacheStatsReply`).
+Metrics: ``scheduler_scheduler_cache_size{type}`` (nodes, pods, assumed_pods), set after each batch of
+mail.
+
+Error handling: a :class:`~podium.protocol.errors.CacheStateError` (a wrong transition, from
+a message or from the store's stream) is logged and, for Assume, answered with status
+``error``; it never stops the actor.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import assert_never
+
+import trio
+
+from podium.actors.cache.core import SchedulerCache
+from podium.actors.mail import (
+    Assume,
+    AssumeReply,
+    AssumeStatus,
+    Assumption,
+    CacheMsg,
+    CacheStats,
+    CacheStatsReply,
+    FinishBinding,
+    Forget,
+    SnapshotRequest,
+)
+from podium.actors.runtime.mailbox import receive_batch, reply
+from podium.protocol import metrics
+from podium.protocol.errors import CacheStateError
+from podium.store.mail import Committed, Recovered
+
+__all__ = ["CacheActor"]
+
+log = logging.getLogger("podium.cache")
+
+
+class CacheActor:
+    """The node cache actor.
+
+    Args:
+        inbox: its mailbox.
+        assumed_pod_ttl_seconds: how long an assumed pod whose binding finished waits for the
+            store's confirmation before it expires; 0 means forever.
+        ignored_extended_resources: what the extenders manage with ``ignoredByScheduler``:
+            not re-checked when a pod is assumed.
+
+    Attributes:
+        core: the cache state (read it only from the actor's own task, or in tests).
+    """
+
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[CacheMsg],
+        *,
+        assumed_pod_ttl_seconds: float = 30.0,
+        ignored_extended_resources: frozenset[str] = frozenset(),
+    ) -> None:
+        self._inbox = inbox
+        self.core = SchedulerCache(
+            assumed_pod_ttl_seconds=assumed_pod_ttl_seconds,
+            ignored_extended_resources=ignored_extended_resources,
+        )
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the mailbox until every sender has closed it.
+
+        Cancellation: safe at any await; every message is handled whole between two awaits.
+        """
+        async with self._inbox:
+            task_status.started()
+            while True:
+                # What else is waiting comes too, without a scheduler pass per message.
+                batch = await receive_batch(self._inbox, deadline=self.core.next_deadline())
+                if batch is None:
+                    return
+                for msg in batch:
+                    self._handle(msg)
+                self._expire(trio.current_time())
+                core = self.core
+                metrics.CACHE_NODES.set(core.node_count)
+                metrics.CACHE_PODS.set(core.pod_count)
+                metrics.ASSUMED_PODS.set(core.assumed_count)
+
+    def _handle(self, msg: CacheMsg) -> None:
+        match msg:
+            case Committed():
+                now = trio.current_time()
+                for change in msg.changes:
+                    try:
+                        self.core.apply_change(change, now)
+                    except CacheStateError as exc:
+                        log.error(
+                            "store change %d (%s %s %s) does not apply to the cache: %s",
+                            change.revision,
+                            change.type,
+                            change.kind,
+                            change.name,
+                            exc,
+                        )
+            case Recovered():
+                self.core.recover(msg.objects)
+            case SnapshotRequest():
+                reply(msg.reply, self.core.snapshot_since(msg.generation))
+            case Assume():
+                reply(msg.reply, self._assume(msg))
+            case FinishBinding():
+                now = trio.current_time()
+                for key in msg.keys:
+                    try:
+                        self.core.finish_binding(key, now)
+                    except CacheStateError as exc:
+                        log.error("FinishBinding: %s", exc)
+            case Forget():
+                try:
+                    self.core.forget(msg.key)
+                except CacheStateError as exc:
+                    log.error("Forget: %s", exc)
+            case CacheStats():
+                core = self.core
+                reply(
+                    msg.reply,
+                    CacheStatsReply(
+                        nodes=core.node_count,
+                        pods=core.pod_count,
+                        assumed=core.assumed_count,
+                        generation=core.generation,
+                    ),
+                )
+            case _:
+                assert_never(msg)
+
+    def _assume(self, msg: Assume) -> AssumeReply:
+        # The nodes only this batch's own earlier pods changed since the decisions' snapshot
+        # (with ``folded``, their fit is not checked again: the decisions saw those pods).
+        batch: dict[str, int] | None = {} if msg.folded else None
+        return AssumeReply(statuses=[self._assume_one(a, msg.generation, batch) for a in msg.pods])
+
+    def _assume_one(
+        self, a: Assumption, generation: int, batch: dict[str, int] | None
+    ) -> AssumeStatus:
+        try:
+            conflict = self.core.assume(
+                a.pod,
+                a.node,
+                generation,
+                a.volumes,
+                a.provisions,
+                assumed=a.assumed,
+                batch=batch,
+            )
+        except CacheStateError as exc:
+            log.error("Assume: %s", exc)
+            return AssumeStatus(status="error", message=str(exc))
+        if conflict is not None:
+            return AssumeStatus(status="conflict", message=conflict)
+        return AssumeStatus(status="assumed")
+
+    def _expire(self, now: float) -> None:
+        for key in self.core.cleanup_expired(now):
+            log.warning(
+                "pod %s expired: assumed, its binding handed to the store, but not confirmed "
+                "within %ss; its node no longer counts it",
+                key,
+                self.core.ttl,
+            )

@@ -1,0 +1,686 @@
+"""One scheduling decision: filter, score, select a host (the v1.14 generic scheduler).
+
+Kubernetes counterpart: pkg/scheduler/core/generic_scheduler.go@v1.14 (``Schedule``,
+``findNodesThatFit``, ``podFitsOnNode``, ``PrioritizeNodes``, ``numFeasibleNodesToFind``), with
+the later random tie-break (docs/differences.md). This module is a sans-IO core: the filter
+pool and scoring actors drive it, ``podium simulate`` drives it through them.
+
+Filtering walks the snapshot's nodes (zone-interleaved node-tree order) from the carried start
+index and stops once ``num_feasible_nodes_to_find`` nodes fit; the next pod starts where this
+one stopped. A node is rejected at its first failing predicate (every failing predicate with
+``always_check_all_predicates``). When every predicate that matters for the pod has a vector
+form, the whole walk is a few numpy operations over the node columns: "first failing
+predicate" is the mask of rows still alive when that predicate fails them, and the early stop
+is a cumulative count over the rotated feasibility mask. Otherwise the walk falls back to the
+per-node loop, still using the vector masks it has. Both paths give identical answers.
+
+Nominated pods (v1.14 ``podFitsOnNode`` with ``addNominatedPods``): when pods nominated by an
+earlier preemption, of priority equal to or higher than the pod's (the pod itself aside), wait
+for some nodes, the walk takes the per-node loop and evaluates each of those nodes twice: first
+as if those pods already ran there (the predicates' metadata recomputed over a copy of the
+snapshot holding that node's changed NodeInfo, so a nominated pod's anti-affinity counts), then,
+only when that passes, as the node is (the vector masks serve). The node fits only if both
+passes do; its reasons are those of the failing pass. Every other node is evaluated once, as
+without nominated pods; with none the vector walk runs unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from podium.actors.cycle.equivalence import Blame, EquivalenceCache, ScoreCache, Verdict
+from podium.actors.framework.columns import NodeColumns
+from podium.actors.framework.interface import (
+    NO_NODES_AVAILABLE,
+    SKIP,
+    ArrayNormalizePlugin,
+    Code,
+    FilterPlugin,
+    PredicateError,
+    ReasonMasks,
+    ScorePlugin,
+    Status,
+    VectorFilterPlugin,
+    VectorScorePlugin,
+    fit_error_message,
+    run_filter,
+    run_filter_columns,
+    run_score,
+    run_score_columns,
+)
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.result import ScheduleResult
+from podium.actors.framework.snapshot import Snapshot
+from podium.actors.plugins.volume_binding import pod_passes_basic_checks
+from podium.protocol.objects import enc_hook
+
+if TYPE_CHECKING:
+    from podium.actors.framework.nominated import NominatedPods
+
+__all__ = [
+    "FilterStage",
+    "PluginObserver",
+    "ScoreStage",
+    "num_feasible_nodes_to_find",
+]
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
+
+PluginObserver = Callable[[str, str, str, float], None]
+"""``observe(plugin, extension_point, status, seconds)``: one plugin's time in one attempt
+(``scheduler_plugin_execution_duration_seconds``). The stages take one only for the sampled
+attempts; without one they read no clock."""
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
+    """How many feasible nodes to look for before stopping (v1.14 numFeasibleNodesToFind).
+
+    Below 100 nodes, or at 100 %, every node. Otherwise ``percentage`` of the nodes, or when it
+    is 0 the adaptive ``50 - nodes/125`` with a floor of 5 %; never fewer than 100.
+    """
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return num_all_nodes
+    adaptive = percentage
+    if adaptive <= 0:
+        adaptive = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE - num_all_nodes // 125
+        adaptive = max(adaptive, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * adaptive // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def _aggregate(errors: Counter[str]) -> str:
+    """Per-node predicate errors as v1.14 reports them (``CreateAggregateFromMessageCountMap``):
+    ``"<message> (repeated N times)"`` when N > 1, several joined as ``[a, b]`` (sorted here,
+    where Go's map order was random)."""
+    parts = sorted(f"{m} (repeated {n} times)" if n > 1 else m for m, n in errors.items())
+    return parts[0] if len(parts) == 1 else f"[{', '.join(parts)}]"
+
+
+_SPEC_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
+"""Encodes a pod's spec as its equivalence class key."""
+
+
+class FilterStage:
+    """The filter half of an attempt: predicates in order from the carried start index.
+
+    The filter pool actor owns one. ``run`` answers the examined nodes' reasons and the
+    feasible rows; it advances the start index by the nodes examined unless ``dry``.
+
+    Args:
+        filters: predicates in the order they run.
+        percentage_of_nodes_to_score: 0 (adaptive) to 100.
+        always_check_all_predicates: record every failing predicate, not only the first.
+
+    Pods with the same spec share the node-local predicates' verdicts
+    (:mod:`~podium.actors.cycle.equivalence`).
+    """
+
+    def __init__(
+        self,
+        filters: Sequence[FilterPlugin[Any]],
+        *,
+        percentage_of_nodes_to_score: int = 0,
+        always_check_all_predicates: bool = False,
+    ) -> None:
+        self.filters = list(filters)
+        self.percentage = percentage_of_nodes_to_score
+        self.check_all = always_check_all_predicates
+        self.next_start_index = 0
+        # isinstance against a runtime-checkable Protocol costs ~25 us: decide once, not per pod.
+        self._vector_filters = {id(p) for p in self.filters if isinstance(p, VectorFilterPlugin)}
+        self._node_local = {id(p) for p in self.filters if p.node_local}
+        self.equivalence = EquivalenceCache()
+
+    def run(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        explain: bool = False,
+        dry: bool = False,
+        observe: PluginObserver | None = None,
+        nominated: NominatedPods | None = None,
+    ) -> tuple[ScheduleResult, list[int]]:
+        """Filter ``pod`` over ``snapshot`` (never mutated).
+
+        ``observe`` (sampled attempts) is told each predicate's time over the walk, with
+        status Unschedulable when it rejected a node, else Success. ``nominated``: the pods
+        nominated to nodes (the queue's copy-on-write view, only read); the nodes holding
+        some of equal or higher priority than ``pod`` are evaluated with v1.14's two passes.
+
+        Returns:
+            The result so far (reasons, counts; ``message`` set when the attempt already
+            failed: FitError text, or the error with ``error`` set) and the feasible rows in
+            examination order (empty when the attempt failed).
+        """
+        basic = pod_passes_basic_checks(pod.pod, snapshot.objects)
+        if basic is not None:
+            # v1.14 Schedule: a missing or terminating claim fails the attempt before any predicate.
+            return ScheduleResult(message=basic, error=True), []
+        n = len(snapshot)
+        if n == 0:
+            return ScheduleResult(message=NO_NODES_AVAILABLE), []
+        saved = self.next_start_index
+        try:
+            result, feasible = self._find_nodes_that_fit(
+                pod, snapshot, explain=explain, observe=observe, nominated=nominated
+            )
+        except PredicateError as exc:
+            return ScheduleResult(message=str(exc), error=True), []
+        finally:
+            if dry:
+                self.next_start_index = saved
+        if not feasible:
+            result.message = fit_error_message(n, result.reasons)
+        if explain:
+            result.feasible_nodes = [snapshot.node_infos[i].name for i in feasible]
+        return result, feasible
+
+    # ------------------------------------------------------------------ filter
+
+    def _active_filters(
+        self, pod: PodInfo, snapshot: Snapshot
+    ) -> list[tuple[FilterPlugin[Any], Any]]:
+        active = []
+        for plugin in self.filters:
+            meta = plugin.pre_filter(pod, snapshot)
+            if meta is not SKIP:
+                active.append((plugin, meta))
+        return active
+
+    @staticmethod
+    def _nominated_rows(
+        pod: PodInfo, snapshot: Snapshot, nominated: NominatedPods | None
+    ) -> dict[int, list[PodInfo]]:
+        """Row -> the pods nominated to that node that ``addNominatedPods`` would add for
+        ``pod`` (priority >= the pod's, not the pod itself); nodes without any are absent.
+
+        v1.14 runs the second pass whenever the node has nominated pods, even when none was
+        added; it then repeats the first pass exactly, so only nodes with added pods matter.
+        """
+        if nominated is None or not len(nominated):
+            return {}
+        rows: dict[int, list[PodInfo]] = {}
+        index: dict[str, int] | None = None
+        for node, other in nominated:
+            if other.priority < pod.priority or other.key == pod.key:
+                continue
+            info = snapshot.get(node)
+            if info is None or info.node is None:
+                # A node the snapshot lacks is never walked (v1.14: "only in tests").
+                continue
+            if index is None:
+                index = snapshot.columns.index
+            rows.setdefault(index[node], []).append(other)
+        return rows
+
+    def _find_nodes_that_fit(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        explain: bool,
+        observe: PluginObserver | None,
+        nominated: NominatedPods | None = None,
+    ) -> tuple[ScheduleResult, list[int]]:
+        n = len(snapshot)
+        start = self.next_start_index % n
+        if not self.filters:
+            # v1.14 findNodesThatFit: with no predicates every node is feasible.
+            order = [(start + i) % n for i in range(n)]
+            examined = [snapshot.node_infos[i].name for i in order] if explain else []
+            return ScheduleResult(evaluated=n, feasible=n, examined=examined), order
+        want = num_feasible_nodes_to_find(n, self.percentage)
+        active = self._active_filters(pod, snapshot)
+        with_nominated = self._nominated_rows(pod, snapshot, nominated)
+        if not with_nominated and all(id(p) in self._vector_filters for p, _ in active):
+            result, feasible = self._fit_vector(
+                pod, snapshot, active, start, want, explain=explain, observe=observe
+            )
+        else:
+            result, feasible = self._fit_loop(
+                pod,
+                snapshot,
+                active,
+                start,
+                want,
+                explain=explain,
+                observe=observe,
+                with_nominated=with_nominated,
+            )
+        self.next_start_index = (start + result.evaluated) % n
+        return result, feasible
+
+    def _fit_vector(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        active: list[tuple[FilterPlugin[Any], Any]],
+        start: int,
+        want: int,
+        *,
+        explain: bool,
+        observe: PluginObserver | None,
+    ) -> tuple[ScheduleResult, list[int]]:
+        cols = snapshot.columns
+        n = cols.n
+        # The node-local predicates at the head of the active list share a verdict with every
+        # pod of the same spec; the others (inter-pod affinity, spreading, volumes), which
+        # come after them in the canonical order, run on top of it for each pod.
+        local = 0
+        if not self.check_all:
+            while local < len(active) and id(active[local][0]) in self._node_local:
+                local += 1
+        if local:
+            head, tail = active[:local], active[local:]
+            key = _SPEC_ENCODER.encode(pod.pod.spec)
+            verdict = None
+            if not explain and observe is None:
+                verdict = self.equivalence.lookup(key, pod, cols, head)
+            if verdict is None:
+                verdict = self._verdict(pod, cols, head, observe)
+                self.equivalence.store(key, verdict)
+            if tail:
+                verdict = self._verdict(pod, cols, tail, observe, after=verdict)
+        else:
+            verdict = self._verdict(pod, cols, active, observe)
+        alive, blamed = verdict.alive, verdict.blamed
+        # The walk starts at ``start`` and wraps: rotate by slicing (np.roll copies twice).
+        fit_in_order = np.concatenate((alive[start:], alive[:start])) if start else alive
+        counts = np.cumsum(fit_in_order)
+        total = int(counts[-1])
+        evaluated = n if total < want else int(np.searchsorted(counts, want)) + 1
+        # The examined rows are one span, or two when the walk wraps past the last row.
+        end = start + evaluated
+        spans = [(start, end)] if end <= n else [(start, n), (0, end - n)]
+        feasible = [i for a, b in spans for i in (np.flatnonzero(alive[a:b]) + a).tolist()]
+        result = ScheduleResult(evaluated=evaluated, feasible=len(feasible))
+        for name, rows, masks in blamed:
+            for reason, mask in masks:
+                count = sum(int(np.count_nonzero(mask[a:b] & rows[a:b])) for a, b in spans)
+                if count:
+                    result.reasons[reason] += count
+                    result.failed_plugins.add(name)
+        if explain:
+            examined = np.concatenate([np.arange(a, b) for a, b in spans])
+            result.examined = [cols.names[i] for i in examined.tolist()]
+            for i in examined[~fit_in_order[:evaluated]].tolist():
+                reasons: list[str] = []
+                for _, rows, masks in blamed:
+                    if rows[i]:
+                        reasons.extend(reason for reason, mask in masks if mask[i])
+                result.failed[cols.names[i]] = tuple(reasons)
+        return result, feasible
+
+    def _verdict(
+        self,
+        pod: PodInfo,
+        cols: NodeColumns,
+        active: list[tuple[FilterPlugin[Any], Any]],
+        observe: PluginObserver | None,
+        *,
+        after: Verdict | None = None,
+    ) -> Verdict:
+        """Every active predicate's vector form over every row, in order; ``after`` the
+        verdict of the predicates before them (not changed: a new verdict is returned)."""
+        if after is None:
+            alive = np.ones(cols.n, dtype=bool)
+            blamed: list[Blame] = []
+        else:
+            alive, blamed = after.alive.copy(), list(after.blamed)
+        for plugin, meta in active:
+            vector = cast("VectorFilterPlugin[Any]", plugin)
+            if observe is None:
+                masks = run_filter_columns(vector, pod, meta, cols)
+            else:
+                started = time.perf_counter()
+                masks = run_filter_columns(vector, pod, meta, cols)
+                seconds = time.perf_counter() - started
+                rejected = any(bool(m.any()) for _, m in masks)
+                observe(plugin.name, "Filter", "Unschedulable" if rejected else "Success", seconds)
+            if not masks:
+                continue
+            fails = np.logical_or.reduce([m for _, m in masks])
+            rows = fails if self.check_all else fails & alive
+            alive &= ~fails
+            # Only what some row is blamed for is kept: most predicates reject no node, and
+            # counting their reasons per pod would cost a numpy call each.
+            if rows.any():
+                blamed.append((plugin.name, rows, [(r, m) for r, m in masks if (m & rows).any()]))
+        return Verdict(alive, blamed, cols.epoch, cols.version)
+
+    def _fit_loop(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        active: list[tuple[FilterPlugin[Any], Any]],
+        start: int,
+        want: int,
+        *,
+        explain: bool,
+        observe: PluginObserver | None,
+        with_nominated: dict[int, list[PodInfo]] | None = None,
+    ) -> tuple[ScheduleResult, list[int]]:
+        n = len(snapshot)
+        infos = snapshot.node_infos
+        # Vector predicates answer for every row up front; the others run per node.
+        checks: list[tuple[FilterPlugin[Any], Any, ReasonMasks | None]] = []
+        # Sampled attempts only: seconds per predicate, summed over the walk.
+        spent: dict[str, float] = {}
+        for plugin, meta in active:
+            if id(plugin) in self._vector_filters:
+                vector = cast("VectorFilterPlugin[Any]", plugin)
+                started = time.perf_counter() if observe is not None else 0.0
+                masks = run_filter_columns(vector, pod, meta, snapshot.columns)
+                if observe is not None:
+                    spent[plugin.name] = time.perf_counter() - started
+                checks.append((plugin, meta, masks))
+            else:
+                checks.append((plugin, meta, None))
+        result = ScheduleResult()
+        feasible: list[int] = []
+        errors: Counter[str] = Counter()
+        evaluated = 0
+        timing = spent if observe is not None else None
+        # The snapshot copy the first passes swap nodes into (made on first need).
+        work: Snapshot | None = None
+        for step in range(n):
+            i = (start + step) % n
+            evaluated += 1
+            if explain:
+                result.examined.append(infos[i].name)
+            reasons: list[str] = []
+            erred = False
+            added = with_nominated.get(i) if with_nominated else None
+            if added:
+                # v1.14 podFitsOnNode, first pass: as if the nominated pods ran there.
+                if work is None:
+                    work = snapshot.copy()
+                reasons, erred = self._first_pass(
+                    pod, i, infos[i], added, work, result, errors, timing
+                )
+            if not erred and not reasons:
+                reasons, erred = self._node_reasons(
+                    pod, checks, i, infos[i], result, errors, timing
+                )
+            if erred:
+                continue
+            if reasons:
+                result.reasons.update(reasons)
+                if explain:
+                    result.failed[infos[i].name] = tuple(reasons)
+                continue
+            feasible.append(i)
+            if len(feasible) >= want:
+                break
+        if observe is not None:
+            for name, seconds in spent.items():
+                rejected = name in result.failed_plugins
+                observe(name, "Filter", "Unschedulable" if rejected else "Success", seconds)
+        if errors:
+            raise PredicateError(_aggregate(errors))
+        result.evaluated = evaluated
+        result.feasible = len(feasible)
+        return result, feasible
+
+    def _node_reasons(
+        self,
+        pod: PodInfo,
+        checks: Sequence[tuple[FilterPlugin[Any], Any, ReasonMasks | None]],
+        row: int,
+        info: NodeInfo,
+        result: ScheduleResult,
+        errors: Counter[str],
+        spent: dict[str, float] | None,
+    ) -> tuple[list[str], bool]:
+        """The predicates ``checks`` on one node, in order (v1.14 ``podFitsOnNode``): a vector
+        predicate's reasons are read from its masks at ``row``; the others run on ``info``
+        (their seconds added to ``spent`` on sampled attempts).
+
+        Returns:
+            (the reasons the node fails, whether a predicate erred: its error is counted in
+            ``errors``, and v1.14 fails the attempt once the walk is over).
+        """
+        reasons: list[str] = []
+        for plugin, meta, row_masks in checks:
+            got: Sequence[str]
+            if row_masks is not None:
+                got = [reason for reason, mask in row_masks if mask[row]]
+            else:
+                status = _run_filter_timed(plugin, pod, meta, info, spent)
+                if status.code is Code.ERROR:
+                    errors["; ".join(status.reasons)] += 1
+                    return reasons, True
+                got = status.reasons
+            if got:
+                reasons.extend(got)
+                result.failed_plugins.add(plugin.name)
+                if not self.check_all:
+                    break
+        return reasons, False
+
+    def _first_pass(
+        self,
+        pod: PodInfo,
+        row: int,
+        info: NodeInfo,
+        added: list[PodInfo],
+        work: Snapshot,
+        result: ScheduleResult,
+        errors: Counter[str],
+        spent: dict[str, float] | None,
+    ) -> tuple[list[str], bool]:
+        """The predicates on ``info`` with the nominated pods ``added`` (v1.14
+        ``addNominatedPods``): their metadata recomputed over ``work`` holding the changed
+        node (v1.14 updates its metadata with ``meta.AddPod``), which is put back after.
+
+        Returns:
+            What :meth:`_node_reasons` returns for the changed node.
+
+        Raises:
+            PredicateError: a predicate's metadata cannot be computed (fails the attempt).
+        """
+        changed = info.clone()
+        for other in added:
+            changed.add_pod(other)
+        work.replace_node_info(changed)
+        try:
+            active = self._active_filters(pod, work)
+        finally:
+            work.replace_node_info(info)
+        # No masks: the vector forms answer for the snapshot's rows, not for the changed node.
+        checks = [(plugin, meta, None) for plugin, meta in active]
+        return self._node_reasons(pod, checks, row, changed, result, errors, spent)
+
+
+def _run_filter_timed(
+    plugin: FilterPlugin[Any],
+    pod: PodInfo,
+    meta: Any,
+    node: NodeInfo,
+    spent: dict[str, float] | None,
+) -> Status:
+    """:func:`run_filter`, its seconds added to ``spent[plugin.name]`` unless ``spent`` is
+    ``None`` (only sampled attempts read the clock)."""
+    if spent is None:
+        return run_filter(plugin, pod, meta, node)
+    started = time.perf_counter()
+    status = run_filter(plugin, pod, meta, node)
+    seconds = time.perf_counter() - started
+    spent[plugin.name] = spent.get(plugin.name, 0.0) + seconds
+    return status
+
+
+def _add_extender_scores(
+    totals: npt.NDArray[np.int64],
+    infos: Sequence[NodeInfo],
+    extender_scores: tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]],
+    explain: ScheduleResult | None,
+) -> None:
+    """Add the extenders' weighted scores to ``totals`` (hosts not among ``infos`` are
+    ignored, as v1.14 sums only the feasible nodes' entries)."""
+    combined, per_extender = extender_scores
+    for j, info in enumerate(infos):
+        totals[j] += combined.get(info.name, 0)
+        if explain is not None:
+            scores = explain.scores.setdefault(info.name, {})
+            for extender, by_node in per_extender.items():
+                if info.name in by_node:
+                    scores[f"extender {extender}"] = by_node[info.name]
+            explain.totals[info.name] = int(totals[j])
+
+
+class ScoreStage:
+    """The score half of an attempt: weighted priorities over the feasible nodes, then a host.
+
+    The scoring workers own one. Ties between equal best totals are broken at random with
+    ``rng`` (seeded for repeatable runs), as later Kubernetes versions do.
+
+    Args:
+        scorers: (priority, weight) pairs.
+        rng: the tie-break's random source.
+
+    Node-local map scores are kept per class of pods with the same spec
+    (:class:`~podium.actors.cycle.equivalence.ScoreCache`).
+    """
+
+    def __init__(
+        self,
+        scorers: Sequence[tuple[ScorePlugin[Any], int]],
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.scorers = list(scorers)
+        self.rng = rng if rng is not None else random.Random()
+        self._vector_scorers = {id(p) for p, _ in self.scorers if isinstance(p, VectorScorePlugin)}
+        # Priorities whose reduce step also runs on arrays (``normalize_columns``).
+        self._normalize_columns: dict[int, Callable[..., npt.NDArray[np.int64]]] = {
+            id(p): p.normalize_columns
+            for p, _ in self.scorers
+            if id(p) in self._vector_scorers and isinstance(p, ArrayNormalizePlugin)
+        }
+        self._node_local = {id(p) for p, _ in self.scorers if p.node_local}
+        self.classes = ScoreCache()
+
+    def run(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        result: ScheduleResult,
+        feasible: Sequence[int],
+        *,
+        explain: bool = False,
+        observe: PluginObserver | None = None,
+        extender_scores: tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]] | None = None,
+    ) -> ScheduleResult:
+        """Pick the host among ``feasible`` rows; sets ``result.node`` (or the error).
+
+        ``observe`` (sampled attempts) is told each priority's time (map and reduce).
+        ``extender_scores``: what the extenders' prioritize verbs gave (actors/cycle/extenders):
+        node -> the sum of score x weight, added to the totals (v1.14 ``PrioritizeNodes``'
+        ``combinedScores``), and extender -> node -> score (shown with ``explain``).
+        """
+        # itemgetter builds the list in C (a comprehension costs ~25 us for 500 rows).
+        infos = (
+            list(operator.itemgetter(*feasible)(snapshot.node_infos))
+            if len(feasible) > 1
+            else [snapshot.node_infos[i] for i in feasible]
+        )
+        if len(infos) == 1 and not explain:
+            # v1.14: "When only one node after predicate, just use it."
+            result.node = infos[0].name
+            return result
+        try:
+            totals = self._prioritize(
+                pod, snapshot, infos, list(feasible), result if explain else None, observe
+            )
+        except PredicateError as exc:
+            return ScheduleResult(message=str(exc), error=True)
+        if extender_scores is not None:
+            _add_extender_scores(totals, infos, extender_scores, result if explain else None)
+        best = np.flatnonzero(totals == totals.max())
+        pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])
+        result.node = infos[pick].name
+        return result
+
+    # ------------------------------------------------------------------ score
+
+    def _prioritize(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        infos: list[NodeInfo],
+        rows: list[int],
+        explain: ScheduleResult | None,
+        observe: PluginObserver | None,
+    ) -> npt.NDArray[np.int64]:
+        totals = np.zeros(len(infos), dtype=np.int64)
+        if not self.scorers:
+            # v1.14 PrioritizeNodes: no priorities means EqualPriority for every node.
+            totals += 1
+            if explain is not None:
+                for info in infos:
+                    explain.scores[info.name] = {}
+                    explain.totals[info.name] = 1
+            return totals
+        per_plugin: list[tuple[str, list[int]]] = []
+        row_array = np.asarray(rows, dtype=np.intp)
+        key: bytes | None = None  # the pod's class, encoded when a cached priority needs it
+        for plugin, weight in self.scorers:
+            started = time.perf_counter() if observe is not None else 0.0
+            meta = plugin.pre_score(pod, snapshot, infos)
+            normalize_columns = self._normalize_columns.get(id(plugin))
+            if normalize_columns is not None:
+                # The array path: no Python list per priority (the common case).
+                if meta is SKIP:
+                    columns = np.zeros(len(infos), dtype=np.int64)
+                else:
+                    vector = cast("VectorScorePlugin[Any]", plugin)
+                    cols = snapshot.columns
+                    if id(plugin) in self._node_local:
+                        if key is None:
+                            key = _SPEC_ENCODER.encode(pod.pod.spec)
+                        infos_by_row = cols.infos
+                        columns = self.classes.raw(
+                            (key, id(plugin)),
+                            cols,
+                            row_array,
+                            functools.partial(vector.score_columns, pod, meta, cols),
+                            lambda row: plugin.score(pod, meta, infos_by_row[row]),  # noqa: B023
+                        )
+                    else:
+                        columns = vector.score_columns(pod, meta, cols, row_array)
+                array = normalize_columns(pod, meta, infos, columns)
+                if observe is not None:
+                    observe(plugin.name, "Score", "Success", time.perf_counter() - started)
+                totals += array * weight
+                if explain is not None:
+                    per_plugin.append((plugin.name, array.tolist()))
+                continue
+            if id(plugin) in self._vector_scorers:
+                vector = cast("VectorScorePlugin[Any]", plugin)
+                raw = run_score_columns(vector, pod, meta, snapshot.columns, row_array).tolist()
+            else:
+                raw = run_score(plugin, pod, meta, infos)
+            scores = plugin.normalize(pod, meta, infos, raw)
+            if observe is not None:
+                observe(plugin.name, "Score", "Success", time.perf_counter() - started)
+            totals += np.asarray(scores, dtype=np.int64) * weight
+            if explain is not None:
+                per_plugin.append((plugin.name, scores))
+        if explain is not None:
+            for j, info in enumerate(infos):
+                explain.scores[info.name] = {name: int(s[j]) for name, s in per_plugin}
+                explain.totals[info.name] = int(totals[j])
+        return totals

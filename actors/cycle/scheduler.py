@@ -1,0 +1,749 @@
+"""The scheduler: one scheduling cycle after another, in batches, driving the other actors.
+
+Kubernetes counterpart: pkg/scheduler/scheduler.go@v1.14 ``scheduleOne``: pop the next pod,
+bring the snapshot up to date (``UpdateNodeInfoSnapshot``), filter and score it, assume it on
+the chosen node in the cache, and hand the bind to the binder without waiting for it; on
+failure record why (the pod's PodScheduled condition) and give the pod back to the queue.
+
+Podium runs those cycles in batches (the only path; a batch of one is one cycle): one Pop
+answers up to ``batch_max_pods`` pods in the order successive pops would give; one snapshot
+request brings the snapshot up to date; the pods are then decided one after another (one
+FilterRequest each: filter pool -> scoring workers -> back here), each decision folded into
+the snapshot as the cache's assume would change it
+(:func:`~podium.actors.cache.core.fold_assumed`), so the next pod sees what it would have
+seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
+may share a batch is :mod:`podium.actors.queue.batching`'s rule (the queue applies it); a
+preemption that evicts pods or clears a nomination ends the batch: carried out when its pod
+is the batch's first, otherwise that pod goes back to the queue with the rest (GiveBack, not
+counted as attempts) and comes first in the next batch, after the pods decided before it are
+bound (the queue's cycle numbers then compare as one pod at a time). The pods not yet decided
+when ``batch_max_seconds`` has passed go back too.
+
+Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing the candidates
+(actors/cycle/extenders), and every extender call of an attempt becomes a span of its trace.
+
+Owns: the batch's snapshot (refreshed from the cache's deltas once per batch, lent to the
+filter pool and the scoring workers for one decision at a time and changed only between two,
+under a lock shared with explain requests) and the attempt counters.
+Mailbox (control): :class:`~podium.actors.mail.BeginScheduling`,
+:class:`~podium.actors.mail.ExplainPod`, :class:`~podium.actors.mail.ReloadPlugins`,
+:class:`~podium.actors.mail.SchedulerStats`.
+Emits: Pop, GiveBack and Requeue (queue); SnapshotRequest and Assume (cache); FilterRequest
+(filter pool); SetFilters/SetScorers (filter pool, scoring workers); BindBatch (binder);
+RecordUnschedulable and Evict (store); :class:`~podium.actors.mail.Attempted` (an observer,
+if any).
+
+Metrics (protocol/metrics.py), per pod as one pod at a time: ``scheduler_schedule_attempts_total`` and
+``scheduler_scheduling_attempt_duration_seconds`` by result (a pod's own cycle: its share of
+the batch's pop and snapshot refresh, then from the start of its decision to its requeue, or
+to the end of its decision plus its share of the batch's assume round trip; the time a pod
+waits while the pods before and after it in its batch are decided is not its cycle; a
+conflict, an assume the cache refused, counts as error as Kubernetes counts an assume
+failure), and ``scheduler_framework_extension_point_duration_seconds`` for Filter and Score
+(measured by the filter pool and the scoring workers, carried in the Decision) and Reserve (a
+pod's share of the batch's assume round trip). A share is the round trip divided among the
+pods it served: Kubernetes' attempt is the snapshot update, the algorithm and the assume of
+one pod, and one message does each for the whole batch (counted whole in every pod's attempt,
+a round trip and any stall in it counted once per pod).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, assert_never
+
+import trio
+
+from podium.actors.cycle.explain import hints
+from podium.actors.cycle.extenders import NO_EXTENDERS, Extenders
+from podium.actors.cycle.preemption import (
+    PredicateFitCheck,
+    PreemptionResult,
+    fit_error_with_preemption,
+)
+from podium.actors.framework.interface import FilterPlugin
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.nominated import NominatedPods
+from podium.actors.framework.snapshot import Snapshot, apply_delta, assumed_pod, fold_assumed
+from podium.actors.mail import (
+    Assume,
+    AssumeReply,
+    AssumeStatus,
+    Assumption,
+    Attempted,
+    BeginScheduling,
+    BindBatch,
+    BindDone,
+    BinderMsg,
+    BindRequest,
+    CacheMsg,
+    Decision,
+    Explained,
+    ExplainPod,
+    FilterMsg,
+    FilterRequest,
+    GiveBack,
+    Pop,
+    Popped,
+    PoppedBatch,
+    QueueIdle,
+    QueueMsg,
+    Reloaded,
+    ReloadPlugins,
+    Requeue,
+    SchedulerMsg,
+    SchedulerStats,
+    SchedulerStatsReply,
+    ScoreMsg,
+    SetFilters,
+    SetScorers,
+    SnapshotDelta,
+    SnapshotRequest,
+)
+from podium.actors.runtime.mailbox import ask, reply, send
+from podium.actors.runtime.tracing import DISABLED, Attempt, Tracing
+from podium.protocol import metrics
+from podium.protocol.config import DEFAULT_BATCH_MAX_PODS, DEFAULT_BATCH_MAX_SECONDS
+from podium.protocol.errors import PodiumError
+from podium.protocol.extender import ExtenderConfig
+from podium.store.mail import (
+    Evict,
+    EvictResult,
+    RecordUnschedulable,
+    StoreFailure,
+    StoreMsg,
+    Victim,
+)
+
+__all__ = ["PluginSet", "Scheduler"]
+
+log = logging.getLogger("podium.scheduler")
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSet:
+    """A policy made ready to send: what the filter pool and the scoring workers will use."""
+
+    filters: SetFilters
+    scorers: SetScorers
+    predicates: list[str]
+    priorities: list[tuple[str, int]]
+    warnings: list[str]
+    extenders: tuple[ExtenderConfig, ...] = ()
+
+
+class Scheduler:
+    """The scheduling-cycle actor.
+
+    Args:
+        control: its mailbox.
+        queue, cache, filter_pool, scorers, binder, store: the mailboxes it sends to (its own
+            clones; closed when it stops).
+        reports: where each finished attempt is reported (None: nowhere).
+        load_plugins: reads the policy again for ReloadPlugins (raises PodiumError).
+        sync_binds: wait for each bind to commit before the next cycle (``podium simulate``,
+            whose outcome must not depend on task interleaving).
+        exit_when_idle: stop when no pod is active or backing off (``podium simulate``).
+        explain_attempts: keep every examined node's verdict in each attempt's report
+            (``podium simulate --explain``).
+        tracing: one trace per attempt (queue_wait, filter, score, select, assume; the
+            binder adds bind and commit), linked to the requests that submitted the pod.
+        filters: the predicates in force (preemption re-checks nodes with them; a reload
+            replaces them).
+        preemption: when a pod fits nowhere, look for lower-priority pods to evict
+            (``disablePreemption: false``, the default).
+        batch_max_pods: the most pods one batch takes from the queue (1: one at a time).
+        batch_max_seconds: once a batch has been deciding this long, the pods it has not
+            decided go back to the queue (so a higher-priority pod that arrived meanwhile
+            waits at most this long).
+        extenders: the policy's extenders (their preempt verbs narrow the candidates; their
+            calls in the filter pool and scoring workers get spans here).
+    """
+
+    def __init__(
+        self,
+        control: trio.MemoryReceiveChannel[SchedulerMsg],
+        *,
+        queue: trio.MemorySendChannel[QueueMsg],
+        cache: trio.MemorySendChannel[CacheMsg],
+        filter_pool: trio.MemorySendChannel[FilterMsg],
+        scorers: trio.MemorySendChannel[ScoreMsg],
+        binder: trio.MemorySendChannel[BinderMsg],
+        store: trio.MemorySendChannel[StoreMsg],
+        reports: trio.MemorySendChannel[Attempted] | None = None,
+        load_plugins: Callable[[], PluginSet] | None = None,
+        sync_binds: bool = False,
+        exit_when_idle: bool = False,
+        explain_attempts: bool = False,
+        tracing: Tracing = DISABLED,
+        filters: Sequence[FilterPlugin[Any]] = (),
+        preemption: bool = True,
+        batch_max_pods: int = DEFAULT_BATCH_MAX_PODS,
+        batch_max_seconds: float = DEFAULT_BATCH_MAX_SECONDS,
+        extenders: Extenders = NO_EXTENDERS,
+    ) -> None:
+        self._extenders = extenders
+        self._control = control
+        self._queue = queue
+        self._cache = cache
+        self._filter_pool = filter_pool
+        self._scorers = scorers
+        self._binder = binder
+        self._store = store
+        self._reports = reports
+        self._load_plugins = load_plugins
+        self._sync_binds = sync_binds
+        self._exit_when_idle = exit_when_idle
+        self._explain_attempts = explain_attempts
+        self._tracing = tracing
+        self._filters = list(filters)
+        self._preemption = preemption
+        self._batch_max_pods = batch_max_pods
+        self._batch_max_seconds = batch_max_seconds
+        self._snapshot: Snapshot | None = None
+        self._lock = trio.Lock()
+        self._begin = trio.Event()
+        self._scope = trio.CancelScope()
+        self._counts = {"scheduled": 0, "unschedulable": 0, "error": 0, "conflict": 0}
+        # Every FilterRequest is answered here: decisions are asked one at a time (under the
+        # lock), so one channel serves them all instead of one opened per pod (~5 us each).
+        self._decisions_to, self._decisions = trio.open_memory_channel[Decision](math.inf)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with (
+            self._queue,
+            self._cache,
+            self._filter_pool,
+            self._scorers,
+            self._binder,
+            self._store,
+        ):
+            try:
+                with self._scope:
+                    await self._run(task_status)
+            finally:
+                if self._reports is not None:
+                    self._reports.close()
+
+    def stop(self) -> None:
+        """Stop taking pods (shutdown): the cycle in progress is abandoned; its pod stays
+        pending in the store and is scheduled again after a restart."""
+        self._scope.cancel("podium is shutting down")
+
+    async def _run(self, task_status: trio.TaskStatus[None]) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._serve_control, nursery.cancel_scope)
+            task_status.started()
+            await self._begin.wait()
+            while await self._schedule_batch():
+                pass
+            nursery.cancel_scope.cancel("the queue is idle")
+
+    # ------------------------------------------------------------------ control
+
+    async def _serve_control(self, scope: trio.CancelScope) -> None:
+        async with self._control:
+            async for msg in self._control:
+                match msg:
+                    case BeginScheduling():
+                        self._begin.set()
+                    case ExplainPod():
+                        reply(msg.reply, await self._explain(msg))
+                    case ReloadPlugins():
+                        reply(msg.reply, await self._reload())
+                    case SchedulerStats():
+                        c = self._counts
+                        reply(
+                            msg.reply,
+                            SchedulerStatsReply(
+                                scheduled=c["scheduled"],
+                                unschedulable=c["unschedulable"],
+                                errors=c["error"],
+                            ),
+                        )
+                    case _:
+                        assert_never(msg)
+        if not self._begin.is_set():
+            # Told nothing before the control channel closed: there is nothing to schedule.
+            scope.cancel("the control channel closed before scheduling began")
+
+    async def _explain(self, msg: ExplainPod) -> Explained:
+        async with self._lock:
+            snapshot = await self._refresh()
+            decision = await self._decide(msg.pod, snapshot, dry=True, explain=msg.explain)
+            found = hints(msg.pod, decision.result, snapshot) if decision.node is None else []
+            would = None
+            if decision.node is None and not decision.result.error and self._preemption:
+                failed = await self._failures(msg.pod, snapshot, decision)
+                fits = PredicateFitCheck(self._filters)
+                would = await self._extenders.preempt(msg.pod, snapshot, failed, fits)
+        preempted = [v.key for v in would.victims] if would is not None else []
+        if would is not None and would.node is None and decision.result.message:
+            message = fit_error_with_preemption(decision.result.message, would)
+            decision.result.message = message
+        return Explained(decision=decision, hints=found, preempted=preempted)
+
+    async def _reload(self) -> Reloaded:
+        if self._load_plugins is None:
+            return Reloaded(predicates=[], priorities=[], error="no policy loader is configured")
+        try:
+            plugins = self._load_plugins()
+        except PodiumError as exc:
+            return Reloaded(predicates=[], priorities=[], error=str(exc))
+        async with self._lock:
+            await send(self._filter_pool, plugins.filters)
+            await send(self._scorers, plugins.scorers)
+            self._filters = list(plugins.filters.filters)
+        warnings = list(plugins.warnings)
+        if plugins.extenders != self._extenders.configs:
+            warnings.append("the policy's extenders changed: they take effect after a restart")
+        log.info(
+            "policy reloaded: %d predicates, %d priorities",
+            len(plugins.predicates),
+            len(plugins.priorities),
+        )
+        return Reloaded(
+            predicates=plugins.predicates, priorities=plugins.priorities, warnings=warnings
+        )
+
+    # ------------------------------------------------------------------ the cycle
+
+    async def _refresh(self) -> Snapshot:
+        generation = self._snapshot.generation if self._snapshot is not None else 0
+        delta: SnapshotDelta = await ask(
+            self._cache, lambda r: SnapshotRequest(generation=generation, reply=r)
+        )
+        self._snapshot = apply_delta(self._snapshot, delta)
+        return self._snapshot
+
+    async def _decide(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        dry: bool,
+        explain: bool,
+        nominated: NominatedPods | None = None,
+    ) -> Decision:
+        await send(
+            self._filter_pool,
+            FilterRequest(
+                pod=pod,
+                snapshot=snapshot,
+                dry=dry,
+                explain=explain,
+                nominated=nominated,
+                reply=self._decisions_to,
+            ),
+        )
+        while True:
+            decision = await self._decisions.receive()
+            # Only a request abandoned by a cancellation could have left another answer.
+            if decision.pod is pod:
+                return decision
+
+    async def _failures(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        decision: Decision,
+        nominated: NominatedPods | None = None,
+    ) -> dict[str, tuple[str, ...]]:
+        """Every node's reasons for a pod that fit nowhere (what preemption starts from):
+        the attempt's own when it kept them, else a dry re-run with every node's verdict."""
+        if decision.result.failed:
+            return dict(decision.result.failed)
+        again = await self._decide(pod, snapshot, dry=True, explain=True, nominated=nominated)
+        return dict(again.result.failed)
+
+    async def _carry_out(self, pod: PodInfo, preemption: PreemptionResult) -> list[str]:
+        """Evict the victims and nominate the preemptor (one store transaction), and clear the
+        nominations preemption took away. Returns the ``namespace/name`` of the evicted pods."""
+        evicted: list[str] = []
+        if preemption.node is not None:
+            metrics.PREEMPTION_ATTEMPTS.inc()
+            metrics.PREEMPTION_VICTIMS.observe(len(preemption.victims))
+            result = await self._evict(pod, preemption.node, list(preemption.victims))
+            if isinstance(result, EvictResult):
+                evicted = result.evicted
+                log.info(
+                    "pod %s preempted %s on node %s",
+                    pod.key,
+                    ", ".join(evicted) or "nothing",
+                    preemption.node,
+                )
+        for other in preemption.nominated_pods_to_clear:
+            if other.pod.status.nominated_node_name:
+                await self._evict(other, "", [])
+        return evicted
+
+    async def _evict(
+        self, pod: PodInfo, node: str, victims: list[PodInfo]
+    ) -> EvictResult | StoreFailure:
+        refs = [Victim(namespace=v.namespace, name=v.name, uid=v.pod.metadata.uid) for v in victims]
+        return await ask(
+            self._store,
+            lambda r: Evict(
+                namespace=pod.namespace,
+                name=pod.name,
+                uid=pod.pod.metadata.uid,
+                node=node,
+                victims=refs,
+                reply=r,
+            ),
+        )
+
+    async def _schedule_batch(self) -> bool:
+        """One batch; False when the queue is idle and the scheduler should stop."""
+        popped: PoppedBatch | QueueIdle = await ask(
+            self._queue,
+            lambda r: Pop(reply=r, idle_ok=self._exit_when_idle, max_pods=self._batch_max_pods),
+        )
+        if isinstance(popped, QueueIdle):
+            return False
+        with contextlib.ExitStack() as traces:
+            await self._batch(popped.pods, trio.current_time(), traces)
+        return True
+
+    async def _batch(
+        self, pods: list[Popped], popped_at: float, traces: contextlib.ExitStack
+    ) -> None:
+        """Decide ``pods`` one after another on one snapshot, each decision folded in before
+        the next (the assume's NodeInfo change), then assume and bind the placed ones in one
+        message each. Pods not decided when the time bound passes go back to the queue.
+        """
+        deadline = popped_at + self._batch_max_seconds
+        outcomes: list[_Outcome] = []
+        # Node -> its NodeInfo before the batch's first fold on it (put back if refused).
+        before: dict[str, NodeInfo] = {}
+        async with self._lock:
+            snapshot = await self._refresh()
+            refreshed = trio.current_time()
+            for i, popped in enumerate(pods):
+                started = trio.current_time()
+                if i and started >= deadline:
+                    await self._give_back(pods[i:])
+                    break
+                attempt = traces.enter_context(
+                    self._tracing.attempt(
+                        popped.pod.key,
+                        links=popped.links,
+                        arrived_at=popped.arrived_at,
+                        popped_at=popped_at if i == 0 else started,
+                        attempts=popped.attempts,
+                    )
+                )
+                outcome = await self._attempt(popped, snapshot, started, attempt)
+                if isinstance(outcome, _Outcome):
+                    _observe_stages(outcome.decision)
+                    if outcome.status is None:
+                        node = outcome.node
+                        # One PodInfo for the fold and the cache's assume of this pod.
+                        outcome.assumed = assumed_pod(popped.pod, node)
+                        folded = fold_assumed(snapshot, popped.pod, node, assumed=outcome.assumed)
+                        before.setdefault(node, folded)
+                    outcomes.append(outcome)
+                    continue
+                # Preemption evicts pods or clears nominations: the batch ends. A preemptor
+                # that is not the batch's first pod goes back with the rest and comes first in
+                # the next batch, after the pods before it are bound, as one pod at a time it
+                # would have been popped (its cycle after their binds).
+                if i:
+                    attempt.outcome("given_back")
+                    await self._give_back(pods[i:])
+                    break
+                _observe_stages(outcome.decision)
+                outcomes.append(await self._preempted(popped, outcome, attempt, started))
+                await self._give_back(pods[1:])
+                break
+            # The pop and the snapshot's refresh served every pod decided: each attempt
+            # counts its share (as the assume's round trip below).
+            for o in outcomes:
+                o.started -= (refreshed - popped_at) / len(outcomes)
+            await self._commit(outcomes, snapshot, before)
+
+    async def _give_back(self, pods: list[Popped]) -> None:
+        if pods:
+            await send(self._queue, GiveBack(keys=[p.pod.key for p in pods]))
+
+    async def _attempt(
+        self, popped: Popped, snapshot: Snapshot, started: float, attempt: Attempt
+    ) -> _Outcome | _Preempting:
+        """Filter and score one pod of the batch.
+
+        Returns:
+            Its outcome: placed (``status`` None: the caller folds it in and assumes it), or
+            unschedulable or error (already requeued here); or the preemption to carry out
+            when it evicts pods or clears nominations.
+        """
+        pod = popped.pod
+        deciding = trio.current_time()
+        # The extenders' filter and prioritize verbs (actors/cycle/extenders) run in the filter pool
+        # and the scoring workers, inside this round trip: once per pod of the batch.
+        decision = await self._decide(
+            pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
+        )
+        decided = trio.current_time()
+        if attempt.sampled:
+            filtered = deciding + decision.filter_seconds
+            attempt.record("filter", deciding, filtered)
+            scored = filtered
+            if decision.score_seconds is not None:
+                scored = min(filtered + decision.score_seconds, decided)
+                attempt.record("score", filtered, scored)
+            attempt.record("select", scored, decided)
+            for extender, verb, outcome, start, end in decision.result.extender_calls:
+                attributes = {"podium.extender": extender, "podium.result": outcome}
+                attempt.record(f"extender {verb}", start, end, attributes)
+        if decision.node is not None:
+            return _Outcome(popped, decision, attempt, started, finished=decided)
+        preemption: PreemptionResult | None = None
+        if not decision.result.error and self._preemption:
+            failed = await self._failures(pod, snapshot, decision, popped.nominated)
+            preemption = await self._extenders.preempt(
+                pod,
+                snapshot,
+                failed,
+                PredicateFitCheck(self._filters, popped.nominated),
+                nominated=popped.nominated,
+                calls=decision.result.extender_calls,
+            )
+        if preemption is not None and _changes_the_store(preemption):
+            return _Preempting(decision, preemption)
+        if preemption is not None and decision.result.message:
+            decision.result.message = fit_error_with_preemption(decision.result.message, preemption)
+        return await self._unschedulable(_Outcome(popped, decision, attempt, started))
+
+    async def _preempted(
+        self, popped: Popped, preempting: _Preempting, attempt: Attempt, started: float
+    ) -> _Outcome:
+        decision, preemption = preempting.decision, preempting.preemption
+        preempted = await self._carry_out(popped.pod, preemption)
+        if preemption.node is None and decision.result.message:
+            decision.result.message = fit_error_with_preemption(decision.result.message, preemption)
+        return await self._unschedulable(
+            _Outcome(popped, decision, attempt, started, preempted=preempted)
+        )
+
+    async def _unschedulable(self, outcome: _Outcome) -> _Outcome:
+        """A pod that fit nowhere (or whose attempt failed): requeued and its condition
+        recorded now; reported with the batch, in decision order."""
+        pod, result = outcome.popped.pod, outcome.decision.result
+        why: Literal["error", "unschedulable"] = "error" if result.error else "unschedulable"
+        if result.error:
+            log.warning("scheduling pod %s failed: %s", pod.key, result.message)
+        await send(
+            self._queue,
+            Requeue(
+                pod=pod,
+                cycle=outcome.popped.cycle,
+                why=why,
+                plugins=frozenset(result.failed_plugins),
+            ),
+        )
+        await send(
+            self._store,
+            RecordUnschedulable(
+                namespace=pod.namespace,
+                name=pod.name,
+                uid=pod.pod.metadata.uid,
+                message=result.message or "",
+            ),
+        )
+        outcome.attempt.outcome(
+            why,
+            nodes_examined=result.evaluated,
+            nodes_feasible=result.feasible,
+            message=result.message or "",
+        )
+        outcome.status = why
+        outcome.finished = trio.current_time()
+        return outcome
+
+    async def _commit(
+        self, outcomes: list[_Outcome], snapshot: Snapshot, before: dict[str, NodeInfo]
+    ) -> None:
+        """Assume the placed pods (one message), requeue the ones the cache refused, hand the
+        rest to the binder (one message), and report every outcome in decision order; with
+        ``sync_binds``, wait for the binds to commit."""
+        placed = [o for o in outcomes if o.status is None]
+        binds: list[BindRequest] = []
+        done_to, done = trio.open_memory_channel[BindDone](max(len(placed), 1))
+        if placed:
+            reserving = trio.current_time()
+            assumptions = [
+                Assumption(
+                    pod=o.popped.pod,
+                    node=o.node,
+                    volumes=o.decision.volumes,
+                    provisions=o.decision.provisions,
+                    assumed=o.assumed,
+                )
+                for o in placed
+            ]
+            assumed: AssumeReply = await ask(
+                self._cache,
+                lambda r: Assume(
+                    pods=assumptions, generation=snapshot.generation, reply=r, folded=True
+                ),
+            )
+            reserved = trio.current_time()
+            share = (reserved - reserving) / len(placed)
+            for o, status in zip(placed, assumed.statuses, strict=True):
+                # The trace shows the round trip as it ran; the metrics count each pod's share.
+                o.attempt.record("assume", reserving, reserved)
+                # Its own cycle: its decision, then its share of the assume (the other pods'
+                # decisions in between are theirs).
+                o.finished += share
+                to = done_to if self._sync_binds else None
+                bind = await self._reserved(o, status, snapshot, before, share, to)
+                if bind is not None:
+                    binds.append(bind)
+        if binds:
+            await send(self._binder, BindBatch(requests=binds))
+        for o in outcomes:
+            await self._report(o)
+        if self._sync_binds:
+            for _ in binds:
+                await done.receive()
+
+    async def _reserved(
+        self,
+        o: _Outcome,
+        status: AssumeStatus,
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        seconds: float,
+        done: trio.MemorySendChannel[BindDone] | None,
+    ) -> BindRequest | None:
+        """One pod's assume answer: its bind, or None when the cache refused it (requeued)."""
+        pod, result = o.popped.pod, o.decision.result
+        if status.status != "assumed":
+            metrics.RESERVE_ERROR.observe(seconds)
+            # The cache did not take the pod, so the snapshot must not count it either (the
+            # next refresh brings the node as the cache has it if anything else changed there).
+            snapshot.replace_node_info(before[o.node])
+            refused: Literal["conflict", "error"] = (
+                "conflict" if status.status == "conflict" else "error"
+            )
+            if refused == "error":
+                log.error("assuming pod %s on %s failed: %s", pod.key, o.node, status.message)
+            await send(self._queue, Requeue(pod=pod, cycle=o.popped.cycle, why=refused))
+            o.attempt.outcome(
+                refused,
+                node=o.node,
+                nodes_examined=result.evaluated,
+                nodes_feasible=result.feasible,
+                message=status.message,
+            )
+            o.status = refused
+            return None
+        metrics.RESERVE_SUCCESS.observe(seconds)
+        o.attempt.outcome(
+            "scheduled",
+            node=o.node,
+            nodes_examined=result.evaluated,
+            nodes_feasible=result.feasible,
+        )
+        o.status = "scheduled"
+        return BindRequest(
+            pod=pod,
+            node=o.node,
+            cycle=o.popped.cycle,
+            volumes=o.decision.volumes,
+            provisions=o.decision.provisions,
+            done=done,
+            attempts=o.popped.attempts,
+            arrived_at=o.popped.arrived_at,
+            trace=self._tracing.carrier_of(o.attempt),
+        )
+
+    async def _report(self, o: _Outcome) -> None:
+        status = o.status
+        assert status is not None
+        self._counts[status] += 1
+        counter, duration = _ATTEMPT_METRICS[status]
+        counter.inc()
+        duration.observe(o.finished - o.started)
+        if self._reports is None:
+            return
+        await send(
+            self._reports,
+            Attempted(
+                pod=o.popped.pod,
+                status=status,
+                node=o.decision.node if status == "scheduled" else None,
+                result=o.decision.result,
+                attempts=o.popped.attempts,
+                preempted=o.preempted,
+            ),
+        )
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """One decided pod of a batch.
+
+    ``status`` is None while it is placed and awaits the batch's assume. ``finished - started``
+    is the attempt's duration: from the start of its decision, less its share of the batch's
+    pop and refresh, to its requeue, or to the end of its decision plus its share of the
+    batch's assume round trip.
+    """
+
+    popped: Popped
+    decision: Decision
+    attempt: Attempt
+    started: float
+    status: Literal["scheduled", "unschedulable", "error", "conflict"] | None = None
+    finished: float = 0.0
+    preempted: list[str] = field(default_factory=list)
+    assumed: PodInfo | None = None
+
+    @property
+    def node(self) -> str:
+        assert self.decision.node is not None
+        return self.decision.node
+
+
+def _changes_the_store(preemption: PreemptionResult) -> bool:
+    """Whether carrying ``preemption`` out writes anything: it evicts (and nominates), or
+    clears a nomination (a pod it names is nominated now)."""
+    return preemption.node is not None or any(
+        p.pod.status.nominated_node_name for p in preemption.nominated_pods_to_clear
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Preempting:
+    """A pod that fit nowhere, and the preemption that ends its batch."""
+
+    decision: Decision
+    preemption: PreemptionResult
+
+
+_ATTEMPT_METRICS = {
+    "scheduled": (metrics.ATTEMPTS_SCHEDULED, metrics.ATTEMPT_DURATION_SCHEDULED),
+    "unschedulable": (metrics.ATTEMPTS_UNSCHEDULABLE, metrics.ATTEMPT_DURATION_UNSCHEDULABLE),
+    # Kubernetes counts an assume failure as an error.
+    "error": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
+    "conflict": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
+}
+
+
+def _observe_stages(decision: Decision) -> None:
+    """The Filter and Score extension points' durations of one attempt."""
+    result = decision.result
+    scored = decision.score_seconds
+    if scored is None:
+        # Scoring never ran: the filter stage ended the attempt (no fit, or an error).
+        if result.error:
+            metrics.FILTER_ERROR.observe(decision.filter_seconds)
+        else:
+            metrics.FILTER_UNSCHEDULABLE.observe(decision.filter_seconds)
+        return
+    metrics.FILTER_SUCCESS.observe(decision.filter_seconds)
+    (metrics.SCORE_ERROR if result.error else metrics.SCORE_SUCCESS).observe(scored)

@@ -1,0 +1,517 @@
+"""The scheduling-queue actor: pending pods in, the next pod to schedule out.
+
+Kubernetes counterparts: pkg/scheduler/internal/queue/scheduling_queue.go@v1.14 (the state,
+in :mod:`podium.actors.queue.core`) and the event handlers that feed it, which v1.14 keeps
+in pkg/scheduler/factory/factory.go (``NewConfigFactory``; pkg/scheduler/eventhandlers.go in
+later releases). Which store change does what ("pending": unbound, ours by spec.schedulerName,
+not terminating and not finished, :func:`is_pending`):
+
+==========================================  ===================================================
+change                                      queue operation
+==========================================  ===================================================
+Pod Added, pending                          add
+Pod Modified, pending before and after      update
+Pod Modified, pending before only           delete (and, when it became bound, assigned pod
+                                            added)
+Pod Modified, pending after only            add
+Pod Deleted / Preempted, pending            delete
+Pod Bound                                   delete (it was in flight) + assigned pod added
+Pod Unschedulable                           nothing (status only)
+bound pod Added, or Modified while active   assigned pod added (v1.14 AssignedPodAdded/Updated)
+bound pod Deleted / Preempted               move all
+bound pod Modified to terminated            move all (it holds no resources any more)
+Node Added                                  move all
+Node Modified                               move all when no pod is unschedulable or a
+                                            scheduling property changed
+                                            (:func:`node_scheduling_properties_changed`)
+PersistentVolume(Claim) Added / Modified    move all
+Service Added / Modified / Deleted          move all
+StorageClass Added, WaitForFirstConsumer    move all
+anything else                               nothing
+==========================================  ===================================================
+
+Owns: a :class:`~podium.actors.queue.core.SchedulingQueue`, the nominated pods
+(:class:`~podium.actors.queue.core.Nominations`, v1.14 ``PriorityQueue.nominatedPods``)
+and at most one parked Pop.
+
+Nominated pods: a pending pod whose ``status.nominatedNodeName`` is set (Recovered, Added,
+Modified) is nominated to that node; it stops being nominated when a Modified clears it, when
+it is bound (Bound, or a Modified that assigns it), deleted or preempted, or stops being
+pending. Every Popped carries the same immutable view until the nominations change.
+
+Mailbox (:data:`~podium.actors.mail.QueueMsg`): Recovered, Committed (from the store); Pop,
+GiveBack, Requeue (scheduler, binder); Lookup, QueueStats (gateway, operators).
+
+Emits: PoppedBatch / QueueIdle on a Pop's reply channel; LookupReply, QueueStatsReply.
+
+Batches: a Pop asks for up to ``max_pods`` pods and gets them in the order successive pops
+would give. The batch holds one pod while nominations exist or an unschedulable pod waits for
+an assigned pod to match its affinity (a bind between two one-pod pops could change what the
+second gives), and a pod that must be decided alone
+(:func:`~podium.actors.queue.batching.decided_alone`) comes in a batch of its own. GiveBack
+returns popped pods the scheduler did not decide to activeQ where they were (their attempt not
+counted), so a higher-priority pod that arrived meanwhile goes first.
+
+Timers: the receive loop waits for mail at most until the core's next deadline (a backoff
+expiring, the next leftover flush), then flushes with the trio clock's ``now``; a parked Pop is
+answered as soon as a pod is active.
+
+Metrics: ``scheduler_pending_pods{queue}`` set after each batch of mail;
+``scheduler_queue_incoming_pods_total{queue, event}`` at each add, requeue and move, with
+Kubernetes' event names (PodAdd, ScheduleAttemptFailure, BackoffComplete,
+UnschedulableTimeout, NodeAdd, NodeUpdate, AssignedPodAdd, AssignedPodDelete, PvAdd, PvUpdate,
+PvcAdd, PvcUpdate, ServiceAdd, ServiceUpdate, ServiceDelete, StorageClassAdd);
+``scheduler_unschedulable_pods{plugin}``: each pod in the unschedulable set counts once under
+every predicate that rejected it (the Requeue's ``plugins``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, assert_never
+
+import trio
+
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.mail import (
+    GiveBack,
+    Lookup,
+    LookupReply,
+    Pop,
+    Popped,
+    PoppedBatch,
+    QueueIdle,
+    QueueMsg,
+    QueueStats,
+    QueueStatsReply,
+    Requeue,
+)
+from podium.actors.queue.batching import decided_alone
+from podium.actors.queue.core import Nominations, QueueName, SchedulingQueue
+from podium.actors.runtime.mailbox import receive_batch, reply
+from podium.protocol import metrics
+from podium.protocol.objects import Node, Pod, StorageClass, holds_resources, pod_key
+from podium.protocol.quantity import Quantity
+from podium.store.mail import Change, Committed, Recovered
+
+if TYPE_CHECKING:
+    from prometheus_client import Counter, Gauge
+
+    from podium.protocol.objects import KubeObject
+
+__all__ = [
+    "DEFAULT_SCHEDULER_NAME",
+    "QueueActor",
+    "is_pending",
+    "node_scheduling_properties_changed",
+]
+
+log = logging.getLogger("podium.queue")
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+# Kinds whose every Added/Modified may make an unschedulable pod schedulable (v1.14 onPvAdd,
+# onPvUpdate, onPvcAdd, onPvcUpdate, onServiceAdd, onServiceUpdate; Service also on delete).
+_MOVE_ON_ADD_OR_MODIFY = frozenset({"PersistentVolume", "PersistentVolumeClaim", "Service"})
+
+# The queue_incoming_pods_total event of a move caused by (kind, change type).
+_MOVE_EVENTS = {
+    ("Node", "Added"): "NodeAdd",
+    ("Node", "Modified"): "NodeUpdate",
+    ("PersistentVolume", "Added"): "PvAdd",
+    ("PersistentVolume", "Modified"): "PvUpdate",
+    ("PersistentVolumeClaim", "Added"): "PvcAdd",
+    ("PersistentVolumeClaim", "Modified"): "PvcUpdate",
+    ("Service", "Added"): "ServiceAdd",
+    ("Service", "Modified"): "ServiceUpdate",
+    ("Service", "Deleted"): "ServiceDelete",
+    ("StorageClass", "Added"): "StorageClassAdd",
+}
+
+_INCOMING: dict[tuple[str, str], Counter] = {}
+_UNSCHEDULABLE_BY_PLUGIN: dict[str, Gauge] = {}
+
+
+def _incoming(queue: str, event: str, count: int = 1) -> None:
+    """Count pods entering ``queue`` on ``event`` (children bound on first use)."""
+    child = _INCOMING.get((queue, event))
+    if child is None:
+        child = metrics.QUEUE_INCOMING_PODS.labels(queue=queue, event=event)
+        _INCOMING[queue, event] = child
+    child.inc(count)
+
+
+def _unschedulable_gauge(plugin: str) -> Gauge:
+    child = _UNSCHEDULABLE_BY_PLUGIN.get(plugin)
+    if child is None:
+        child = metrics.UNSCHEDULABLE_PODS.labels(plugin=plugin, profile=metrics.PROFILE)
+        _UNSCHEDULABLE_BY_PLUGIN[plugin] = child
+    return child
+
+
+def _alone(pod: PodInfo) -> bool:
+    return decided_alone(pod.pod)
+
+
+def is_pending(pod: Pod, scheduler_name: str) -> bool:
+    """Whether the queue holds ``pod``: unbound, ours (spec.schedulerName) and not
+    terminated (v1.14's ``!assignedPod(pod) && responsibleForPod(pod, schedulerName)``, with the
+    later skip of terminated pods)."""
+    return (
+        not pod.spec.node_name
+        and pod.spec.scheduler_name == scheduler_name
+        and holds_resources(pod)
+    )
+
+
+def _is_assigned(pod: Pod) -> bool:
+    """A bound pod that still holds its place (v1.14 ``assignedPod``, terminated ones aside)."""
+    return bool(pod.spec.node_name) and holds_resources(pod)
+
+
+def _allocatable(node: Node) -> Mapping[str, Quantity]:
+    # The store defaults allocatable to capacity; a node read elsewhere may lack it.
+    return node.status.allocatable or node.status.capacity
+
+
+def node_scheduling_properties_changed(new: Node, old: Node) -> bool:
+    """v1.14 ``nodeSchedulingPropertiesChanged``: became schedulable (spec.unschedulable
+    true -> false), or its allocatable, labels, taints or condition statuses changed."""
+    if old.spec.unschedulable and not new.spec.unschedulable:
+        return True
+    if _allocatable(old) != _allocatable(new):
+        return True
+    if old.metadata.labels != new.metadata.labels:
+        return True
+    if old.spec.taints != new.spec.taints:
+        return True
+    old_conditions = {c.type: c.status for c in old.status.conditions}
+    new_conditions = {c.type: c.status for c in new.status.conditions}
+    return old_conditions != new_conditions
+
+
+MAX_LINKS = 4
+"""Trace carriers kept per pending pod (the latest requests that put it)."""
+
+
+class QueueActor:
+    """Runs a :class:`SchedulingQueue` fed by the store's changes.
+
+    Args:
+        inbox: the mailbox (``QueueMsg``); the actor stops when every sender has closed it.
+        scheduler_name: the spec.schedulerName whose pods are ours.
+        pod_initial_backoff_seconds, pod_max_backoff_seconds: the backoff range.
+        unschedulable_flush_interval_seconds: how often the leftover flush runs.
+        unschedulable_max_wait_seconds: how long a pod may stay unschedulable before that
+            flush retries it.
+    """
+
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[QueueMsg],
+        *,
+        scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+        pod_initial_backoff_seconds: float = 1.0,
+        pod_max_backoff_seconds: float = 10.0,
+        unschedulable_flush_interval_seconds: float = 30.0,
+        unschedulable_max_wait_seconds: float = 300.0,
+    ) -> None:
+        self._links: dict[str, list[dict[str, str]]] = {}
+        self._inbox = inbox
+        self.scheduler_name = scheduler_name
+        self.core = SchedulingQueue(
+            pod_initial_backoff_seconds=pod_initial_backoff_seconds,
+            pod_max_backoff_seconds=pod_max_backoff_seconds,
+            unschedulable_flush_interval_seconds=unschedulable_flush_interval_seconds,
+            unschedulable_max_wait_seconds=unschedulable_max_wait_seconds,
+        )
+        self.nominations = Nominations()
+        self._parked: Pop | None = None
+        # Pod key -> the predicates that rejected it, for every pod put in the unschedulable
+        # set (a superset of it between batches; trimmed to it after each batch).
+        self._unschedulable_plugins: dict[str, frozenset[str]] = {}
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the mailbox until it is closed.
+
+        Cancellation: safe at any point; a cancelled wait loses no mail (trio memory channels),
+        and nothing is held half-updated across an ``await``.
+        """
+        async with self._inbox:
+            self.core.start(trio.current_time())
+            task_status.started()
+            try:
+                await self._serve()
+            finally:
+                # This queue's pods no longer count (tests run several queues in one process).
+                for plugins in self._unschedulable_plugins.values():
+                    for plugin in plugins:
+                        _unschedulable_gauge(plugin).dec()
+                self._unschedulable_plugins.clear()
+
+    async def _serve(self) -> None:
+        core = self.core
+        while True:
+            # What is already waiting comes too, without passing the scheduler (STYLE.md).
+            batch = await receive_batch(self._inbox, deadline=core.next_deadline())
+            if batch is None:
+                return
+            for msg in batch:
+                self._handle(msg)
+            now = trio.current_time()
+            moved = core.flush_backoff_completed(now)
+            if moved:
+                _incoming("active", "BackoffComplete", moved)
+            backoff = core.backoff_count
+            moved = core.flush_unschedulable_leftover(now)
+            if moved:
+                self._count_moved("UnschedulableTimeout", moved, backoff)
+            self._answer_parked(now)
+            self._record()
+
+    # ------------------------------------------------------------------ metrics
+
+    def _record(self) -> None:
+        """Set the gauges after a batch."""
+        core = self.core
+        metrics.PENDING_ACTIVE.set(core.active_count)
+        metrics.PENDING_BACKOFF.set(core.backoff_count)
+        metrics.PENDING_UNSCHEDULABLE.set(core.unschedulable_count)
+        tracked = self._unschedulable_plugins
+        if len(tracked) > core.unschedulable_count:
+            # Some tracked pods left the unschedulable set (a move, an update): every entry
+            # was tracked, so the set is smaller than the tracking exactly when one left.
+            for key in list(tracked):
+                if core.lookup(key)[0] != "unschedulable":
+                    self._untrack(key)
+
+    def _track(self, key: str, plugins: frozenset[str]) -> None:
+        self._untrack(key)
+        self._unschedulable_plugins[key] = plugins
+        for plugin in plugins:
+            _unschedulable_gauge(plugin).inc()
+
+    def _untrack(self, key: str) -> None:
+        plugins = self._unschedulable_plugins.pop(key, None)
+        if plugins:
+            for plugin in plugins:
+                _unschedulable_gauge(plugin).dec()
+
+    def _count_moved(self, event: str, moved: int, backoff_before: int) -> None:
+        """Count ``moved`` pods leaving the unschedulable set: to backoffQ while backing off,
+        the rest to activeQ (the backoffQ growth tells them apart)."""
+        to_backoff = self.core.backoff_count - backoff_before
+        if to_backoff:
+            _incoming("backoff", event, to_backoff)
+        if moved > to_backoff:
+            _incoming("active", event, moved - to_backoff)
+
+    def _move_all(self, event: str, now: float) -> None:
+        backoff = self.core.backoff_count
+        moved = self.core.move_all_to_active_queue(now)
+        if moved:
+            self._count_moved(event, moved, backoff)
+
+    def _assigned_pod_added(self, pod: PodInfo, now: float) -> None:
+        backoff = self.core.backoff_count
+        moved = self.core.assigned_pod_added(pod, now)
+        if moved:
+            self._count_moved("AssignedPodAdd", moved, backoff)
+
+    def _add(self, pod: PodInfo, now: float) -> None:
+        self.core.add(pod, now)
+        if self.core.lookup(pod.key)[0] == "active":  # not a gated pod
+            _incoming("active", "PodAdd")
+
+    def _delete(self, pod: PodInfo) -> None:
+        where, _ = self.core.lookup(pod.key)
+        if self.core.delete(pod) and where == "unschedulable":
+            self._untrack(pod.key)
+
+    # ------------------------------------------------------------------ mail
+
+    def _handle(self, msg: QueueMsg) -> None:
+        now = trio.current_time()
+        match msg:
+            case Recovered(objects=objects):
+                self._recover(objects, now)
+            case Committed(changes=changes):
+                for change in changes:
+                    self._apply(change, now)
+            case Pop():
+                if self._parked is not None:
+                    # One Pop at a time; a requester that gave up and asked again replaces it.
+                    log.warning("a second Pop arrived while one was parked; the first is dropped")
+                self._parked = msg
+            case GiveBack(keys=keys):
+                # Not counted as incoming: to the metrics the pod never left activeQ.
+                for key in keys:
+                    self.core.cancel_pop(key)
+            case Requeue(pod=pod, cycle=cycle, why=why, plugins=plugins):
+                went: QueueName | None
+                if why == "conflict":
+                    went = self.core.requeue_conflict(pod, now)
+                else:
+                    went = self.core.add_unschedulable_if_not_present(pod, cycle, now)
+                if went is None:
+                    log.debug("requeue of %s dropped: it is no longer in flight", pod.key)
+                else:
+                    _incoming(went, "ScheduleAttemptFailure")
+                    if went == "unschedulable":
+                        self._track(pod.key, plugins)
+            case Lookup(key=key, reply=answer_to):
+                where, attempts = self.core.lookup(key)
+                reply(answer_to, LookupReply(queue=where, attempts=attempts))
+            case QueueStats(reply=answer_to):
+                core = self.core
+                reply(
+                    answer_to,
+                    QueueStatsReply(
+                        active=core.active_count,
+                        backoff=core.backoff_count,
+                        unschedulable=core.unschedulable_count,
+                        in_flight=core.in_flight_count,
+                    ),
+                )
+            case _:
+                assert_never(msg)
+
+    def _recover(self, objects: list[KubeObject], now: float) -> None:
+        """Every pending pod, in the order given, and nothing else."""
+        for obj in objects:
+            if isinstance(obj, Pod) and is_pending(obj, self.scheduler_name):
+                info = PodInfo(obj)
+                self._add(info, now)
+                self.nominations.set(info)
+
+    def _apply(self, change: Change, now: float) -> None:
+        obj = change.object
+        if isinstance(obj, Pod):
+            self._apply_pod(change, obj, now)
+            return
+        core = self.core
+        event = _MOVE_EVENTS.get((change.kind, change.type), "")
+        match change.kind, change.type:
+            case "Node", "Added":
+                self._move_all(event, now)
+            case "Node", "Modified":
+                old = change.old
+                if (
+                    core.unschedulable_count == 0
+                    or not isinstance(old, Node)
+                    or not isinstance(obj, Node)
+                    or node_scheduling_properties_changed(obj, old)
+                ):
+                    # With no unschedulable pod the move is cheap and still records a move
+                    # request for the pod in flight (v1.14 updateNodeInCache).
+                    self._move_all(event, now)
+            case kind, "Added" | "Modified" if kind in _MOVE_ON_ADD_OR_MODIFY:
+                self._move_all(event, now)
+            case "Service", "Deleted":
+                self._move_all(event, now)
+            case "StorageClass", "Added":
+                if (
+                    isinstance(obj, StorageClass)
+                    and obj.volume_binding_mode == "WaitForFirstConsumer"
+                ):
+                    self._move_all(event, now)
+            case _:
+                pass
+
+    def _apply_pod(self, change: Change, pod: Pod, now: float) -> None:
+        core = self.core
+        name = self.scheduler_name
+        key = pod_key(pod)
+        if change.trace is not None and is_pending(pod, name):
+            # The requests that submitted the pod: its attempts' traces link to them.
+            self._links.setdefault(key, []).append(change.trace)
+            del self._links[key][:-MAX_LINKS]
+        elif change.type in ("Deleted", "Preempted", "Bound"):
+            self._links.pop(key, None)
+        match change.type:
+            case "Added":
+                if is_pending(pod, name):
+                    info = PodInfo(pod)
+                    self._add(info, now)
+                    self.nominations.set(info)
+                    return
+                self.nominations.delete(key)
+                if _is_assigned(pod):
+                    self._assigned_pod_added(PodInfo(pod), now)
+            case "Modified":
+                old = change.old if isinstance(change.old, Pod) else None
+                was_pending = old is not None and is_pending(old, name)
+                info = PodInfo(pod)
+                if is_pending(pod, name):
+                    if was_pending or info.key in core:
+                        core.update(PodInfo(old) if old is not None else None, info, now)
+                    else:
+                        self._add(info, now)
+                    self.nominations.set(info)
+                    return
+                # Bound, terminating, finished or not ours any more: no longer nominated.
+                self.nominations.delete(key)
+                if was_pending or info.key in core:
+                    self._delete(info)
+                if _is_assigned(pod):
+                    self._assigned_pod_added(info, now)
+                elif old is not None and _is_assigned(old):
+                    self._move_all("AssignedPodDelete", now)
+            case "Deleted" | "Preempted":
+                info = PodInfo(pod)
+                self.nominations.delete(key)
+                self._delete(info)
+                if pod.spec.node_name:
+                    self._move_all("AssignedPodDelete", now)
+            case "Bound":
+                info = PodInfo(pod)
+                self.nominations.delete(key)
+                self._delete(info)
+                self._assigned_pod_added(info, now)
+            case "Unschedulable":
+                pass
+            case _:
+                assert_never(change.type)
+
+    # ------------------------------------------------------------------ replies
+
+    def _answer_parked(self, now: float) -> None:
+        pop = self._parked
+        if pop is None:
+            return
+        if pop.reply.statistics().open_receive_channels == 0:
+            # The requester went away: popping for it would strand the pod in flight.
+            self._parked = None
+            return
+        core = self.core
+        if core.active_count:
+            # A batch of one while a bind could change what the next pop gives (an affinity
+            # waiter moved) or nominations are in play (see podium.actors.queue.batching).
+            batch_of_one = bool(self.nominations) or core.has_affinity_waiters
+            queued = core.pop_batch(now, 1 if batch_of_one else pop.max_pods, _alone)
+            if not queued:  # pragma: no cover - active_count says there is one
+                return
+            self._parked = None
+            nominated = self.nominations.view(core.in_flight_keys)
+            answer = PoppedBatch(
+                pods=[
+                    Popped(
+                        pod=q.pod,
+                        cycle=q.cycle,
+                        attempts=q.attempts,
+                        arrived_at=q.arrived_at,
+                        links=self._links.get(q.pod.key, []),
+                        nominated=nominated,
+                    )
+                    for q in queued
+                ]
+            )
+            try:
+                pop.reply.send_nowait(answer)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
+                for q in queued:
+                    core.cancel_pop(q.pod.key)
+        elif pop.idle_ok and core.backoff_count == 0:
+            self._parked = None
+            reply(pop.reply, QueueIdle(unschedulable=core.unschedulable_count))

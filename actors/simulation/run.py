@@ -1,0 +1,163 @@
+"""``podium simulate``: the daemon's own actors, in process, on a cluster dump.
+
+The store is the in-memory one; there are no sockets. The whole dump is put in one write
+(atomic, with the store's admission rules), then the scheduler takes pods until the queue is
+idle: nothing active and nothing backing off. Two modes make the run repeatable: each bind is
+committed before the next cycle starts (so the queue sees every placement before it hands out
+the next pod, whatever order trio runs tasks in), and the clock is trio's MockClock with
+autojump, so backoff waits take no real time. Pods that fit nowhere stay in the unschedulable
+set; the run ends with them reported, and so are the pods with scheduling gates, which the
+queue never hands out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import msgspec
+import trio
+import trio.testing
+
+from podium.actors.cycle.scheduler import PluginSet
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.result import ScheduleResult
+from podium.actors.mail import Attempted, BeginScheduling
+from podium.actors.queue.actor import is_pending
+from podium.actors.runtime.mailbox import ask, send
+from podium.actors.simulation.cluster import PodOutcome, SimulationError
+from podium.actors.supervisor import Runtime
+from podium.protocol.config import SchedulerConfig
+from podium.protocol.objects import KubeObject, Pod
+from podium.protocol.validation import SCHEDULING_GATED_MESSAGE
+from podium.store.actor import StoreActor
+from podium.store.core import StoreCore
+from podium.store.mail import Published, StoreFailure, StoreMsg, WriteObjects, WriteResult
+from podium.store.memory import memory_store
+
+__all__ = ["simulate"]
+
+
+def _store(
+    inbox: trio.MemoryReceiveChannel[StoreMsg],
+    subscribers: Sequence[trio.MemorySendChannel[Published]],
+) -> StoreActor:
+    return memory_store(inbox, subscribers, StoreCore())
+
+
+async def _simulate(
+    objects: Sequence[KubeObject],
+    config: SchedulerConfig,
+    plugins: PluginSet,
+    *,
+    seed: int | None,
+    explain: bool,
+    progress: Callable[[int], None] | None,
+) -> list[PodOutcome]:
+    reports_tx, reports_rx = trio.open_memory_channel[Attempted](math.inf)
+    runtime = Runtime(
+        config,
+        plugins,
+        _store,
+        reports=reports_tx,
+        sync_binds=True,
+        exit_when_idle=True,
+        explain_attempts=explain,
+        seed=seed,
+    )
+    outcomes: dict[str, PodOutcome] = {}
+    rejected: StoreFailure | None = None
+    gated: list[PodOutcome] = []
+    async with trio.open_nursery() as nursery:
+        handles = await nursery.start(runtime.run)
+        try:
+            if objects:
+                written: WriteResult | StoreFailure = await ask(
+                    handles.store, lambda r: WriteObjects(puts=list(objects), reply=r)
+                )
+                if isinstance(written, StoreFailure):
+                    rejected = written
+                else:
+                    gated = _gated(objects, written, config.scheduler_name)
+            if rejected is None:
+                await send(handles.scheduler, BeginScheduling())
+        finally:
+            # Closing our mailboxes lets the runtime end once the scheduler is idle.
+            await handles.aclose()
+        async with reports_rx:
+            async for report in reports_rx:
+                key = report.pod.key
+                previous = outcomes.pop(key, None)
+                node = report.node if report.status == "scheduled" else None
+                outcomes[key] = PodOutcome(
+                    report.pod,
+                    node,
+                    None if node is not None else report.result.message,
+                    report.attempts
+                    if previous is None
+                    else max(report.attempts, previous.attempts),
+                    report.result,
+                    # Evictions stand whatever the later attempts did.
+                    [*(previous.preempted if previous else []), *report.preempted],
+                )
+                if progress is not None:
+                    progress(len(outcomes))
+    if rejected is not None:
+        lines = [rejected.message] + [
+            f"  objects[{e.index}] {e.kind} {e.namespace + '/' if e.namespace else ''}{e.name}: "
+            f"{e.path + ': ' if e.path else ''}{e.message}"
+            for e in rejected.errors
+        ]
+        raise SimulationError(
+            "\n".join(lines), objects=[(e.index, e.message, e.path) for e in rejected.errors]
+        )
+    return [*outcomes.values(), *gated]
+
+
+def _gated(
+    objects: Sequence[KubeObject], written: WriteResult, scheduler_name: str
+) -> list[PodOutcome]:
+    """The pending pods the scheduler never tries (their scheduling gates), reported as pending
+    with the gates named; each under the name the store gave it (generateName)."""
+    outcomes = []
+    for obj, status in zip(objects, written.objects, strict=False):
+        if isinstance(obj, Pod) and obj.spec.scheduling_gates and is_pending(obj, scheduler_name):
+            meta = msgspec.structs.replace(
+                obj.metadata, name=status.name, namespace=status.namespace
+            )
+            gates = ", ".join(g.name for g in obj.spec.scheduling_gates)
+            message = f"{SCHEDULING_GATED_MESSAGE}: {gates}"
+            info = PodInfo(msgspec.structs.replace(obj, metadata=meta))
+            outcomes.append(PodOutcome(info, None, message, 0, ScheduleResult(message=message)))
+    return outcomes
+
+
+def simulate(
+    objects: Sequence[KubeObject],
+    config: SchedulerConfig,
+    plugins: PluginSet,
+    *,
+    seed: int | None = None,
+    explain: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> list[PodOutcome]:
+    """Schedule every pending pod of ``objects``; one outcome per pod, in the order of its last
+    attempt.
+
+    Raises:
+        SimulationError: the store rejected the dump (each bad object named).
+    """
+    return trio.run(
+        lambda: _simulate(objects, config, plugins, seed=seed, explain=explain, progress=progress),
+        clock=_clock(plugins),
+    )
+
+
+def _clock(plugins: PluginSet) -> trio.testing.MockClock:
+    """Virtual time that jumps as soon as every task waits; with extenders, real time that
+    jumps only once every task has waited longer than the slowest extender may take, so an
+    HTTP call in flight is never timed out by a jump (a hung one still times out)."""
+    if not plugins.extenders:
+        return trio.testing.MockClock(autojump_threshold=0)
+    longest = max(e.timeout_seconds for e in plugins.extenders)
+    return trio.testing.MockClock(rate=1.0, autojump_threshold=longest + 0.5)

@@ -1,0 +1,370 @@
+"""``podium bench``: the flags, the progress bar and the report (a table or JSON) of the
+benchmark :mod:`podium.cli.bench.scheduler_perf` runs.
+
+Kubernetes counterpart: ``test/integration/scheduler_perf``'s command line (``-perf-scheduling-
+label-filter`` and friends) and its ``dataItems`` JSON.
+
+Owns: nothing.
+Emits: a progress bar (pods bound, the rate over the last second) on stderr when it is a
+terminal, and one line per finished run on stderr; a table or JSON on stdout, with ratios
+against a saved JSON run (``--compare``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from podium.cli.arguments import add_command, at_least
+from podium.cli.bench.scheduler_perf import BenchError, RunResult, plan, run_one, summarize
+from podium.cli.bench.workload import WORKLOADS
+from podium.cli.output import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Progress,
+    add_output_option,
+    dump_json,
+    err,
+    out,
+)
+from podium.protocol.errors import ErrorCode
+
+__all__ = [
+    "COMPARED",
+    "BaselineError",
+    "cmd_bench",
+    "compare",
+    "cpu_per_pod_ms",
+    "load_baseline",
+    "register",
+    "render_comparison",
+    "render_table",
+    "run_line",
+]
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``podium bench``: run the plan, each run ``--runs`` times, and print the medians
+    (beside the ratios against ``--compare``'s run, when given)."""
+    as_json = args.output == "json"
+    runs_planned = list(plan(args.workload or (), args.nodes, args.pods))
+    base: dict[tuple[str, int], dict[str, Any]] | None = None
+    if args.compare is not None:
+        try:
+            base = load_baseline(args.compare, [(w.name, n) for w, n, _ in runs_planned])
+        except BaselineError as exc:
+            err(f"error: {exc}")
+            return EXIT_FAILED
+    results: list[dict[str, Any]] = []
+    for workload, nodes, measured in runs_planned:
+        runs = []
+        for run in range(args.runs):
+            label = f"{workload.name} {nodes} nodes" + (f" run {run + 1}" if args.runs > 1 else "")
+            # On stderr: shown on a terminal even with -o json, which goes to stdout.
+            bar = Progress(label, measured, enabled=True, rate="pods/s")
+            try:
+                result = run_one(
+                    workload,
+                    nodes,
+                    measured,
+                    server=args.server,
+                    progress=bar.update,
+                    serve_args=args.serve_arg or (),
+                )
+            finally:
+                bar.close()
+            runs.append(result)
+            # One line per finished run, on stderr in either format and on a terminal or not:
+            # a long machine-read run still shows that it moves.
+            err(run_line(label, result))
+        results.append(summarize(runs))
+    if base is not None:
+        for summary in results:
+            saved = base[(summary["workload"], summary["nodes"])]
+            summary["compare"] = {"file": str(args.compare), **compare(summary, saved)}
+    if as_json:
+        dump_json({"results": _json_safe(results)})
+    else:
+        out(render_table(results))
+        if base is not None:
+            out()
+            out(render_comparison(results, str(args.compare)))
+    return EXIT_OK
+
+
+def run_line(label: str, result: RunResult) -> str:
+    """What a finished run prints on stderr."""
+    how = (
+        f"{len(result.windows)} windows"
+        if result.windowed
+        else "too short for a 1 s window: overall rate"
+    )
+    return (
+        f"{label}: {result.pods} pods bound in {result.duration_seconds:.1f} s, "
+        f"{result.throughput['average']:,.0f} pods/s ({how})"
+    )
+
+
+def _fmt(value: float, digits: int = 0) -> str:
+    return "-" if math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def cpu_per_pod_ms(result: dict[str, Any]) -> float:
+    """The daemon's CPU milliseconds per measured pod (NaN when not measured)."""
+    cpu = result.get("cpu_seconds")
+    if not cpu or not result.get("pods"):
+        return math.nan
+    return float(cpu) * 1000 / int(result["pods"])
+
+
+def render_table(results: Sequence[dict[str, Any]]) -> str:
+    """The summaries for people: a row per workload and size, the figures right-aligned. A
+    throughput marked ``*`` is the run's overall rate (too short for a 1 s window)."""
+    header = (
+        "WORKLOAD",
+        "NODES",
+        "PODS",
+        "AVG/S",
+        "P50/S",
+        "P90/S",
+        "P99/S",
+        "WINDOWS",
+        "LAT P50 MS",
+        "LAT P99 MS",
+        "PEAK RSS MIB",
+        "CPU S",
+        "CPU/POD MS",
+        "RECOVERY S",
+    )
+    rows = [header]
+    for r in results:
+        t, lat = r["throughput"], r["attempt_latency_ms"]
+        mark = "" if r.get("windowed", True) else "*"
+        rows.append(
+            (
+                r["workload"],
+                str(r["nodes"]),
+                str(r["pods"]),
+                _fmt(t["average"]) + mark,
+                _fmt(t["p50"]) + mark,
+                _fmt(t["p90"]) + mark,
+                _fmt(t["p99"]) + mark,
+                _fmt(r.get("window_count", math.nan)),
+                _fmt(lat["p50"], 2),
+                _fmt(lat["p99"], 2),
+                _fmt(r["peak_rss_bytes"] / 2**20) if r["peak_rss_bytes"] else "-",
+                _fmt(r["cpu_seconds"], 1),
+                _fmt(cpu_per_pod_ms(r), 3),
+                _fmt(r["recovery_seconds"], 2) if "recovery_seconds" in r else "-",
+            )
+        )
+    return _columns(rows)
+
+
+def _columns(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "   ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    )
+
+
+# --------------------------------------------------------------------------- --compare
+
+
+class BaselineError(BenchError):
+    """``--compare``'s file cannot be read, is not ``podium bench -o json`` output, or lacks
+    a workload and size this run measures."""
+
+    code: ErrorCode = "invalid"
+
+
+COMPARED = ("pods_per_second", "attempt_p99_ms", "cpu_per_pod_ms", "peak_rss_bytes")
+"""The figures ``--compare`` puts beside the saved run's, as ratios new / saved."""
+
+
+def load_baseline(
+    path: Path, wanted: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """The results of a saved ``podium bench -o json`` run, by (workload, nodes).
+
+    Args:
+        path: the file.
+        wanted: the (workload, nodes) this run measures; each must be in the file.
+
+    Raises:
+        BaselineError: the file cannot be read or decoded, is not a bench run, or lacks one of
+            ``wanted`` (every missing one is named, with what the file has).
+    """
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise BaselineError(f"--compare {path}: cannot read it: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise BaselineError(f"--compare {path}: not JSON: {exc}") from exc
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, list) or not all(
+        isinstance(r, dict)
+        and isinstance(r.get("workload"), str)
+        and isinstance(r.get("nodes"), int)
+        for r in results
+    ):
+        raise BaselineError(
+            f"--compare {path}: not the output of `podium bench -o json` "
+            '(a "results" list of workloads)'
+        )
+    saved = {(r["workload"], r["nodes"]): r for r in results}
+    missing = [f"{w} at {n} nodes" for w, n in wanted if (w, n) not in saved]
+    if missing:
+        have = ", ".join(f"{w} at {n} nodes" for w, n in saved) or "nothing"
+        raise BaselineError(f"--compare {path} has no {'; no '.join(missing)} (it has: {have})")
+    return saved
+
+
+def _figures(result: dict[str, Any]) -> dict[str, float]:
+    def number(value: Any) -> float:
+        return float(value) if isinstance(value, int | float) else math.nan
+
+    rss = number(result.get("peak_rss_bytes"))
+    return {
+        "pods_per_second": number(result.get("throughput", {}).get("average")),
+        "attempt_p99_ms": number(result.get("attempt_latency_ms", {}).get("p99")),
+        "cpu_per_pod_ms": cpu_per_pod_ms(result),
+        "peak_rss_bytes": rss if rss > 0 else math.nan,
+    }
+
+
+def compare(result: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
+    """Ratios new / saved of :data:`COMPARED` (NaN where either run lacks the figure: a run
+    with ``--server`` measures no latency, CPU or RSS)."""
+    new, old = _figures(result), _figures(saved)
+    return {
+        key: new[key] / old[key] if old[key] and not math.isnan(old[key]) else math.nan
+        for key in COMPARED
+    }
+
+
+def render_comparison(results: Sequence[dict[str, Any]], path: str) -> str:
+    """``--compare``'s table: per workload and size, this run's figure, the saved one, and the
+    ratio (above 1: more pods/s; for the others, more is worse)."""
+    rows: list[Sequence[str]] = [
+        (f"VS {path}", "NODES", "PODS/S", "RATIO", "P99 MS", "RATIO", "CPU/POD MS", "RATIO",
+         "RSS MIB", "RATIO"),
+    ]  # fmt: skip
+    for r in results:
+        c = r["compare"]
+        rows.append(
+            (
+                r["workload"],
+                str(r["nodes"]),
+                _fmt(r["throughput"]["average"]),
+                _ratio(c["pods_per_second"]),
+                _fmt(r["attempt_latency_ms"]["p99"], 2),
+                _ratio(c["attempt_p99_ms"]),
+                _fmt(cpu_per_pod_ms(r), 3),
+                _ratio(c["cpu_per_pod_ms"]),
+                _fmt(r["peak_rss_bytes"] / 2**20) if r["peak_rss_bytes"] else "-",
+                _ratio(c["peak_rss_bytes"]),
+            )
+        )
+    return _columns(rows)
+
+
+def _ratio(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}x"
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``bench`` to ``podium``."""
+    bench = add_command(
+        subparsers,
+        "bench",
+        summary="measure throughput and latency on the Kubernetes scheduler's benchmark workloads",
+        description=(
+            "Run the Kubernetes scheduler's benchmark workloads (test/integration/scheduler_perf)\n"
+            "against a fresh `podium serve` per run (or --server): create the nodes and the\n"
+            "initial pods through the protocol, then create the measured pods as a client would\n"
+            "and count their bindings. Reports throughput in 1 s windows (average, p50/p90/p99,\n"
+            "as scheduler_perf computes it), scheduling-attempt latency from the daemon's\n"
+            "histogram, the daemon's peak RSS and CPU seconds, and its recovery time on restart."
+        ),
+        epilog=(
+            "workloads: " + ", ".join(WORKLOADS) + "\n\n"
+            "examples:\n"
+            "  podium bench                                        # every workload, every size\n"
+            "  podium bench --workload SchedulingBasic --nodes 5000 --runs 3\n"
+            "  podium bench --workload SchedulingBasic --nodes 5000 --pods 150000   # RSS, ~5 min\n"
+            "  podium bench --server 127.0.0.1:7070 --workload SchedulingBasic --nodes 500\n"
+            "  podium bench --workload SchedulingBasic --nodes 500 -o json > base.json\n"
+            "  podium bench --workload SchedulingBasic --nodes 500 --compare base.json\n"
+            "\nWith --server the daemon must be empty; latency, RSS, CPU and recovery are not "
+            "measured (they need the daemon's metrics and process)."
+        ),
+    )
+    bench.add_argument(
+        "--workload",
+        action="append",
+        choices=list(WORKLOADS),
+        metavar="NAME",
+        help="a workload to run (repeatable; default: all)",
+    )
+    bench.add_argument(
+        "--nodes",
+        type=at_least(1),
+        metavar="N",
+        help="run at N nodes only (default: each workload's sizes)",
+    )
+    bench.add_argument(
+        "--pods",
+        type=at_least(1),
+        metavar="N",
+        help="measured pods (default: the workload's count)",
+    )
+    bench.add_argument(
+        "--runs",
+        type=at_least(1),
+        default=1,
+        metavar="N",
+        help="repeat each run N times; figures are medians",
+    )
+    bench.add_argument(
+        "--server", metavar="HOST:PORT", help="use this running daemon instead of starting one"
+    )
+    bench.add_argument(
+        "--compare",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "a saved run (`podium bench -o json > FILE`): print each figure's ratio against "
+            "it (pods/s, attempt p99, CPU per pod, peak RSS); it must hold every workload and "
+            "size run"
+        ),
+    )
+    bench.add_argument(
+        "--serve-arg",
+        action="append",
+        metavar="ARG",
+        help=(
+            "pass ARG to the `podium serve` each run starts (repeatable; a later --policy wins"
+            " over a workload's), e.g. --serve-arg=--policy --serve-arg=extenders.json"
+        ),
+    )
+    add_output_option(bench, ("table", "json"), "table")
+    bench.set_defaults(func=cmd_bench)

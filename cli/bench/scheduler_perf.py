@@ -1,0 +1,539 @@
+"""``podium bench``: the Kubernetes scheduler's benchmark workloads, end to end through the protocol.
+
+Kubernetes counterpart: ``test/integration/scheduler_perf`` (``config/performance-config.yaml``
+and its pod templates; ``util.go``'s ``throughputCollector`` for the 1 s-window metric).
+
+Each workload at each size starts a fresh ``podium serve`` (or uses ``--server``), creates the
+nodes and the pods already running, then creates the measured pods the way a client would (Put
+requests of :data:`PUT_BATCH` pods) while a watch counts their bindings. Reported per workload
+and size:
+
+- throughput: pods bound per second in 1 s windows, sampled as scheduler_perf's
+  ``throughputCollector`` samples them (:func:`throughput_windows`: the first window with a pod
+  bound is skipped, a window with none is folded into the next, the last partial one is
+  dropped); average and p50/p90/p99 of the windows, exactly as scheduler_perf computes them
+  (the mean of the windows; percentile ``p`` is the window at index ``ceil(len * p / 100) - 1``
+  of the sorted list). A run too short for one window reports its overall rate (measured pods
+  over the measured wall time) instead, and says so (``windowed: false``);
+- attempt latency: p50/p90/p99 of ``scheduler_scheduling_attempt_duration_seconds{result=
+  "scheduled"}`` over the measured phase, interpolated inside buckets as Prometheus'
+  ``histogram_quantile`` does;
+- the daemon's peak RSS (``VmHWM``) and the CPU seconds it spent in the measured phase;
+- after the run, a restart on the same database: ``recovery_seconds`` (the daemon's own
+  ``podium_recovery_duration_seconds``) and ``restart_seconds`` (start to ready line).
+
+The workloads and their objects are :mod:`podium.cli.bench.workload`'s; the command line,
+progress bar and table are ``podium bench``'s (:mod:`podium.cli.bench.command`).
+
+Owns: nothing shared; each run's daemon is a child process in a temporary directory
+(:class:`~podium.cli.bench.process.ServeProcess`).
+Emits: puts, deletes, watches and stats through the client; progress through the caller's
+callback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import statistics
+import tempfile
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+from prometheus_client.parser import text_string_to_metric_families
+
+from podium.cli.bench.process import DaemonError, ServeProcess
+from podium.cli.bench.workload import (
+    CHURN_POD,
+    PODS_PER_NODE,
+    WORKLOADS,
+    ZONES,
+    Workload,
+    make_node,
+    make_pods,
+    put_all,
+)
+from podium.protocol import objects as o
+from podium.protocol.client import Client, RemoteError, connect
+from podium.protocol.errors import PodiumError
+from podium.protocol.wire import ObjectRef
+
+__all__ = [
+    "BenchError",
+    "RunResult",
+    "histogram_quantile",
+    "plan",
+    "run_one",
+    "summarize",
+    "throughput_windows",
+    "window_stats",
+]
+
+WINDOW_SECONDS = 1.0
+"""scheduler_perf's ``throughputSampleInterval``."""
+
+STALL_SECONDS = 60.0
+"""A run with no measured pod bound for this long fails (a scheduler that stopped)."""
+
+START_SECONDS = 300.0
+"""The longest a daemon may take to print its ready line (a restart first recovers the whole
+cluster from its database)."""
+
+STOP_SECONDS = 60.0
+"""The longest a daemon may take to stop on SIGTERM."""
+
+
+class BenchError(PodiumError):
+    """A benchmark run could not complete: its setup took too long, its pods stopped binding,
+    or it asks for more pods than its cluster can place. (A daemon that does not start or stop
+    raises :class:`~podium.cli.bench.process.DaemonError`.)"""
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def throughput_windows(samples: Sequence[tuple[float, int]]) -> list[float]:
+    """The 1 s throughput windows of a run, as scheduler_perf's ``throughputCollector.run``
+    computes them (test/integration/scheduler_perf/util.go, kubernetes/kubernetes@0c5e832a):
+
+    - a sample is taken every :data:`WINDOW_SECONDS`; samples before the first pod is bound
+      are ignored;
+    - the first sample with a pod bound only starts the clock: "It's likely to be an outlier
+      because sampling and creating pods get started independently";
+    - a sample with no new pod bound records nothing yet; the next one that has some records
+      its rate (pods over the time since the last recorded sample) once for each window it
+      spans, "to keep percentiles accurate";
+    - what is bound after the last sample (the last, partial window) is not recorded.
+
+    Args:
+        samples: (time in seconds, measured pods bound so far) at each tick, in order.
+
+    Returns:
+        Pods per second, one entry per window.
+    """
+    windows: list[float] = []
+    started = False
+    last_count, last_time, skipped = 0, 0.0, 0
+    for now, bound in samples:
+        if bound == 0:
+            continue
+        if not started:
+            started = True
+            last_count, last_time = bound, now
+            continue
+        new = bound - last_count
+        if new == 0:
+            skipped += 1
+            continue
+        rate = new / (now - last_time)
+        windows.extend([rate] * (skipped + 1))
+        last_count, last_time, skipped = bound, now, 0
+    return windows
+
+
+def window_stats(windows: Sequence[float]) -> dict[str, float]:
+    """scheduler_perf's SchedulingThroughput summary of 1 s windows (pods/s)."""
+    if not windows:
+        return {"average": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
+    ordered = sorted(windows)
+    n = len(ordered)
+
+    def perc(p: int) -> float:
+        return ordered[math.ceil(n * p / 100) - 1]
+
+    return {"average": sum(ordered) / n, "p50": perc(50), "p90": perc(90), "p99": perc(99)}
+
+
+def _throughput(windows: Sequence[float], pods: int, seconds: float) -> dict[str, float]:
+    """The windows' summary; for a run too short for one window, its overall rate in every
+    figure (what the issue's table calls "overall")."""
+    if windows:
+        return window_stats(windows)
+    overall = pods / seconds if seconds > 0 else 0.0
+    return dict.fromkeys(("average", "p50", "p90", "p99"), overall)
+
+
+def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float:
+    """Prometheus' ``histogram_quantile``: ``buckets`` are (upper bound, cumulative count),
+    sorted, ending with +Inf. Linear inside a bucket; the +Inf bucket answers its lower bound.
+    Returns NaN for an empty histogram."""
+    if not buckets or buckets[-1][1] <= 0:
+        return math.nan
+    rank = q * buckets[-1][1]
+    lower, below = 0.0, 0.0
+    for upper, count in buckets:
+        if count >= rank:
+            if math.isinf(upper):
+                return lower
+            if count == below:
+                return upper
+            return lower + (upper - lower) * (rank - below) / (count - below)
+        lower, below = upper, count
+    return lower
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+@dataclass
+class _Metrics:
+    """What the bench reads from one /metrics scrape."""
+
+    attempt_buckets: list[tuple[float, float]]
+    cpu_seconds: float
+    recovery_seconds: float
+
+
+def _scrape(address: str) -> _Metrics:
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    buckets: dict[float, float] = {}
+    cpu = recovery = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if (
+                sample.name == "scheduler_scheduling_attempt_duration_seconds_bucket"
+                and sample.labels.get("result") == "scheduled"
+            ):
+                le = float(sample.labels["le"])
+                buckets[le] = buckets.get(le, 0.0) + sample.value
+            elif sample.name == "process_cpu_seconds_total":
+                cpu = sample.value
+            elif sample.name == "podium_recovery_duration_seconds":
+                recovery = sample.value
+    return _Metrics(sorted(buckets.items()), cpu, recovery)
+
+
+def _bucket_delta(
+    before: list[tuple[float, float]], after: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
+    old = dict(before)
+    return [(le, count - old.get(le, 0.0)) for le, count in after]
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass
+class RunResult:
+    """One run of one workload at one size."""
+
+    workload: str
+    nodes: int
+    pods: int
+    throughput: dict[str, float]
+    attempt_latency_ms: dict[str, float]
+    peak_rss_bytes: int
+    cpu_seconds: float
+    duration_seconds: float
+    windows: list[float] = field(default_factory=list)
+    recovery_seconds: float | None = None
+    restart_seconds: float | None = None
+
+    @property
+    def windowed(self) -> bool:
+        """Whether the throughput is of 1 s windows (else the run's overall rate)."""
+        return bool(self.windows)
+
+    @property
+    def overall(self) -> float:
+        """Measured pods over the measured wall time."""
+        return self.pods / self.duration_seconds if self.duration_seconds > 0 else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "workload": self.workload,
+            "nodes": self.nodes,
+            "pods": self.pods,
+            "throughput": self.throughput,
+            "windowed": self.windowed,
+            "overall_pods_per_second": self.overall,
+            "attempt_latency_ms": self.attempt_latency_ms,
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "cpu_seconds": self.cpu_seconds,
+            "duration_seconds": self.duration_seconds,
+            "windows": self.windows,
+        }
+        if self.recovery_seconds is not None:
+            out["recovery_seconds"] = self.recovery_seconds
+            out["restart_seconds"] = self.restart_seconds
+        return out
+
+
+SETUP_SECONDS = 600.0
+"""The longest the setup of one run (nodes and initial pods) may take."""
+
+
+async def _wait_for(client: Client, done: Callable[[Any], bool], what: str) -> None:
+    """Poll the daemon's stats until ``done(stats)`` (setup only; the measured phase watches)."""
+    with trio.move_on_after(SETUP_SECONDS) as scope:
+        while not done(await client.stats()):  # noqa: ASYNC110 - the state is the daemon's
+            await trio.sleep(0.05)
+    if scope.cancelled_caught:
+        raise BenchError(f"{what} did not finish within {SETUP_SECONDS:.0f} s")
+
+
+class _Churn:
+    """scheduler_perf's ``churn`` op, mode recreate: every second, delete what the last tick
+    made, then create a node, a high-priority pod that fits nowhere, and a Service."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.tick = 0
+
+    async def run(self, client: Client) -> None:
+        previous: list[ObjectRef] = []
+        while True:
+            if previous:
+                await client.delete(previous)
+            i = self.tick
+            self.tick += 1
+            node = make_node(1_000_000 + i, ZONES[i % len(ZONES)])
+            pod = make_pods(CHURN_POD, f"churn-{i}", self.namespace, 1)[0]
+            service = msgspec.convert(
+                {
+                    "kind": "Service",
+                    "metadata": {"name": f"churn-{i}", "namespace": self.namespace},
+                    "spec": {"selector": {"app": f"churn-{i}"}},
+                },
+                o.Service,
+                dec_hook=o.dec_hook,
+            )
+            await client.put([node, pod, service])
+            previous = [
+                ObjectRef(kind="Node", name=node.metadata.name),
+                ObjectRef(kind="Pod", name=pod.metadata.name, namespace=self.namespace),
+                ObjectRef(kind="Service", name=service.metadata.name, namespace=self.namespace),
+            ]
+            await trio.sleep(1.0)
+
+
+class _BindingCounter:
+    """Counts the measured pods' Bound events on a watch, resuming where the daemon says when
+    it cuts the watch off for falling behind (as any client must)."""
+
+    def __init__(self, wanted: set[tuple[str, str]], progress: Callable[[int], None]) -> None:
+        self.wanted = wanted
+        self.progress = progress
+        self.bound = 0
+
+    async def run(self, client: Client, from_revision: int) -> None:
+        """Return when every wanted pod is bound, or after :data:`STALL_SECONDS` without one."""
+        revision = from_revision
+        with trio.CancelScope(deadline=trio.current_time() + STALL_SECONDS) as stall:
+            while self.wanted:
+                try:
+                    async with client.watch(from_revision=revision, kinds=["Pod"]) as events:
+                        async for event in events:
+                            revision = event.revision
+                            key = (event.namespace, event.name)
+                            if event.type == "Bound" and key in self.wanted:
+                                self.wanted.discard(key)
+                                self.bound += 1
+                                stall.deadline = trio.current_time() + STALL_SECONDS
+                                self.progress(self.bound)
+                                if not self.wanted:
+                                    return
+                except RemoteError as exc:
+                    if exc.code != "overloaded" or exc.revision is None:
+                        raise
+                    revision = exc.revision
+
+
+async def _measure(
+    server: str,
+    metrics: str | None,
+    workload: Workload,
+    nodes: int,
+    measured: int,
+    progress: Callable[[int], None],
+) -> tuple[list[float], float, _Metrics | None, _Metrics | None]:
+    """Load the cluster, then measure: returns (windows, seconds, metrics before, after)."""
+    init_ns, measured_ns = workload.namespaces
+    async with connect(server) as client:
+        base = await client.stats()
+        await put_all(client, [make_node(i, ZONES[i % len(ZONES)]) for i in range(nodes)])
+        init = workload.init(nodes)
+        await put_all(client, make_pods(workload.init_pod, "init", init_ns, init))
+        if workload.init_binds:
+            await _wait_for(
+                client, lambda s: s.bound >= base.bound + init, f"binding {init} initial pods"
+            )
+        else:
+            await _wait_for(
+                client,
+                lambda s: s.unschedulable >= base.unschedulable + init,
+                f"trying {init} initial pods",
+            )
+        before = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
+        pods = workload.measured_pods(nodes, measured)
+        counter = _BindingCounter({(p.metadata.namespace, p.metadata.name) for p in pods}, progress)
+        samples: list[tuple[float, int]] = []
+        from_revision = (await client.stats()).revision
+        async with connect(server) as watcher, trio.open_nursery() as nursery:
+            began = trio.current_time()
+            if workload.churn:
+                nursery.start_soon(_Churn(measured_ns).run, client)
+            nursery.start_soon(put_all, client, pods)
+
+            async def sample() -> None:
+                # A ticker, as scheduler_perf's: ticks at fixed times, each sample timed when
+                # it is actually taken.
+                tick = 0
+                while True:
+                    tick += 1
+                    await trio.sleep_until(began + tick * WINDOW_SECONDS)
+                    samples.append((trio.current_time() - began, counter.bound))
+
+            nursery.start_soon(sample)
+            await counter.run(watcher, from_revision)
+            seconds = trio.current_time() - began
+            nursery.cancel_scope.cancel()
+        if counter.wanted:
+            raise BenchError(
+                f"{workload.name} at {nodes} nodes stalled: {counter.bound} of {measured} pods "
+                f"bound, none in the last {STALL_SECONDS:.0f} s"
+            )
+        after = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
+        return throughput_windows(samples), seconds, before, after
+
+
+def _latency(before: _Metrics | None, after: _Metrics | None) -> dict[str, float]:
+    if before is None or after is None:
+        return {"p50": math.nan, "p90": math.nan, "p99": math.nan}
+    delta = _bucket_delta(before.attempt_buckets, after.attempt_buckets)
+    return {f"p{q}": histogram_quantile(q / 100, delta) * 1000 for q in (50, 90, 99)}
+
+
+def run_one(
+    workload: Workload,
+    nodes: int,
+    measured: int,
+    *,
+    server: str | None,
+    progress: Callable[[int], None],
+    serve_args: Sequence[str] = (),
+) -> RunResult:
+    """Run ``workload`` at ``nodes`` once, on a fresh daemon unless ``server`` is given;
+    ``progress`` is told how many measured pods are bound so far; ``serve_args`` go to the
+    daemon after the workload's own flags."""
+    if server is not None:
+        windows, seconds, before, after = trio.run(
+            _measure, server, None, workload, nodes, measured, progress
+        )
+        return RunResult(
+            workload.name,
+            nodes,
+            measured,
+            _throughput(windows, measured, seconds),
+            _latency(before, after),
+            0,
+            0.0,
+            seconds,
+            windows,
+        )
+    with tempfile.TemporaryDirectory(prefix="podium-bench-") as tmp:
+        directory = Path(tmp)
+        flags: list[str] = []
+        if workload.policy is not None:
+            policy_path = directory / "policy.json"
+            policy_path.write_text(json.dumps(workload.policy()))
+            flags = ["--policy", str(policy_path)]
+        flags += serve_args
+        daemon = ServeProcess.start_in(directory, *flags, ready_timeout=START_SECONDS)
+        try:
+            windows, seconds, before, after = trio.run(
+                _measure, daemon.address, daemon.metrics, workload, nodes, measured, progress
+            )
+            peak = daemon.peak_rss_bytes()
+        except BaseException:
+            with contextlib.suppress(DaemonError):
+                daemon.stop_cleanly(STOP_SECONDS)
+            raise
+        daemon.stop_cleanly(STOP_SECONDS)
+        restarted = ServeProcess.start_in(directory, *flags, ready_timeout=START_SECONDS)
+        restart = restarted.started_seconds
+        recovery = _scrape(restarted.metrics).recovery_seconds
+        restarted.stop_cleanly(STOP_SECONDS)
+    assert before is not None and after is not None
+    return RunResult(
+        workload.name,
+        nodes,
+        measured,
+        _throughput(windows, measured, seconds),
+        _latency(before, after),
+        peak,
+        after.cpu_seconds - before.cpu_seconds,
+        seconds,
+        windows,
+        recovery,
+        restart,
+    )
+
+
+def summarize(runs: Sequence[RunResult]) -> dict[str, Any]:
+    """One workload and size over its runs: the median of each figure, the peak of the peaks,
+    and every run under ``runs``."""
+    first = runs[0]
+    out: dict[str, Any] = {
+        "workload": first.workload,
+        "nodes": first.nodes,
+        "pods": first.pods,
+        "throughput": {k: _median([r.throughput[k] for r in runs]) for k in first.throughput},
+        "windowed": all(r.windowed for r in runs),
+        "window_count": _median([len(r.windows) for r in runs]),
+        "overall_pods_per_second": _median([r.overall for r in runs]),
+        "attempt_latency_ms": {
+            k: _median([r.attempt_latency_ms[k] for r in runs]) for k in first.attempt_latency_ms
+        },
+        "peak_rss_bytes": max(r.peak_rss_bytes for r in runs),
+        "cpu_seconds": _median([r.cpu_seconds for r in runs]),
+        "runs": [r.as_json() for r in runs],
+    }
+    recoveries = [r.recovery_seconds for r in runs if r.recovery_seconds is not None]
+    if recoveries:
+        out["recovery_seconds"] = _median(recoveries)
+    return out
+
+
+def plan(
+    workload_names: Sequence[str], nodes: int | None, pods: int | None
+) -> Iterator[tuple[Workload, int, int]]:
+    """The runs asked for, as (workload, nodes, pods): each of ``workload_names`` (else every
+    workload) at ``nodes`` (else each of its sizes) with ``pods`` measured pods (else its own
+    count).
+
+    Raises:
+        BenchError: a run asks for more measured pods than its cluster can place, or for more
+            pods (initial and measured) than its nodes hold (raised as the plan reaches it:
+            list the plan to check every run before the first).
+    """
+    for name in workload_names or list(WORKLOADS):
+        workload = WORKLOADS[name]
+        sizes = (nodes,) if nodes else workload.sizes
+        for size in sizes:
+            measured = pods or workload.measured(size)
+            if measured > workload.capacity(size):
+                raise BenchError(
+                    f"{name} at {size} nodes can place at most {workload.capacity(size)} "
+                    f"measured pods; use --pods {workload.capacity(size)} or fewer, or more nodes"
+                )
+            init = workload.init(size) if workload.init_binds else 0
+            if init + measured > size * PODS_PER_NODE:
+                # Else the setup would wait SETUP_SECONDS for initial pods that cannot bind.
+                raise BenchError(
+                    f"{name} at {size} nodes cannot place its {init} initial and {measured} "
+                    f"measured pods (at most {size * PODS_PER_NODE} pods of 100m CPU on "
+                    f"{size} nodes); use more nodes"
+                )
+            yield workload, size, measured

@@ -1,0 +1,330 @@
+"""The Kubernetes scheduler's benchmark workloads: the objects ``podium bench`` and the load
+generator create, and the table of workloads.
+
+Kubernetes counterpart: ``test/integration/scheduler_perf/config/performance-config.yaml`` and
+its templates (``config/templates/node-default.yaml``, ``pod-default.yaml``, the affinity,
+spreading and large-CPU pods), at v1.14's pod shape.
+
+Owns: nothing; the templates are frozen objects and :func:`put_all` writes through the caller's
+client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from podium.actors.plugins import names
+from podium.protocol import objects as o
+from podium.protocol.client import Client
+
+__all__ = [
+    "AFFINITY_POD",
+    "ANTI_AFFINITY_POD",
+    "CHURN_POD",
+    "DEFAULT_POD",
+    "HOSTNAME_KEY",
+    "LARGE_CPU_POD",
+    "NODE_AFFINITY_POD",
+    "PODS_PER_NODE",
+    "PUT_BATCH",
+    "SIZES",
+    "SPREADING_POD",
+    "WORKLOADS",
+    "ZONES",
+    "ZONE_KEY",
+    "Workload",
+    "make_node",
+    "make_pods",
+    "put_all",
+    "spreading_policy",
+]
+
+PUT_BATCH = 500
+"""Objects per Put request while loading the cluster and the measured pods."""
+
+ZONE_KEY = "topology.kubernetes.io/zone"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+ZONES = ("zone1", "zone2", "zone3")
+
+
+def _resources(cpu: str = "100m", memory: str = "500Mi", *, limits: bool = True) -> dict[str, Any]:
+    requests = {"cpu": cpu, "memory": memory}
+    return {"requests": requests, "limits": dict(requests)} if limits else {"requests": requests}
+
+
+def _pod_template(
+    spec_extra: dict[str, Any], labels: dict[str, str] | None = None, **res: Any
+) -> o.Pod:
+    """A scheduler_perf pod template (pause container, port 80, 100m / 500Mi)."""
+    data = {
+        "kind": "Pod",
+        "metadata": {"name": "template", "labels": labels or {}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "ports": [{"containerPort": 80}],
+                    "resources": _resources(**res),
+                }
+            ],
+            **spec_extra,
+        },
+    }
+    return msgspec.convert(data, o.Pod, dec_hook=o.dec_hook)
+
+
+# config/templates/pod-default.yaml
+DEFAULT_POD = _pod_template({})
+# config/pod-large-cpu.yaml: fits no 4-CPU node
+LARGE_CPU_POD = _pod_template({}, cpu="9", limits=False)
+# config/pod-with-pod-anti-affinity.yaml (namespaces left to the pod's own, so the term bites)
+ANTI_AFFINITY_POD = _pod_template(
+    {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"color": "green"}},
+                        "topologyKey": HOSTNAME_KEY,
+                    }
+                ]
+            }
+        }
+    },
+    {"color": "green"},
+)
+# config/pod-with-pod-affinity.yaml
+AFFINITY_POD = _pod_template(
+    {
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"color": "blue"}}, "topologyKey": ZONE_KEY}
+                ]
+            }
+        }
+    },
+    {"color": "blue"},
+)
+# config/pod-with-node-affinity.yaml
+NODE_AFFINITY_POD = _pod_template(
+    {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": ZONE_KEY, "operator": "In", "values": ["zone1", "zone2"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    }
+)
+# config/pod-with-topology-spreading.yaml
+SPREADING_POD = _pod_template(
+    {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 5,
+                "topologyKey": ZONE_KEY,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"color": "blue"}},
+            }
+        ]
+    },
+    {"color": "blue"},
+)
+# config/templates/pod-high-priority-large-cpu.yaml (churn): fits nowhere, tries preemption
+CHURN_POD = msgspec.structs.replace(
+    LARGE_CPU_POD,
+    spec=msgspec.structs.replace(LARGE_CPU_POD.spec, priority_class_name="system-node-critical"),
+)
+
+
+def spreading_policy() -> dict[str, Any]:
+    """The default provider's predicates and priorities plus PodTopologySpread (weight 1): what
+    scheduler_perf's TopologySpreading runs with (its feature gate on)."""
+    return {
+        "kind": "Policy",
+        "apiVersion": "v1",
+        "predicates": [{"name": n} for n in (*names.DEFAULT_PREDICATES, "PodTopologySpread")],
+        "priorities": [
+            {"name": n, "weight": w}
+            for n, w in (*names.DEFAULT_PRIORITIES, ("PodTopologySpread", 1))
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One scheduler_perf workload.
+
+    Attributes:
+        name: scheduler_perf's name.
+        sizes: the node counts run when no ``--nodes`` is given.
+        measured: measured pods for a node count (``--pods`` overrides).
+        init: pods created (and waited for) before measuring, for a node count.
+        init_pod, measured_pod: the templates.
+        init_binds: whether the initial pods bind (Unschedulable's never do).
+        policy: a Policy for the daemon, or None for the default provider.
+        churn: create and delete a node, a high-priority pod and a Service every second.
+        namespaces: (initial, measured) namespaces.
+        capacity: the most measured pods the cluster can place, for a node count.
+        per_namespace: the most measured pods one namespace can place, for a node count
+            (None: no bound but ``capacity``); more measured pods than that go to further
+            namespaces (:meth:`measured_pods`).
+    """
+
+    name: str
+    sizes: tuple[int, ...]
+    measured: Callable[[int], int]
+    init: Callable[[int], int]
+    measured_pod: o.Pod
+    init_pod: o.Pod = DEFAULT_POD
+    init_binds: bool = True
+    policy: Callable[[], dict[str, Any]] | None = None
+    churn: bool = False
+    namespaces: tuple[str, str] = ("default", "default")
+    capacity: Callable[[int], int] = lambda n: n * PODS_PER_NODE
+    per_namespace: Callable[[int], int] | None = None
+
+    def measured_namespaces(self, nodes: int, count: int) -> list[str]:
+        """The namespaces ``count`` measured pods at ``nodes`` nodes go to: the measured
+        namespace, then ``<it>-1``, ``<it>-2``... as many as :attr:`per_namespace` asks."""
+        base = self.namespaces[1]
+        per = self.per_namespace(nodes) if self.per_namespace is not None else count
+        spread = max(1, -(-count // max(per, 1)))
+        return [base] + [f"{base}-{i}" for i in range(1, spread)]
+
+    def measured_pods(self, nodes: int, count: int) -> list[o.Pod]:
+        """The ``count`` measured pods at ``nodes`` nodes: ``pod-0``... in each of
+        :meth:`measured_namespaces`, shared out evenly (the first ones take the remainder)."""
+        spaces = self.measured_namespaces(nodes, count)
+        per = -(-count // len(spaces))
+        pods: list[o.Pod] = []
+        for namespace in spaces:
+            pods += make_pods(self.measured_pod, "pod", namespace, min(per, count - len(pods)))
+        return pods
+
+
+SIZES = (500, 1000, 5000)
+PODS_PER_NODE = 40
+"""100m pods on a 4-CPU node."""
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(
+            "SchedulingBasic",
+            (*SIZES, 15000),
+            # scheduler_perf measures 10 000; at 3000+ pods/s that is three 1 s windows, so as
+            # many as the cluster holds up to 30 000 (19 000 at 500 nodes) for five or more.
+            measured=lambda n: min(30_000, n * PODS_PER_NODE - 1000),
+            init=lambda n: 1000,
+            measured_pod=DEFAULT_POD,
+        ),
+        Workload(
+            "SchedulingPodAntiAffinity",
+            SIZES,
+            # scheduler_perf measures 400 at 500 nodes, 1000 at 5000: under one second here,
+            # too short for its 1 s windows. 12 000 gives at least five full windows at ~1500
+            # pods/s; one namespace holds one pod per node (the term's topology is the
+            # hostname, its namespaces the pod's own), so the measured pods fill several
+            # namespaces, each one pod per node.
+            measured=lambda n: 12_000,
+            init=lambda n: n // 5,
+            init_pod=ANTI_AFFINITY_POD,
+            measured_pod=ANTI_AFFINITY_POD,
+            namespaces=("sched-0", "sched-1"),
+            capacity=lambda n: n * (PODS_PER_NODE - 1),  # room for the initial pod on a node
+            per_namespace=lambda n: n,  # one per node
+        ),
+        Workload(
+            "SchedulingPodAffinity",
+            SIZES,
+            # scheduler_perf measures 1000 (every pod counts every other one): under a second
+            # here. Up to 15 000 (what one zone holds beside the initial pods, which gather in
+            # one zone too): five full 1 s windows at ~1500 pods/s.
+            measured=lambda n: min(15_000, (n // len(ZONES)) * PODS_PER_NODE - n),
+            init=lambda n: n,
+            init_pod=AFFINITY_POD,
+            measured_pod=AFFINITY_POD,
+            namespaces=("sched-0", "sched-1"),
+            capacity=lambda n: (n // len(ZONES)) * PODS_PER_NODE,  # all in the first pod's zone
+        ),
+        Workload(
+            "SchedulingNodeAffinity",
+            SIZES,
+            # Two zones of three hold the measured pods (and perhaps every initial one).
+            measured=lambda n: min(30_000, (2 * n // len(ZONES)) * PODS_PER_NODE - 1000),
+            init=lambda n: min(1000, n),
+            measured_pod=NODE_AFFINITY_POD,
+        ),
+        Workload(
+            "TopologySpreading",
+            SIZES,
+            measured=lambda n: 10_000,
+            init=lambda n: 1000,
+            measured_pod=SPREADING_POD,
+            policy=spreading_policy,
+        ),
+        Workload(
+            "Unschedulable",
+            SIZES,
+            init=lambda n: 200,
+            init_pod=LARGE_CPU_POD,
+            init_binds=False,
+            measured=lambda n: min(30_000, n * PODS_PER_NODE - 1000),
+            measured_pod=DEFAULT_POD,
+        ),
+        Workload(
+            "SchedulingWithMixedChurn",
+            SIZES,
+            measured=lambda n: min(30_000, n * PODS_PER_NODE - 1000),
+            init=lambda n: 0,
+            measured_pod=DEFAULT_POD,
+            churn=True,
+        ),
+    )
+}
+
+
+def make_node(index: int, zone: str) -> o.Node:
+    """config/templates/node-default.yaml: 4 CPU, 32 GiB, 110 pods, a zone and a hostname."""
+    name = f"node-{index}"
+    return msgspec.convert(
+        {
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {ZONE_KEY: zone, HOSTNAME_KEY: name}},
+            "status": {"capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+        },
+        o.Node,
+        dec_hook=o.dec_hook,
+    )
+
+
+def make_pods(template: o.Pod, prefix: str, namespace: str, count: int) -> list[o.Pod]:
+    """``count`` copies of ``template`` named ``prefix-0`` ... in ``namespace``."""
+    meta = template.metadata
+    return [
+        msgspec.structs.replace(
+            template,
+            metadata=msgspec.structs.replace(meta, name=f"{prefix}-{i}", namespace=namespace),
+        )
+        for i in range(count)
+    ]
+
+
+async def put_all(client: Client, objects: Sequence[o.KubeObject]) -> None:
+    """Put ``objects`` :data:`PUT_BATCH` at a time, as a client loading a cluster would."""
+    for start in range(0, len(objects), PUT_BATCH):
+        await client.put(objects[start : start + PUT_BATCH])

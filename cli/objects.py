@@ -1,0 +1,696 @@
+"""``podium apply``, ``delete``, ``get`` and ``watch``: the objects of a running daemon.
+
+Kubernetes counterpart: k8s.io/kubectl/pkg/cmd (apply, delete, get, and the table printers of
+pkg/printers/internalversion/printers.go@v1.14) — the same names, kind aliases, table columns,
+AGE format and "No resources found" wording, so an operator's habits carry over.
+
+Owns: nothing; each command opens one connection (:func:`~podium.cli.remote.run_client`),
+sends its requests and prints.
+Mailbox: none (each command is a sync function that runs its own ``trio.run``).
+Emits: Put, Delete, Get and Watch requests through the client; text or JSON on stdout. Exit
+codes: 0 ok, 1 rejected or failed (the daemon's error, an unreachable daemon, a file that does
+not load), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, assert_never
+
+import msgspec
+import yaml
+
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.cli.arguments import add_file_options, at_least
+from podium.cli.output import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Progress,
+    add_output_option,
+    dump_json,
+    err,
+    human_duration,
+    message_doc,
+    object_doc,
+    out,
+    print_remote_error,
+    skipped_doc,
+    skipped_line,
+    table,
+)
+from podium.cli.remote import add_remote_command, run_client
+from podium.protocol.client import DEFAULT_CHUNK_SIZE, Client, RemoteError
+from podium.protocol.errors import LoadErrors
+from podium.protocol.loader import Loaded, load_all
+from podium.protocol.objects import (
+    NAMESPACED_KINDS,
+    KubeObject,
+    LabelSelector,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
+    StorageClass,
+    namespace_or_default,
+    scoped_namespace,
+)
+from podium.protocol.validation import SCHEDULING_GATED
+from podium.protocol.wire import DeleteReply, Event, ObjectRef, ObjectStatus, PutReply
+
+__all__ = [
+    "KIND_ALIASES",
+    "cmd_apply",
+    "cmd_delete",
+    "cmd_get",
+    "cmd_watch",
+    "event_line",
+    "node_status",
+    "pod_status",
+    "register",
+    "resolve_kind",
+    "utc_now",
+]
+
+KIND_ALIASES: dict[str, str] = {
+    alias: kind
+    for kind, aliases in {
+        "Pod": ("pods", "pod", "po"),
+        "Node": ("nodes", "node", "no"),
+        "PersistentVolume": ("persistentvolumes", "persistentvolume", "pv"),
+        "PersistentVolumeClaim": ("persistentvolumeclaims", "persistentvolumeclaim", "pvc"),
+        "Service": ("services", "service", "svc"),
+        "StorageClass": ("storageclasses", "storageclass", "sc"),
+        "ReplicaSet": ("replicasets", "replicaset", "rs"),
+        "ReplicationController": ("replicationcontrollers", "replicationcontroller", "rc"),
+        "StatefulSet": ("statefulsets", "statefulset", "sts"),
+        "PriorityClass": ("priorityclasses", "priorityclass", "pc"),
+        "PodDisruptionBudget": ("poddisruptionbudgets", "poddisruptionbudget", "pdb"),
+    }.items()
+    for alias in (*aliases, kind.lower())
+}
+"""kubectl's resource names, singular names and short names (and the Kind in any case)."""
+
+# PyYAML's safe dumper, the C one when available (a large list dumps ~10x faster).
+_YAML_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+
+
+def resolve_kind(name: str) -> str:
+    """The Kind for a kubectl-style name (``po``, ``pods``, ``Pod``, ``storageclasses`` ...).
+
+    Raises:
+        ValueError: no kind has that name.
+    """
+    kind = KIND_ALIASES.get(name.lower())
+    if kind is None:
+        known = ", ".join(sorted({a for a in KIND_ALIASES if a.endswith("s")}))
+        raise ValueError(f'the server doesn\'t have a resource type "{name}" (known: {known})')
+    return kind
+
+
+def utc_now() -> datetime:
+    """The clock AGE columns are measured against (tests patch it)."""
+    return datetime.now(UTC)
+
+
+def _age(timestamp: str | None) -> str:
+    if not timestamp:
+        return "<unknown>"
+    try:
+        created = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return "<unknown>"
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    return human_duration((utc_now() - created).total_seconds())
+
+
+def _ref(kind: str, namespace: str, name: str) -> str:
+    """``pod/default/web-1`` or ``node/n1``: kubectl's kind/name with the namespace inside."""
+    return f"{kind.lower()}/{namespace}/{name}" if namespace else f"{kind.lower()}/{name}"
+
+
+def _format_milli_cpu(milli: int) -> str:
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+_BINARY_UNITS = (
+    ("Ei", 1 << 60),
+    ("Pi", 1 << 50),
+    ("Ti", 1 << 40),
+    ("Gi", 1 << 30),
+    ("Mi", 1 << 20),
+    ("Ki", 1 << 10),
+)
+_DECIMAL_UNITS = (
+    ("E", 10**18),
+    ("P", 10**15),
+    ("T", 10**12),
+    ("G", 10**9),
+    ("M", 10**6),
+    ("k", 10**3),
+)
+
+
+def _format_bytes(value: int) -> str:
+    """Bytes as an exact quantity, binary suffixes first (``1Gi``, ``500M``, ``1234``)."""
+    if value == 0:
+        return "0"
+    for units in (_BINARY_UNITS, _DECIMAL_UNITS):
+        for suffix, size in units:
+            if value % size == 0:
+                return f"{value // size}{suffix}"
+    return str(value)
+
+
+def _selector_text(selector: LabelSelector | dict[str, str] | None) -> str:
+    if selector is None:
+        return "<none>"
+    if isinstance(selector, dict):
+        return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"
+    parts = [f"{k}={v}" for k, v in sorted(selector.match_labels.items())]
+    for r in selector.match_expressions:
+        match r.operator:
+            case "In":
+                parts.append(f"{r.key} in ({','.join(r.values)})")
+            case "NotIn":
+                parts.append(f"{r.key} notin ({','.join(r.values)})")
+            case "Exists":
+                parts.append(r.key)
+            case "DoesNotExist":
+                parts.append(f"!{r.key}")
+    return ",".join(parts) or "<none>"
+
+
+def _load(paths: Sequence[str], *, strict: bool = False) -> Loaded | None:
+    """Every object of the files (``-`` is stdin), or None after printing every load error.
+
+    The kinds Podium does not schedule are skipped with one summary line on stderr (refused
+    when ``strict``).
+    """
+    try:
+        loaded = load_all(paths, stdin=sys.stdin.buffer, strict=strict)
+    except LoadErrors as exc:
+        for e in exc.errors:
+            err(f"error: {e}")
+        err("error: nothing was sent")
+        return None
+    if loaded.skipped:
+        err(skipped_line(loaded.skipped))
+    if not loaded.objects:
+        what = "of the kinds Podium schedules " if loaded.skipped else ""
+        err(f"error: no objects {what}found in {', '.join(paths)}")
+        return None
+    return loaded
+
+
+# --------------------------------------------------------------------------- apply
+
+
+_ACTION_WORDS = {
+    "created": "created",
+    "replaced": "configured",
+    "unchanged": "unchanged",
+    "deleted": "deleted",
+}
+
+
+def _status_line(status: ObjectStatus) -> str:
+    return f"{_ref(status.kind, status.namespace, status.name)} {_ACTION_WORDS[status.action]}"
+
+
+def _print_statuses(
+    reply: PutReply | DeleteReply, output: str, skipped: Counter[str] | None = None
+) -> int:
+    """A put's or delete's reply: as JSON (with what the files skipped, by kind), or a line
+    per object as kubectl prints it."""
+    if output == "json":
+        doc = message_doc(reply)
+        if skipped is not None:
+            doc["skipped"] = skipped_doc(skipped)
+        dump_json(doc)
+    else:
+        for status in reply.objects:
+            out(_status_line(status))
+    return EXIT_OK
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    """``podium apply -f FILE...``: put every object of the files in one atomic request."""
+    loaded = _load(args.file, strict=args.strict)
+    if loaded is None:
+        return EXIT_FAILED
+
+    async def body(client: Client) -> int:
+        return _print_statuses(await client.put(loaded.objects), args.output, loaded.skipped)
+
+    return run_client(args, body)
+
+
+# --------------------------------------------------------------------------- delete
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    """``podium delete KIND NAME`` or ``-f FILE``: delete the objects in one atomic request."""
+    if args.file:
+        if args.kind or args.name:
+            err("error: give either KIND NAME or -f FILE, not both")
+            return EXIT_USAGE
+        loaded = _load(args.file)
+        if loaded is None:
+            return EXIT_FAILED
+        refs = [
+            ObjectRef(kind=type(o).__name__, name=o.metadata.name, namespace=o.metadata.namespace)
+            for o in loaded.objects
+        ]
+    else:
+        if not (args.kind and args.name):
+            err("error: give KIND NAME (e.g. `podium delete pod web-1`) or -f FILE")
+            return EXIT_USAGE
+        try:
+            kind = resolve_kind(args.kind)
+        except ValueError as exc:
+            err(f"error: {exc}")
+            return EXIT_USAGE
+        namespace = scoped_namespace(kind, args.namespace)
+        refs = [ObjectRef(kind=kind, name=args.name, namespace=namespace)]
+
+    async def body(client: Client) -> int:
+        return _print_statuses(await client.delete(refs), args.output)
+
+    return run_client(args, body)
+
+
+# --------------------------------------------------------------------------- get
+
+
+def pod_status(pod: Pod) -> str:
+    """Terminating, a terminal phase, Bound (a node is set), SchedulingGated (its PodScheduled
+    condition says so, as kubectl's printPod reads it) or Pending."""
+    if pod.metadata.deletion_timestamp:
+        return "Terminating"
+    if pod.status.phase in ("Succeeded", "Failed"):
+        return pod.status.phase
+    if pod.spec.node_name:
+        return "Bound"
+    gated = any(
+        c.type == "PodScheduled" and c.reason == SCHEDULING_GATED for c in pod.status.conditions
+    )
+    return SCHEDULING_GATED if gated else "Pending"
+
+
+def _unschedulable_message(pod: Pod) -> str:
+    for c in pod.status.conditions:
+        if c.type == "PodScheduled" and c.status == "False":
+            return c.message or c.reason
+    return ""
+
+
+def node_status(node: Node) -> str:
+    """Ready/NotReady from the Ready condition, Unknown without one, plus SchedulingDisabled.
+
+    As kubectl prints it (pkg/printers/internalversion/printers.go ``printNode``: the last
+    condition of a type wins, no Ready condition is "Unknown"). The scheduler's
+    CheckNodeCondition still lets such a node pass: "Unknown" is only what is printed.
+    """
+    ready = {c.type: c for c in node.status.conditions}.get("Ready")
+    if ready is None:
+        status = "Unknown"
+    else:
+        status = "Ready" if ready.status == "True" else "NotReady"
+    return status + (",SchedulingDisabled" if node.spec.unschedulable else "")
+
+
+def _taints_text(node: Node) -> str:
+    taints = [
+        f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+        for t in node.spec.taints
+    ]
+    return ",".join(taints) or "<none>"
+
+
+def _row(obj: KubeObject, *, wide: bool) -> tuple[list[str], list[str]]:
+    """(header, row) of one object, without NAMESPACE; AGE last (then the wide columns)."""
+    age = _age(obj.metadata.creation_timestamp)
+    name = obj.metadata.name
+    match obj:
+        case Pod():
+            header = ["NAME", "STATUS", "NODE", "AGE"]
+            row = [name, pod_status(obj), obj.spec.node_name or "<none>", age]
+            if wide:
+                info = PodInfo(obj)
+                header += ["PRIORITY", "CPU", "MEMORY", "NOMINATED NODE", "MESSAGE"]
+                row += [
+                    str(obj.spec.priority or 0),
+                    _format_milli_cpu(info.request.milli_cpu),
+                    _format_bytes(info.request.memory),
+                    obj.status.nominated_node_name or "<none>",
+                    _unschedulable_message(obj),
+                ]
+        case Node():
+            allocatable = obj.status.allocatable or obj.status.capacity
+            header = ["NAME", "STATUS", "PODS", "CPU", "MEMORY", "AGE"]
+            row = [
+                name,
+                node_status(obj),
+                *(
+                    allocatable[r].text if r in allocatable else "<none>"
+                    for r in ("pods", "cpu", "memory")
+                ),
+                age,
+            ]
+            if wide:
+                labels = obj.metadata.labels
+                zone = next((labels[k] for k in _ZONE_LABELS if k in labels), "<none>")
+                header += ["ZONE", "TAINTS"]
+                row += [zone, _taints_text(obj)]
+        case PersistentVolume():
+            claim = obj.spec.claim_ref
+            header = ["NAME", "CAPACITY", "STATUS", "CLAIM", "STORAGECLASS", "AGE"]
+            row = [
+                name,
+                obj.spec.capacity["storage"].text if "storage" in obj.spec.capacity else "",
+                obj.status.phase or "Available",
+                f"{claim.namespace}/{claim.name}" if claim is not None else "",
+                obj.spec.storage_class_name,
+                age,
+            ]
+        case PersistentVolumeClaim():
+            header = ["NAME", "STATUS", "VOLUME", "STORAGECLASS", "AGE"]
+            row = [
+                name,
+                obj.status.phase or ("Bound" if obj.spec.volume_name else "Pending"),
+                obj.spec.volume_name,
+                obj.spec.storage_class_name or "",
+                age,
+            ]
+        case StorageClass():
+            header = ["NAME", "PROVISIONER", "VOLUMEBINDINGMODE", "AGE"]
+            row = [name, obj.provisioner, obj.volume_binding_mode, age]
+        case PriorityClass():
+            header = ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE"]
+            row = [name, str(obj.value), str(obj.global_default).lower(), age]
+        case Service() | ReplicationController():
+            header = ["NAME", "SELECTOR", "AGE"]
+            row = [name, _selector_text(obj.spec.selector), age]
+        case ReplicaSet() | StatefulSet():
+            header = ["NAME", "SELECTOR", "AGE"]
+            row = [name, _selector_text(obj.spec.selector), age]
+        case PodDisruptionBudget():
+            # kubectl's columns; ALLOWED DISRUPTIONS is <none> when no status was given (the
+            # scheduler then derives it from the matching pods, see actors/cycle/preemption.py).
+            spec = obj.spec
+            header = ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
+            row = [
+                name,
+                "N/A" if spec.min_available is None else str(spec.min_available),
+                "N/A" if spec.max_unavailable is None else str(spec.max_unavailable),
+                "<none>" if obj.status is None else str(obj.status.disruptions_allowed),
+                age,
+            ]
+        case _:
+            assert_never(obj)
+    return header, row
+
+
+def _print_table(items: Sequence[KubeObject], *, wide: bool, all_ns: bool) -> None:
+    rows: list[list[str]] = []
+    header: list[str] = []
+    for obj in items:
+        header, row = _row(obj, wide=wide)
+        rows.append([obj.metadata.namespace, *row] if all_ns else row)
+    if all_ns:
+        header = ["NAMESPACE", *header]
+    table([header, *rows])
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    """``podium get KIND [NAME]``: a table, or the objects as JSON or YAML."""
+    try:
+        kind = resolve_kind(args.kind)
+    except ValueError as exc:
+        err(f"error: {exc}")
+        return EXIT_USAGE
+    namespaced = kind in NAMESPACED_KINDS
+    if args.all_namespaces and args.name:
+        err("error: a resource cannot be retrieved by name across all namespaces")
+        return EXIT_USAGE
+    all_ns = namespaced and args.all_namespaces
+    namespace: str | None = (
+        namespace_or_default(args.namespace) if namespaced and not all_ns else None
+    )
+
+    async def body(client: Client) -> int:
+        bar: Progress | None = None
+
+        def on_page(done: int, remaining: int | None) -> None:
+            nonlocal bar
+            if bar is None and remaining:  # more than one page: a long list
+                tables = args.output in ("table", "wide")
+                bar = Progress(f"reading {kind} objects", done + remaining, enabled=tables)
+            if bar is not None:
+                bar.update(min(done, bar.total))  # (objects may come while it reads)
+
+        try:
+            reply = await client.get(
+                kind,
+                name=args.name or "",
+                namespace=namespace,
+                label_selector=args.selector or "",
+                chunk_size=args.chunk_size,
+                on_page=on_page,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        items = reply.items
+        if args.output in ("json", "yaml"):
+            if args.name and len(items) == 1:
+                doc: dict[str, Any] = object_doc(items[0])
+            else:
+                doc = {
+                    "apiVersion": "v1",
+                    "kind": "List",
+                    "items": [object_doc(o) for o in items],
+                    "metadata": {"resourceVersion": str(reply.revision)},
+                }
+            if args.output == "json":
+                dump_json(doc)
+            else:
+                sys.stdout.write(yaml.dump(doc, Dumper=_YAML_DUMPER, sort_keys=False))
+            return EXIT_OK
+        if not items:
+            where = f" in {namespace} namespace" if namespace is not None else ""
+            err(f"No resources found{where}." if where else "No resources found")
+            return EXIT_OK
+        _print_table(items, wide=args.output == "wide", all_ns=all_ns)
+        return EXIT_OK
+
+    return run_client(args, body)
+
+
+# --------------------------------------------------------------------------- watch
+
+
+def event_line(event: Event) -> str:
+    """``REVISION TYPE kind/ns/name [-> node] [message]``."""
+    parts = [str(event.revision), event.type, _ref(event.kind, event.namespace, event.name)]
+    if event.node:
+        parts += ["->", event.node]
+    if event.message:
+        parts.append(event.message)
+    return " ".join(parts)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """``podium watch``: one line (or JSON object) per event until Ctrl-C."""
+    try:
+        kinds = [resolve_kind(k) for k in args.kind or ()]
+    except ValueError as exc:
+        err(f"error: {exc}")
+        return EXIT_USAGE
+    as_json = args.output == "json"
+
+    async def body(client: Client) -> int:
+        try:
+            async with client.watch(args.from_revision, kinds) as events:
+                async for event in events:
+                    if as_json:
+                        out(msgspec.json.encode(message_doc(event)).decode())
+                    else:
+                        out(event_line(event))
+                    sys.stdout.flush()
+        except RemoteError as exc:
+            if exc.code == "gone":
+                err(
+                    f"error: revision {args.from_revision} is compacted; oldest kept is "
+                    f"{exc.revision}: list again"
+                )
+            elif exc.code == "overloaded" and exc.revision is not None:
+                err(f"error: {exc}; resume with --from-revision {exc.revision}")
+            else:
+                print_remote_error(exc)
+            return EXIT_FAILED
+        err("error: the watch ended")
+        return EXIT_FAILED
+
+    return run_client(args, body, until_interrupted=True)
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add apply, delete, get and watch to ``podium``."""
+    kinds_help = (
+        "kinds: pods (po), nodes (no), persistentvolumes (pv), persistentvolumeclaims (pvc),\n"
+        "  services (svc), storageclasses (sc), replicasets (rs), replicationcontrollers (rc),\n"
+        "  statefulsets (sts), priorityclasses (pc), or the Kind itself (Pod)"
+    )
+
+    p = add_remote_command(
+        subparsers,
+        "apply",
+        summary="create or replace objects from files, atomically",
+        description=(
+            "Create or replace every object of the files in one atomic request: all are\n"
+            "stored or none. Exit 0 means the daemon stored them durably. Files are what\n"
+            "`kubectl get ... -o json|yaml` prints: one object, a kind: List, or a\n"
+            "multi-document YAML. A file that does not load sends nothing. Objects of\n"
+            "kinds the scheduler does not use (Deployment, ConfigMap, Event, ...) are\n"
+            "skipped, with one summary line on stderr (--strict refuses them)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium apply -f examples/cluster.yaml\n"
+            "  kubectl get nodes,pods -A -o json | podium apply -f -\n"
+            "  podium apply -f nodes.yaml -f pods.yaml -o json\n\n"
+            "output: one line per object, as kubectl prints it:\n"
+            "  node/n1 created\n"
+            "  pod/default/web-1 configured\n"
+            "  pod/default/web-2 unchanged\n"
+            "and on stderr, when the files hold other kinds:\n"
+            "  skipped 3 objects of 2 kinds Podium does not schedule: ConfigMap 2, Deployment 1"
+        ),
+    )
+    add_file_options(p, help_text="a JSON or YAML file; '-' for stdin; repeatable")
+    add_output_option(p, ("text", "json"), "text")
+    p.set_defaults(func=cmd_apply)
+
+    p = add_remote_command(
+        subparsers,
+        "delete",
+        summary="delete objects by kind and name, or those of a file",
+        description=(
+            "Delete one object (KIND NAME) or every object of files (-f), atomically.\n"
+            "A missing object fails the whole request (exit 1) and nothing is deleted.\n\n"
+            + kinds_help
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium delete pod web-1\n"
+            "  podium delete po web-1 -n batch\n"
+            "  podium delete node n3\n"
+            "  podium delete -f pods.yaml"
+        ),
+    )
+    p.add_argument("kind", nargs="?", metavar="KIND", help="the kind (pod, node, pvc, ...)")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the object's name")
+    p.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: default)")
+    p.add_argument(
+        "-f", "--file", action="append", metavar="FILE", help="delete the objects of FILE"
+    )
+    add_output_option(p, ("text", "json"), "text")
+    p.set_defaults(func=cmd_delete)
+
+    p = add_remote_command(
+        subparsers,
+        "get",
+        summary="list objects, or show one, as kubectl get does",
+        description=(
+            "List the objects of a kind, or show one by name. Namespaced kinds read the\n"
+            "default namespace unless -n or -A is given.\n\n"
+            "pods:  NAME STATUS NODE AGE; STATUS is Bound, Pending, SchedulingGated, "
+            "Terminating, Succeeded\n"
+            "       or Failed. -o wide adds PRIORITY, CPU, MEMORY (requests),\n"
+            "       NOMINATED NODE and MESSAGE (why it is unschedulable).\n"
+            "nodes: NAME STATUS PODS CPU MEMORY AGE (allocatable); -o wide adds ZONE, TAINTS.\n"
+            "-o json|yaml print a kind: List (or the object) that `podium apply` reads back.\n\n"
+            + kinds_help
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium get pods\n"
+            "  podium get po -A -o wide\n"
+            "  podium get pods -l app=web,tier!=db -n shop\n"
+            "  podium get node n1 -o yaml\n"
+            "  podium get nodes -o json > nodes.json"
+        ),
+    )
+    p.add_argument("kind", metavar="KIND", help="the kind to list (pods, nodes, pv, ...)")
+    p.add_argument("name", nargs="?", metavar="NAME", help="one object's name")
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: default)")
+    scope.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="every namespace (adds NAMESPACE)"
+    )
+    p.add_argument(
+        "-l",
+        "--selector",
+        metavar="SELECTOR",
+        help="label selector: app=web,tier!=db,env in (a,b),!legacy",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=at_least(0),
+        default=DEFAULT_CHUNK_SIZE,
+        metavar="N",
+        help=(
+            f"read a long list N objects a request (default {DEFAULT_CHUNK_SIZE}); 0 asks for "
+            "it all at once, which the daemon refuses past its frame limit"
+        ),
+    )
+    add_output_option(p, ("table", "wide", "json", "yaml"), "table")
+    p.set_defaults(func=cmd_get)
+
+    p = add_remote_command(
+        subparsers,
+        "watch",
+        summary="stream events (Bound, Unschedulable, Deleted, ...) until Ctrl-C",
+        description=(
+            "Print every event after a revision (default: from now) until Ctrl-C:\n"
+            "  REVISION TYPE kind/ns/name [-> node] [message]\n"
+            "With -o json, one JSON object per line (NDJSON). To miss nothing, list first\n"
+            "and watch from the revision the list reflects (`podium get ... -o json`\n"
+            "prints it as metadata.resourceVersion). A revision older than the daemon\n"
+            "keeps fails with exit 1: list again."
+        ),
+        epilog=(
+            "examples:\n"
+            "  podium watch\n"
+            "  podium watch --kind pods --from-revision 1200\n"
+            "  podium watch -o json | jq 'select(.type == \"Unschedulable\")'\n\n"
+            "output:\n"
+            "  1201 Bound pod/default/web-1 -> n2\n"
+            "  1202 Unschedulable pod/default/big 0/3 nodes are available: 3 Insufficient cpu."
+        ),
+    )
+    p.add_argument(
+        "--from-revision", type=int, metavar="N", help="events after revision N (default: now)"
+    )
+    p.add_argument(
+        "--kind", action="append", metavar="KIND", help="only this kind; repeatable (default: all)"
+    )
+    add_output_option(p, ("text", "json"), "text")
+    p.set_defaults(func=cmd_watch)
