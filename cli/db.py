@@ -8,7 +8,7 @@ itself has none.
 Owns: nothing; each command opens the database file itself through podium.store.tools (read-only
 for check), so both work while ``podium serve`` runs on it. ``check`` and ``backup`` also take an
 etcd store (``etcd://HOST:PORT/PREFIX``): backup writes what the prefix holds, at one etcd
-revision, into a new SQLite database (:func:`podium.store.etcd.export_prefix`), and check
+revision, into a new SQLite database (:func:`podium.store.export.export_prefix`), and check
 checks such a copy, made in a temporary folder.
 Mailbox: none (sync functions called by the ``podium`` CLI).
 Emits: text or JSON on stdout; ``error: ...`` on stderr and a progress bar on a terminal. Exit
@@ -39,7 +39,9 @@ from podium.cli.output import (
 from podium.protocol.config import load_config
 from podium.protocol.errors import StoreError
 from podium.protocol.objects import Node, Pod
-from podium.store.etcd import EtcdLocation, etcd_durability, export_prefix, parse_store_url
+from podium.store.etcd.durability import etcd_durability
+from podium.store.export import export_prefix
+from podium.store.location import EtcdLocation, parse_store_url
 from podium.store.tools import (
     CheckReport,
     RecoverReport,
@@ -107,7 +109,7 @@ def _print_report(report: CheckReport) -> None:
 def _export(args: argparse.Namespace, location: EtcdLocation, dest: str, *, force: bool) -> int:
     """Copy the etcd store at ``location`` into ``dest`` (``podium.etcd`` from ``--config``
     for TLS and the user); its revision."""
-    settings = load_config(args.config).podium.etcd
+    settings = load_config(args.config).podium
 
     async def export() -> int:
         durability = etcd_durability(location, settings)

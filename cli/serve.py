@@ -37,7 +37,7 @@ from podium.cli.output import (
 )
 from podium.protocol.config import PodiumSettings, leader_election_problems
 from podium.protocol.errors import DatabaseDamaged, LeadershipLost, StoreError
-from podium.store.etcd import parse_store_url
+from podium.store.location import parse_store_url
 
 __all__ = ["cmd_serve", "register"]
 

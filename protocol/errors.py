@@ -20,9 +20,9 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     │   ├── DatabaseDamaged        unavailable  protocol/errors.py
     │   ├── LeadershipLost         unavailable  protocol/errors.py
     │   ├── FollowerBehind         unavailable  protocol/errors.py
-    │   └── EtcdError              unavailable  store/etcd_client.py
-    │       ├── EtcdUnavailable    unavailable  store/etcd_client.py
-    │       └── EtcdUnknownOutcome unavailable  store/etcd_client.py
+    │   └── EtcdError              unavailable  store/etcd/client.py
+    │       ├── EtcdUnavailable    unavailable  store/etcd/client.py
+    │       └── EtcdUnknownOutcome unavailable  store/etcd/client.py
     ├── StoreRejected              varies       store/core.py
     ├── _FileProblems              invalid      protocol/errors.py
     │   ├── PolicyError            invalid      protocol/errors.py
@@ -223,7 +223,7 @@ class NotAssumed(CacheStateError):
 
 class StoreError(PodiumError):
     """The store could not read or write its backend (mapped from ``sqlite3.Error``, or from
-    etcd's answers in store/etcd_client.py)."""
+    etcd's answers in store/etcd/client.py)."""
 
     code: ErrorCode = "unavailable"
 

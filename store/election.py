@@ -13,9 +13,9 @@ here in etcd's own election recipe (etcd's ``clientv3/concurrency``) rather than
   the key; a follower's next attempt creates it;
 - the **fence**: :attr:`LeaderElection.fence` is a compare of the key's ``create_revision``
   with the one this replica's creation gave it. Every transaction the store writes carries it
-  (:attr:`~podium.store.etcd.EtcdDurability.fence`), so a deposed leader (its key expired, or
-  made again by another) can commit nothing: a bind it attempts fails in etcd, whatever its
-  own clock believes.
+  (:attr:`~podium.store.etcd.durability.EtcdDurability.fence`), so a deposed leader (its key
+  expired, or made again by another) can commit nothing: a bind it attempts fails in etcd,
+  whatever its own clock believes.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ import trio
 
 from podium.protocol.config import EtcdSettings, LeaderElectionSettings
 from podium.protocol.errors import LeadershipLost, StoreError
-from podium.store.etcd import LEADER_KEY, EtcdLocation, etcd_credentials
-from podium.store.etcd_client import EtcdClient, b64, unb64
+from podium.store.credentials import etcd_credentials
+from podium.store.etcd.client import EtcdClient, b64
+from podium.store.etcd.keys import KeyLayout
+from podium.store.location import EtcdLocation
 
 __all__ = ["LeaderElection", "LeaderRecord", "leader_election"]
 
@@ -128,13 +130,11 @@ class LeaderElection:
         if now >= self._lease_until - self.retry_period:
             # A lease of our own to bind the key to (one that would expire before the next
             # attempt is replaced; an unused one expires by itself).
-            answer = await self._client.call("lease", "/v3/lease/grant", {"TTL": self.ttl})
-            self._lease = int(answer["ID"])
-            self._lease_until = now + int(answer.get("TTL", self.ttl))
+            grant = await self._client.lease_grant(self.ttl)
+            self._lease = grant.id
+            self._lease_until = now + (grant.ttl or self.ttl)
         record = LeaderRecord(identity=self.identity, address=self.address)
-        answer = await self._client.call(
-            "txn",
-            "/v3/kv/txn",
+        answer = await self._client.txn(
             {
                 "compare": [
                     {
@@ -156,19 +156,19 @@ class LeaderElection:
                 "failure": [{"request_range": {"key": b64(self.key)}}],
             },
         )
-        if answer.get("succeeded"):
-            self._create_revision = int(answer["header"]["revision"])
+        if answer.succeeded:
+            self._create_revision = answer.header.revision
             self._renewed = time.monotonic()
             self.leader = record
             self.leading = True
             self.transitions += 1
             log.info("leader election: %s leads (lease %x)", self.identity, self._lease)
             return True
-        responses = answer.get("responses", [])
-        kvs = responses[0]["response_range"].get("kvs", []) if responses else []
+        found = answer.responses[0].response_range if answer.responses else None
+        kvs = found.kvs if found is not None else []
         previous = self.leader
         try:
-            self.leader = _decode_record(unb64(kvs[0].get("value", ""))) if kvs else None
+            self.leader = _decode_record(kvs[0].value) if kvs else None
         except msgspec.DecodeError:
             self.leader = None
         if self.leader != previous:
@@ -193,10 +193,7 @@ class LeaderElection:
             ttl = None
             with trio.move_on_after(max(0.0, deadline - time.monotonic())):
                 try:
-                    answer = await self._client.call(
-                        "lease", "/v3/lease/keepalive", {"ID": self._lease}
-                    )
-                    ttl = int(answer.get("result", {}).get("TTL", 0))
+                    ttl = (await self._client.lease_keepalive(self._lease)).result.ttl
                 except StoreError as exc:
                     log.warning("leader election: renewing the lease: %s", exc)
                     continue
@@ -221,15 +218,13 @@ class LeaderElection:
             return
         self.leading = False
         try:
-            await self._client.call(
-                "txn",
-                "/v3/kv/txn",
+            await self._client.txn(
                 {
                     "compare": self.fence,
                     "success": [{"request_delete_range": {"key": b64(self.key)}}],
                 },
             )
-            await self._client.call("lease", "/v3/lease/revoke", {"ID": self._lease})
+            await self._client.lease_revoke(self._lease)
         except StoreError as exc:
             log.warning("leader election: resigning: %s (the lease expires by itself)", exc)
 
@@ -249,19 +244,19 @@ def leader_election(
     Raises:
         OSError: the password file cannot be read.
     """
-    tls, password = etcd_credentials(settings)
+    credentials = etcd_credentials(settings)
     client = EtcdClient(
         location.endpoints,
-        tls=tls,
-        user=settings.user,
-        password=password,
+        tls=credentials.tls,
+        user=credentials.user,
+        password=credentials.password,
         request_timeout=min(settings.request_timeout_seconds, election.retry_period_seconds),
         unavailable_after=election.renew_deadline_seconds,
     )
     identity = election.identity or f"{socket.gethostname()}:{os.getpid()}"
     return LeaderElection(
         client,
-        location.prefix.encode() + LEADER_KEY,
+        KeyLayout(location.prefix.encode()).leader,
         identity,
         election.advertise or address,
         lease_duration=election.lease_duration_seconds,

@@ -34,10 +34,11 @@ Refused at start (:class:`~podium.protocol.errors.DatabaseDamaged`, ``podium ser
 3), never served as it reads: a file that is 0 bytes (with no WAL to replay) or has no SQLite
 header, a file without Podium's tables, a main file gone while its WAL remains, a failing
 ``PRAGMA quick_check``, a meta revision the event log does not end at, an object row or one of
-the newest :data:`EVENTS_CHECKED_AT_START` event rows that does not decode. A new database is
-built beside its path (0600 whatever the umask; SQLite gives the WAL and shm files the
-database's mode), migrated, and renamed into place, so a path either holds no file or a
-database with Podium's tables: an emptied file is always a loss, never a new database.
+the newest :data:`~podium.store.tuning.EVENTS_CHECKED_AT_START` event rows that does not
+decode. A new database is built beside its path (0600 whatever the umask; SQLite gives the
+WAL and shm files the database's mode), migrated, and renamed into place, so a path either
+holds no file or a database with Podium's tables: an emptied file is always a loss, never a
+new database.
 
 Each commit checks, before its COMMIT, that the database, its WAL and the lock file are still
 the ones opened (device and inode of the path against the open file, which must still have a
@@ -77,10 +78,13 @@ import msgspec
 import trio
 
 from podium.actors.runtime.mailbox import reply
+from podium.protocol.config import PodiumSettings
 from podium.protocol.errors import DatabaseDamaged, StoreError
 from podium.protocol.objects import Pod
+from podium.store import tuning
 from podium.store.actor import Recovery, StoreActor, Subscriber
 from podium.store.core import StoreCore
+from podium.store.location import SqliteLocation
 from podium.store.mail import Change, StoreMsg
 from podium.store.schema import (
     MIGRATIONS,
@@ -90,32 +94,17 @@ from podium.store.schema import (
     event_row,
 )
 
-__all__ = ["SqliteDurability", "acquire_lock", "sqlite_store"]
+__all__ = ["SqliteDurability", "acquire_lock", "sqlite_durability", "sqlite_store"]
 
 log = logging.getLogger("podium.store")
 
 Job = Callable[[aiosqlite.Connection], Awaitable[Any]]
 
-MEMORY_LOG = 65_536
-"""Changes the core keeps in memory for watchers resuming close behind; older revisions are
-read from the database, which keeps ``eventRetentionRevisions`` of them."""
 SWITCH_INTERVAL_SECONDS = 0.0002
 """The interpreter's GIL switch interval while a database thread runs (default 0.005)."""
 
-COMMIT_WINDOW_SECONDS = 0.005
-"""Group commit: a batch begins at least this long after the previous one, so that writes
-arriving meanwhile share its transaction (each hand-over to the database thread costs the
-scheduler's thread a GIL round trip)."""
-
-COMPACT_EVERY = 1024
-"""Compact the event log when it has grown this far past the retention (amortised deletes)."""
-
 SQLITE_HEADER = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file (sqlite.org/fileformat.html, 1.3)."""
-
-EVENTS_CHECKED_AT_START = 1000
-"""The newest event rows decoded at start (a bounded check: the log may hold a million; an
-older row that does not decode is reported when a watcher reads it)."""
 
 QUICK_CHECK_PROBLEMS = 10
 """``PRAGMA quick_check(N)`` stops after N problems; the refusal names the first few."""
@@ -457,7 +446,7 @@ async def _load(conn: aiosqlite.Connection, path: str) -> Recovery:
         for row in await conn.execute_fetchall(
             "SELECT revision, type, kind, namespace, name, node, message, data FROM events "
             "ORDER BY revision DESC LIMIT ?",
-            (EVENTS_CHECKED_AT_START,),
+            (tuning.EVENTS_CHECKED_AT_START,),
         ):
             try:
                 decode_change(tuple(row))
@@ -666,7 +655,7 @@ class SqliteDurability:
         path: str,
         *,
         synchronous: Literal["normal", "full"] = "normal",
-        retention: int = 1_000_000,
+        retention: int = tuning.EVENT_RETENTION_REVISIONS,
     ) -> None:
         self.path = path
         self.retention = retention
@@ -693,7 +682,7 @@ class SqliteDurability:
 
     async def commit(self, changes: list[Change]) -> None:
         """Write the batch in one transaction, compacting the log when it has grown
-        :data:`COMPACT_EVERY` past the retention.
+        :data:`~podium.store.tuning.COMPACT_EVERY` past the retention.
 
         Raises:
             DatabaseDamaged: the database, its WAL or the lock file was deleted or replaced;
@@ -703,7 +692,7 @@ class SqliteDurability:
         assert self._identity is not None, "commit before load"
         revision = changes[-1].revision
         compact = None
-        if revision - self.retention - self._compacted_through >= COMPACT_EVERY:
+        if revision - self.retention - self._compacted_through >= tuning.COMPACT_EVERY:
             compact = revision - self.retention
             self._compacted_through = compact
         await self._db.call(_commit_job(_batch_of(changes, compact), self._identity.check))
@@ -728,28 +717,34 @@ class SqliteDurability:
                 self._lock = None
 
 
+def sqlite_durability(location: SqliteLocation, settings: PodiumSettings) -> SqliteDurability:
+    """The durability ``podium`` describes: the file at ``location``, ``synchronous`` and
+    ``eventRetentionRevisions`` (as :func:`~podium.store.etcd.durability.etcd_durability`)."""
+    return SqliteDurability(
+        location.path,
+        synchronous=settings.synchronous,
+        retention=settings.event_retention_revisions,
+    )
+
+
 def sqlite_store(
     inbox: trio.MemoryReceiveChannel[StoreMsg],
     subscribers: Sequence[Subscriber],
-    path: str,
-    *,
-    synchronous: Literal["normal", "full"] = "normal",
-    retention: int = 1_000_000,
+    durability: SqliteDurability,
 ) -> StoreActor:
-    """The daemon's store actor: it holds :class:`SqliteDurability`, a core keeping the recent
-    part of the log in memory, and the group commit window.
+    """The daemon's store actor on SQLite: ``durability`` (:func:`sqlite_durability`), a core
+    keeping the recent part of the log in memory, and the group commit window (as
+    :func:`~podium.store.etcd.durability.etcd_store`, with the same :mod:`~podium.store.tuning`).
 
     Args:
         inbox: its mailbox; the store stops when every sender has closed it.
         subscribers: who receives Recovered and every Committed.
-        path: the database file (created when missing).
-        synchronous: ``normal`` survives ``kill -9``; ``full`` also survives power loss.
-        retention: how many changes the event log keeps.
+        durability: where the store lives.
     """
     return StoreActor(
         inbox,
         subscribers,
-        SqliteDurability(path, synchronous=synchronous, retention=retention),
-        core=StoreCore(retention=min(retention, MEMORY_LOG)),
-        commit_window=COMMIT_WINDOW_SECONDS,
+        durability,
+        core=StoreCore(retention=min(durability.retention, tuning.MEMORY_LOG)),
+        commit_window=tuning.COMMIT_WINDOW_SECONDS,
     )

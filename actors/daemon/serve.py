@@ -60,15 +60,10 @@ from podium.protocol.config import (
 from podium.protocol.errors import ConfigError
 from podium.store.actor import StoreActor
 from podium.store.election import LeaderElection, leader_election
-from podium.store.etcd import (
-    EtcdDurability,
-    EtcdLocation,
-    etcd_durability,
-    etcd_store,
-    parse_store_url,
-)
+from podium.store.etcd.durability import EtcdDurability, etcd_durability, etcd_store
+from podium.store.location import EtcdLocation, SqliteLocation, parse_store_url
 from podium.store.mail import Published, StoreMsg
-from podium.store.sqlite import sqlite_store
+from podium.store.sqlite import sqlite_durability, sqlite_store
 
 __all__ = [
     "Readiness",
@@ -357,7 +352,7 @@ def _store(config: SchedulerConfig, replica: _Replica | None = None) -> StoreFac
         ValueError: ``podium.store`` is not a store URL.
     """
     settings = config.podium
-    where = parse_store_url(settings.store) if settings.store else settings.database
+    where = parse_store_url(settings.store) if settings.store else SqliteLocation(settings.database)
     if isinstance(where, EtcdLocation):
         return _etcd_store(config, where, replica)
     return _sqlite_store(config, where)
@@ -370,9 +365,7 @@ def _etcd_store(
         inbox: trio.MemoryReceiveChannel[StoreMsg],
         subscribers: Sequence[trio.MemorySendChannel[Published]],
     ) -> StoreActor:
-        durability = etcd_durability(
-            location, config.podium.etcd, retention=config.podium.event_retention_revisions
-        )
+        durability = etcd_durability(location, config.podium)
         if replica is None:
             return etcd_store(inbox, subscribers, durability)
         election = replica.election
@@ -412,20 +405,12 @@ async def _lead(replica: _Replica, scheduler: trio.MemorySendChannel[SchedulerMs
             await election.aclose()
 
 
-def _sqlite_store(config: SchedulerConfig, path: str) -> StoreFactory:
-    settings = config.podium
-
+def _sqlite_store(config: SchedulerConfig, location: SqliteLocation) -> StoreFactory:
     def build(
         inbox: trio.MemoryReceiveChannel[StoreMsg],
         subscribers: Sequence[trio.MemorySendChannel[Published]],
     ) -> StoreActor:
-        return sqlite_store(
-            inbox,
-            subscribers,
-            path,
-            synchronous=settings.synchronous,
-            retention=settings.event_retention_revisions,
-        )
+        return sqlite_store(inbox, subscribers, sqlite_durability(location, config.podium))
 
     return build
 

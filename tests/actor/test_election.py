@@ -19,8 +19,9 @@ from podium.protocol.errors import FollowerBehind, LeadershipLost
 from podium.protocol.objects import Pod
 from podium.store.core import StoreCore
 from podium.store.election import LeaderElection, LeaderRecord
-from podium.store.etcd import EtcdDurability, EtcdLocation, parse_store_url
-from podium.store.etcd_client import EtcdClient, b64
+from podium.store.etcd.client import EtcdClient, b64
+from podium.store.etcd.durability import EtcdDurability
+from podium.store.location import EtcdLocation, parse_store_url
 from podium.store.mail import Binding, Change
 
 
@@ -78,7 +79,7 @@ async def test_a_deposed_leaders_bind_is_refused_by_the_fence(location: EtcdLoca
         await leader.commit(pod)
         uid = statuses[0].uid
         # a's lease goes (as when it is paused past it), b is elected meanwhile.
-        await a._client.call("lease", "/v3/lease/revoke", {"ID": a._lease})
+        await a._client.lease_revoke(a._lease)
         await b.campaign()
         _, bound, _ = core.bind([Binding(namespace="default", name="web", uid=uid, node="n1")])
         assert bound, "the bind applies to a's own core"
@@ -103,7 +104,7 @@ async def test_a_holder_whose_lease_is_gone_gives_up(location: EtcdLocation) -> 
     a = _candidate(location, "a")
     with trio.fail_after(10):
         await a.campaign()
-        await a._client.call("lease", "/v3/lease/revoke", {"ID": a._lease})
+        await a._client.lease_revoke(a._lease)
         with pytest.raises(LeadershipLost, match="lease expired"):
             await a.hold()
         assert not a.leading
@@ -150,9 +151,7 @@ async def test_a_follower_behind_the_compacted_log_stops(location: EtcdLocation)
         for name in ("n1", "n2", "n3"):
             await leader.commit(_nodes(core, [name]))
         # The leader's log keeps one change: revision 1 and 2 are gone.
-        await leader._client.call(
-            "txn",
-            "/v3/kv/txn",
+        await leader._client.txn(
             {
                 "success": [
                     {

@@ -1,4 +1,4 @@
-"""What only the etcd store does: the store URL, the key mapping (objects by kind/namespace/
+"""What only the etcd store does: the key mapping (objects by kind/namespace/
 name, one event key per Podium revision, the meta key), batches split past etcd's transaction
 bounds and made whole again at start, one writer per prefix, a lost answer found out, and the
 prefixes it refuses. The backend-neutral behaviour is in test_durable_store.py.
@@ -23,48 +23,11 @@ from store_backends import etcd_range
 
 from podium.protocol.errors import DatabaseDamaged, StoreError
 from podium.store.core import StoreCore
-from podium.store.etcd import EtcdDurability, EtcdLocation, parse_store_url
-from podium.store.etcd_client import EtcdUnknownOutcome
+from podium.store.etcd.client import EtcdUnknownOutcome
+from podium.store.etcd.durability import EtcdDurability
+from podium.store.etcd.replies import Reply
+from podium.store.location import EtcdLocation, parse_store_url
 from podium.store.mail import Change
-
-
-@pytest.mark.parametrize(
-    ("url", "expected"),
-    [
-        pytest.param("podium.db", "podium.db", id="a plain path is SQLite"),
-        pytest.param("sqlite://podium.db", "podium.db", id="sqlite relative"),
-        pytest.param("sqlite:///var/lib/podium.db", "/var/lib/podium.db", id="sqlite absolute"),
-        pytest.param(
-            "etcd://127.0.0.1:2379/prod",
-            EtcdLocation(("127.0.0.1:2379",), "prod/"),
-            id="one endpoint",
-        ),
-        pytest.param(
-            "etcd://a:2379,b:2379,c:2379/team/podium/",
-            EtcdLocation(("a:2379", "b:2379", "c:2379"), "team/podium/"),
-            id="three endpoints, a nested prefix",
-        ),
-        pytest.param(
-            "etcd://a:2379", EtcdLocation(("a:2379",), "podium/"), id="the default prefix"
-        ),
-    ],
-)
-def test_store_urls(url: str, expected: EtcdLocation | str) -> None:
-    assert parse_store_url(url) == expected
-
-
-@pytest.mark.parametrize(
-    ("url", "problem"),
-    [
-        pytest.param("etcd:///prefix", "needs an endpoint", id="no endpoint"),
-        pytest.param("etcd://host/prefix", "is not HOST:PORT", id="no port"),
-        pytest.param("redis://h:1/x", "the store is sqlite://PATH", id="another scheme"),
-        pytest.param("sqlite://", "needs a path", id="sqlite without a path"),
-    ],
-)
-def test_store_urls_refused(url: str, problem: str) -> None:
-    with pytest.raises(ValueError, match=problem):
-        parse_store_url(url)
 
 
 @pytest.fixture
@@ -127,12 +90,14 @@ async def test_a_batch_past_the_txn_bounds_is_split_and_recovered_whole(
     txns = 0
     send = durability._client.call
 
-    async def counting(op: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def counting(
+        op: str, path: str, body: dict[str, Any], reply_type: type[Reply], **kw: bool
+    ) -> Reply:
         nonlocal txns
         if path == "/v3/kv/txn" and "compare" in body:
             txns += 1
             assert len(body["success"]) <= 8
-        return await send(op, path, body)
+        return await send(op, path, body, reply_type, **kw)
 
     durability._client.call = counting  # type: ignore[method-assign]  # a counting fake
     with trio.fail_after(10):
@@ -157,13 +122,15 @@ def _crash_after(durability: EtcdDurability, txns: int) -> None:
     """Let ``txns`` more write transactions through, then die before the next."""
     send = durability._client.call
 
-    async def call(op: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def call(
+        op: str, path: str, body: dict[str, Any], reply_type: type[Reply], **kw: bool
+    ) -> Reply:
         nonlocal txns
         if path == "/v3/kv/txn" and "compare" in body:
             if txns == 0:
                 raise _Crash
             txns -= 1
-        return await send(op, path, body)
+        return await send(op, path, body, reply_type, **kw)
 
     durability._client.call = call  # type: ignore[method-assign]  # a dying fake
 
@@ -236,9 +203,11 @@ async def test_a_txn_whose_answer_was_lost_is_found_applied(location: EtcdLocati
     send = durability._client.call
     lose = True
 
-    async def call(op: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def call(
+        op: str, path: str, body: dict[str, Any], reply_type: type[Reply], **kw: bool
+    ) -> Reply:
         nonlocal lose
-        answer = await send(op, path, body)
+        answer = await send(op, path, body, reply_type, **kw)
         if path == "/v3/kv/txn" and "compare" in body and lose:
             lose = False
             raise EtcdUnknownOutcome("the answer was lost")

@@ -23,14 +23,18 @@ from podium.protocol.errors import DatabaseDamaged
 from podium.store import sqlite as sqlite_module
 from podium.store.mail import StoreMsg, WriteObjects, WriteResult
 from podium.store.schema import SCHEMA_VERSION, decode_change
-from podium.store.sqlite import prepare_file, sqlite_store
+from podium.store.sqlite import SqliteDurability, prepare_file, sqlite_store
 
 
 @asynccontextmanager
 async def running(path: Path) -> AsyncIterator[trio.MemorySendChannel[StoreMsg]]:
     inbox_tx, inbox_rx = trio.open_memory_channel[StoreMsg](64)
     pub_tx, pub_rx = trio.open_memory_channel[object](1024)
-    store = sqlite_store(inbox_rx, [pub_tx], str(path))  # type: ignore[list-item]  # a sink
+    store = sqlite_store(
+        inbox_rx,
+        [pub_tx],
+        SqliteDurability(str(path)),  # type: ignore[list-item]  # a sink
+    )
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)

@@ -22,6 +22,7 @@ from podium.protocol import objects as o
 from podium.protocol.errors import StoreError
 from podium.protocol.wire import ObjectRef
 from podium.store import sqlite as sqlite_module
+from podium.store import tuning
 from podium.store.actor import StoreActor
 from podium.store.mail import (
     Binding,
@@ -41,7 +42,7 @@ from podium.store.mail import (
     WriteResult,
 )
 from podium.store.schema import SCHEMA_VERSION
-from podium.store.sqlite import sqlite_store
+from podium.store.sqlite import SqliteDurability, sqlite_store
 
 Published = Recovered | Committed
 
@@ -77,7 +78,7 @@ class Running:
 async def running(path: Path, retention: int = 1_000_000) -> AsyncIterator[Running]:
     inbox_tx, inbox_rx = trio.open_memory_channel[StoreMsg](64)
     pub_tx, pub_rx = trio.open_memory_channel[Published](1024)
-    store = sqlite_store(inbox_rx, [pub_tx], str(path), retention=retention)
+    store = sqlite_store(inbox_rx, [pub_tx], SqliteDurability(str(path), retention=retention))
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)
@@ -235,7 +236,7 @@ async def _log_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: int
 ) -> AsyncIterator[Running]:
     """A store whose core keeps 2 changes in memory, after ``writes`` one-node writes."""
-    monkeypatch.setattr(sqlite_module, "MEMORY_LOG", 2)
+    monkeypatch.setattr(tuning, "MEMORY_LOG", 2)
     async with running(tmp_path / "podium.db") as s:
         for i in range(writes):
             await s.write([_node(f"n{i}")])

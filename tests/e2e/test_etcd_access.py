@@ -24,8 +24,9 @@ from servers import require_server
 
 from podium.protocol.client import connect
 from podium.protocol.errors import StoreError
-from podium.store.etcd import EtcdDurability, EtcdLocation
-from podium.store.etcd_client import EtcdTLS
+from podium.store.credentials import EtcdTLS
+from podium.store.etcd.durability import EtcdDurability
+from podium.store.location import EtcdLocation
 
 PASSWORD = "s3cret-etcd-password"
 

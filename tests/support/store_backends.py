@@ -2,7 +2,7 @@
 SQLite in the test's folder, etcd under a prefix of its own on the session's etcd member.
 
 Each gives the store actor the daemon would build (:func:`~podium.store.sqlite.sqlite_store`,
-:func:`~podium.store.etcd.etcd_store`) and reads back what it wrote in its own terms (the
+:func:`~podium.store.etcd.durability.etcd_store`) and reads back what it wrote in its own terms (the
 event log's types in revision order, the objects kept), so a test asserts the same facts on
 both.
 """
@@ -20,13 +20,14 @@ from pathlib import Path
 import pytest
 import trio
 
-from podium.store import etcd as etcd_module
-from podium.store import sqlite as sqlite_module
+from podium.store import tuning
 from podium.store.actor import StoreActor, Subscriber
-from podium.store.etcd import EtcdDurability, EtcdLocation, etcd_store, parse_store_url
+from podium.store.etcd.durability import EtcdDurability, etcd_store
+from podium.store.etcd.keys import decode_event_value
+from podium.store.location import EtcdLocation, parse_store_url
 from podium.store.mail import StoreMsg
 from podium.store.schema import decode_change
-from podium.store.sqlite import sqlite_store
+from podium.store.sqlite import SqliteDurability, sqlite_store
 
 __all__ = ["BACKENDS", "Backend", "EtcdBackend", "SqliteBackend", "etcd_range"]
 
@@ -48,9 +49,8 @@ class Backend:
 
     def shrink(self, monkeypatch: pytest.MonkeyPatch, memory_log: int, compact_every: int) -> None:
         """Make the core keep ``memory_log`` changes and compact every ``compact_every``."""
-        for module in (sqlite_module, etcd_module):
-            monkeypatch.setattr(module, "MEMORY_LOG", memory_log)
-            monkeypatch.setattr(module, "COMPACT_EVERY", compact_every)
+        monkeypatch.setattr(tuning, "MEMORY_LOG", memory_log)
+        monkeypatch.setattr(tuning, "COMPACT_EVERY", compact_every)
 
     def event_types(self) -> list[str]:
         """The kept event log's change types, in revision order."""
@@ -73,7 +73,9 @@ class SqliteBackend(Backend):
         subscribers: Sequence[Subscriber],
         retention: int,
     ) -> StoreActor:
-        return sqlite_store(inbox, subscribers, str(self.path), retention=retention)
+        return sqlite_store(
+            inbox, subscribers, SqliteDurability(str(self.path), retention=retention)
+        )
 
     def event_types(self) -> list[str]:
         with closing(sqlite3.connect(self.path)) as conn:
@@ -123,7 +125,7 @@ class EtcdBackend(Backend):
         types = []
         for key, value in self.keys("events/"):
             revision = int(key.rsplit("/", 1)[1])
-            row = (revision, *etcd_module._event_decoder.decode(value))
+            row = (revision, *decode_event_value(value))
             types.append(decode_change(row).type)
         return types
 

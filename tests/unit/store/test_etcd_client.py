@@ -1,23 +1,26 @@
-"""store/etcd_client.py against a fake etcd (httpx.MockTransport): which answers move to the
+"""store/etcd/client.py against a fake etcd (httpx.MockTransport): which answers move to the
 next member, which are etcd's refusals, when a lost answer is an unknown outcome, the auth
-token's life, and the deadline after which etcd is unavailable."""
+token's life, the deadline after which etcd is unavailable, and etcd's replies decoded into
+their Structs (store/etcd/replies.py), a malformed one named by its field."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import httpx
 import pytest
 import trio
 
-from podium.store.etcd_client import (
+from podium.store.etcd.client import (
     EtcdClient,
     EtcdError,
     EtcdUnavailable,
     EtcdUnknownOutcome,
 )
+from podium.store.etcd.replies import KeyValue, TxnReply
 
 Answer = Callable[[httpx.Request], httpx.Response]
 
@@ -75,9 +78,9 @@ async def test_the_next_member_answers(first: Answer) -> None:
     etcd = FakeEtcd({"a:1": [first], "b:2": [ok]})
     client = etcd.client()
     with trio.fail_after(5):
-        answer = await client.call("range", "/v3/kv/range", {"key": "AA=="})
+        answer = await client.range({"key": "AA=="})
     await client.aclose()
-    assert answer["succeeded"]
+    assert answer.header.revision == 7
     assert [host for host, _, _ in etcd.seen] == ["a:1", "b:2"]
     assert client.endpoint == "http://b:2"  # it stays on the member that answered
 
@@ -86,7 +89,7 @@ async def test_a_refusal_is_etcds_message_and_not_retried() -> None:
     etcd = FakeEtcd({"a:1": [refuse(400, "etcdserver: too many operations in txn request")]})
     client = etcd.client()
     with trio.fail_after(5), pytest.raises(EtcdError, match="too many operations in txn"):
-        await client.call("txn", "/v3/kv/txn", {})
+        await client.txn({})
     await client.aclose()
     assert len(etcd.seen) == 1
 
@@ -95,12 +98,12 @@ async def test_a_write_whose_answer_was_lost_is_an_unknown_outcome() -> None:
     etcd = FakeEtcd({"a:1": [dropped], "b:2": [ok]})
     client = etcd.client()
     with trio.fail_after(5), pytest.raises(EtcdUnknownOutcome, match="dropped the connection"):
-        await client.call("txn", "/v3/kv/txn", {})
+        await client.txn({})
     # A read-only txn is read again instead.
     etcd.members["a:1"] = [dropped]
     client._current = 0
     with trio.fail_after(5):
-        assert (await client.call("read", "/v3/kv/txn", {}, read_only=True))["succeeded"]
+        assert (await client.call("read", "/v3/kv/txn", {}, TxnReply, read_only=True)).succeeded
     await client.aclose()
 
 
@@ -114,7 +117,7 @@ async def test_no_member_serving_is_unavailable_after_the_deadline() -> None:
             match=r"no endpoint of http://a:1, http://b:2 served txn for 0.3 s \(last: ",
         ),
     ):
-        await client.call("txn", "/v3/kv/txn", {})
+        await client.txn({})
     await client.aclose()
     assert {host for host, _, _ in etcd.seen} == {"a:1", "b:2"}
 
@@ -137,10 +140,10 @@ async def test_the_token_is_fetched_once_and_again_when_it_expires() -> None:
     etcd = FakeEtcd({"a:1": [_token("t1")]})
     client = etcd.client(user="podium", password="pw")
     with trio.fail_after(5):
-        await client.call("range", "/v3/kv/range", {})
-        await client.call("range", "/v3/kv/range", {})
+        await client.range({})
+        await client.range({})
         etcd.members["a:1"] = [_token("t2")]  # etcd restarted: t1 is no longer valid
-        await client.call("range", "/v3/kv/range", {})
+        await client.range({})
     await client.aclose()
     assert etcd.seen == [
         ("a:1", "/v3/auth/authenticate", None),
@@ -159,7 +162,7 @@ async def test_a_wrong_password_names_the_user() -> None:
         trio.fail_after(5),
         pytest.raises(EtcdError, match="refused user 'podium': etcdserver: authentication failed"),
     ):
-        await client.call("range", "/v3/kv/range", {})
+        await client.range({})
     await client.aclose()
 
 
@@ -168,5 +171,139 @@ async def test_a_plain_text_refusal_is_reported_as_it_reads() -> None:
     etcd = FakeEtcd({"a:1": [lambda request: httpx.Response(400, text=gateway + "\n")]})
     client = etcd.client()
     with trio.fail_after(5), pytest.raises(EtcdError, match=gateway):
-        await client.call("range", "/v3/kv/range", {})
+        await client.range({})
+    await client.aclose()
+
+
+# --------------------------------------------------------------------------- typed replies
+
+
+def answer(status: int, content: bytes) -> Answer:
+    return lambda request: httpx.Response(status, content=content)
+
+
+async def test_a_range_is_decoded_once_with_its_base64_and_int64_strings() -> None:
+    body = (
+        b'{"header": {"cluster_id": "1", "revision": "42"}, "count": "2", "kvs": ['
+        b'{"key": "cG9kaXVtL2E=", "value": "eyJ4IjoxfQ==", "mod_revision": "40", '
+        b'"create_revision": "3", "version": "5"}, {"key": "cG9kaXVtL2I="}]}'
+    )
+    client = FakeEtcd({"a:1": [answer(200, body)]}).client()
+    with trio.fail_after(5):
+        reply = await client.range({})
+    await client.aclose()
+    assert reply.header.revision == 42
+    assert reply.count == 2
+    assert not reply.more  # absent: proto3 leaves a false out
+    assert reply.kvs == [
+        KeyValue(key=b"podium/a", value=b'{"x":1}', mod_revision=40, create_revision=3, version=5),
+        KeyValue(key=b"podium/b"),  # no value: the empty one
+    ]
+
+
+async def test_a_txn_answers_in_order_and_a_failed_compare_is_the_absent_succeeded() -> None:
+    body = (
+        b'{"header": {"revision": "9"}, "responses": [{"response_range": {"header": '
+        b'{"revision": "9"}, "kvs": [{"key": "aw==", "value": "dg=="}]}}, {"response_put": '
+        b'{"header": {"revision": "9"}}}]}'
+    )
+    client = FakeEtcd({"a:1": [answer(200, body)]}).client()
+    with trio.fail_after(5):
+        reply = await client.txn({})
+    await client.aclose()
+    assert not reply.succeeded
+    first, second = reply.responses
+    assert first.response_range is not None
+    assert first.response_range.kvs == [KeyValue(key=b"k", value=b"v")]
+    assert (second.response_range, second.response_put is not None) == (None, True)
+
+
+async def test_a_lease_grant_and_a_keepalive() -> None:
+    grant = b'{"header": {"revision": "3"}, "ID": "7587869348215300874", "TTL": "15"}'
+    keepalive = b'{"result": {"header": {"revision": "3"}, "ID": "7587869348215300874"}}'
+    client = FakeEtcd({"a:1": [answer(200, grant), answer(200, keepalive)]}).client()
+    with trio.fail_after(5):
+        granted = await client.lease_grant(15)
+        renewed = await client.lease_keepalive(granted.id)
+    await client.aclose()
+    assert (granted.id, granted.ttl) == (7587869348215300874, 15)
+    assert renewed.result.ttl == 0  # absent: the lease is gone
+
+
+@dataclass(frozen=True)
+class Malformed:
+    name: str
+    content: bytes
+    problem: str
+
+
+MALFORMED = [
+    Malformed(
+        "a revision that is not a number",
+        b'{"header": {"revision": "soon"}}',
+        r"malformed reply: Expected `int`, got `str` - at `\$.header.revision`",
+    ),
+    Malformed(
+        "no header",
+        b'{"kvs": []}',
+        r"malformed reply: Object missing required field `header`$",
+    ),
+    Malformed(
+        "a key that is not base64",
+        b'{"header": {"revision": "1"}, "kvs": [{"key": "not base64!"}]}',
+        r"malformed reply: Invalid base64 encoded string - at `\$.kvs\[0\].key`",
+    ),
+    Malformed(
+        "kvs that are not a list",
+        b'{"header": {"revision": "1"}, "kvs": {"key": "aw=="}}',
+        r"malformed reply: Expected `array`, got `object` - at `\$.kvs`",
+    ),
+    Malformed("not JSON", b"<html>bad gateway</html>", r"malformed reply: JSON is malformed"),
+    Malformed("nothing", b"", r"malformed reply: Input data was truncated"),
+]
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=attrgetter("name"))
+async def test_a_malformed_read_reply_is_an_error_naming_the_field(case: Malformed) -> None:
+    etcd = FakeEtcd({"a:1": [answer(200, case.content)], "b:2": [ok]})
+    client = etcd.client()
+    with trio.fail_after(5), pytest.raises(EtcdError, match=case.problem) as caught:
+        await client.range({})
+    await client.aclose()
+    assert type(caught.value) is EtcdError
+    assert str(caught.value).startswith("etcd http://a:1 answered range with a malformed reply")
+    assert len(etcd.seen) == 1  # not retried elsewhere: the member did answer
+
+
+async def test_a_writes_malformed_reply_is_an_unknown_outcome() -> None:
+    client = FakeEtcd({"a:1": [answer(200, b'{"succeeded": true}')]}).client()
+    with (
+        trio.fail_after(5),
+        pytest.raises(
+            EtcdUnknownOutcome, match=r"answered txn with a malformed reply: .* field `header`"
+        ),
+    ):
+        await client.txn({})
+    await client.aclose()
+
+
+async def test_a_read_txn_answered_with_too_few_ranges_says_so() -> None:
+    body = b'{"header": {"revision": "2"}, "responses": [{"response_put": {}}]}'
+    client = FakeEtcd({"a:1": [answer(200, body)]}).client()
+    with (
+        trio.fail_after(5),
+        pytest.raises(
+            EtcdError,
+            match=r"answered follow, a txn of 2 ranges, with 1 answers of which 1 not a range's",
+        ),
+    ):
+        await client.read_ranges("follow", [{"key": "aw=="}, {"key": "bA=="}])
+    await client.aclose()
+
+
+async def test_a_refusal_without_a_message_reads_as_etcd_wrote_it() -> None:
+    etcd = FakeEtcd({"a:1": [answer(400, b'{"code": 3}')]})
+    client = etcd.client()
+    with trio.fail_after(5), pytest.raises(EtcdError, match=r'refused range: \{"code": 3\}$'):
+        await client.range({})
     await client.aclose()

@@ -6,15 +6,9 @@ guarded by a comparison of what it read, a compacted revision answered ``410 Gon
 
 The :class:`~podium.store.core.StoreCore` stays the authority in memory and numbers every
 change (the *Podium revision*); this module makes each batch durable in etcd, acknowledged
-once etcd's quorum has it (etcd answers a txn only after raft commits it). The mapping, under
-``PREFIX`` (``podium/`` by default)::
-
-    PREFIX/meta/revision                     {"schema", "revision", "applied", "writer", "n"}
-    PREFIX/objects/<kind>/<namespace>/<name> the object, msgpack (as SQLite's objects.data)
-    PREFIX/events/<revision, 20 digits>      one change: msgpack [type, kind, namespace, name,
-                                             node, message, object]; the event log
-    PREFIX/leader                            who leads, under leader election (JSON
-                                             {"identity", "address"}, bound to its lease)
+once etcd's quorum has it (etcd answers a txn only after raft commits it). The keys under
+``PREFIX`` (``podium/`` by default) are laid out in :mod:`podium.store.etcd.keys`: the meta
+key, one key per object, one event key per Podium revision, the leadership key.
 
 Podium revisions are not etcd's: a batch of many changes is one etcd transaction and so one
 etcd revision, while each change keeps its own Podium revision (the event key). ``revision``
@@ -31,8 +25,8 @@ its own: :attr:`EtcdDurability.fence` is a list of extra compares every transact
 
 **A batch, one transaction.** The changes' event keys, their objects' final states (a put, or
 a delete for a deleted or preempted one), the meta key, and the compaction of the event log
-when it has grown :data:`COMPACT_EVERY` past the retention: all in one txn, all or nothing.
-etcd bounds a transaction (``--max-txn-ops``, default 128; ``--max-request-bytes``, default
+when it has grown :data:`~podium.store.tuning.COMPACT_EVERY` past the retention: all in one
+txn, all or nothing. etcd bounds a transaction (``--max-txn-ops``, default 128; ``--max-request-bytes``, default
 1.5 MiB): a batch beyond :attr:`EtcdDurability.max_txn_ops` operations or
 :attr:`EtcdDurability.max_txn_bytes` is written in several transactions, in this order::
 
@@ -59,14 +53,17 @@ the committed revision); a revision compacted out of the log answers ``gone`` (K
 or the loss of a member: nothing about it lives in one member.
 
 **Failures.** A member that cannot be reached, or has lost its leader, is a retry on the
-next endpoint (:class:`~podium.store.etcd_client.EtcdClient`, counted in
+next endpoint (:class:`~podium.store.etcd.client.EtcdClient`, counted in
 ``podium_etcd_errors_total``): the loss of a member, or a leader election, only delays
 commits. When no member has served a request for ``podium.etcd.unavailableSeconds`` (the
-quorum is lost) the commit fails with :class:`~podium.store.etcd_client.EtcdUnavailable` and
+quorum is lost) the commit fails with :class:`~podium.store.etcd.client.EtcdUnavailable` and
 the daemon stops (fail-stop, as a failed SQLite commit: clients are answered
 ``unavailable``, and nothing of the batch was acknowledged); restarted (systemd's
 ``Restart=``), it recovers once the quorum is back. A transaction whose answer was lost is
-checked by reading the meta key back (each transaction writes a counter into it). Refused at start: a prefix with keys but no meta key
+checked by reading the meta key back (each transaction writes a counter into it); so is a
+write whose reply etcd gave but Podium cannot read (:mod:`podium.store.etcd.replies`).
+
+Refused at start: a prefix with keys but no meta key
 (:class:`~podium.protocol.errors.DatabaseDamaged`), a meta key from a newer Podium, an object
 or one of the newest event keys that does not decode, a log that does not end at the meta
 revision.
@@ -80,80 +77,49 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import msgspec
 import trio
 
-from podium.protocol.config import EtcdSettings
+from podium.protocol.config import PodiumSettings
 from podium.protocol.errors import DatabaseDamaged, FollowerBehind, LeadershipLost, StoreError
-from podium.protocol.objects import KubeObject, Pod
-from podium.protocol.wire import EventType
+from podium.protocol.objects import KubeObject
+from podium.store import tuning
 from podium.store.actor import Recovery, Standby, StoreActor, Subscriber
 from podium.store.core import StoreCore
-from podium.store.etcd_client import (
-    EtcdClient,
-    EtcdTLS,
-    EtcdUnknownOutcome,
-    b64,
-    unb64,
+from podium.store.credentials import EtcdTLS, etcd_credentials
+from podium.store.etcd.client import EtcdClient, EtcdUnknownOutcome, b64
+from podium.store.etcd.keys import (
+    SCHEMA_VERSION,
+    KeyLayout,
+    Meta,
+    decode_event,
+    decode_meta,
+    encode_event,
+    encode_meta,
+    prefix_end,
 )
+from podium.store.etcd.replies import KeyValue
+from podium.store.location import EtcdLocation
 from podium.store.mail import Change, StoreMsg
-from podium.store.schema import decode_object, encode_object, event_row
-from podium.store.tools import write_database
+from podium.store.schema import decode_object, encode_object
 
 __all__ = [
-    "COMPACT_EVERY",
-    "LEADER_KEY",
-    "SCHEMA_VERSION",
+    "PAGE",
+    "READ_PAGE",
     "EtcdDurability",
-    "EtcdLocation",
     "Snapshot",
-    "etcd_credentials",
     "etcd_durability",
     "etcd_store",
-    "export_prefix",
-    "parse_store_url",
 ]
 
 log = logging.getLogger("podium.store")
 
-SCHEMA_VERSION = 1
-"""The key layout's version, in the meta key; a newer one is refused."""
-COMPACT_EVERY = 1024
-"""The event log is cut back to the retention once it has grown this far past it."""
-MEMORY_LOG = 65_536
-"""Changes the core keeps in memory (as with SQLite)."""
-COMMIT_WINDOW_SECONDS = 0.005
-"""Group commit: a batch begins at least this long after the previous one."""
-EVENTS_CHECKED_AT_START = 1000
-"""The newest event keys decoded at start."""
 PAGE = 1000
 """Keys per range read at start."""
 READ_PAGE = 10_000
 """The most event keys one read of the log returns (a watcher far behind reads pages)."""
-
-LEADER_KEY = b"leader"
-"""The leadership key under the prefix (store/election.py)."""
-
-_DIGITS = 20
-_EventValue = tuple[EventType, str, str, str, str, str, bytes]
-_event_encoder = msgspec.msgpack.Encoder()
-_event_decoder = msgspec.msgpack.Decoder(_EventValue)
-
-
-class _Meta(msgspec.Struct, frozen=True, kw_only=True):
-    schema: int
-    revision: int
-    applied: int
-    writer: str = ""
-    n: int = 0
-
-
-_meta_decoder = msgspec.json.Decoder(_Meta)
-_meta_encoder = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,60 +135,6 @@ class Snapshot:
     revision: int
     objects: list[KubeObject]
     events: list[Change]
-
-
-@dataclass(frozen=True, slots=True)
-class EtcdLocation:
-    """Where the store lives in etcd: ``etcd://HOST:PORT[,HOST:PORT...]/PREFIX``.
-
-    Attributes:
-        endpoints: ``host:port`` of the members.
-        prefix: the key prefix (ends with ``/``).
-    """
-
-    endpoints: tuple[str, ...]
-    prefix: str
-
-    def __str__(self) -> str:
-        return f"etcd://{','.join(self.endpoints)}/{self.prefix}"
-
-
-def parse_store_url(url: str) -> EtcdLocation | str:
-    """``etcd://HOST:PORT[,HOST:PORT...]/PREFIX`` (the prefix defaults to ``podium``), or
-    ``sqlite://PATH`` (the path, relative or absolute: ``sqlite:///var/lib/podium.db``); a
-    plain path is a SQLite path.
-
-    Raises:
-        ValueError: an etcd URL without endpoints, or another scheme.
-    """
-    if url.startswith("sqlite://"):
-        path = url.removeprefix("sqlite://")
-        if not path:
-            raise ValueError(f"{url!r}: sqlite://PATH needs a path")
-        return path
-    if not url.startswith("etcd://"):
-        if "://" in url:
-            raise ValueError(f"{url!r}: the store is sqlite://PATH or etcd://HOST:PORT/PREFIX")
-        return url
-    parts = urlsplit(url)
-    endpoints = tuple(e.strip() for e in parts.netloc.split(",") if e.strip())
-    for endpoint in endpoints:
-        host, sep, port = endpoint.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"{url!r}: endpoint {endpoint!r} is not HOST:PORT")
-    if not endpoints:
-        raise ValueError(f"{url!r}: etcd://HOST:PORT[,HOST:PORT...]/PREFIX needs an endpoint")
-    prefix = unquote(parts.path).strip("/") or "podium"
-    return EtcdLocation(endpoints, prefix + "/")
-
-
-def _rev_key(revision: int) -> str:
-    return f"{revision:0{_DIGITS}d}"
-
-
-def _prefix_end(key: bytes) -> bytes:
-    """The range end covering every key that starts with ``key``."""
-    return key[:-1] + bytes([key[-1] + 1])
 
 
 def _ref(kind: str, namespace: str, name: str) -> str:
@@ -259,7 +171,7 @@ class EtcdDurability:
         tls: EtcdTLS | None = None,
         user: str | None = None,
         password: str | None = None,
-        retention: int = 1_000_000,
+        retention: int = tuning.EVENT_RETENTION_REVISIONS,
         max_txn_ops: int = 128,
         max_txn_bytes: int = 1_000_000,
         request_timeout: float = 5.0,
@@ -280,13 +192,9 @@ class EtcdDurability:
             request_timeout=request_timeout,
             unavailable_after=unavailable_after,
         )
-        prefix = location.prefix.encode()
-        self._prefix = prefix
-        self._meta_key = prefix + b"meta/revision"
-        self._objects = prefix + b"objects/"
-        self._events = prefix + b"events/"
+        self._keys = KeyLayout(location.prefix.encode())
         self._writer = f"{socket.gethostname()}:{os.getpid()}"
-        self._meta = _Meta(schema=SCHEMA_VERSION, revision=0, applied=0, writer=self._writer)
+        self._meta = Meta(schema=SCHEMA_VERSION, revision=0, applied=0, writer=self._writer)
         self._meta_mod = 0  # the meta key's mod_revision after our last txn (0: absent)
         self._committed = 0
         self._compacted_through = 0
@@ -306,14 +214,15 @@ class EtcdDurability:
             StoreError: etcd is unavailable, or the prefix is from a newer Podium.
         """
         where = str(self.location)
-        kvs, revision = await self._range(self._meta_key, None, limit=1)
+        keys = self._keys
+        kvs, revision = await self._range(keys.meta, None, limit=1)
         if not kvs:
-            other, _ = await self._range(self._prefix, _prefix_end(self._prefix), limit=2)
+            other, _ = await self._range(keys.prefix, prefix_end(keys.prefix), limit=2)
             # The leadership key (store/election.py) may come before the store's first commit.
-            other = [kv for kv in other if unb64(kv["key"]) != self._prefix + LEADER_KEY]
+            other = [kv for kv in other if kv.key != keys.leader]
             if other:
                 raise DatabaseDamaged(
-                    f"etcd prefix {where} holds keys ({unb64(other[0]['key']).decode()!r}) but "
+                    f"etcd prefix {where} holds keys ({other[0].key.decode()!r}) but "
                     "no meta/revision: Podium refuses to serve it as a new store"
                 )
             if not self.standby:  # a follower leaves the creation to the leader
@@ -321,9 +230,9 @@ class EtcdDurability:
             return Recovery(where, 0, [])
         meta = self._decode_meta(kvs[0], where)
         self._meta = meta
-        self._meta_mod = int(kvs[0]["mod_revision"])
+        self._meta_mod = kvs[0].mod_revision
         objects: dict[bytes, KubeObject] = {}
-        for key, value in await self._scan(self._objects, revision):
+        for key, value in await self._scan(keys.objects, revision):
             try:
                 objects[key] = decode_object(value)
             except msgspec.DecodeError as exc:
@@ -331,10 +240,10 @@ class EtcdDurability:
                     f"etcd prefix {where} holds an object key {key.decode()!r} that does not "
                     f"decode: {exc}"
                 ) from None
-        newest = await self._range(
-            self._events, _prefix_end(self._events), limit=1, sort_desc=True, revision=revision
+        newest, _ = await self._range(
+            keys.events, prefix_end(keys.events), limit=1, sort_desc=True, revision=revision
         )
-        leftovers = bool(newest[0]) and self._revision_of(newest[0][0]) > meta.revision
+        leftovers = bool(newest) and self._revision_of(newest[0]) > meta.revision
         if leftovers:
             log.warning(
                 "etcd prefix %s: deleting event keys above revision %d (a commit that did not "
@@ -353,8 +262,7 @@ class EtcdDurability:
         # fails its next transaction. Leftovers go in the same txn.
         ops: list[dict[str, Any]] = []
         if leftovers:
-            start = self._events + _rev_key(meta.revision + 1).encode()
-            ops.append(self._delete(start, _prefix_end(self._events)))
+            ops.append(self._delete(keys.event(meta.revision + 1), prefix_end(keys.events)))
         self._meta = msgspec.structs.replace(meta, writer=self._writer)
         await self._txn(ops, self._meta)
         if meta.applied < meta.revision:
@@ -365,7 +273,8 @@ class EtcdDurability:
 
     async def commit(self, changes: list[Change]) -> None:
         """Write the batch: one transaction when it fits, else the sequence of the module
-        docstring; compact the log when it has grown :data:`COMPACT_EVERY` past the retention.
+        docstring; compact the log when it has grown :data:`~podium.store.tuning.COMPACT_EVERY`
+        past the retention.
 
         Raises:
             StoreError: another writer moved the meta key (nothing of the batch is
@@ -375,22 +284,19 @@ class EtcdDurability:
         events: list[dict[str, Any]] = []
         final: dict[bytes, bytes | None] = {}
         for change in changes:
-            # The value is SQLite's events row without its revision (the key holds it).
-            row = event_row(change)
-            data = row[-1]
-            value = _event_encoder.encode(row[1:])
-            events.append(self._put(self._events + _rev_key(change.revision).encode(), value))
-            key = self._object_key(change.kind, change.namespace, change.name)
+            value, data = encode_event(change)
+            events.append(self._put(self._keys.event(change.revision), value))
+            key = self._keys.object(change.kind, change.namespace, change.name)
             final[key] = None if change.type in ("Deleted", "Preempted") else data
         objects = [
             self._put(key, data) if data is not None else self._delete(key, None)
             for key, data in final.items()
         ]
         tail: list[dict[str, Any]] = []
-        compacting = revision - self.retention - self._compacted_through >= COMPACT_EVERY
+        compacting = revision - self.retention - self._compacted_through >= tuning.COMPACT_EVERY
         if compacting:
             through = revision - self.retention
-            tail.append(self._delete(self._events, self._events + _rev_key(through + 1).encode()))
+            tail.append(self._delete(self._keys.events, self._keys.event(through + 1)))
         await self._write(self._meta.revision, revision, events, objects + tail)
         self._committed = revision
         if compacting:
@@ -400,70 +306,50 @@ class EtcdDurability:
     async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
         """The event keys after ``after`` up to the committed revision (the first ``limit``;
         0: all) and the oldest kept, in one read-only transaction (one etcd revision)."""
-        start = self._events + _rev_key(after + 1).encode()
-        end = self._events + _rev_key(self._committed + 1).encode()
-        answer = await self._client.call(
+        keys = self._keys
+        first, page = await self._client.read_ranges(
             "read_events",
-            "/v3/kv/txn",
-            {
-                "success": [
-                    {
-                        "request_range": {
-                            "key": b64(self._events),
-                            "range_end": b64(_prefix_end(self._events)),
-                            "limit": 1,
-                            "keys_only": True,
-                        }
-                    },
-                    {
-                        "request_range": {
-                            "key": b64(start),
-                            "range_end": b64(end),
-                            # "All" is a page too: the store actor asks again for the rest.
-                            "limit": min(limit, READ_PAGE) if limit > 0 else READ_PAGE,
-                        }
-                    },
-                ]
-            },
-            read_only=True,
+            [
+                {
+                    "key": b64(keys.events),
+                    "range_end": b64(prefix_end(keys.events)),
+                    "limit": 1,
+                    "keys_only": True,
+                },
+                {
+                    "key": b64(keys.event(after + 1)),
+                    "range_end": b64(keys.event(self._committed + 1)),
+                    # "All" is a page too: the store actor asks again for the rest.
+                    "limit": min(limit, READ_PAGE) if limit > 0 else READ_PAGE,
+                },
+            ],
         )
-        responses = answer.get("responses", [])
-        first = responses[0]["response_range"].get("kvs", []) if responses else []
-        oldest = self._revision_of(first[0]) if first else None
+        oldest = self._revision_of(first.kvs[0]) if first.kvs else None
         if oldest is None or after + 1 < oldest:
             return oldest, []
-        kvs = responses[1]["response_range"].get("kvs", [])
-        return oldest, [self._decode_event(kv) for kv in kvs]
+        return oldest, [self._decode_event(kv) for kv in page.kvs]
 
     async def follow(self, after: int) -> list[Change]:
         """A follower's read of what the leader committed after ``after``: the meta key and
         the event keys above ``after`` in one read-only transaction (one etcd revision), up to
         the meta revision (event keys above it belong to a batch not committed yet)."""
-        start = self._events + _rev_key(after + 1).encode()
-        answer = await self._client.call(
+        keys = self._keys
+        metas, page = await self._client.read_ranges(
             "follow",
-            "/v3/kv/txn",
-            {
-                "success": [
-                    {"request_range": {"key": b64(self._meta_key)}},
-                    {
-                        "request_range": {
-                            "key": b64(start),
-                            "range_end": b64(_prefix_end(self._events)),
-                            "limit": READ_PAGE,
-                        }
-                    },
-                ]
-            },
-            read_only=True,
+            [
+                {"key": b64(keys.meta)},
+                {
+                    "key": b64(keys.event(after + 1)),
+                    "range_end": b64(prefix_end(keys.events)),
+                    "limit": READ_PAGE,
+                },
+            ],
         )
-        responses = answer.get("responses", [])
-        metas = responses[0]["response_range"].get("kvs", []) if responses else []
-        if not metas:
+        if not metas.kvs:
             return []
-        meta = self._decode_meta(metas[0], str(self.location))
+        meta = self._decode_meta(metas.kvs[0], str(self.location))
         self._committed = max(self._committed, meta.revision)
-        changes = [self._decode_event(kv) for kv in responses[1]["response_range"].get("kvs", [])]
+        changes = [self._decode_event(kv) for kv in page.kvs]
         changes = [c for c in changes if c.revision <= meta.revision]
         if meta.revision > after and (not changes or changes[0].revision != after + 1):
             resumes = changes[0].revision if changes else "nothing kept"
@@ -487,7 +373,7 @@ class EtcdDurability:
             StoreError: etcd is unavailable.
         """
         where = str(self.location)
-        kvs, _ = await self._range(self._meta_key, None, limit=1)
+        kvs, _ = await self._range(self._keys.meta, None, limit=1)
         if not kvs:
             if revision:
                 raise DatabaseDamaged(f"etcd prefix {where} lost its meta/revision")
@@ -497,9 +383,8 @@ class EtcdDurability:
         if meta.revision != revision:
             return False
         self._meta = meta
-        self._meta_mod = int(kvs[0]["mod_revision"])
-        start = self._events + _rev_key(meta.revision + 1).encode()
-        ops = [self._delete(start, _prefix_end(self._events))]
+        self._meta_mod = kvs[0].mod_revision
+        ops = [self._delete(self._keys.event(meta.revision + 1), prefix_end(self._keys.events))]
         self._meta = msgspec.structs.replace(meta, writer=self._writer)
         await self._txn(ops, self._meta)
         if meta.applied < meta.revision:
@@ -519,13 +404,14 @@ class EtcdDurability:
             StoreError: etcd is unavailable, or the prefix is new (no meta key).
         """
         where = str(self.location)
-        kvs, revision = await self._range(self._meta_key, None, limit=1)
+        keys = self._keys
+        kvs, revision = await self._range(keys.meta, None, limit=1)
         if not kvs:
             raise StoreError(f"etcd prefix {where} holds no Podium store (no meta/revision)")
         meta = self._decode_meta(kvs[0], where)
         await self._check_log(meta, where, revision)
         objects: dict[bytes, bytes] = {}
-        for key, value in await self._scan(self._objects, revision):
+        for key, value in await self._scan(keys.objects, revision):
             try:
                 decode_object(value)
             except msgspec.DecodeError as exc:
@@ -536,14 +422,12 @@ class EtcdDurability:
             objects[key] = value
         events = [
             self._decode_event(kv)
-            for kv in await self._range_all(
-                self._events, self._events + _rev_key(meta.revision + 1).encode(), revision
-            )
+            for kv in await self._range_all(keys.events, keys.event(meta.revision + 1), revision)
         ]
         for change in events:
             if change.revision <= meta.applied:
                 continue
-            key = self._object_key(change.kind, change.namespace, change.name)
+            key = keys.object(change.kind, change.namespace, change.name)
             if change.type in ("Deleted", "Preempted"):
                 objects.pop(key, None)
             else:
@@ -564,27 +448,25 @@ class EtcdDurability:
     async def _create(self) -> None:
         """A new store: the meta key, only if no one made it meanwhile."""
         meta = self._meta
-        answer = await self._client.call(
-            "txn",
-            "/v3/kv/txn",
+        answer = await self._client.txn(
             {
                 "compare": [
                     {
-                        "key": b64(self._meta_key),
+                        "key": b64(self._keys.meta),
                         "target": "CREATE",
                         "result": "EQUAL",
                         "create_revision": 0,
                     },
                     *self.fence,
                 ],
-                "success": [self._put(self._meta_key, _meta_encoder.encode(meta))],
+                "success": [self._put(self._keys.meta, encode_meta(meta))],
             },
         )
-        if not answer.get("succeeded"):
+        if not answer.succeeded:
             raise StoreError(
                 f"etcd prefix {self.location}: another daemon created the store meanwhile"
             )
-        self._meta_mod = int(answer["header"]["revision"])
+        self._meta_mod = answer.header.revision
 
     async def _write(
         self,
@@ -624,26 +506,26 @@ class EtcdDurability:
             size += weight
         return txns
 
-    async def _txn(self, ops: list[dict[str, Any]], meta: _Meta) -> None:
+    async def _txn(self, ops: list[dict[str, Any]], meta: Meta) -> None:
         """One transaction: compare the meta key (and the fence), then ``ops`` and the meta
         key. Retries while etcd is unavailable; finds out what became of a lost answer."""
         meta = msgspec.structs.replace(meta, n=self._meta.n + 1)
-        encoded = _meta_encoder.encode(meta)
+        encoded = encode_meta(meta)
         body = {
             "compare": [
                 {
-                    "key": b64(self._meta_key),
+                    "key": b64(self._keys.meta),
                     "target": "MOD",
                     "result": "EQUAL",
                     "mod_revision": self._meta_mod,
                 },
                 *self.fence,
             ],
-            "success": [*ops, self._put(self._meta_key, encoded)],
+            "success": [*ops, self._put(self._keys.meta, encoded)],
         }
         while True:
             try:
-                answer = await self._client.call("txn", "/v3/kv/txn", body)
+                answer = await self._client.txn(body)
             except EtcdUnknownOutcome as exc:
                 log.warning("%s; reading the meta key back", exc)
                 applied = await self._was_applied(encoded)
@@ -651,33 +533,33 @@ class EtcdDurability:
                     continue  # not applied: send it again
                 self._meta_mod = applied
                 break
-            if not answer.get("succeeded"):
+            if not answer.succeeded:
                 # Our own earlier attempt, whose answer was lost, may have landed meanwhile.
-                kvs, _ = await self._range(self._meta_key, None, limit=1)
-                if kvs and unb64(kvs[0].get("value", "")) == encoded:
-                    self._meta_mod = int(kvs[0]["mod_revision"])
+                kvs, _ = await self._range(self._keys.meta, None, limit=1)
+                if kvs and kvs[0].value == encoded:
+                    self._meta_mod = kvs[0].mod_revision
                     break
                 raise await self._lost_compare()
-            self._meta_mod = int(answer["header"]["revision"])
+            self._meta_mod = answer.header.revision
             break
         self._meta = meta
 
     async def _was_applied(self, encoded: bytes) -> int | None:
         """The meta key's mod revision if it holds ``encoded`` (our txn applied), else None."""
         while True:
-            kvs, _ = await self._range(self._meta_key, None, limit=1)
-            if kvs and unb64(kvs[0].get("value", "")) == encoded:
-                return int(kvs[0]["mod_revision"])
-            if kvs and int(kvs[0]["mod_revision"]) != self._meta_mod:
+            kvs, _ = await self._range(self._keys.meta, None, limit=1)
+            if kvs and kvs[0].value == encoded:
+                return kvs[0].mod_revision
+            if kvs and kvs[0].mod_revision != self._meta_mod:
                 raise await self._lost_compare()
             return None
 
     async def _lost_compare(self) -> StoreError:
-        kvs, _ = await self._range(self._meta_key, None, limit=1)
+        kvs, _ = await self._range(self._keys.meta, None, limit=1)
         holder = "it is gone"
         if kvs:
             try:
-                holder = f"now written by {_meta_decoder.decode(unb64(kvs[0]['value'])).writer}"
+                holder = f"now written by {decode_meta(kvs[0].value).writer}"
             except msgspec.DecodeError:
                 holder = "it no longer decodes"
         if self.fence:
@@ -692,7 +574,7 @@ class EtcdDurability:
         )
 
     async def _replay_in_memory(
-        self, meta: _Meta, objects: dict[bytes, KubeObject], where: str
+        self, meta: Meta, objects: dict[bytes, KubeObject], where: str
     ) -> dict[bytes, bytes | None]:
         """Bring ``objects`` up to the log without writing (a follower's load). Returns the
         final state of each object key the changes in (applied, revision] touched (None:
@@ -708,7 +590,7 @@ class EtcdDurability:
                     f"{meta.revision}"
                 )
             for change in changes:
-                key = self._object_key(change.kind, change.namespace, change.name)
+                key = self._keys.object(change.kind, change.namespace, change.name)
                 if change.type in ("Deleted", "Preempted"):
                     final[key] = None
                     objects.pop(key, None)
@@ -718,7 +600,7 @@ class EtcdDurability:
             after = changes[-1].revision
         return final
 
-    async def _replay(self, meta: _Meta, objects: dict[bytes, KubeObject], where: str) -> None:
+    async def _replay(self, meta: Meta, objects: dict[bytes, KubeObject], where: str) -> None:
         """Bring the object keys up to the log: the final state of each object the changes
         in (applied, revision] touched, written back and held in ``objects``."""
         log.info(
@@ -749,7 +631,7 @@ class EtcdDurability:
         if not mark:
             return
         try:
-            await self._client.call("compaction", "/v3/kv/compaction", {"revision": mark})
+            await self._client.compact(mark)
         except StoreError as exc:
             # Compacted further already (etcd's own auto-compaction, or another client).
             log.info("etcd compaction to revision %d: %s", mark, exc)
@@ -764,7 +646,9 @@ class EtcdDurability:
         limit: int = 0,
         revision: int = 0,
         sort_desc: bool = False,
-    ) -> tuple[list[dict[str, Any]], int]:
+    ) -> tuple[list[KeyValue], int]:
+        """The keys in [key, end) (``end`` None: ``key`` alone) at etcd ``revision`` (0: the
+        newest), and the etcd revision read."""
         body: dict[str, Any] = {"key": b64(key), "limit": limit}
         if end is not None:
             body["range_end"] = b64(end)
@@ -773,31 +657,31 @@ class EtcdDurability:
         if sort_desc:
             body["sort_order"] = "DESCEND"
             body["sort_target"] = "KEY"
-        answer = await self._client.call("range", "/v3/kv/range", body)
-        return answer.get("kvs", []), int(answer["header"]["revision"])
+        answer = await self._client.range(body)
+        return answer.kvs, answer.header.revision
 
     async def _scan(self, prefix: bytes, revision: int) -> list[tuple[bytes, bytes]]:
         """Every key under ``prefix`` at etcd ``revision`` and its value, read in pages of
         :data:`PAGE`."""
         found: list[tuple[bytes, bytes]] = []
         start = prefix
-        end = _prefix_end(prefix)
+        end = prefix_end(prefix)
         while True:
             kvs, _ = await self._range(start, end, limit=PAGE, revision=revision)
-            found.extend((unb64(kv["key"]), unb64(kv.get("value", ""))) for kv in kvs)
+            found.extend((kv.key, kv.value) for kv in kvs)
             if len(kvs) < PAGE:
                 return found
-            start = unb64(kvs[-1]["key"]) + b"\0"
+            start = kvs[-1].key + b"\0"
 
-    async def _range_all(self, start: bytes, end: bytes, revision: int) -> list[dict[str, Any]]:
+    async def _range_all(self, start: bytes, end: bytes, revision: int) -> list[KeyValue]:
         """Every key in [start, end) at etcd ``revision``, in pages of :data:`PAGE`."""
-        found: list[dict[str, Any]] = []
+        found: list[KeyValue] = []
         while True:
             kvs, _ = await self._range(start, end, limit=PAGE, revision=revision)
             found.extend(kvs)
             if len(kvs) < PAGE:
                 return found
-            start = unb64(kvs[-1]["key"]) + b"\0"
+            start = kvs[-1].key + b"\0"
 
     async def _read_log(
         self, after: int, through: int, limit: int
@@ -809,15 +693,14 @@ class EtcdDurability:
         finally:
             self._committed = saved
 
-    async def _check_log(self, meta: _Meta, where: str, revision: int) -> None:
+    async def _check_log(self, meta: Meta, where: str, revision: int) -> None:
         """The log ends at the meta revision, and its newest keys decode."""
         if meta.revision == 0:
             return
-        end = self._events + _rev_key(meta.revision + 1).encode()
         kvs, _ = await self._range(
-            self._events,
-            end,
-            limit=EVENTS_CHECKED_AT_START,
+            self._keys.events,
+            self._keys.event(meta.revision + 1),
+            limit=tuning.EVENTS_CHECKED_AT_START,
             revision=revision,
             sort_desc=True,
         )
@@ -830,9 +713,9 @@ class EtcdDurability:
         for kv in kvs:
             self._decode_event(kv)
 
-    def _decode_meta(self, kv: dict[str, Any], where: str) -> _Meta:
+    def _decode_meta(self, kv: KeyValue, where: str) -> Meta:
         try:
-            meta = _meta_decoder.decode(unb64(kv.get("value", "")))
+            meta = decode_meta(kv.value)
         except msgspec.DecodeError as exc:
             raise DatabaseDamaged(
                 f"etcd prefix {where} has a meta/revision that does not decode: {exc}"
@@ -844,43 +727,27 @@ class EtcdDurability:
             )
         return meta
 
-    def _decode_event(self, kv: dict[str, Any]) -> Change:
+    def _decode_event(self, kv: KeyValue) -> Change:
         revision = self._revision_of(kv)
         try:
-            type_, kind, namespace, name, node, message, data = _event_decoder.decode(
-                unb64(kv.get("value", ""))
-            )
-            obj = decode_object(data)
+            return decode_event(revision, kv.value)
         except msgspec.DecodeError as exc:
             raise DatabaseDamaged(
                 f"the event key of revision {revision} in etcd prefix {self.location} does not "
                 f"decode: {exc}"
             ) from None
-        return Change(
-            revision=revision,
-            type=type_,
-            kind=kind,
-            namespace=namespace,
-            name=name,
-            object=obj,
-            node=node,
-            message=message,
-        )
 
-    def _revision_of(self, kv: dict[str, Any]) -> int:
-        key = unb64(kv["key"])
+    def _revision_of(self, kv: KeyValue) -> int:
+        key = kv.key
         try:
-            return int(key[len(self._events) :])
+            return self._keys.revision_of(key)
         except ValueError:
             raise DatabaseDamaged(
                 f"etcd prefix {self.location} holds an event key {key.decode(errors='replace')!r} "
                 "that is not a revision"
             ) from None
 
-    # ----------------------------------------------------------------- keys and ops
-
-    def _object_key(self, kind: str, namespace: str, name: str) -> bytes:
-        return self._objects + f"{kind}/{namespace}/{name}".encode()
+    # ----------------------------------------------------------------- ops
 
     @staticmethod
     def _put(key: bytes, value: bytes) -> dict[str, Any]:
@@ -894,6 +761,28 @@ class EtcdDurability:
         return {"request_delete_range": body}
 
 
+def etcd_durability(location: EtcdLocation, settings: PodiumSettings) -> EtcdDurability:
+    """The durability ``podium`` describes: the prefix at ``location``, ``podium.etcd``'s TLS,
+    user and password file and timeouts, ``eventRetentionRevisions`` (as
+    :func:`~podium.store.sqlite.sqlite_durability`).
+
+    Raises:
+        OSError: the password file cannot be read.
+    """
+    etcd = settings.etcd
+    credentials = etcd_credentials(etcd)
+    return EtcdDurability(
+        location,
+        tls=credentials.tls,
+        user=credentials.user,
+        password=credentials.password,
+        retention=settings.event_retention_revisions,
+        request_timeout=etcd.request_timeout_seconds,
+        unavailable_after=etcd.unavailable_seconds,
+        compaction_interval=etcd.compaction_interval_seconds,
+    )
+
+
 def etcd_store(
     inbox: trio.MemoryReceiveChannel[StoreMsg],
     subscribers: Sequence[Subscriber],
@@ -903,9 +792,12 @@ def etcd_store(
 ) -> StoreActor:
     """The daemon's store actor on etcd: ``durability`` (:func:`etcd_durability`), a core
     keeping the recent part of the log in memory, and the group commit window (as
-    :func:`~podium.store.sqlite.sqlite_store`).
+    :func:`~podium.store.sqlite.sqlite_store`, with the same :mod:`~podium.store.tuning`).
 
     Args:
+        inbox: its mailbox; the store stops when every sender has closed it.
+        subscribers: who receives Recovered and every Committed.
+        durability: where the store lives.
         leader: given for a replica under leader election: it starts as a follower (writes
             answered ``not_leader`` with this address; the core follows the log) until
             :meth:`~podium.store.actor.StoreActor.promote`.
@@ -916,82 +808,7 @@ def etcd_store(
         inbox,
         subscribers,
         durability,
-        core=StoreCore(retention=min(durability.retention, MEMORY_LOG)),
-        commit_window=COMMIT_WINDOW_SECONDS,
+        core=StoreCore(retention=min(durability.retention, tuning.MEMORY_LOG)),
+        commit_window=tuning.COMMIT_WINDOW_SECONDS,
         standby=Standby(durability, leader) if leader is not None else None,
-    )
-
-
-async def export_prefix(durability: EtcdDurability, dest: str, *, force: bool = False) -> Snapshot:
-    """Write what the etcd prefix holds into a new Podium SQLite database at ``dest`` (``podium
-    db backup etcd://...``): every object, the event log kept, and a bindings row for each bound
-    pod (etcd keeps no bindings table: a binding is the pod's ``spec.nodeName``). The copy is
-    one etcd revision's state; ``podium db check`` runs every invariant on it, and ``podium
-    serve --db DEST`` serves it.
-
-    Raises:
-        DatabaseDamaged: the prefix fails the checks at start.
-        StoreError: etcd is unavailable, the prefix holds no store, ``dest`` exists (without
-            ``force``), or writing it failed.
-    """
-    snapshot = await durability.snapshot()
-    objects = []
-    bindings = []
-    for obj in snapshot.objects:
-        meta = obj.metadata
-        revision = int(meta.resource_version) if meta.resource_version.isdigit() else 0
-        objects.append(
-            (
-                type(obj).__name__,
-                meta.namespace,
-                meta.name,
-                min(revision, snapshot.revision),
-                encode_object(obj),
-            )
-        )
-        if isinstance(obj, Pod) and obj.spec.node_name:
-            bindings.append((meta.uid, meta.namespace, meta.name, obj.spec.node_name, revision))
-    events = [event_row(change) for change in snapshot.events]
-    await trio.to_thread.run_sync(
-        partial(write_database, dest, snapshot.revision, objects, events, bindings, force=force)
-    )
-    return snapshot
-
-
-def etcd_credentials(settings: EtcdSettings) -> tuple[EtcdTLS | None, str | None]:
-    """The client TLS and the password ``podium.etcd`` names (the password file's first line).
-
-    Raises:
-        OSError: the password file cannot be read.
-    """
-    tls = (
-        EtcdTLS(ca=settings.ca_file, cert=settings.cert_file, key=settings.key_file)
-        if settings.ca_file is not None or settings.cert_file is not None
-        else None
-    )
-    password = None
-    if settings.password_file is not None:
-        with open(settings.password_file, encoding="utf-8") as file:
-            password = file.readline().rstrip("\r\n")
-    return tls, password
-
-
-def etcd_durability(
-    location: EtcdLocation, settings: EtcdSettings, *, retention: int = 1_000_000
-) -> EtcdDurability:
-    """The durability ``podium.etcd`` describes (TLS, user and password file, timeouts).
-
-    Raises:
-        OSError: the password file cannot be read.
-    """
-    tls, password = etcd_credentials(settings)
-    return EtcdDurability(
-        location,
-        tls=tls,
-        user=settings.user,
-        password=password,
-        retention=retention,
-        request_timeout=settings.request_timeout_seconds,
-        unavailable_after=settings.unavailable_seconds,
-        compaction_interval=settings.compaction_interval_seconds,
     )

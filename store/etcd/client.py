@@ -5,7 +5,8 @@ maintained asyncio client) needs an asyncio loop of its own in a thread of its o
 aiosqlite does (STYLE.md); httpx runs on trio directly (through anyio), and every call the
 store needs (range, txn, compaction, status, authenticate) is one JSON POST. etcd 3.5 serves
 the gateway on its client port (``etcdserver/api/v3rpc`` registered by
-``embed/serve.go``); keys and values travel as base64.
+``embed/serve.go``); keys and values travel as base64. Each call's answer is decoded into
+its Struct (:mod:`podium.store.etcd.replies`), so no caller reads etcd's JSON as a dict.
 
 Endpoints: the client talks to one endpoint at a time and moves to the next one given when a
 request cannot reach it or the member answers that it has no leader (a member cut off from
@@ -15,19 +16,19 @@ to find out (the store reads its meta key back).
 
 Exceptions (all :class:`~podium.protocol.errors.StoreError`)::
 
-    EtcdError                  an answer etcd gave: a failed request (the message is etcd's)
+    EtcdError                  an answer etcd gave: a failed request (the message is etcd's),
+    │                          or a read's reply that is not what was asked (names the field)
     ├── EtcdUnavailable        no endpoint answered, or none had a leader, before the deadline
-    └── EtcdUnknownOutcome     a request was sent and its answer lost: it may have been applied
+    └── EtcdUnknownOutcome     a write was sent and its answer lost or unreadable: it may have
+                               been applied
 """
 
 from __future__ import annotations
 
 import base64
 import logging
-import ssl
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -36,25 +37,37 @@ import trio
 
 from podium.protocol import metrics
 from podium.protocol.errors import StoreError
+from podium.store.credentials import EtcdTLS
+from podium.store.etcd.replies import (
+    AuthenticateReply,
+    CompactionReply,
+    ErrorReply,
+    LeaseGrantReply,
+    LeaseKeepAliveReply,
+    LeaseRevokeReply,
+    RangeReply,
+    RangeResult,
+    Reply,
+    TxnReply,
+    decode_reply,
+)
 
 __all__ = [
     "EtcdClient",
     "EtcdError",
-    "EtcdTLS",
     "EtcdUnavailable",
     "EtcdUnknownOutcome",
     "b64",
-    "unb64",
 ]
 
 log = logging.getLogger("podium.store")
 
 _json = msgspec.json.Encoder()
-_decode = msgspec.json.Decoder(dict[str, Any])
 
 
 class EtcdError(StoreError):
-    """etcd answered with an error (the message is etcd's, with the endpoint)."""
+    """etcd answered with an error (the message is etcd's, with the endpoint), or with a reply
+    Podium cannot read (the message names the field)."""
 
 
 class EtcdUnavailable(EtcdError):
@@ -66,39 +79,9 @@ class EtcdUnknownOutcome(EtcdError):
 
 
 def b64(data: bytes) -> str:
-    """A key or value as the gateway wants it."""
+    """A key or value as the gateway wants it in a request (replies are decoded from base64
+    by their Structs, :mod:`podium.store.etcd.replies`)."""
     return base64.b64encode(data).decode("ascii")
-
-
-def unb64(text: str) -> bytes:
-    """A key or value as the gateway gives it."""
-    return base64.b64decode(text)
-
-
-@dataclass(frozen=True, slots=True)
-class EtcdTLS:
-    """Client TLS toward etcd.
-
-    etcd 3.5 refuses a gateway request whose client certificate has a CommonName (``400
-    CommonName of client sending a request against gateway will be ignored``: the gateway
-    cannot pass the name on as the user), so the client certificate must have none; grant
-    access with ``user``/``password``.
-
-    Attributes:
-        ca: the PEM CA bundle that signed the members' certificates (None: the system's).
-        cert: the client certificate (PEM), for etcd's ``--client-cert-auth``.
-        key: the client certificate's key.
-    """
-
-    ca: str | None = None
-    cert: str | None = None
-    key: str | None = None
-
-    def context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=self.ca)
-        if self.cert is not None:
-            context.load_cert_chain(self.cert, self.key)
-        return context
 
 
 # Requests that change something: when their answer is lost, they may have been applied.
@@ -169,18 +152,28 @@ class EtcdClient:
         await self._http.aclose()
 
     async def call(
-        self, op: str, path: str, body: dict[str, Any], *, read_only: bool = False
-    ) -> dict[str, Any]:
-        """POST ``body`` to ``path`` (``/v3/kv/txn``), on this endpoint or the next ones.
+        self,
+        op: str,
+        path: str,
+        body: dict[str, Any],
+        reply_type: type[Reply],
+        *,
+        read_only: bool = False,
+    ) -> Reply:
+        """POST ``body`` to ``path`` (``/v3/kv/txn``), on this endpoint or the next ones, and
+        decode the answer as ``reply_type``.
 
         Args:
             op: the operation's name for the metrics (``txn``, ``range``...).
+            reply_type: the Struct the answer is (:mod:`podium.store.etcd.replies`).
             read_only: a txn that only reads: a lost answer is retried like a range's.
 
         Raises:
-            EtcdError: etcd refused the request.
+            EtcdError: etcd refused the request, or answered a read with a reply that is not
+                a ``reply_type`` (the message names the field).
             EtcdUnavailable: no endpoint served it before :attr:`unavailable_after`.
-            EtcdUnknownOutcome: it was sent and its answer lost (a write may have applied).
+            EtcdUnknownOutcome: it was sent and its answer lost, or unreadable (a write may
+                have applied).
         """
         deadline = time.monotonic() + self.unavailable_after
         payload = _json.encode(body)
@@ -191,7 +184,7 @@ class EtcdClient:
             endpoint = self.endpoint
             started = time.perf_counter()
             try:
-                answer = await self._post(endpoint, path, payload)
+                response = await self._post(endpoint, path, payload)
             except httpx.ConnectError as exc:
                 last = f"{endpoint}: cannot connect ({exc})"
             except httpx.TimeoutException as exc:
@@ -212,16 +205,16 @@ class EtcdClient:
                     ) from exc
                 last = f"{endpoint}: {exc}"
             else:
-                status, data = answer
-                if status == 200:
-                    self._observe(op, "ok", started)
-                    return data
-                message = str(data.get("message") or data.get("error") or data)
-                expired = status == 401 or "invalid auth token" in message
+                if response.status_code == 200:
+                    return self._decode(op, endpoint, response, reply_type, writes, started)
+                message = _refusal(response)
+                expired = response.status_code == 401 or "invalid auth token" in message
                 if expired and self._user is not None and self._token is not None:
                     self._token = None  # expired: authenticate again
                     continue
-                retry = status in (502, 503, 504) or any(m in message for m in _RETRY_ELSEWHERE)
+                retry = response.status_code in (502, 503, 504) or any(
+                    m in message for m in _RETRY_ELSEWHERE
+                )
                 if not retry:
                     self._observe(op, "error", started)
                     raise EtcdError(f"etcd {endpoint} refused {op}: {message}")
@@ -237,33 +230,86 @@ class EtcdClient:
             await trio.sleep(min(delay, deadline - now))
             delay = min(delay * 2, 1.0)
 
-    async def _post(self, endpoint: str, path: str, payload: bytes) -> tuple[int, dict[str, Any]]:
+    def _decode(
+        self,
+        op: str,
+        endpoint: str,
+        response: httpx.Response,
+        reply_type: type[Reply],
+        writes: bool,
+        started: float,
+    ) -> Reply:
+        try:
+            answer = decode_reply(reply_type, response.content)
+        except msgspec.DecodeError as exc:
+            # etcd said 200, so a write went through raft or not; what it did is unknown.
+            self._observe(op, "lost" if writes else "error", started)
+            error = EtcdUnknownOutcome if writes else EtcdError
+            raise error(f"etcd {endpoint} answered {op} with a malformed reply: {exc}") from None
+        self._observe(op, "ok", started)
+        return answer
+
+    # ------------------------------------------------------------ the calls, typed
+
+    async def range(self, body: dict[str, Any]) -> RangeReply:
+        """``/v3/kv/range``."""
+        return await self.call("range", "/v3/kv/range", body, RangeReply)
+
+    async def txn(self, body: dict[str, Any]) -> TxnReply:
+        """``/v3/kv/txn``, a write (a lost answer is :class:`EtcdUnknownOutcome`)."""
+        return await self.call("txn", "/v3/kv/txn", body, TxnReply)
+
+    async def read_ranges(self, op: str, ranges: Sequence[dict[str, Any]]) -> list[RangeResult]:
+        """The ``request_range`` bodies ``ranges`` in one read-only txn (one etcd revision).
+
+        Raises:
+            EtcdError: etcd answered with fewer results, or one that is not a range's.
+        """
+        body = {"success": [{"request_range": r} for r in ranges]}
+        answer = await self.call(op, "/v3/kv/txn", body, TxnReply, read_only=True)
+        results = [response.response_range for response in answer.responses]
+        if len(results) != len(ranges) or None in results:
+            raise EtcdError(
+                f"etcd {self.endpoint} answered {op}, a txn of {len(ranges)} ranges, with "
+                f"{len(results)} answers of which {results.count(None)} not a range's"
+            )
+        return [result for result in results if result is not None]
+
+    async def compact(self, revision: int) -> None:
+        """``/v3/kv/compaction``: etcd's history up to ``revision`` goes."""
+        await self.call("compaction", "/v3/kv/compaction", {"revision": revision}, CompactionReply)
+
+    async def lease_grant(self, ttl: int) -> LeaseGrantReply:
+        """``/v3/lease/grant``: a lease of ``ttl`` seconds."""
+        return await self.call("lease", "/v3/lease/grant", {"TTL": ttl}, LeaseGrantReply)
+
+    async def lease_keepalive(self, lease: int) -> LeaseKeepAliveReply:
+        """``/v3/lease/keepalive``: renew ``lease`` once."""
+        return await self.call("lease", "/v3/lease/keepalive", {"ID": lease}, LeaseKeepAliveReply)
+
+    async def lease_revoke(self, lease: int) -> None:
+        """``/v3/lease/revoke``: ``lease`` ends, and the keys bound to it go."""
+        await self.call("lease", "/v3/lease/revoke", {"ID": lease}, LeaseRevokeReply)
+
+    # ------------------------------------------------------------ the wire
+
+    async def _post(self, endpoint: str, path: str, payload: bytes) -> httpx.Response:
         headers = {"content-type": "application/json"}
         if self._user is not None:
             if self._token is None:
                 self._token = await self._authenticate(endpoint)
             headers["authorization"] = self._token
-        response = await self._http.post(endpoint + path, content=payload, headers=headers)
-        try:
-            data = _decode.decode(response.content) if response.content else {}
-        except msgspec.DecodeError:
-            # etcd's own refusals in front of the gateway are plain text (a client
-            # certificate with a CommonName: "CommonName of client sending a request against
-            # gateway will be ignored...").
-            data = {"message": response.text.strip()[:200]}
-        return response.status_code, data
+        return await self._http.post(endpoint + path, content=payload, headers=headers)
 
     async def _authenticate(self, endpoint: str) -> str:
         body = _json.encode({"name": self._user, "password": self._password})
         response = await self._http.post(endpoint + "/v3/auth/authenticate", content=body)
-        try:
-            data = _decode.decode(response.content) if response.content else {}
-        except msgspec.DecodeError:
-            data = {"message": response.text.strip()[:200]}
-        if response.status_code != 200 or "token" not in data:
-            message = data.get("message") or data.get("error") or response.text[:200]
-            raise EtcdError(f"etcd {endpoint} refused user {self._user!r}: {message}")
-        return str(data["token"])
+        if response.status_code == 200:
+            try:
+                return decode_reply(AuthenticateReply, response.content).token
+            except msgspec.DecodeError:
+                pass  # no token: reported below as etcd wrote it
+        raise EtcdError(f"etcd {endpoint} refused user {self._user!r}: {_refusal(response)}")
 
     def _next(self) -> None:
         self._current = (self._current + 1) % len(self.endpoints)
@@ -276,3 +322,17 @@ class EtcdClient:
         histogram.observe(time.perf_counter() - started)
         if result != "ok":
             metrics.ETCD_ERRORS.labels(op=op).inc()
+
+
+def _refusal(response: httpx.Response) -> str:
+    """etcd's message in a refusal: the error body's ``message`` or ``error``, else the text as
+    it reads (etcd's own refusals in front of the gateway are plain text: a client certificate
+    with a CommonName, "CommonName of client sending a request against gateway will be
+    ignored...")."""
+    try:
+        body = decode_reply(ErrorReply, response.content)
+    except msgspec.DecodeError:
+        body = ErrorReply()
+    return (
+        body.message or body.error or response.text.strip()[:200] or f"HTTP {response.status_code}"
+    )
