@@ -30,11 +30,7 @@ from podium.store.sqlite import SqliteDurability, prepare_file, sqlite_store
 async def running(path: Path) -> AsyncIterator[trio.MemorySendChannel[StoreMsg]]:
     inbox_tx, inbox_rx = trio.open_memory_channel[StoreMsg](64)
     pub_tx, pub_rx = trio.open_memory_channel[object](1024)
-    store = sqlite_store(
-        inbox_rx,
-        [pub_tx],
-        SqliteDurability(str(path)),  # type: ignore[list-item]  # a sink
-    )
+    store = sqlite_store(inbox_rx, [pub_tx], SqliteDurability(str(path)))
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)

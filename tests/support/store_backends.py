@@ -122,7 +122,7 @@ class EtcdBackend(Backend):
         return etcd_range(self.location.endpoints[0], self.location.prefix + under)
 
     def event_types(self) -> list[str]:
-        types = []
+        types: list[str] = []
         for key, value in self.keys("events/"):
             revision = int(key.rsplit("/", 1)[1])
             row = (revision, *decode_event_value(value))
