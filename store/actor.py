@@ -14,9 +14,12 @@ them) and released with the other replies.
 
 Where the committed state lives is a component, not a subclass: a :class:`Durability` loads
 the state at start, makes each batch durable and reads the part of the event log the core no
-longer keeps. Two implement it: :class:`~podium.store.memory.InMemory` keeps nothing
-(``podium simulate``, the actor tests) and :class:`~podium.store.sqlite.SqliteDurability`
-writes a SQLite file from its own thread (the daemon).
+longer keeps. Three implement it: :class:`~podium.store.memory.InMemory` keeps nothing
+(``podium simulate``, the actor tests); the daemon's two, built by one factory shape
+(``sqlite_store``/``etcd_store`` over ``sqlite_durability``/``etcd_durability``, tuned by
+:mod:`podium.store.tuning`), are :class:`~podium.store.sqlite.SqliteDurability`, a SQLite file
+written from its own thread, and :class:`~podium.store.etcd.durability.EtcdDurability`, a
+prefix in etcd.
 
 Owns: the :class:`~podium.store.core.StoreCore` and its :class:`Durability`.
 Mailbox: :data:`~podium.store.mail.StoreMsg` (WriteObjects, BindPods, RecordUnschedulable,
