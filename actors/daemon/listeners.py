@@ -115,11 +115,11 @@ async def open_unix_listener(path: str, mode: int = 0o600) -> trio.SocketListene
         OSError: ``path`` is not a socket, or a daemon listens on it.
     """
     try:
-        mode = os.stat(path).st_mode
+        existing = os.stat(path).st_mode
     except FileNotFoundError:
         pass
     else:
-        if not stat.S_ISSOCK(mode):
+        if not stat.S_ISSOCK(existing):
             raise OSError(f"{path} exists and is not a socket")
         probe = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
         try:
