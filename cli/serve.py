@@ -23,8 +23,10 @@ from typing import NoReturn
 
 import trio
 
+from podium.actors.daemon.access import check_access
+from podium.actors.daemon.listeners import parse_address
 from podium.actors.daemon.logs import configure as configure_logging
-from podium.actors.daemon.serve import check_access, parse_address, serve
+from podium.actors.daemon.serve import serve
 from podium.cli.arguments import add_command, at_least, file_mode, positive_seconds
 from podium.cli.config import configured, podium_version
 from podium.cli.output import (

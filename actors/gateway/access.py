@@ -7,9 +7,9 @@ of a request's verb, here by two roles: read-only and read-write.
 With ``tokens``, a connection from a listener that is not ``tokenless`` must present one of
 them in its hello, else it is answered ``unauthorized`` and closed before it can read or write
 anything (:func:`authenticate_hello`); a read-only token's put, delete and reload_policy are
-answered ``forbidden`` (:func:`forbidden`). TLS is the listener's business (serve.py wraps the
-TCP listener in trio's SSLListener); :func:`tls_failure` finds the TLS error behind a broken
-stream so that a failed handshake is logged and ends only its own connection.
+answered ``forbidden`` (:func:`forbidden`). TLS is the listener's business (daemon/access.py
+wraps the TCP listener in trio's SSLListener); :func:`tls_failure` finds the TLS error behind a
+broken stream so that a failed handshake is logged and ends only its own connection.
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ from daemon import PODIUM, StartDaemon
 from raw_frames import frame, recv_frame
 from servers import require_server
 
-from podium.actors.daemon.serve import _open_unix_listener
 from podium.cli.main import main as cli_main
 from podium.protocol.client import (
     ClientConnectionError,
@@ -469,16 +468,6 @@ def test_the_unix_socket_honours_its_file_mode(tmp_path: Path, start_daemon: Sta
             assert _try_connect(path) == "ok"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.mark.parametrize("mode", [0o600, 0o660, 0o666])
-async def test_the_unix_socket_is_created_with_the_configured_mode(
-    tmp_path: Path, mode: int
-) -> None:
-    path = str(tmp_path / "s.sock")
-    listener = await _open_unix_listener(path, mode)
-    async with listener:
-        assert stat.S_IMODE(os.stat(path).st_mode) == mode
 
 
 # --------------------------------------------------------------------------- secrets

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from podium.actors.daemon.serve import check_access, is_loopback, server_ssl_context
+from podium.actors.daemon.access import check_access, server_ssl_context
+from podium.actors.daemon.listeners import is_loopback
 from podium.cli.config import configured
 from podium.cli.main import build_parser
 from podium.cli.remote import access
