@@ -3,7 +3,7 @@
 Kubernetes counterpart: pkg/scheduler/metrics/metrics.go (the names, types, labels and buckets
 of the releases after v1.14, adopted on purpose so kube-scheduler dashboards work; BRIEF
 "Observability", "Metrics labels"). Podium's own metrics are under ``podium_``.
-tests/fixtures/metrics.tsv is the checked-in table tests/unit/test_metrics.py diffs
+tests/fixtures/metrics.tsv is the checked-in table tests/unit/protocol/test_metrics.py diffs
 :data:`REGISTRY` against.
 
 ====================================================  =========  ================  =================
