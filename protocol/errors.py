@@ -79,10 +79,9 @@ for objects; policy and config paths are written without the ``$.``
 from __future__ import annotations
 
 import re
-from typing import Literal, get_args
+from typing import Literal
 
 __all__ = [
-    "ERROR_CODES",
     "AlreadyAssumed",
     "CacheStateError",
     "ConfigError",
@@ -119,9 +118,6 @@ ErrorCode = Literal[
     "not_leader",
 ]
 """The ``code`` of an ``ErrorReply`` (BRIEF.md, "Wire")."""
-
-ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
-"""Every :data:`ErrorCode`, in the order above."""
 
 
 class PodiumError(Exception):
