@@ -420,8 +420,6 @@ class SchedulingQueue:
         self._move_request_cycle = self._scheduling_cycle
         return len(moved)
 
-    assigned_pod_updated = assigned_pod_added
-
     def move_all_to_active_queue(self, now: float) -> int:
         """v1.14 ``MoveAllToActiveQueue``: every unschedulable pod to backoffQ (still backing
         off) or activeQ, and a move request at the current cycle. Returns the number moved."""
@@ -736,11 +734,6 @@ class Nominations:
 
     def __contains__(self, key: object) -> bool:
         return key in self._pods
-
-    def node_of(self, key: str) -> str | None:
-        """The node the pod with ``key`` is nominated to, or None."""
-        entry = self._pods.get(key)
-        return entry[0] if entry is not None else None
 
     def set(self, pod: PodInfo) -> bool:
         """Record a pending pod's latest version: nominated to its
