@@ -26,7 +26,7 @@ Owns: every pending pod the scheduler is responsible for, in exactly one place::
   gate; it then goes to activeQ with its first arrival time.
 
 * activeQ is ordered by priority (higher first), then arrival: the first enqueue time, kept
-  across retries (BRIEF "Queue wake-ups"), ties in insertion order.
+  across retries (docs/differences.md, "The queue and the cache"), ties in insertion order.
 * backoffQ is ordered by backoff expiry; :meth:`SchedulingQueue.flush_backoff_completed` moves
   the pods whose backoff has expired (exactly at expiry: the actor wakes at
   :meth:`SchedulingQueue.next_deadline`, where v1.14 polled every second).

@@ -1,4 +1,4 @@
-"""The metrics registry against its checked-in table (BRIEF "Metrics labels"), the label helpers,
+"""The metrics registry against its checked-in table (README.md, "Watch it run"), the label helpers,
 and the generic scheduler's hooks that feed ``scheduler_plugin_execution_duration_seconds`` and
 ``scheduler_unschedulable_pods``."""
 

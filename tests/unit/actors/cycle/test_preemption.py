@@ -862,7 +862,7 @@ def _fit_message(snapshot: Snapshot, failed: Mapping[str, tuple[str, ...]]) -> s
 
 
 def test_preemption_message_no_victims_and_not_helpful() -> None:
-    # The message the brief quotes (later Kubernetes, framework/types.go FitError.Error).
+    # The message README.md shows (later Kubernetes, framework/types.go FitError.Error).
     tainted = [make_node(f"t{i}").capacity(cpu="1", pods=10).taint("gpu").obj() for i in range(3)]
     full = [make_node(f"f{i}").capacity(cpu="1", pods=10).obj() for i in range(2)]
     bound = [make_pod(f"big{i}").priority(HIGH).req(cpu="1").node(f"f{i}").obj() for i in range(2)]

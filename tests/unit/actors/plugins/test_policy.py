@@ -1,6 +1,6 @@
 """The scheduler Policy: protocol/policy.py (shape), actors/plugins/policy.py (names, order), the registry.
 
-Rules from BRIEF.md "Precise rules" (Names, Defaults); v1.14 behaviour from
+Rules from README.md "Policies and configuration" (names, defaults); v1.14 behaviour from
 pkg/scheduler/factory/plugins.go and pkg/scheduler/api/validation/validation.go@v1.14.0.
 """
 
