@@ -46,7 +46,16 @@ from podium.actors.mail import (
     Requeue,
 )
 from podium.actors.runtime.mailbox import ask, receive_batch, reply, send
-from podium.actors.runtime.tracing import DISABLED, Tracing
+from podium.actors.runtime.tracing import (
+    BIND,
+    COMMIT,
+    DISABLED,
+    EXTENDER,
+    NODE,
+    RESULT,
+    Tracing,
+    extender_span,
+)
 from podium.protocol import metrics
 from podium.store.mail import Binding, BindPods, BindResult, StoreFailure, StoreMsg
 
@@ -95,8 +104,8 @@ class Binder:
         refused, calls = await self._extenders.bind_all([(r.pod, r.node) for r in batch])
         for r in batch:
             for extender, verb, outcome, start, end in calls.get(r.pod.pod.metadata.uid, ()):
-                attributes = {"podium.extender": extender, "podium.result": outcome}
-                self._tracing.span_from(r.trace, f"extender {verb}", start, end, attributes)
+                attributes = {EXTENDER: extender, RESULT: outcome}
+                self._tracing.span_from(r.trace, extender_span(verb), start, end, attributes)
         return refused
 
     async def _bind(self, batch: list[BindRequest]) -> None:
@@ -137,11 +146,11 @@ class Binder:
             message = failed.get(r.pod.pod.metadata.uid)
             if r.trace is not None:
                 attributes = {
-                    "podium.node": r.node,
-                    "podium.result": "ok" if message is None else "error",
+                    NODE: r.node,
+                    RESULT: "ok" if message is None else "error",
                 }
-                self._tracing.span_from(r.trace, "bind", started, now, attributes)
-                self._tracing.span_from(r.trace, "commit", now - commit_seconds, now)
+                self._tracing.span_from(r.trace, BIND, started, now, attributes)
+                self._tracing.span_from(r.trace, COMMIT, now - commit_seconds, now)
             if message is None:
                 metrics.BIND_SUCCESS.observe(seconds)
                 metrics.POD_SCHEDULING_ATTEMPTS.observe(r.attempts)

@@ -1,5 +1,5 @@
 """What ``podium serve`` and ``podium simulate`` run with: the configuration (flags over the
-config file over the defaults, BRIEF "Config") and the version they report.
+config file over the defaults, README.md "Policies and configuration") and the version they report.
 
 Kubernetes counterpart: cmd/kube-scheduler/app/options (``Options.Config``: the
 KubeSchedulerConfiguration file, then the flags that override it).
@@ -32,7 +32,7 @@ def podium_version() -> str:
 
 
 def configured(args: argparse.Namespace) -> SchedulerConfig:
-    """The configuration: flags over the config file over the defaults (BRIEF "Config")."""
+    """The configuration: flags over the config file over the defaults (README.md, "Policies and configuration")."""
     config = load_config(args.config)
     for w in config.warnings:
         err(f"warning: {w}")

@@ -73,16 +73,15 @@ What they mean, by branch:
 Messages name the object and the rule that was broken, e.g. ``pod default/web-1 is already
 assumed on node-3; cannot assume twice``. Paths follow msgspec: ``$.spec.containers[0].image``
 for objects; policy and config paths are written without the ``$.``
-(``priorities[2].weight``), as the brief shows them.
+(``priorities[2].weight``), as README.md ("Policies and configuration") shows them.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal, get_args
+from typing import Literal
 
 __all__ = [
-    "ERROR_CODES",
     "AlreadyAssumed",
     "CacheStateError",
     "ConfigError",
@@ -118,10 +117,7 @@ ErrorCode = Literal[
     "internal",
     "not_leader",
 ]
-"""The ``code`` of an ``ErrorReply`` (BRIEF.md, "Wire")."""
-
-ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
-"""Every :data:`ErrorCode`, in the order above."""
+"""The ``code`` of an ``ErrorReply`` (docs/protocol.md, "Errors")."""
 
 
 class PodiumError(Exception):
@@ -279,7 +275,7 @@ class _FileProblems(PodiumError):
 
 
 class PolicyError(_FileProblems):
-    """A scheduler Policy that breaks a rule (BRIEF.md, "Precise rules").
+    """A scheduler Policy that breaks a rule (README.md, "Policies and configuration").
 
     Every problem found is reported, as Kubernetes' ``ValidatePolicy`` does.
 

@@ -57,7 +57,6 @@ __all__ = [
     "NodeList",
     "Victims",
     "check_extenders",
-    "decode_extender_config",
     "decode_reply",
     "encode_request",
     "fold_extender_configs",
@@ -523,15 +522,6 @@ def fold_extender_configs(raw: Any) -> Any:
     if not isinstance(raw, dict) or not isinstance(raw.get("extenders"), list):
         return raw
     return {**raw, "extenders": [_fold(e, _EXTENDER_CONFIG_SHAPE) for e in raw["extenders"]]}
-
-
-def decode_extender_config(raw: Any) -> ExtenderConfig:
-    """Decode one ``extenders[]`` entry, its keys matched case-insensitively.
-
-    Raises:
-        msgspec.ValidationError: a wrong type or an unknown key, with its path.
-    """
-    return msgspec.convert(_fold(raw, _EXTENDER_CONFIG_SHAPE), type=ExtenderConfig)
 
 
 _NODE_LIST_SHAPE = _struct_shape(

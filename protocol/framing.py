@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
-"""The largest payload accepted by default (16 MiB; BRIEF.md, "Wire")."""
+"""The largest payload accepted by default (16 MiB; docs/protocol.md, "Limits")."""
 HEADER_BYTES: Final = 4
 """The length prefix: a big-endian unsigned 32-bit integer."""
 MAX_FRAME_BYTES_LIMIT: Final = 2**32 - 1

@@ -1,9 +1,10 @@
 """Every Prometheus metric Podium exports, on one registry.
 
 Kubernetes counterpart: pkg/scheduler/metrics/metrics.go (the names, types, labels and buckets
-of the releases after v1.14, adopted on purpose so kube-scheduler dashboards work; BRIEF
-"Observability", "Metrics labels"). Podium's own metrics are under ``podium_``.
-tests/fixtures/metrics.tsv is the checked-in table tests/unit/test_metrics.py diffs
+of the releases after v1.14, adopted on purpose so kube-scheduler dashboards work; README.md
+"Watch it run", docs/differences.md "Metrics and traces"). Podium's own metrics are under
+``podium_``.
+tests/fixtures/metrics.tsv is the checked-in table tests/unit/protocol/test_metrics.py diffs
 :data:`REGISTRY` against.
 
 ====================================================  =========  ================  =================

@@ -1,7 +1,8 @@
 """Kubernetes-shaped objects: the v1 field names and JSON/YAML forms Podium reads.
 
 Only the fields a predicate, priority or the store reads are declared; every other field
-(``status.podIP``, ``spec.containers[].env``, ...) is ignored on input, as the brief asks.
+(``status.podIP``, ``spec.containers[].env``, ...) is ignored on input, so
+kubectl's files load as they are (docs/protocol.md, "Objects").
 Wrong JSON types and bad quantities are rejected with the path of the field.
 
 Objects are frozen: the scheduler shares them between its views without copying.
@@ -694,6 +695,6 @@ def is_terminal(pod: Pod) -> bool:
 
 def holds_resources(pod: Pod) -> bool:
     """Whether a pod counts against its node (and may be scheduled): not finished and not
-    terminating. BRIEF.md "Objects as a store": pods in phase Succeeded/Failed or with a
-    deletionTimestamp hold no resources and are not scheduled."""
+    terminating. Pods in phase Succeeded/Failed or with a deletionTimestamp hold no resources
+    and are not scheduled."""
     return pod.status.phase not in TERMINAL_PHASES and pod.metadata.deletion_timestamp is None

@@ -3,7 +3,7 @@
 Kubernetes counterpart: ``pkg/scheduler/api/v1/types.go`` (Policy, PredicatePolicy,
 PriorityPolicy, their arguments, ExtenderConfig) and ``pkg/scheduler/api/validation`` at v1.14.
 
-Two spellings load here (BRIEF.md, "Objects and files"):
+Two spellings load here (README.md, "Policies and configuration"):
 
 - seed 000's: ``{"kind": "Policy", "apiVersion": "v1", "predicates": [{"name": "PodFitsHost",
   "order": 1}, ...], "priorities": [{"name": "EqualPriority", "weight": 1}, ...],
@@ -231,7 +231,7 @@ def load_policy(
 
 
 def _bare(path: str | None) -> str:
-    """``$.predicates[0].order`` -> ``predicates[0].order`` (the brief's spelling)."""
+    """``$.predicates[0].order`` -> ``predicates[0].order`` (the spelling PolicyError messages use)."""
     if not path or path == "$":
         return ""
     return path.removeprefix("$.").removeprefix("$")

@@ -6,7 +6,7 @@ limit, the msgpack/JSON codecs) lives in :mod:`podium.protocol.framing`; docs/pr
 describes the whole exchange for authors of clients in other languages, and
 ``podium protocol schema`` prints the JSON Schema of every message here.
 
-The exchange (BRIEF.md, "Wire")::
+The exchange (docs/protocol.md)::
 
     client                                   daemon
     Hello{protocol: 1, encoding}   ──JSON──▶

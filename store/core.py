@@ -14,7 +14,7 @@ Owns: every object by kind and ``(namespace, name)``; the append-only log of
 :class:`~podium.store.mail.Change` (at most ``retention`` kept); the revision; the last
 Unschedulable message recorded per pending pod.
 
-Rules (BRIEF.md, "Objects as a store" and "Durability"):
+Rules (docs/protocol.md, "Messages"; docs/reliability.md):
 
 - A put creates or replaces by kind/namespace/name; a put with only ``generateName`` creates
   an object named generateName + 5 random characters of Kubernetes' alphabet (another draw

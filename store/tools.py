@@ -11,7 +11,7 @@ its database in WAL mode and locks the side file ``<database>.lock`` (not SQLite
 tools work while it runs: a reader in another process sees the last committed transaction, and
 the check reads every table in one read transaction (one commit's state).
 
-What :func:`check_database` verifies (an *error* breaks an invariant of BRIEF.md "Durability"; a
+What :func:`check_database` verifies (an *error* breaks a promise of docs/reliability.md; a
 *warning* is a state Kubernetes allows but an operator should know about)::
 
     the file           exists, is SQLite, carries a Podium schema no newer than this Podium's;

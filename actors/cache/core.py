@@ -149,15 +149,14 @@ class PodState:
         info: the pod (with ``spec.nodeName`` set) as counted on its node.
         node: the node it is counted on.
         assumed: assumed by the scheduler and not yet confirmed by the store.
-        binding_finished: FinishBinding was received (only then can it expire).
-        deadline: when an assumed pod whose binding finished expires (None: never).
+        deadline: when an assumed pod whose binding finished expires (None: its binding has
+            not finished, v1.14 ``bindingFinished`` false, or the TTL is 0: never).
         volumes: (table, key) of the volume assumptions made with the pod.
     """
 
     info: PodInfo
     node: str
     assumed: bool
-    binding_finished: bool = False
     deadline: float | None = None
     volumes: tuple[tuple[str, str], ...] = ()
 
@@ -401,7 +400,6 @@ class SchedulerCache:
             NotAssumed: the pod is not assumed.
         """
         state = self._assumed_state(key, "finish binding")
-        state.binding_finished = True
         if self.ttl > 0:
             state.deadline = now + self.ttl
             heapq.heappush(self._deadlines, (state.deadline, key))
@@ -467,7 +465,6 @@ class SchedulerCache:
             # claim/volume changes supersede them.
             self._assumed.discard(key)
             state.assumed = False
-            state.binding_finished = False
             state.deadline = None
             self._detach_volumes(key, state)
             if not holds_resources(pod):

@@ -105,7 +105,18 @@ from podium.actors.mail import (
     SnapshotRequest,
 )
 from podium.actors.runtime.mailbox import ask, reply, send
-from podium.actors.runtime.tracing import DISABLED, Attempt, Tracing
+from podium.actors.runtime.tracing import (
+    ASSUME,
+    DISABLED,
+    EXTENDER,
+    FILTER,
+    RESULT,
+    SCORE,
+    SELECT,
+    Attempt,
+    Tracing,
+    extender_span,
+)
 from podium.protocol import metrics
 from podium.protocol.config import DEFAULT_BATCH_MAX_PODS, DEFAULT_BATCH_MAX_SECONDS
 from podium.protocol.errors import PodiumError
@@ -490,15 +501,15 @@ class Scheduler:
         decided = trio.current_time()
         if attempt.sampled:
             filtered = deciding + decision.filter_seconds
-            attempt.record("filter", deciding, filtered)
+            attempt.record(FILTER, deciding, filtered)
             scored = filtered
             if decision.score_seconds is not None:
                 scored = min(filtered + decision.score_seconds, decided)
-                attempt.record("score", filtered, scored)
-            attempt.record("select", scored, decided)
+                attempt.record(SCORE, filtered, scored)
+            attempt.record(SELECT, scored, decided)
             for extender, verb, outcome, start, end in decision.result.extender_calls:
-                attributes = {"podium.extender": extender, "podium.result": outcome}
-                attempt.record(f"extender {verb}", start, end, attributes)
+                attributes = {EXTENDER: extender, RESULT: outcome}
+                attempt.record(extender_span(verb), start, end, attributes)
         if decision.node is not None:
             return _Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None
@@ -595,7 +606,7 @@ class Scheduler:
             share = (reserved - reserving) / len(placed)
             for o, status in zip(placed, assumed.statuses, strict=True):
                 # The trace shows the round trip as it ran; the metrics count each pod's share.
-                o.attempt.record("assume", reserving, reserved)
+                o.attempt.record(ASSUME, reserving, reserved)
                 # Its own cycle: its decision, then its share of the assume (the other pods'
                 # decisions in between are theirs).
                 o.finished += share

@@ -71,7 +71,6 @@ __all__ = [
     "VectorFilterPlugin",
     "VectorScorePlugin",
     "fit_error_message",
-    "reasons_of",
     "run_filter",
     "run_filter_columns",
     "run_score",
@@ -328,11 +327,6 @@ def run_score_columns(
     if meta is SKIP:
         return np.zeros(len(rows), dtype=np.int64)
     return plugin.score_columns(pod, meta, cols, rows)
-
-
-def reasons_of(masks: Sequence[tuple[str, npt.NDArray[np.bool_]]], row: int) -> tuple[str, ...]:
-    """The reasons a row fails, from a :data:`ReasonMasks` list."""
-    return tuple(reason for reason, mask in masks if mask[row])
 
 
 @dataclass(frozen=True, slots=True)

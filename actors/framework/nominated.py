@@ -51,10 +51,6 @@ class NominatedPods:
         pods = self._by_node.get(node)
         return list(pods.values()) if pods else []
 
-    def node_of(self, key: str) -> str | None:
-        """The node the pod with ``key`` is nominated to, or None."""
-        return self._node_of.get(key)
-
     def __contains__(self, key: object) -> bool:
         return key in self._node_of
 

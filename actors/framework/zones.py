@@ -2,7 +2,7 @@
 
 Kubernetes counterpart: pkg/util/node/node.go ``GetZoneKey`` (v1.14 read only the
 ``failure-domain.beta.kubernetes.io/*`` labels; later releases fall back to the GA
-``topology.kubernetes.io/*`` labels, which Podium adopts, BRIEF.md "Zones and the node tree").
+``topology.kubernetes.io/*`` labels, which Podium adopts: docs/differences.md, "zone labels").
 
 The key is ``region + ":\\x00:" + zone``: the NUL keeps a region or zone that contains a colon
 from colliding with another pair. Each part is read from the beta label when that label is

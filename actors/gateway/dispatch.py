@@ -41,7 +41,7 @@ from podium.actors.mail import (
     SchedulerStatsReply,
 )
 from podium.actors.runtime.mailbox import ask
-from podium.actors.runtime.tracing import DISABLED, Tracing
+from podium.actors.runtime.tracing import DISABLED, OBJECTS, PUT, Tracing
 from podium.protocol.errors import InvalidObject
 from podium.protocol.labels import parse_selector
 from podium.protocol.objects import DEFAULT_NAMESPACE, Pod, PriorityClass
@@ -120,7 +120,7 @@ class Dispatcher:
         match msg:
             case Put():
                 # A Put's span is what the attempts of the pods it submits link to.
-                with self._tracing.request_span("Put", {"podium.objects": len(msg.objects)}):
+                with self._tracing.request_span(PUT, {OBJECTS: len(msg.objects)}):
                     trace = self._tracing.inject()
                     put: WriteResult | StoreFailure = await ask(
                         h.store, lambda r: WriteObjects(puts=msg.objects, trace=trace, reply=r)

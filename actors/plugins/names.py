@@ -2,7 +2,7 @@
 
 Sources: pkg/scheduler/algorithm/predicates/predicates.go (names, ``predicatesOrdering``) and
 pkg/scheduler/algorithmprovider/defaults/defaults.go at v1.14; the aliases are seed 000's and
-004's spellings (BRIEF.md, "Precise rules").
+004's spellings (README.md, "Policies and configuration").
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ CHECK_NODE_MEMORY_PRESSURE = "CheckNodeMemoryPressure"
 CHECK_NODE_PID_PRESSURE = "CheckNodePIDPressure"
 CHECK_NODE_DISK_PRESSURE = "CheckNodeDiskPressure"
 EVEN_PODS_SPREAD = "EvenPodsSpread"
-"""PodTopologySpread's filter, adopted from later Kubernetes (BRIEF.md, "Precise rules")."""
+"""PodTopologySpread's filter, adopted from later Kubernetes (docs/differences.md)."""
 MATCH_INTER_POD_AFFINITY = "MatchInterPodAffinity"
 
 PREDICATES_ORDERING: tuple[str, ...] = (
@@ -134,7 +134,7 @@ DEFAULT_PREDICATES: tuple[str, ...] = (
     POD_TOLERATES_NODE_TAINTS,
     CHECK_VOLUME_BINDING,
 )
-"""v1.14 DefaultProvider predicates, with the node-condition predicates kept (BRIEF.md)."""
+"""v1.14 DefaultProvider predicates, with the node-condition predicates kept (docs/differences.md)."""
 
 # Predicates that exist only with a policy argument (their entry may bear any name).
 ARGUMENT_PREDICATES = {

@@ -4,7 +4,7 @@ Kubernetes counterpart: ``pkg/scheduler/factory/factory.go`` (``CreateFromConfig
 ``pkg/scheduler/factory/plugins.go`` (``RegisterCustomFitPredicate``,
 ``RegisterCustomPriorityFunction``) at v1.14, plus the end-user ``order`` of seed 000.
 
-Rules (BRIEF.md, "Precise rules"):
+Rules (README.md, "Policies and configuration"; docs/differences.md):
 
 - Names are canonical v1.14 names or their aliases (``names.PREDICATE_ALIASES``,
   ``names.PRIORITY_ALIASES``); ``MaxPDVolumeCountPredicate`` stands for the four

@@ -29,7 +29,7 @@ empty ``selector`` is read as none, since the API server drops empty maps); a
 ReplicationController, ReplicaSet or StatefulSet with an empty or invalid selector selects
 nothing, and none of them selects a pod without labels.
 
-ServiceSpreadingPriority counts Services only, as v1.14 registers it (BRIEF.md). In v1.14 the
+ServiceSpreadingPriority counts Services only, as v1.14 registers it (docs/parity.md). In v1.14 the
 priority metadata, computed with every lister, overrides those selectors in the real scheduler,
 so v1.14's ServiceSpreadingPriority in fact also counted controllers; Podium keeps the
 registered, documented meaning (docs/parity.md, selector_spread).

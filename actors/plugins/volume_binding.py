@@ -288,8 +288,7 @@ class VolumeBinding(FilterPlugin[PodClaims]):
 
     ``pre_filter`` runs the pod-level checks once (claims exist, which are bound, which wait for
     the scheduler) and pre-selects each waiting claim's candidate volumes; ``filter`` does the
-    node-dependent part. :meth:`find_pod_volumes` / :meth:`find_bindings` expose the decision
-    for the binder.
+    node-dependent part. :meth:`find_pod_volumes` exposes the decision for the binder.
     """
 
     missing_node = NODE_NOT_FOUND
@@ -368,10 +367,6 @@ class VolumeBinding(FilterPlugin[PodClaims]):
             if unbound_satisfied:
                 provisions = tuple(item.key for item in unmatched)
         return PodVolumes(bound_satisfied, unbound_satisfied, bindings, provisions)
-
-    def find_bindings(self, pod: PodInfo, meta: PodClaims, node: NodeInfo) -> dict[str, str]:
-        """Claim key -> volume name for each waiting claim that would bind to an existing volume."""
-        return dict(self.find_pod_volumes(pod, meta, node).bindings)
 
     def filter(self, pod: PodInfo, meta: PodClaims, node: NodeInfo) -> Status:
         found = self.find_pod_volumes(pod, meta, node)

@@ -11,7 +11,7 @@ that label must be one of the volume's values (a multi-zone volume separates the
 without any zone or region label passes at once, before any claim is read.
 
 v1.14 reads only the ``failure-domain.beta.kubernetes.io/{zone,region}`` labels; Podium also
-reads ``topology.kubernetes.io/{zone,region}`` (BRIEF.md "Zones and the node tree"): on the
+reads ``topology.kubernetes.io/{zone,region}`` (docs/differences.md, "zone labels"): on the
 volume, both spellings are constraints; on the node, the same spelling is read first and the
 other spelling second, so beta-only data behaves exactly as v1.14.
 

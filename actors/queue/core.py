@@ -26,7 +26,7 @@ Owns: every pending pod the scheduler is responsible for, in exactly one place::
   gate; it then goes to activeQ with its first arrival time.
 
 * activeQ is ordered by priority (higher first), then arrival: the first enqueue time, kept
-  across retries (BRIEF "Queue wake-ups"), ties in insertion order.
+  across retries (docs/differences.md, "The queue and the cache"), ties in insertion order.
 * backoffQ is ordered by backoff expiry; :meth:`SchedulingQueue.flush_backoff_completed` moves
   the pods whose backoff has expired (exactly at expiry: the actor wakes at
   :meth:`SchedulingQueue.next_deadline`, where v1.14 polled every second).
@@ -420,8 +420,6 @@ class SchedulingQueue:
         self._move_request_cycle = self._scheduling_cycle
         return len(moved)
 
-    assigned_pod_updated = assigned_pod_added
-
     def move_all_to_active_queue(self, now: float) -> int:
         """v1.14 ``MoveAllToActiveQueue``: every unschedulable pod to backoffQ (still backing
         off) or activeQ, and a move request at the current cycle. Returns the number moved."""
@@ -736,11 +734,6 @@ class Nominations:
 
     def __contains__(self, key: object) -> bool:
         return key in self._pods
-
-    def node_of(self, key: str) -> str | None:
-        """The node the pod with ``key`` is nominated to, or None."""
-        entry = self._pods.get(key)
-        return entry[0] if entry is not None else None
 
     def set(self, pod: PodInfo) -> bool:
         """Record a pending pod's latest version: nominated to its

@@ -95,16 +95,22 @@ __all__ = [
     "BIND",
     "COMMIT",
     "DISABLED",
+    "EXTENDER",
     "FILTER",
+    "NODE",
     "NO_ATTEMPT",
+    "OBJECTS",
     "OTLP_EXTRA",
+    "PUT",
     "QUEUE_WAIT",
+    "RESULT",
     "SCORE",
     "SELECT",
     "Attempt",
     "Attributes",
     "Carrier",
     "Tracing",
+    "extender_span",
     "format_span",
     "setup_tracing",
 ]
@@ -114,7 +120,7 @@ Carrier: TypeAlias = dict[str, str]
 
 Attributes: TypeAlias = Mapping[str, AttributeValue]
 
-# Span names (the brief's phases of an attempt).
+# Span names: the phases of an attempt drawn above, and the request an attempt links to.
 ATTEMPT = "scheduling_attempt"
 QUEUE_WAIT = "queue_wait"
 FILTER = "filter"
@@ -123,6 +129,7 @@ SELECT = "select"
 ASSUME = "assume"
 BIND = "bind"
 COMMIT = "commit"
+PUT = "Put"  # the gateway's request span, which each submitted pod's attempt links to
 
 # Attribute names.
 POD = "podium.pod"
@@ -131,6 +138,14 @@ RESULT = "podium.result"
 ATTEMPTS = "podium.attempts"
 NODES_EXAMINED = "podium.nodes_examined"
 NODES_FEASIBLE = "podium.nodes_feasible"
+EXTENDER = "podium.extender"
+OBJECTS = "podium.objects"
+
+
+def extender_span(verb: str) -> str:
+    """The name of the span of one call to an extender's ``verb`` (filter, prioritize, bind...)."""
+    return f"extender {verb}"
+
 
 OTLP_EXTRA = "pip install 'podium[otlp]'"
 """How to get the OTLP exporter, named in the ConfigError when it is missing."""

@@ -1,7 +1,7 @@
 """The Python client of the Podium protocol: trio-native, plus a blocking wrapper for scripts.
 
 Kubernetes counterpart: k8s.io/client-go (rest + tools/watch) — a typed client over one
-connection, with list-then-watch. Podium's protocol is BRIEF.md "Wire" (protocol/wire.py)::
+connection, with list-then-watch. Podium's protocol is docs/protocol.md (protocol/wire.py)::
 
     async with connect("127.0.0.1:7070") as client:
         reply = await client.put([node, pod])            # PutReply once durable

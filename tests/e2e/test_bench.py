@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from podium.cli.bench.workload import WORKLOADS
+from daemon import PODIUM
 
-PODIUM = str(Path(sys.executable).with_name("podium"))
+from podium.cli.bench.workload import WORKLOADS
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:

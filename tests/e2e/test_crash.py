@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from pathlib import Path
 import pytest
 import trio
 from builders import make_node, make_pod
-from daemon import StartDaemon
+from daemon import PODIUM, StartDaemon
 from etcd_servers import EtcdCluster
 
 from podium.actors.framework.nodeinfo import PodInfo, Resource
@@ -40,7 +39,6 @@ from podium.protocol import objects as o
 from podium.protocol.client import ClientConnectionError, RemoteError, connect
 from podium.protocol.wire import Event, ObjectRef
 
-PODIUM = str(Path(sys.executable).with_name("podium"))
 KILLS = int(os.environ.get("PODIUM_CRASH_KILLS", "5"))
 ETCD_KILLS = max(KILLS, 20)
 SEED = int(os.environ.get("PODIUM_CRASH_SEED", "1"))

@@ -11,7 +11,6 @@ import argparse
 import json
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,15 +18,13 @@ import msgspec
 import pytest
 import trio
 from builders import make_node, make_pod
-from daemon import StartDaemon
+from daemon import PODIUM, StartDaemon
 
 from podium.cli import db as db_commands
 from podium.protocol import objects as o
 from podium.protocol.client import connect
 from podium.store.mail import Change
 from podium.store.schema import MIGRATIONS, encode_object, event_row
-
-PODIUM = str(Path(sys.executable).with_name("podium"))
 
 
 class Db:

@@ -28,7 +28,7 @@ import pytest
 import trio
 import yaml
 from builders import make_node, make_pod
-from daemon import Daemon, DaemonError, StartDaemon
+from daemon import PODIUM, Daemon, DaemonError, StartDaemon
 from servers import require_server
 
 from podium.protocol import objects as o
@@ -39,7 +39,6 @@ from podium.protocol.wire import ObjectRef
 ROOT = Path(__file__).resolve().parents[2]
 OPS = ROOT / "ops"
 EXAMPLES = ROOT / "examples"
-PODIUM = str(Path(sys.executable).with_name("podium"))
 # Every rate window of the dashboard is evaluated over this range: longer than the whole
 # test, so each rate sees every sample since Prometheus started.
 RATE_WINDOW = "5m"

@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from daemon import PODIUM
+
 SCRIPT = Path(__file__).resolve().parents[2] / "ops" / "profile-serve.py"
-PODIUM = str(Path(sys.executable).with_name("podium"))
 
 
 def test_the_profile_and_the_task_steps_are_written_when_the_daemon_stops(tmp_path: Path) -> None:

@@ -16,18 +16,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 
 import pytest
-from daemon import StartDaemon
+from daemon import PODIUM, StartDaemon
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "fixtures" / "real-shaped"
 GOLDEN = ROOT / "tests" / "fixtures" / "golden"
-PODIUM = str(Path(sys.executable).with_name("podium"))
 
 
 def podium(*args: str) -> subprocess.CompletedProcess[str]:

@@ -51,7 +51,7 @@ from random_cluster import (
     incoming_pod,
     node,
 )
-from scalar_plugins import ScalarFilter, ScalarScore
+from scalar_plugins import ScalarFilter, ScalarScore, reasons_of
 from stages import decide
 
 from podium.actors.cycle import generic_scheduler
@@ -64,7 +64,6 @@ from podium.actors.framework.interface import (
     ScorePlugin,
     VectorFilterPlugin,
     VectorScorePlugin,
-    reasons_of,
     run_filter,
     run_filter_columns,
 )

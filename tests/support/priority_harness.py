@@ -4,7 +4,7 @@ Kubernetes' tests build ``CreateNodeNameToInfoMap(pods, nodes)`` (each pod lands
 its ``spec.nodeName`` names), run the map function per node and the reduce function over the
 list. :func:`run_priority` does the same through a plugin's ``pre_score``/``score``/
 ``normalize`` and, for a vector plugin, through ``score_columns`` as well, so every table row
-checks that the two forms agree. Shared by the priority tests in tests/unit/plugins.
+checks that the two forms agree. Shared by the priority tests in tests/unit/actors/plugins.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Adapters that hide a plugin's vector form, so the scheduler takes its per-node path.
+"""Adapters that hide a plugin's vector form, so the scheduler takes its per-node path, and
+:func:`reasons_of`, which reads a vector form's answer for one node.
 
 :class:`ScalarFilter` keeps a predicate's contract (name, flags, ``pre_filter``, ``filter``);
 :class:`ScalarScore` a priority's (name, flags, ``pre_score``, ``score``, ``normalize``). The scalar
@@ -11,13 +12,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from podium.actors.framework.interface import FilterPlugin, ScorePlugin, Skip, Status
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 
-__all__ = ["ScalarFilter", "ScalarScore"]
+__all__ = ["ScalarFilter", "ScalarScore", "reasons_of"]
 
 M = TypeVar("M")
+
+
+def reasons_of(masks: Sequence[tuple[str, npt.NDArray[np.bool_]]], row: int) -> tuple[str, ...]:
+    """The reasons node ``row`` fails, from a predicate's ``ReasonMasks``: the masks True at its
+    row, in order (the rule of actors/framework/interface.py ``ReasonMasks``, as the filter stage
+    reads them in actors/cycle/generic_scheduler.py)."""
+    return tuple(reason for reason, mask in masks if mask[row])
 
 
 class ScalarFilter(FilterPlugin[M]):

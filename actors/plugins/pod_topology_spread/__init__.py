@@ -1,6 +1,6 @@
 """EvenPodsSpread and EvenPodsSpreadPriority: Kubernetes' PodTopologySpread, on the 0-10 scale.
 
-Adopted from later Kubernetes on purpose (BRIEF.md, "Precise rules"; docs/differences.md).
+Adopted from later Kubernetes on purpose (docs/differences.md, "PodTopologySpread").
 Kubernetes sources (release-1.19/1.20, the framework plugin):
 
 - pkg/scheduler/framework/plugins/podtopologyspread/filtering.go: ``calPreFilterState``,

@@ -1,5 +1,5 @@
 """The domain rules protocol/objects.py gives one home: the default namespace, a pod's key, and
-whether a pod holds resources (BRIEF.md "Objects as a store")."""
+whether a pod holds resources."""
 
 from __future__ import annotations
 

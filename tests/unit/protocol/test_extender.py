@@ -16,13 +16,14 @@ from podium.protocol.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
     ExtenderBindingResult,
+    ExtenderConfig,
     ExtenderFilterResult,
     ExtenderPreemptionResult,
     HostPriority,
     NodeList,
-    decode_extender_config,
     decode_reply,
     encode_request,
+    fold_extender_configs,
     parse_duration_seconds,
 )
 
@@ -158,19 +159,21 @@ def test_bad_durations(value: Any) -> None:
 
 
 def test_config_keys_match_case_insensitively() -> None:
-    config = decode_extender_config(
-        {
-            "URLPrefix": "https://x/",
-            "FilterVerb": "f",
-            "BindVerb": "b",
-            "EnableHTTPS": True,
-            "TLSConfig": {"Insecure": True, "ServerName": "ext"},
-            "HTTPTimeout": 1_000_000_000,
-            "NodeCacheCapable": True,
-            "ManagedResources": [{"Name": "example.com/w", "IgnoredByScheduler": True}],
-            "Ignorable": True,
-        }
-    )
+    """As the configuration file and a Policy decode their ``extenders`` (protocol/config.py,
+    protocol/policy.py): folded, then converted."""
+    entry = {
+        "URLPrefix": "https://x/",
+        "FilterVerb": "f",
+        "BindVerb": "b",
+        "EnableHTTPS": True,
+        "TLSConfig": {"Insecure": True, "ServerName": "ext"},
+        "HTTPTimeout": 1_000_000_000,
+        "NodeCacheCapable": True,
+        "ManagedResources": [{"Name": "example.com/w", "IgnoredByScheduler": True}],
+        "Ignorable": True,
+    }
+    (folded,) = fold_extender_configs({"extenders": [entry]})["extenders"]
+    config = msgspec.convert(folded, type=ExtenderConfig)
     assert (config.filter_verb, config.bind_verb, config.timeout_seconds) == ("f", "b", 1.0)
     assert config.enable_https and config.node_cache_capable and config.ignorable
     assert config.tls_config is not None and config.tls_config.server_name == "ext"

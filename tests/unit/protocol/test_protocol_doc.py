@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+
+from repo_paths import DOCS
 
 from podium.protocol.objects import KINDS, NAMESPACED_KINDS
 
-DOC = (Path(__file__).resolve().parents[3] / "docs" / "protocol.md").read_text()
+DOC = (DOCS / "protocol.md").read_text()
 
 
 def _kinds_in(text: str) -> set[str]:

@@ -98,7 +98,7 @@ GOOD = [
     # Podium's own rows
     Good("double equals", "a==b", sel({"a": "b"})),
     Good(
-        "the brief's example",
+        "every operator in one selector",
         "app=web,tier!=db,env in (a,b),!legacy",
         sel(
             {"app": "web"},

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from builders import PodBuilder, make_node, make_pod
+from scalar_plugins import reasons_of
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
@@ -17,7 +18,6 @@ from podium.actors.framework.interface import (
     PluginArgs,
     PredicateError,
     VectorFilterPlugin,
-    reasons_of,
     run_filter,
     run_filter_columns,
 )

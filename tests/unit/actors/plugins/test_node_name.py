@@ -7,6 +7,7 @@ from operator import attrgetter
 
 import pytest
 from builders import make_node, make_pod
+from scalar_plugins import reasons_of
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
@@ -16,7 +17,6 @@ from podium.actors.framework.interface import (
     PluginArgs,
     PredicateError,
     VectorFilterPlugin,
-    reasons_of,
     run_filter,
     run_filter_columns,
 )

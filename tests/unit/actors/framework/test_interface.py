@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from builders import make_node, make_pod
+from scalar_plugins import reasons_of
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
@@ -23,7 +24,6 @@ from podium.actors.framework.interface import (
     Status,
     VectorFilterPlugin,
     VectorScorePlugin,
-    reasons_of,
     run_filter,
     run_filter_columns,
     run_score,

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pytest
 from builders import make_node, make_pod
+from scalar_plugins import reasons_of
 from stages import decide
 
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
@@ -48,7 +49,6 @@ from podium.actors.framework.interface import (
     Code,
     PluginArgs,
     PredicateError,
-    reasons_of,
     run_filter,
     run_filter_columns,
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 import yaml
+from repo_paths import FIXTURES
 
 from podium.protocol import objects as o
 from podium.protocol.errors import InvalidObject, LoadError, LoadErrors
@@ -23,7 +24,6 @@ from podium.protocol.loader import (
     read_document,
 )
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 KUBECTL_JSON = FIXTURES / "kubectl-get-nodes-pods.json"
 KUBECTL_YAML = FIXTURES / "kubectl-get-multi.yaml"
 GRAMMAR = (

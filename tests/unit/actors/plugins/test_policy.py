@@ -1,6 +1,6 @@
 """The scheduler Policy: protocol/policy.py (shape), actors/plugins/policy.py (names, order), the registry.
 
-Rules from BRIEF.md "Precise rules" (Names, Defaults); v1.14 behaviour from
+Rules from README.md "Policies and configuration" (names, defaults); v1.14 behaviour from
 pkg/scheduler/factory/plugins.go and pkg/scheduler/api/validation/validation.go@v1.14.0.
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from repo_paths import EXAMPLES
 
 from podium.actors.framework.interface import SUCCESS, FilterPlugin, PluginArgs, ScorePlugin, Status
 from podium.actors.plugins import names, registry
@@ -27,7 +28,6 @@ from podium.actors.plugins.policy import (
 from podium.protocol.errors import PolicyError
 from podium.protocol.policy import MAX_WEIGHT, Policy, decode_policy, load_policy
 
-EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 SEED_000 = EXAMPLES / "policy-seed-000.json"
 SEED_004 = EXAMPLES / "policy-seed-004.json"
 

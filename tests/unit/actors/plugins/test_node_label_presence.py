@@ -11,6 +11,7 @@ from operator import attrgetter
 
 import pytest
 from builders import make_node, make_pod
+from scalar_plugins import reasons_of
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
@@ -18,7 +19,6 @@ from podium.actors.framework.interface import (
     Code,
     PluginArgs,
     PredicateError,
-    reasons_of,
     run_filter,
     run_filter_columns,
 )

@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 from builders import make_node, make_pod
+from scalar_plugins import reasons_of
 
 from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     PluginArgs,
     PredicateError,
-    reasons_of,
     run_filter,
     run_filter_columns,
 )

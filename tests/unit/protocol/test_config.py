@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from repo_paths import EXAMPLES
 
 from podium.actors.plugins.policy import load_resolved_policy
 from podium.protocol.config import (
@@ -21,7 +22,6 @@ from podium.protocol.config import (
 )
 from podium.protocol.errors import ConfigError
 
-EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 V1ALPHA1 = {
     "apiVersion": "kubescheduler.config.k8s.io/v1alpha1",
     "kind": "KubeSchedulerConfiguration",

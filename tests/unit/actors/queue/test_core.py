@@ -101,7 +101,7 @@ def test_equal_priority_pops_by_arrival_then_insertion() -> None:
 def test_arrival_is_kept_across_retries() -> None:
     """TestRecentlyTriedPodsGoBack and TestPodFailedSchedulingMultipleTimesDoesNotBlockNewerPod
     assert the opposite: v1.14 re-stamps a retried pod, so it goes behind newer pods of its
-    priority. Podium keeps the first enqueue time (BRIEF "Queue wake-ups"; docs/differences.md).
+    priority. Podium keeps the first enqueue time (docs/differences.md, "The queue and the cache").
     """
     q = SchedulingQueue()
     first = pod("first")

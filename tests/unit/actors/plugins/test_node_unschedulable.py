@@ -12,12 +12,12 @@ from operator import attrgetter
 
 import pytest
 from builders import make_node, make_pod
+from scalar_plugins import reasons_of
 
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     Code,
     PluginArgs,
-    reasons_of,
     run_filter,
     run_filter_columns,
 )

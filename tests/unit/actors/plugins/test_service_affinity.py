@@ -16,12 +16,12 @@ from operator import attrgetter
 
 import pytest
 from builders import decode, make_node, make_pod
+from scalar_plugins import reasons_of
 
 from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
     PluginArgs,
-    reasons_of,
     run_filter,
     run_filter_columns,
 )

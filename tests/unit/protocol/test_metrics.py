@@ -1,4 +1,4 @@
-"""The metrics registry against its checked-in table (BRIEF "Metrics labels"), the label helpers,
+"""The metrics registry against its checked-in table (README.md, "Watch it run"), the label helpers,
 and the generic scheduler's hooks that feed ``scheduler_plugin_execution_duration_seconds`` and
 ``scheduler_unschedulable_pods``."""
 
@@ -8,7 +8,6 @@ import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +15,7 @@ import pytest
 from builders import make_node, make_pod
 from prometheus_client import ProcessCollector, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
+from repo_paths import FIXTURES
 
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.columns import NodeColumns
@@ -32,7 +32,7 @@ from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.protocol import metrics
 
-TABLE = Path(__file__).resolve().parents[1] / "fixtures" / "metrics.tsv"
+TABLE = FIXTURES / "metrics.tsv"
 
 
 @dataclass(frozen=True)
