@@ -114,7 +114,7 @@ _SPEC_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
 class FilterStage:
     """The filter half of an attempt: predicates in order from the carried start index.
 
-    The filter pool actor owns one. ``run`` answers the examined nodes' reasons and the
+    The filter actor owns one. ``run`` answers the examined nodes' reasons and the
     feasible rows; it advances the start index by the nodes examined unless ``dry``.
 
     Args:
@@ -544,7 +544,7 @@ def _add_extender_scores(
 class ScoreStage:
     """The score half of an attempt: weighted priorities over the feasible nodes, then a host.
 
-    The scoring workers own one. Ties between equal best totals are broken at random with
+    The score actor owns one. Ties between equal best totals are broken at random with
     ``rng`` (seeded for repeatable runs), as later Kubernetes versions do.
 
     Args:

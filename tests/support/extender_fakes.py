@@ -152,7 +152,7 @@ async def decide_with_extenders(
     *,
     explain: bool = False,
 ) -> ScheduleResult:
-    """One decision as the filter pool and the scoring workers make it with extenders."""
+    """One decision as the filter actor and the score actor make it with extenders."""
     result, feasible = filters.run(pod, snapshot, explain=explain)
     result, feasible = await extenders.filter(pod, snapshot, result, feasible, explain=explain)
     if not feasible:
