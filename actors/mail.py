@@ -1,6 +1,10 @@
 """Actor <-> actor mailbox messages (they carry reply channels, so they live here, not on the wire).
 
-Every message is a frozen msgspec Struct. Fields may hold in-process objects the receiver
+Every message is a frozen msgspec Struct, and so is the
+:class:`~podium.actors.framework.result.ScheduleResult` that ScoreRequest, Decision and
+Attempted carry: a stage that adds to a result makes a new one (``msgspec.structs.replace``).
+The containers a message holds (lists, dicts) are built before it is made and never changed
+after it is sent, by its sender or anyone else. Fields may hold in-process objects the receiver
 only reads: PodInfo, NodeInfo and Snapshot instances are never mutated once sent (the node
 cache copies a NodeInfo before changing it; a Snapshot is lent to the filter actor and the
 score actor for one cycle, during which its owner, the scheduler, does not touch it).

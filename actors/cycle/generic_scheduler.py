@@ -32,6 +32,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
@@ -111,6 +112,18 @@ _SPEC_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
 """Encodes a pod's spec as its equivalence class key."""
 
 
+@dataclass(slots=True)
+class _Walk:
+    """The filter walk's tallies, built up in place by the walk alone and then made into one
+    :class:`ScheduleResult` (a value once made): what the examined nodes said."""
+
+    evaluated: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    failed_plugins: set[str] = field(default_factory=set)
+    examined: list[str] = field(default_factory=list)
+    failed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
 class FilterStage:
     """The filter half of an attempt: predicates in order from the carried start index.
 
@@ -173,7 +186,7 @@ class FilterStage:
             return ScheduleResult(message=NO_NODES_AVAILABLE), []
         saved = self.next_start_index
         try:
-            result, feasible = self._find_nodes_that_fit(
+            walk, feasible = self._find_nodes_that_fit(
                 pod, snapshot, explain=explain, observe=observe, nominated=nominated
             )
         except PredicateError as exc:
@@ -181,10 +194,19 @@ class FilterStage:
         finally:
             if dry:
                 self.next_start_index = saved
-        if not feasible:
-            result.message = fit_error_message(n, result.reasons)
-        if explain:
-            result.feasible_nodes = [snapshot.node_infos[i].name for i in feasible]
+        # The walk's tallies become the result whole, once: it is a value from here on.
+        result = ScheduleResult(
+            message=None if feasible else fit_error_message(n, walk.reasons),
+            evaluated=walk.evaluated,
+            feasible=len(feasible),
+            reasons=walk.reasons,
+            failed_plugins=frozenset(walk.failed_plugins),
+            examined=tuple(walk.examined),
+            failed=walk.failed,
+            feasible_nodes=(
+                tuple(snapshot.node_infos[i].name for i in feasible) if explain else ()
+            ),
+        )
         return result, feasible
 
     # ------------------------------------------------------------------ filter
@@ -233,23 +255,23 @@ class FilterStage:
         explain: bool,
         observe: PluginObserver | None,
         nominated: NominatedPods | None = None,
-    ) -> tuple[ScheduleResult, list[int]]:
+    ) -> tuple[_Walk, list[int]]:
         n = len(snapshot)
         start = self.next_start_index % n
         if not self.filters:
             # v1.14 findNodesThatFit: with no predicates every node is feasible.
             order = [(start + i) % n for i in range(n)]
             examined = [snapshot.node_infos[i].name for i in order] if explain else []
-            return ScheduleResult(evaluated=n, feasible=n, examined=examined), order
+            return _Walk(evaluated=n, examined=examined), order
         want = num_feasible_nodes_to_find(n, self.percentage)
         active = self._active_filters(pod, snapshot)
         with_nominated = self._nominated_rows(pod, snapshot, nominated)
         if not with_nominated and all(id(p) in self._vector_filters for p, _ in active):
-            result, feasible = self._fit_vector(
+            walk, feasible = self._fit_vector(
                 pod, snapshot, active, start, want, explain=explain, observe=observe
             )
         else:
-            result, feasible = self._fit_loop(
+            walk, feasible = self._fit_loop(
                 pod,
                 snapshot,
                 active,
@@ -259,8 +281,8 @@ class FilterStage:
                 observe=observe,
                 with_nominated=with_nominated,
             )
-        self.next_start_index = (start + result.evaluated) % n
-        return result, feasible
+        self.next_start_index = (start + walk.evaluated) % n
+        return walk, feasible
 
     def _fit_vector(
         self,
@@ -272,7 +294,7 @@ class FilterStage:
         *,
         explain: bool,
         observe: PluginObserver | None,
-    ) -> tuple[ScheduleResult, list[int]]:
+    ) -> tuple[_Walk, list[int]]:
         cols = snapshot.columns
         n = cols.n
         # The node-local predicates at the head of the active list share a verdict with every
@@ -305,23 +327,23 @@ class FilterStage:
         end = start + evaluated
         spans = [(start, end)] if end <= n else [(start, n), (0, end - n)]
         feasible = [i for a, b in spans for i in (np.flatnonzero(alive[a:b]) + a).tolist()]
-        result = ScheduleResult(evaluated=evaluated, feasible=len(feasible))
+        walk = _Walk(evaluated=evaluated)
         for name, rows, masks in blamed:
             for reason, mask in masks:
                 count = sum(int(np.count_nonzero(mask[a:b] & rows[a:b])) for a, b in spans)
                 if count:
-                    result.reasons[reason] += count
-                    result.failed_plugins.add(name)
+                    walk.reasons[reason] += count
+                    walk.failed_plugins.add(name)
         if explain:
             examined = np.concatenate([np.arange(a, b) for a, b in spans])
-            result.examined = [cols.names[i] for i in examined.tolist()]
+            walk.examined = [cols.names[i] for i in examined.tolist()]
             for i in examined[~fit_in_order[:evaluated]].tolist():
                 reasons: list[str] = []
                 for _, rows, masks in blamed:
                     if rows[i]:
                         reasons.extend(reason for reason, mask in masks if mask[i])
-                result.failed[cols.names[i]] = tuple(reasons)
-        return result, feasible
+                walk.failed[cols.names[i]] = tuple(reasons)
+        return walk, feasible
 
     def _verdict(
         self,
@@ -371,7 +393,7 @@ class FilterStage:
         explain: bool,
         observe: PluginObserver | None,
         with_nominated: dict[int, list[PodInfo]] | None = None,
-    ) -> tuple[ScheduleResult, list[int]]:
+    ) -> tuple[_Walk, list[int]]:
         n = len(snapshot)
         infos = snapshot.node_infos
         # Vector predicates answer for every row up front; the others run per node.
@@ -388,7 +410,7 @@ class FilterStage:
                 checks.append((plugin, meta, masks))
             else:
                 checks.append((plugin, meta, None))
-        result = ScheduleResult()
+        walk = _Walk()
         feasible: list[int] = []
         errors: Counter[str] = Counter()
         evaluated = 0
@@ -399,7 +421,7 @@ class FilterStage:
             i = (start + step) % n
             evaluated += 1
             if explain:
-                result.examined.append(infos[i].name)
+                walk.examined.append(infos[i].name)
             reasons: list[str] = []
             erred = False
             added = with_nominated.get(i) if with_nominated else None
@@ -408,31 +430,28 @@ class FilterStage:
                 if work is None:
                     work = snapshot.copy()
                 reasons, erred = self._first_pass(
-                    pod, i, infos[i], added, work, result, errors, timing
+                    pod, i, infos[i], added, work, walk, errors, timing
                 )
             if not erred and not reasons:
-                reasons, erred = self._node_reasons(
-                    pod, checks, i, infos[i], result, errors, timing
-                )
+                reasons, erred = self._node_reasons(pod, checks, i, infos[i], walk, errors, timing)
             if erred:
                 continue
             if reasons:
-                result.reasons.update(reasons)
+                walk.reasons.update(reasons)
                 if explain:
-                    result.failed[infos[i].name] = tuple(reasons)
+                    walk.failed[infos[i].name] = tuple(reasons)
                 continue
             feasible.append(i)
             if len(feasible) >= want:
                 break
         if observe is not None:
             for name, seconds in spent.items():
-                rejected = name in result.failed_plugins
+                rejected = name in walk.failed_plugins
                 observe(name, "Filter", "Unschedulable" if rejected else "Success", seconds)
         if errors:
             raise PredicateError(_aggregate(errors))
-        result.evaluated = evaluated
-        result.feasible = len(feasible)
-        return result, feasible
+        walk.evaluated = evaluated
+        return walk, feasible
 
     def _node_reasons(
         self,
@@ -440,7 +459,7 @@ class FilterStage:
         checks: Sequence[tuple[FilterPlugin[Any], Any, ReasonMasks | None]],
         row: int,
         info: NodeInfo,
-        result: ScheduleResult,
+        walk: _Walk,
         errors: Counter[str],
         spent: dict[str, float] | None,
     ) -> tuple[list[str], bool]:
@@ -465,7 +484,7 @@ class FilterStage:
                 got = status.reasons
             if got:
                 reasons.extend(got)
-                result.failed_plugins.add(plugin.name)
+                walk.failed_plugins.add(plugin.name)
                 if not self.check_all:
                     break
         return reasons, False
@@ -477,7 +496,7 @@ class FilterStage:
         info: NodeInfo,
         added: list[PodInfo],
         work: Snapshot,
-        result: ScheduleResult,
+        walk: _Walk,
         errors: Counter[str],
         spent: dict[str, float] | None,
     ) -> tuple[list[str], bool]:
@@ -501,7 +520,7 @@ class FilterStage:
             work.replace_node_info(info)
         # No masks: the vector forms answer for the snapshot's rows, not for the changed node.
         checks = [(plugin, meta, None) for plugin, meta in active]
-        return self._node_reasons(pod, checks, row, changed, result, errors, spent)
+        return self._node_reasons(pod, checks, row, changed, walk, errors, spent)
 
 
 def _run_filter_timed(
@@ -526,7 +545,7 @@ def _add_extender_scores(
     totals: npt.NDArray[np.int64],
     infos: Sequence[NodeInfo],
     extender_scores: tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]],
-    explain: ScheduleResult | None,
+    explain: _Explained | None,
 ) -> None:
     """Add the extenders' weighted scores to ``totals`` (hosts not among ``infos`` are
     ignored, as v1.14 sums only the feasible nodes' entries)."""
@@ -539,6 +558,15 @@ def _add_extender_scores(
                 if info.name in by_node:
                     scores[f"extender {extender}"] = by_node[info.name]
             explain.totals[info.name] = int(totals[j])
+
+
+@dataclass(slots=True)
+class _Explained:
+    """Every feasible node's scores and total, built up by the score stage (explain only)
+    before they go into the result."""
+
+    scores: dict[str, dict[str, int]] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)
 
 
 class ScoreStage:
@@ -584,7 +612,11 @@ class ScoreStage:
         observe: PluginObserver | None = None,
         extender_scores: tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]] | None = None,
     ) -> ScheduleResult:
-        """Pick the host among ``feasible`` rows; sets ``result.node`` (or the error).
+        """Pick the host among ``feasible`` rows.
+
+        Returns:
+            ``result`` with ``node`` (and with ``explain`` the scores and totals) set: a new
+            result, ``result`` itself unchanged; or an error result.
 
         ``observe`` (sampled attempts) is told each priority's time (map and reduce).
         ``extender_scores``: what the extenders' prioritize verbs gave (actors/cycle/extenders):
@@ -599,20 +631,21 @@ class ScoreStage:
         )
         if len(infos) == 1 and not explain:
             # v1.14: "When only one node after predicate, just use it."
-            result.node = infos[0].name
-            return result
+            return msgspec.structs.replace(result, node=infos[0].name)
+        shown = _Explained() if explain else None
         try:
-            totals = self._prioritize(
-                pod, snapshot, infos, list(feasible), result if explain else None, observe
-            )
+            totals = self._prioritize(pod, snapshot, infos, list(feasible), shown, observe)
         except PredicateError as exc:
             return ScheduleResult(message=str(exc), error=True)
         if extender_scores is not None:
-            _add_extender_scores(totals, infos, extender_scores, result if explain else None)
+            _add_extender_scores(totals, infos, extender_scores, shown)
         best = np.flatnonzero(totals == totals.max())
         pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])
-        result.node = infos[pick].name
-        return result
+        if shown is None:
+            return msgspec.structs.replace(result, node=infos[pick].name)
+        return msgspec.structs.replace(
+            result, node=infos[pick].name, scores=shown.scores, totals=shown.totals
+        )
 
     # ------------------------------------------------------------------ score
 
@@ -622,7 +655,7 @@ class ScoreStage:
         snapshot: Snapshot,
         infos: list[NodeInfo],
         rows: list[int],
-        explain: ScheduleResult | None,
+        explain: _Explained | None,
         observe: PluginObserver | None,
     ) -> npt.NDArray[np.int64]:
         totals = np.zeros(len(infos), dtype=np.int64)

@@ -56,10 +56,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
+import msgspec
 import trio
 
 from podium.actors.cycle.explain import hints
-from podium.actors.cycle.extenders import NO_EXTENDERS, Extenders
+from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.preemption import (
     PredicateFitCheck,
     PreemptionResult,
@@ -288,9 +289,8 @@ class Scheduler:
                 fits = PredicateFitCheck(self._filters)
                 would = await self._extenders.preempt(msg.pod, snapshot, failed, fits)
         preempted = [v.key for v in would.victims] if would is not None else []
-        if would is not None and would.node is None and decision.result.message:
-            message = fit_error_with_preemption(decision.result.message, would)
-            decision.result.message = message
+        if would is not None:
+            decision = _with_preemption(decision, would)
         return Explained(decision=decision, hints=found, preempted=preempted)
 
     async def _reload(self) -> Reloaded:
@@ -508,6 +508,7 @@ class Scheduler:
         if decision.node is not None:
             return _Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None
+        calls: list[Call] = []
         if not decision.result.error and self._preemption:
             failed = await self._failures(pod, snapshot, decision, popped.nominated)
             preemption = await self._extenders.preempt(
@@ -516,21 +517,20 @@ class Scheduler:
                 failed,
                 PredicateFitCheck(self._filters, popped.nominated),
                 nominated=popped.nominated,
-                calls=decision.result.extender_calls,
+                calls=calls,
             )
         if preemption is not None and _changes_the_store(preemption):
-            return _Preempting(decision, preemption)
-        if preemption is not None and decision.result.message:
-            decision.result.message = fit_error_with_preemption(decision.result.message, preemption)
+            return _Preempting(decision, preemption, tuple(calls))
+        if preemption is not None:
+            decision = _with_preemption(decision, preemption, calls)
         return await self._unschedulable(_Outcome(popped, decision, attempt, started))
 
     async def _preempted(
         self, popped: Popped, preempting: _Preempting, attempt: Attempt, started: float
     ) -> _Outcome:
-        decision, preemption = preempting.decision, preempting.preemption
+        preemption = preempting.preemption
         preempted = await self._carry_out(popped.pod, preemption)
-        if preemption.node is None and decision.result.message:
-            decision.result.message = fit_error_with_preemption(decision.result.message, preemption)
+        decision = _with_preemption(preempting.decision, preemption, preempting.calls)
         return await self._unschedulable(
             _Outcome(popped, decision, attempt, started, preempted=preempted)
         )
@@ -725,10 +725,30 @@ def _changes_the_store(preemption: PreemptionResult) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Preempting:
-    """A pod that fit nowhere, and the preemption that ends its batch."""
+    """A pod that fit nowhere, the preemption that ends its batch, and the extenders' preempt
+    calls it made."""
 
     decision: Decision
     preemption: PreemptionResult
+    calls: tuple[Call, ...] = ()
+
+
+def _with_preemption(
+    decision: Decision, preemption: PreemptionResult, calls: Sequence[Call] = ()
+) -> Decision:
+    """``decision`` with the preemption's part in its FitError and the extenders' preempt
+    ``calls`` after its own: a new Decision around one new result (the one received is a
+    value), or ``decision`` itself when neither changes."""
+    result = decision.result
+    message = result.message
+    if message:
+        message = fit_error_with_preemption(message, preemption)
+    if message == result.message and not calls:
+        return decision
+    changed = msgspec.structs.replace(
+        result, message=message, extender_calls=(*result.extender_calls, *calls)
+    )
+    return msgspec.structs.replace(decision, result=changed)
 
 
 _ATTEMPT_METRICS = {

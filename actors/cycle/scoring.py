@@ -24,9 +24,10 @@ from __future__ import annotations
 import logging
 from typing import assert_never
 
+import msgspec
 import trio
 
-from podium.actors.cycle.extenders import NO_EXTENDERS, Extenders
+from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.generic_scheduler import ScoreStage
 from podium.actors.framework.interface import SKIP, PredicateError
 from podium.actors.framework.nodeinfo import PodInfo
@@ -132,10 +133,11 @@ class ScoreActor:
         self, msg: ScoreRequest
     ) -> tuple[str | None, ScheduleResult, dict[str, str], list[str]]:
         extender_scores = None
+        calls: list[Call] = []
         if self._extenders and (len(msg.feasible) > 1 or msg.explain):
             # v1.14 Schedule: one feasible node is taken without prioritizing.
             extender_scores = await self._extenders.prioritize(
-                msg.pod, msg.snapshot, msg.feasible, msg.result.extender_calls
+                msg.pod, msg.snapshot, msg.feasible, calls
             )
         result = self._stage.run(
             msg.pod,
@@ -146,6 +148,11 @@ class ScoreActor:
             observe=metrics.observe_plugin if msg.sampled else None,
             extender_scores=extender_scores,
         )
+        if calls and not result.error:
+            # The prioritize calls join the filter's (an error result starts afresh).
+            result = msgspec.structs.replace(
+                result, extender_calls=(*result.extender_calls, *calls)
+            )
         if result.node is None or not msg.pod.pod.spec.volumes:
             return result.node, result, {}, []
         try:

@@ -34,8 +34,7 @@ The contract, which the framework keeps (every caller goes through :func:`run_fi
 from __future__ import annotations
 
 import enum
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, TypeVar, runtime_checkable
 
@@ -363,7 +362,7 @@ NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 """Kubernetes' ErrNoNodesAvailable text (core/generic_scheduler.go@v1.14)."""
 
 
-def fit_error_message(num_all_nodes: int, reasons: Counter[str]) -> str:
+def fit_error_message(num_all_nodes: int, reasons: Mapping[str, int]) -> str:
     """Kubernetes' FitError text: ``0/5 nodes are available: 2 Insufficient cpu, ...``.
 
     Each reason is counted over the nodes, formatted ``"<count> <reason>"``, and the entries

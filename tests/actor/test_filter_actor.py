@@ -93,7 +93,7 @@ async def running(filters: list[FilterPlugin], percentage: int = 0) -> AsyncIter
 FITS_RESOURCES = ["PodFitsResources"]
 
 
-async def test_the_feasible_nodes_go_to_the_scoring_workers_with_the_request(
+async def test_the_feasible_nodes_go_to_the_score_actor_with_the_request(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     filters, _ = plugins(FITS_RESOURCES)
@@ -110,7 +110,7 @@ async def test_the_feasible_nodes_go_to_the_scoring_workers_with_the_request(
     assert got.feasible == [1, 3]
     assert (got.result.evaluated, got.result.feasible) == (4, 2)
     assert got.result.reasons == Counter({"Insufficient cpu": 2})
-    assert got.result.feasible_nodes == ["n1", "n3"]
+    assert got.result.feasible_nodes == ("n1", "n3")
     assert got.result.failed == {"n0": ("Insufficient cpu",), "n2": ("Insufficient cpu",)}
     # Filtering takes no virtual time.
     assert got.filter_seconds == 0.0

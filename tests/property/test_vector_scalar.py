@@ -26,7 +26,6 @@ Hypothesis prints the failing example (every object as JSON) and how to reproduc
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import random
 from dataclasses import dataclass
@@ -380,7 +379,7 @@ def schedule(
 
 # Every field of the result (node, message, error, evaluated, feasible, reasons, failed,
 # feasible_nodes, scores, totals, ...), so a field added later is compared too.
-RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(ScheduleResult))
+RESULT_FIELDS = ScheduleResult.__struct_fields__
 
 
 def check_decision(case: Case) -> None:

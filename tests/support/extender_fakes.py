@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import msgspec
 from extender_server import node_names
 
-from podium.actors.cycle.extenders import Extenders
+from podium.actors.cycle.extenders import Call, Extenders
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.result import ScheduleResult
@@ -158,6 +159,10 @@ async def decide_with_extenders(
     if not feasible:
         return result
     extra = None
+    calls: list[Call] = []
     if len(feasible) > 1 or explain:
-        extra = await extenders.prioritize(pod, snapshot, feasible, result.extender_calls)
-    return scores.run(pod, snapshot, result, feasible, explain=explain, extender_scores=extra)
+        extra = await extenders.prioritize(pod, snapshot, feasible, calls)
+    result = scores.run(pod, snapshot, result, feasible, explain=explain, extender_scores=extra)
+    if calls and not result.error:
+        result = msgspec.structs.replace(result, extender_calls=(*result.extender_calls, *calls))
+    return result

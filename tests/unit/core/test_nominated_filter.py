@@ -194,14 +194,14 @@ SPACE_CASES = [
 def test_nominated_pod_keeps_its_space(case: SpaceCase) -> None:
     nominated = nominate(("n1", pod("preemptor", HIGH, "800m")))
     result = run([resources()], case.incoming, nodes("n1", "n2"), nominated)
-    assert result.feasible_nodes == case.feasible
+    assert result.feasible_nodes == tuple(case.feasible)
     assert result.failed == case.failed
     assert result.reasons == Counter(r for rs in case.failed.values() for r in rs)
     if case.failed:
         assert result.failed_plugins == {names.POD_FITS_RESOURCES}
     # Without nominations every node fits: the vector walk, unchanged.
     plain = run([resources()], case.incoming, nodes("n1", "n2"), None)
-    assert plain.feasible_nodes == ["n1", "n2"]
+    assert plain.feasible_nodes == ("n1", "n2")
 
 
 def test_fit_error_counts_the_first_pass_reasons() -> None:
@@ -248,7 +248,7 @@ def test_nominated_pods_anti_affinity_rejects_the_node() -> None:
     nominated = nominate(("n1", guard))
     web = pod("web", MID, app="web")
     result = run([resources(), affinity()], web, nodes("n1", "n2"), nominated)
-    assert result.feasible_nodes == ["n2"]
+    assert result.feasible_nodes == ("n2",)
     assert result.failed == {"n1": EXISTING_ANTI}
     assert result.failed_plugins == {names.MATCH_INTER_POD_AFFINITY}
     # A pod the anti-affinity does not match, or a higher-priority one, fits on n1.
@@ -361,7 +361,7 @@ def test_walk_with_nominated_pods_matches_podfitsonnode_node_by_node() -> None:
         evaluated, feasible, failed = _reference(filters, incoming, snap, nominated, start, 188)
         assert (result.evaluated, result.feasible_nodes, result.failed) == (
             evaluated,
-            feasible,
+            tuple(feasible),
             failed,
         )
         assert [snap.node_infos[i].name for i in rows] == feasible
