@@ -44,6 +44,7 @@ from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     NO_NODES_AVAILABLE,
     SKIP,
+    SUCCESS,
     ArrayNormalizePlugin,
     Code,
     FilterPlugin,
@@ -58,6 +59,7 @@ from podium.actors.framework.interface import (
     run_filter_columns,
     run_score,
     run_score_columns,
+    status_of,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.result import ScheduleResult
@@ -122,6 +124,7 @@ class _Walk:
     failed_plugins: set[str] = field(default_factory=set)
     examined: list[str] = field(default_factory=list)
     failed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unresolvable: set[str] = field(default_factory=set)
 
 
 class FilterStage:
@@ -203,6 +206,7 @@ class FilterStage:
             failed_plugins=frozenset(walk.failed_plugins),
             examined=tuple(walk.examined),
             failed=walk.failed,
+            unresolvable=frozenset(walk.unresolvable),
             feasible_nodes=(
                 tuple(snapshot.node_infos[i].name for i in feasible) if explain else ()
             ),
@@ -329,7 +333,7 @@ class FilterStage:
         feasible = [i for a, b in spans for i in (np.flatnonzero(alive[a:b]) + a).tolist()]
         walk = _Walk(evaluated=evaluated)
         for name, rows, masks in blamed:
-            for reason, mask in masks:
+            for reason, mask, _ in masks:
                 count = sum(int(np.count_nonzero(mask[a:b] & rows[a:b])) for a, b in spans)
                 if count:
                     walk.reasons[reason] += count
@@ -339,10 +343,16 @@ class FilterStage:
             walk.examined = [cols.names[i] for i in examined.tolist()]
             for i in examined[~fit_in_order[:evaluated]].tolist():
                 reasons: list[str] = []
+                code = Code.UNSCHEDULABLE
                 for _, rows, masks in blamed:
                     if rows[i]:
-                        reasons.extend(reason for reason, mask in masks if mask[i])
+                        for reason, mask, given in masks:
+                            if mask[i]:
+                                reasons.append(reason)
+                                code = max(code, given)
                 walk.failed[cols.names[i]] = tuple(reasons)
+                if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    walk.unresolvable.add(cols.names[i])
         return walk, feasible
 
     def _verdict(
@@ -369,17 +379,17 @@ class FilterStage:
                 started = time.perf_counter()
                 masks = run_filter_columns(vector, pod, meta, cols)
                 seconds = time.perf_counter() - started
-                rejected = any(bool(m.any()) for _, m in masks)
+                rejected = any(bool(m.any()) for _, m, _ in masks)
                 observe(plugin.name, "Filter", "Unschedulable" if rejected else "Success", seconds)
             if not masks:
                 continue
-            fails = np.logical_or.reduce([m for _, m in masks])
+            fails = np.logical_or.reduce([m for _, m, _ in masks])
             rows = fails if self.check_all else fails & alive
             alive &= ~fails
             # Only what some row is blamed for is kept: most predicates reject no node, and
             # counting their reasons per pod would cost a numpy call each.
             if rows.any():
-                blamed.append((plugin.name, rows, [(r, m) for r, m in masks if (m & rows).any()]))
+                blamed.append((plugin.name, rows, [e for e in masks if (e[1] & rows).any()]))
         return Verdict(alive, blamed, cols.epoch, cols.version)
 
     def _fit_loop(
@@ -422,24 +432,26 @@ class FilterStage:
             evaluated += 1
             if explain:
                 walk.examined.append(infos[i].name)
-            reasons: list[str] = []
+            status = SUCCESS
             erred = False
             added = with_nominated.get(i) if with_nominated else None
             if added:
                 # v1.14 podFitsOnNode, first pass: as if the nominated pods ran there.
                 if work is None:
                     work = snapshot.copy()
-                reasons, erred = self._first_pass(
+                status, erred = self._first_pass(
                     pod, i, infos[i], added, work, walk, errors, timing
                 )
-            if not erred and not reasons:
-                reasons, erred = self._node_reasons(pod, checks, i, infos[i], walk, errors, timing)
+            if not erred and not status.reasons:
+                status, erred = self._node_reasons(pod, checks, i, infos[i], walk, errors, timing)
             if erred:
                 continue
-            if reasons:
-                walk.reasons.update(reasons)
+            if status.reasons:
+                walk.reasons.update(status.reasons)
                 if explain:
-                    walk.failed[infos[i].name] = tuple(reasons)
+                    walk.failed[infos[i].name] = status.reasons
+                    if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                        walk.unresolvable.add(infos[i].name)
                 continue
             feasible.append(i)
             if len(feasible) >= want:
@@ -462,32 +474,33 @@ class FilterStage:
         walk: _Walk,
         errors: Counter[str],
         spent: dict[str, float] | None,
-    ) -> tuple[list[str], bool]:
+    ) -> tuple[Status, bool]:
         """The predicates ``checks`` on one node, in order (v1.14 ``podFitsOnNode``): a vector
-        predicate's reasons are read from its masks at ``row``; the others run on ``info``
+        predicate's status is read from its masks at ``row``; the others run on ``info``
         (their seconds added to ``spent`` on sampled attempts).
 
         Returns:
-            (the reasons the node fails, whether a predicate erred: its error is counted in
-            ``errors``, and v1.14 fails the attempt once the walk is over).
+            (the node's status: the reasons it fails, in order, and the highest code among the
+            failing predicates'; whether a predicate erred: its error is counted in ``errors``,
+            and v1.14 fails the attempt once the walk is over).
         """
         reasons: list[str] = []
+        code = Code.SUCCESS
         for plugin, meta, row_masks in checks:
-            got: Sequence[str]
             if row_masks is not None:
-                got = [reason for reason, mask in row_masks if mask[row]]
+                status = status_of(row_masks, row)
             else:
                 status = _run_filter_timed(plugin, pod, meta, info, spent)
                 if status.code is Code.ERROR:
                     errors["; ".join(status.reasons)] += 1
-                    return reasons, True
-                got = status.reasons
-            if got:
-                reasons.extend(got)
+                    return SUCCESS, True
+            if status.reasons:
+                reasons.extend(status.reasons)
+                code = max(code, status.code)
                 walk.failed_plugins.add(plugin.name)
                 if not self.check_all:
                     break
-        return reasons, False
+        return (Status(code, tuple(reasons)) if reasons else SUCCESS), False
 
     def _first_pass(
         self,
@@ -499,7 +512,7 @@ class FilterStage:
         walk: _Walk,
         errors: Counter[str],
         spent: dict[str, float] | None,
-    ) -> tuple[list[str], bool]:
+    ) -> tuple[Status, bool]:
         """The predicates on ``info`` with the nominated pods ``added`` (v1.14
         ``addNominatedPods``): their metadata recomputed over ``work`` holding the changed
         node (v1.14 updates its metadata with ``meta.AddPod``), which is put back after.

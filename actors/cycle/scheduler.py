@@ -285,9 +285,9 @@ class Scheduler:
             found = hints(msg.pod, decision.result, snapshot) if decision.node is None else []
             would = None
             if decision.node is None and not decision.result.error and self._preemption:
-                failed = await self._failures(msg.pod, snapshot, decision)
+                unresolvable = await self._unresolvable(msg.pod, snapshot, decision)
                 fits = PredicateFitCheck(self._filters)
-                would = await self._extenders.preempt(msg.pod, snapshot, failed, fits)
+                would = await self._extenders.preempt(msg.pod, snapshot, unresolvable, fits)
         preempted = [v.key for v in would.victims] if would is not None else []
         if would is not None:
             decision = _with_preemption(decision, would)
@@ -352,19 +352,20 @@ class Scheduler:
             if decision.pod is pod:
                 return decision
 
-    async def _failures(
+    async def _unresolvable(
         self,
         pod: PodInfo,
         snapshot: Snapshot,
         decision: Decision,
         nominated: NominatedPods | None = None,
-    ) -> dict[str, tuple[str, ...]]:
-        """Every node's reasons for a pod that fit nowhere (what preemption starts from):
-        the attempt's own when it kept them, else a dry re-run with every node's verdict."""
+    ) -> frozenset[str]:
+        """The nodes a pod that fit nowhere failed on unresolvably (what preemption starts
+        from): the attempt's own verdicts when it kept them, else a dry re-run with every
+        node's verdict."""
         if decision.result.failed:
-            return dict(decision.result.failed)
+            return decision.result.unresolvable
         again = await self._decide(pod, snapshot, dry=True, explain=True, nominated=nominated)
-        return dict(again.result.failed)
+        return again.result.unresolvable
 
     async def _carry_out(self, pod: PodInfo, preemption: PreemptionResult) -> list[str]:
         """Evict the victims and nominate the preemptor (one store transaction), and clear the
@@ -510,11 +511,11 @@ class Scheduler:
         preemption: PreemptionResult | None = None
         calls: list[Call] = []
         if not decision.result.error and self._preemption:
-            failed = await self._failures(pod, snapshot, decision, popped.nominated)
+            unresolvable = await self._unresolvable(pod, snapshot, decision, popped.nominated)
             preemption = await self._extenders.preempt(
                 pod,
                 snapshot,
-                failed,
+                unresolvable,
                 PredicateFitCheck(self._filters, popped.nominated),
                 nominated=popped.nominated,
                 calls=calls,

@@ -75,6 +75,7 @@ __all__ = [
     "run_filter_columns",
     "run_score",
     "run_score_columns",
+    "status_of",
     "unschedulable",
 ]
 
@@ -147,9 +148,11 @@ SKIP: Final = Skip.SKIP
 a ``pre_score`` result meaning "this priority gives every node the same map score (0)"."""
 
 
-# (reason, fail_mask) pairs in the order the scalar form appends its reasons. A node fails the
-# predicate when any mask is True at its row; its reasons are the masks True at its row, in order.
-ReasonMasks = list[tuple[str, "npt.NDArray[np.bool_]"]]
+# (reason, fail_mask, code) entries in the order the scalar form appends its reasons. A node
+# fails the predicate when any mask is True at its row; its reasons are the masks True at its
+# row, in order; its status's code is the highest code among them (UNSCHEDULABLE_AND_UNRESOLVABLE
+# when any of them is, as the scalar form's status says: v1.14 ``unresolvablePredicateExists``).
+ReasonMasks = list[tuple[str, "npt.NDArray[np.bool_]", "Code"]]
 
 
 @runtime_checkable
@@ -194,10 +197,10 @@ class VectorFilterPlugin(FilterPlugin[M], Protocol[M]):
     """A predicate that can also answer for every node at once."""
 
     def filter_columns(self, pod: PodInfo, meta: M, cols: NodeColumns) -> ReasonMasks:
-        """For every row of ``cols``: the reasons it fails, as (reason, mask) pairs.
+        """For every row of ``cols``: the reasons it fails, as (reason, mask, code) entries.
 
-        Must agree with :meth:`filter` on every row, reasons and their order included (rows
-        without a Node object aside, see :attr:`FilterPlugin.missing_node`).
+        Must agree with :meth:`filter` on every row, reasons, their order and the status's
+        code included (rows without a Node object aside, see :attr:`FilterPlugin.missing_node`).
         """
         ...
 
@@ -300,9 +303,10 @@ def run_filter_columns(
         raise PredicateError("; ".join(missing.reasons))
     has_node = cols.has_node
     without = ~has_node
-    masks: ReasonMasks = [(reason, without) for reason in missing.reasons]
+    masks: ReasonMasks = [(reason, without, missing.code) for reason in missing.reasons]
     masks.extend(
-        (reason, fails & has_node) for reason, fails in plugin.filter_columns(pod, meta, cols)
+        (reason, fails & has_node, code)
+        for reason, fails, code in plugin.filter_columns(pod, meta, cols)
     )
     return masks
 
@@ -329,9 +333,18 @@ def run_score_columns(
     return plugin.score_columns(pod, meta, cols, rows)
 
 
-def reasons_of(masks: Sequence[tuple[str, npt.NDArray[np.bool_]]], row: int) -> tuple[str, ...]:
+def reasons_of(masks: ReasonMasks, row: int) -> tuple[str, ...]:
     """The reasons a row fails, from a :data:`ReasonMasks` list."""
-    return tuple(reason for reason, mask in masks if mask[row])
+    return tuple(reason for reason, mask, _ in masks if mask[row])
+
+
+def status_of(masks: ReasonMasks, row: int) -> Status:
+    """The status a row gets, from a :data:`ReasonMasks` list: its reasons, and the highest
+    code among them (:data:`SUCCESS` when none is True there)."""
+    hit = [(reason, code) for reason, mask, code in masks if mask[row]]
+    if not hit:
+        return SUCCESS
+    return Status(max(code for _, code in hit), tuple(reason for reason, _ in hit))
 
 
 @dataclass(frozen=True, slots=True)

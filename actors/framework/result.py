@@ -36,6 +36,9 @@ class ScheduleResult(msgspec.Struct, frozen=True, kw_only=True):
             UnschedulablePlugins, for ``scheduler_unschedulable_pods``).
         examined: the examined nodes in walk order (only with ``explain``).
         failed: node -> its reasons (only with ``explain``).
+        unresolvable: the nodes of ``failed`` whose status is
+            ``Code.UNSCHEDULABLE_AND_UNRESOLVABLE`` (some failing predicate said so): removing
+            pods cannot make the pod fit there, and preemption does not try them.
         feasible_nodes: the feasible nodes in examination order (only with ``explain``).
         scores: node -> priority name -> normalised score (only with ``explain``).
         totals: node -> weighted total (only with ``explain``).
@@ -52,6 +55,7 @@ class ScheduleResult(msgspec.Struct, frozen=True, kw_only=True):
     failed_plugins: frozenset[str] = frozenset()
     examined: tuple[str, ...] = ()
     failed: Mapping[str, tuple[str, ...]] = _NONE
+    unresolvable: frozenset[str] = frozenset()
     feasible_nodes: tuple[str, ...] = ()
     scores: Mapping[str, Mapping[str, int]] = _NONE
     totals: Mapping[str, int] = _NONE

@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 
 import httpx
@@ -249,7 +249,7 @@ class Extenders:
         self,
         pod: PodInfo,
         snapshot: Snapshot,
-        failed: Mapping[str, Sequence[str]],
+        unresolvable: Collection[str],
         fits: FitCheck,
         *,
         nominated: NominatedPods | None = None,
@@ -258,7 +258,7 @@ class Extenders:
         """v1.14 ``Preempt`` with ``processPreemptionWithExtenders`` between the search for
         victims and the pick of a node. A non-ignorable extender error ends this preemption
         with no node (v1.14 returns the error and the scheduler preempts nothing)."""
-        search = search_preemption(pod, snapshot, failed, fits)
+        search = search_preemption(pod, snapshot, unresolvable, fits)
         active = [e for e in self.extenders if e.config.preempt_verb and e.is_interested(pod)]
         if search.done is None and search.candidates and active:
             candidates: Mapping[str, Victims] = search.candidates

@@ -21,6 +21,7 @@ from podium.actors.cycle.generic_scheduler import (
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SKIP,
+    Code,
     FilterPlugin,
     PluginArgs,
     ReasonMasks,
@@ -103,7 +104,13 @@ class _Parity(_ScalarParity, VectorFilterPlugin[None]):
     """The same predicate with a vector form."""
 
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
-        return [(self.REASON, np.array([int(n[1:]) % 2 == 1 for n in cols.names]))]
+        return [
+            (
+                self.REASON,
+                np.array([int(n[1:]) % 2 == 1 for n in cols.names]),
+                Code.UNSCHEDULABLE,
+            )
+        ]
 
 
 class _Skipper(FilterPlugin[None]):

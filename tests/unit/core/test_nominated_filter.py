@@ -23,6 +23,7 @@ from podium.actors.cycle.preemption import PredicateFitCheck
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SUCCESS,
+    Code,
     FilterPlugin,
     PluginArgs,
     ReasonMasks,
@@ -304,7 +305,13 @@ class _Parity(VectorFilterPlugin[None]):
         return unschedulable(self.REASON) if int(node.name[1:]) % 2 else SUCCESS
 
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
-        return [(self.REASON, np.array([int(n[1:]) % 2 == 1 for n in cols.names]))]
+        return [
+            (
+                self.REASON,
+                np.array([int(n[1:]) % 2 == 1 for n in cols.names]),
+                Code.UNSCHEDULABLE,
+            )
+        ]
 
 
 class _VectorOnly(_Parity):
