@@ -1,9 +1,13 @@
 """Actor <-> actor mailbox messages (they carry reply channels, so they live here, not on the wire).
 
-Every message is a frozen msgspec Struct. Fields may hold in-process objects the receiver
+Every message is a frozen msgspec Struct, and so is the
+:class:`~podium.actors.framework.result.ScheduleResult` that ScoreRequest, Decision and
+Attempted carry: a stage that adds to a result makes a new one (``msgspec.structs.replace``).
+The containers a message holds (lists, dicts) are built before it is made and never changed
+after it is sent, by its sender or anyone else. Fields may hold in-process objects the receiver
 only reads: PodInfo, NodeInfo and Snapshot instances are never mutated once sent (the node
-cache copies a NodeInfo before changing it; a Snapshot is lent to the filter pool and the
-scoring workers for one cycle, during which its owner, the scheduler, does not touch it).
+cache copies a NodeInfo before changing it; a Snapshot is lent to the filter actor and the
+score actor for one cycle, during which its owner, the scheduler, does not touch it).
 Replies travel on one-shot channels carried in the request, opened with capacity 1 so the
 replier's ``send_nowait`` never blocks.
 
@@ -301,8 +305,8 @@ class Decision(_Mail, frozen=True, kw_only=True):
 
 
 class FilterRequest(_Mail, frozen=True, kw_only=True):
-    """Filter ``pod`` over ``snapshot`` from the carried start index; the filter pool forwards
-    the survivors to the scoring workers, which answer :class:`Decision` on ``reply``.
+    """Filter ``pod`` over ``snapshot`` from the carried start index; the filter actor forwards
+    the survivors to the score actor, which answers :class:`Decision` on ``reply``.
 
     ``dry`` (explain, simulate requests): do not advance the start index. ``explain``: keep
     every examined node's reasons and scores. ``nominated``: the queue's nominated pods (from
@@ -329,10 +333,10 @@ FilterMsg: TypeAlias = FilterRequest | SetFilters
 
 
 class ScoreRequest(_Mail, frozen=True, kw_only=True):
-    """Score the feasible rows of ``result`` and pick a host (sent by the filter pool).
+    """Score the feasible rows of ``result`` and pick a host (sent by the filter actor).
 
     ``filter_seconds`` is the filter stage's duration, passed on into the Decision; ``sampled``
-    says this attempt records per-plugin durations (drawn once per attempt by the filter pool).
+    says this attempt records per-plugin durations (drawn once per attempt by the filter actor).
     """
 
     pod: PodInfo

@@ -3,12 +3,12 @@
 How a pod flows (README.md, "How it is built", has the whole picture)::
 
     gateway ──WriteObjects──▶ store ──Recovered/Committed──▶ cache, queue, watch hub
-    scheduler: Pop ◀─ queue · SnapshotRequest ◀─ cache · FilterRequest ─▶ filter pool
-               ─▶ scoring workers ─▶ Decision · Assume ─▶ cache · BindRequest ─▶ binder
+    scheduler: Pop ◀─ queue · SnapshotRequest ◀─ cache · FilterRequest ─▶ filter actor
+               ─▶ score actor ─▶ Decision · Assume ─▶ cache · BindRequest ─▶ binder
     binder ──BindPods──▶ store ──Committed(Bound)──▶ cache (confirm), queue, watchers
 
 Shutdown is a cascade of closed mailboxes, so work in flight drains in order: the caller stops
-the scheduler and closes its handles; the filter pool, the scoring workers and the binder end
+the scheduler and closes its handles; the filter actor, the score actor and the binder end
 when their senders have gone (the binder after its last batch commits); the store ends when
 nobody can write to it any more, and closes its published stream, which ends the cache and the
 queue. Any actor that raises cancels the whole nursery, and the error reaches the caller with
@@ -29,10 +29,11 @@ import trio
 from podium.actors.binder import Binder
 from podium.actors.cache.actor import CacheActor
 from podium.actors.cycle.extenders import Extenders, tls_problem
-from podium.actors.cycle.filtering import FilterPool
+from podium.actors.cycle.filtering import FilterActor
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.cycle.scheduler import PluginSet, Scheduler
-from podium.actors.cycle.scoring import ScoringWorkers
+from podium.actors.cycle.scoring import ScoreActor
+from podium.actors.framework.interface import PluginArgs
 from podium.actors.mail import (
     Attempted,
     BinderMsg,
@@ -45,7 +46,9 @@ from podium.actors.mail import (
     SetFilters,
     SetScorers,
 )
+from podium.actors.plugins import names
 from podium.actors.plugins.policy import build_plugins, default_policy, load_resolved_policy
+from podium.actors.plugins.volume_binding import VolumeBinding
 from podium.actors.queue.actor import QueueActor
 from podium.actors.runtime.tracing import DISABLED, Tracing
 from podium.protocol.config import SchedulerConfig
@@ -106,6 +109,7 @@ def load_plugin_set(config: SchedulerConfig, policy_file: str | None = None) -> 
         predicates=list(resolved.predicate_names),
         priorities=[(name, weight) for name, weight in resolved.priority_weights],
         warnings=list(resolved.warnings),
+        volumes=VolumeBinding(PluginArgs(name=names.CHECK_VOLUME_BINDING)),
         extenders=tuple(resolved.extenders),
     )
 
@@ -194,12 +198,13 @@ class Runtime:
         )
         filters = self.plugins.filters
         extenders = Extenders(self.plugins.extenders)
-        scorers = ScoringWorkers(
+        scorers = ScoreActor(
             score_rx,
             ScoreStage(self.plugins.scorers.scorers, rng=random.Random(self._seed)),
+            self.plugins.volumes,
             extenders,
         )
-        pool = FilterPool(
+        pool = FilterActor(
             filter_rx,
             score_tx.clone(),
             FilterStage(
@@ -221,8 +226,8 @@ class Runtime:
             control_rx,
             queue=queue_tx.clone(),
             cache=cache_tx.clone(),
-            filter_pool=filter_tx.clone(),
-            scorers=score_tx.clone(),
+            filter_actor=filter_tx.clone(),
+            score_actor=score_tx.clone(),
             binder=binder_tx.clone(),
             store=store_tx.clone(),
             reports=self._reports,

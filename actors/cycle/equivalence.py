@@ -29,13 +29,14 @@ import numpy as np
 import numpy.typing as npt
 
 from podium.actors.framework.columns import NodeColumns
-from podium.actors.framework.interface import Code, FilterPlugin, run_filter
+from podium.actors.framework.interface import Code, FilterPlugin, Status, run_filter
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 
 __all__ = ["Blame", "EquivalenceCache", "ScoreCache", "Verdict"]
 
-Blame = tuple[str, npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_]]]]
-"""A predicate's name, the rows it is blamed for, and (reason, rows giving it) pairs."""
+Blame = tuple[str, npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_], Code]]]
+"""A predicate's name, the rows it is blamed for, and (reason, rows giving it, code) entries
+(a :data:`~podium.actors.framework.interface.ReasonMasks`)."""
 
 CLASSES = 64
 """Verdicts kept (least recently used dropped first)."""
@@ -104,7 +105,7 @@ class EquivalenceCache:
         self._verdicts[key] = Verdict(
             verdict.alive.copy(),
             [
-                (name, rows.copy(), [(reason, mask.copy()) for reason, mask in masks])
+                (name, rows.copy(), [(reason, mask.copy(), code) for reason, mask, code in masks])
                 for name, rows, masks in verdict.blamed
             ],
             verdict.epoch,
@@ -126,38 +127,43 @@ def _patch(
     by_name = {name: (blame_rows, masks) for name, blame_rows, masks in verdict.blamed}
     n = len(verdict.alive)
     for row in rows.tolist():
-        first: tuple[str, tuple[str, ...]] | None = None
+        first: tuple[str, Status] | None = None
         for plugin, meta in active:
             status = run_filter(plugin, pod, meta, infos[row])
             if status.code is Code.ERROR:
                 return False
             if status.reasons:
-                first = (plugin.name, status.reasons)
+                first = (plugin.name, status)
                 break
         for blame_rows, masks in by_name.values():
             blame_rows[row] = False
-            for _, mask in masks:
+            for _, mask, _ in masks:
                 mask[row] = False
         verdict.alive[row] = first is None
         if first is None:
             continue
-        name, reasons = first
+        name, status = first
         if name not in by_name:
             by_name[name] = (np.zeros(n, dtype=bool), [])
             verdict.blamed.append((name, *by_name[name]))
         blame_rows, masks = by_name[name]
         blame_rows[row] = True
         # A reason may repeat (a node listing Ready=False twice is "not ready" twice): the
-        # k-th occurrence sets the k-th mask carrying that reason, as the vector forms do.
+        # k-th occurrence sets the k-th mask carrying that reason, as the vector forms do. A
+        # mask carries the status's code with the reason, so the row's code stays the status's.
         used: set[int] = set()
-        for reason in reasons:
+        for reason in status.reasons:
             index = next(
-                (i for i, (known, _) in enumerate(masks) if known == reason and i not in used),
+                (
+                    i
+                    for i, (known, _, code) in enumerate(masks)
+                    if known == reason and code == status.code and i not in used
+                ),
                 None,
             )
             if index is None:
                 index = len(masks)
-                masks.append((reason, np.zeros(n, dtype=bool)))
+                masks.append((reason, np.zeros(n, dtype=bool), status.code))
             used.add(index)
             masks[index][1][row] = True
     return True

@@ -39,7 +39,9 @@ def placement(
                 nodes[name] = NodeVerdict(fits=False, reasons=list(reasons))
             else:
                 nodes[name] = NodeVerdict(
-                    fits=True, scores=result.scores.get(name, {}), total=result.totals.get(name)
+                    fits=True,
+                    scores=dict(result.scores.get(name, {})),
+                    total=result.totals.get(name),
                 )
     return Placement(
         namespace=pod.namespace,

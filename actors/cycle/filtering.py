@@ -1,14 +1,14 @@
-"""The filter pool: the ordered predicates over a snapshot, from the carried start index.
+"""The filter actor: the ordered predicates over a snapshot, from the carried start index.
 
 Kubernetes counterpart: pkg/scheduler/core/generic_scheduler.go@v1.14 ``findNodesThatFit``
 (with its ``nextStartNodeIndex`` and ``numFeasibleNodesToFind``), whose workers ran the
 predicates over the nodes in parallel. Here the predicates run as vector masks over the node
-columns (actors/cycle/generic_scheduler.py), so one task serves; the pool is where sharding
+columns (actors/cycle/generic_scheduler.py), so one task serves; this actor is where sharding
 the columns across processes would go if the numbers ever call for it (issue 6 measures).
 
 Owns: the FilterStage (predicates in policy order, percentageOfNodesToScore, the start index).
 Mailbox: :class:`~podium.actors.mail.FilterRequest`, :class:`~podium.actors.mail.SetFilters`.
-Emits: :class:`~podium.actors.mail.ScoreRequest` to the scoring workers when some node fits,
+Emits: :class:`~podium.actors.mail.ScoreRequest` to the score actor when some node fits,
 else the :class:`~podium.actors.mail.Decision` (FitError or error) straight to the requester.
 
 Extenders (actors/cycle/extenders): after the predicates, the policy's extenders with a filter verb
@@ -17,7 +17,7 @@ narrow the feasible nodes, each in turn, awaited here (v1.14 ``findNodesThatFit`
 Metrics: the stage's duration travels in the ScoreRequest/Decision (the scheduler records it);
 for a random ``PLUGIN_METRICS_SAMPLE_PERCENT`` of attempts (Kubernetes'
 ``pluginMetricsSamplePercent``) each predicate's time goes to
-``scheduler_plugin_execution_duration_seconds``, and the draw is passed on to the scorers.
+``scheduler_plugin_execution_duration_seconds``, and the draw is passed on to the score actor.
 """
 
 from __future__ import annotations
@@ -42,19 +42,23 @@ from podium.actors.mail import (
 from podium.actors.runtime.mailbox import reply, send
 from podium.protocol import metrics
 
-__all__ = ["FilterPool"]
+__all__ = ["FilterActor"]
 
-log = logging.getLogger("podium.filter_pool")
+log = logging.getLogger("podium.filter")
 
 _SAMPLE_RATIO = metrics.PLUGIN_METRICS_SAMPLE_PERCENT / 100
 
 
-class FilterPool:
-    """The filter pool actor.
+class FilterActor:
+    """The filter actor: the brief's "filter pool", as one task.
+
+    One task, not a pool of them: the predicates run as numpy masks over the node columns on
+    trio's one thread, so more tasks would add mailbox hops, not speed (sharding the columns
+    across processes is where a real pool would go; see the module docstring).
 
     Args:
         inbox: its mailbox.
-        scorers: the scoring workers' mailbox (this actor's clone; closed when it stops).
+        score_actor: the score actor's mailbox (this actor's clone; closed when it stops).
         stage: the predicates to start with.
         rng: the plugin-metrics sampling draw (not the tie-break's source).
         extenders: the policy's extenders; their filter verbs narrow the feasible nodes.
@@ -63,7 +67,7 @@ class FilterPool:
     def __init__(
         self,
         inbox: trio.MemoryReceiveChannel[FilterMsg],
-        scorers: trio.MemorySendChannel[ScoreMsg],
+        score_actor: trio.MemorySendChannel[ScoreMsg],
         stage: FilterStage,
         *,
         rng: random.Random | None = None,
@@ -71,12 +75,12 @@ class FilterPool:
     ) -> None:
         self._extenders = extenders
         self._inbox = inbox
-        self._scorers = scorers
+        self._score_actor = score_actor
         self._stage = stage
         self._rng = rng if rng is not None else random.Random()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with self._inbox, self._scorers:
+        async with self._inbox, self._score_actor:
             task_status.started()
             async for msg in self._inbox:
                 match msg:
@@ -117,7 +121,7 @@ class FilterPool:
         seconds = trio.current_time() - started
         if feasible:
             await send(
-                self._scorers,
+                self._score_actor,
                 ScoreRequest(
                     pod=msg.pod,
                     snapshot=msg.snapshot,

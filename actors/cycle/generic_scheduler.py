@@ -32,6 +32,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
@@ -43,6 +44,7 @@ from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     NO_NODES_AVAILABLE,
     SKIP,
+    SUCCESS,
     ArrayNormalizePlugin,
     Code,
     FilterPlugin,
@@ -57,6 +59,7 @@ from podium.actors.framework.interface import (
     run_filter_columns,
     run_score,
     run_score_columns,
+    status_of,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.result import ScheduleResult
@@ -111,10 +114,23 @@ _SPEC_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
 """Encodes a pod's spec as its equivalence class key."""
 
 
+@dataclass(slots=True)
+class _Walk:
+    """The filter walk's tallies, built up in place by the walk alone and then made into one
+    :class:`ScheduleResult` (a value once made): what the examined nodes said."""
+
+    evaluated: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    failed_plugins: set[str] = field(default_factory=set)
+    examined: list[str] = field(default_factory=list)
+    failed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unresolvable: set[str] = field(default_factory=set)
+
+
 class FilterStage:
     """The filter half of an attempt: predicates in order from the carried start index.
 
-    The filter pool actor owns one. ``run`` answers the examined nodes' reasons and the
+    The filter actor owns one. ``run`` answers the examined nodes' reasons and the
     feasible rows; it advances the start index by the nodes examined unless ``dry``.
 
     Args:
@@ -173,7 +189,7 @@ class FilterStage:
             return ScheduleResult(message=NO_NODES_AVAILABLE), []
         saved = self.next_start_index
         try:
-            result, feasible = self._find_nodes_that_fit(
+            walk, feasible = self._find_nodes_that_fit(
                 pod, snapshot, explain=explain, observe=observe, nominated=nominated
             )
         except PredicateError as exc:
@@ -181,10 +197,20 @@ class FilterStage:
         finally:
             if dry:
                 self.next_start_index = saved
-        if not feasible:
-            result.message = fit_error_message(n, result.reasons)
-        if explain:
-            result.feasible_nodes = [snapshot.node_infos[i].name for i in feasible]
+        # The walk's tallies become the result whole, once: it is a value from here on.
+        result = ScheduleResult(
+            message=None if feasible else fit_error_message(n, walk.reasons),
+            evaluated=walk.evaluated,
+            feasible=len(feasible),
+            reasons=walk.reasons,
+            failed_plugins=frozenset(walk.failed_plugins),
+            examined=tuple(walk.examined),
+            failed=walk.failed,
+            unresolvable=frozenset(walk.unresolvable),
+            feasible_nodes=(
+                tuple(snapshot.node_infos[i].name for i in feasible) if explain else ()
+            ),
+        )
         return result, feasible
 
     # ------------------------------------------------------------------ filter
@@ -233,23 +259,23 @@ class FilterStage:
         explain: bool,
         observe: PluginObserver | None,
         nominated: NominatedPods | None = None,
-    ) -> tuple[ScheduleResult, list[int]]:
+    ) -> tuple[_Walk, list[int]]:
         n = len(snapshot)
         start = self.next_start_index % n
         if not self.filters:
             # v1.14 findNodesThatFit: with no predicates every node is feasible.
             order = [(start + i) % n for i in range(n)]
             examined = [snapshot.node_infos[i].name for i in order] if explain else []
-            return ScheduleResult(evaluated=n, feasible=n, examined=examined), order
+            return _Walk(evaluated=n, examined=examined), order
         want = num_feasible_nodes_to_find(n, self.percentage)
         active = self._active_filters(pod, snapshot)
         with_nominated = self._nominated_rows(pod, snapshot, nominated)
         if not with_nominated and all(id(p) in self._vector_filters for p, _ in active):
-            result, feasible = self._fit_vector(
+            walk, feasible = self._fit_vector(
                 pod, snapshot, active, start, want, explain=explain, observe=observe
             )
         else:
-            result, feasible = self._fit_loop(
+            walk, feasible = self._fit_loop(
                 pod,
                 snapshot,
                 active,
@@ -259,8 +285,8 @@ class FilterStage:
                 observe=observe,
                 with_nominated=with_nominated,
             )
-        self.next_start_index = (start + result.evaluated) % n
-        return result, feasible
+        self.next_start_index = (start + walk.evaluated) % n
+        return walk, feasible
 
     def _fit_vector(
         self,
@@ -272,7 +298,7 @@ class FilterStage:
         *,
         explain: bool,
         observe: PluginObserver | None,
-    ) -> tuple[ScheduleResult, list[int]]:
+    ) -> tuple[_Walk, list[int]]:
         cols = snapshot.columns
         n = cols.n
         # The node-local predicates at the head of the active list share a verdict with every
@@ -305,23 +331,29 @@ class FilterStage:
         end = start + evaluated
         spans = [(start, end)] if end <= n else [(start, n), (0, end - n)]
         feasible = [i for a, b in spans for i in (np.flatnonzero(alive[a:b]) + a).tolist()]
-        result = ScheduleResult(evaluated=evaluated, feasible=len(feasible))
+        walk = _Walk(evaluated=evaluated)
         for name, rows, masks in blamed:
-            for reason, mask in masks:
+            for reason, mask, _ in masks:
                 count = sum(int(np.count_nonzero(mask[a:b] & rows[a:b])) for a, b in spans)
                 if count:
-                    result.reasons[reason] += count
-                    result.failed_plugins.add(name)
+                    walk.reasons[reason] += count
+                    walk.failed_plugins.add(name)
         if explain:
             examined = np.concatenate([np.arange(a, b) for a, b in spans])
-            result.examined = [cols.names[i] for i in examined.tolist()]
+            walk.examined = [cols.names[i] for i in examined.tolist()]
             for i in examined[~fit_in_order[:evaluated]].tolist():
                 reasons: list[str] = []
+                code = Code.UNSCHEDULABLE
                 for _, rows, masks in blamed:
                     if rows[i]:
-                        reasons.extend(reason for reason, mask in masks if mask[i])
-                result.failed[cols.names[i]] = tuple(reasons)
-        return result, feasible
+                        for reason, mask, given in masks:
+                            if mask[i]:
+                                reasons.append(reason)
+                                code = max(code, given)
+                walk.failed[cols.names[i]] = tuple(reasons)
+                if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    walk.unresolvable.add(cols.names[i])
+        return walk, feasible
 
     def _verdict(
         self,
@@ -347,17 +379,17 @@ class FilterStage:
                 started = time.perf_counter()
                 masks = run_filter_columns(vector, pod, meta, cols)
                 seconds = time.perf_counter() - started
-                rejected = any(bool(m.any()) for _, m in masks)
+                rejected = any(bool(m.any()) for _, m, _ in masks)
                 observe(plugin.name, "Filter", "Unschedulable" if rejected else "Success", seconds)
             if not masks:
                 continue
-            fails = np.logical_or.reduce([m for _, m in masks])
+            fails = np.logical_or.reduce([m for _, m, _ in masks])
             rows = fails if self.check_all else fails & alive
             alive &= ~fails
             # Only what some row is blamed for is kept: most predicates reject no node, and
             # counting their reasons per pod would cost a numpy call each.
             if rows.any():
-                blamed.append((plugin.name, rows, [(r, m) for r, m in masks if (m & rows).any()]))
+                blamed.append((plugin.name, rows, [e for e in masks if (e[1] & rows).any()]))
         return Verdict(alive, blamed, cols.epoch, cols.version)
 
     def _fit_loop(
@@ -371,7 +403,7 @@ class FilterStage:
         explain: bool,
         observe: PluginObserver | None,
         with_nominated: dict[int, list[PodInfo]] | None = None,
-    ) -> tuple[ScheduleResult, list[int]]:
+    ) -> tuple[_Walk, list[int]]:
         n = len(snapshot)
         infos = snapshot.node_infos
         # Vector predicates answer for every row up front; the others run per node.
@@ -388,7 +420,7 @@ class FilterStage:
                 checks.append((plugin, meta, masks))
             else:
                 checks.append((plugin, meta, None))
-        result = ScheduleResult()
+        walk = _Walk()
         feasible: list[int] = []
         errors: Counter[str] = Counter()
         evaluated = 0
@@ -399,40 +431,39 @@ class FilterStage:
             i = (start + step) % n
             evaluated += 1
             if explain:
-                result.examined.append(infos[i].name)
-            reasons: list[str] = []
+                walk.examined.append(infos[i].name)
+            status = SUCCESS
             erred = False
             added = with_nominated.get(i) if with_nominated else None
             if added:
                 # v1.14 podFitsOnNode, first pass: as if the nominated pods ran there.
                 if work is None:
                     work = snapshot.copy()
-                reasons, erred = self._first_pass(
-                    pod, i, infos[i], added, work, result, errors, timing
+                status, erred = self._first_pass(
+                    pod, i, infos[i], added, work, walk, errors, timing
                 )
-            if not erred and not reasons:
-                reasons, erred = self._node_reasons(
-                    pod, checks, i, infos[i], result, errors, timing
-                )
+            if not erred and not status.reasons:
+                status, erred = self._node_reasons(pod, checks, i, infos[i], walk, errors, timing)
             if erred:
                 continue
-            if reasons:
-                result.reasons.update(reasons)
+            if status.reasons:
+                walk.reasons.update(status.reasons)
                 if explain:
-                    result.failed[infos[i].name] = tuple(reasons)
+                    walk.failed[infos[i].name] = status.reasons
+                    if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                        walk.unresolvable.add(infos[i].name)
                 continue
             feasible.append(i)
             if len(feasible) >= want:
                 break
         if observe is not None:
             for name, seconds in spent.items():
-                rejected = name in result.failed_plugins
+                rejected = name in walk.failed_plugins
                 observe(name, "Filter", "Unschedulable" if rejected else "Success", seconds)
         if errors:
             raise PredicateError(_aggregate(errors))
-        result.evaluated = evaluated
-        result.feasible = len(feasible)
-        return result, feasible
+        walk.evaluated = evaluated
+        return walk, feasible
 
     def _node_reasons(
         self,
@@ -440,35 +471,36 @@ class FilterStage:
         checks: Sequence[tuple[FilterPlugin[Any], Any, ReasonMasks | None]],
         row: int,
         info: NodeInfo,
-        result: ScheduleResult,
+        walk: _Walk,
         errors: Counter[str],
         spent: dict[str, float] | None,
-    ) -> tuple[list[str], bool]:
+    ) -> tuple[Status, bool]:
         """The predicates ``checks`` on one node, in order (v1.14 ``podFitsOnNode``): a vector
-        predicate's reasons are read from its masks at ``row``; the others run on ``info``
+        predicate's status is read from its masks at ``row``; the others run on ``info``
         (their seconds added to ``spent`` on sampled attempts).
 
         Returns:
-            (the reasons the node fails, whether a predicate erred: its error is counted in
-            ``errors``, and v1.14 fails the attempt once the walk is over).
+            (the node's status: the reasons it fails, in order, and the highest code among the
+            failing predicates'; whether a predicate erred: its error is counted in ``errors``,
+            and v1.14 fails the attempt once the walk is over).
         """
         reasons: list[str] = []
+        code = Code.SUCCESS
         for plugin, meta, row_masks in checks:
-            got: Sequence[str]
             if row_masks is not None:
-                got = [reason for reason, mask in row_masks if mask[row]]
+                status = status_of(row_masks, row)
             else:
                 status = _run_filter_timed(plugin, pod, meta, info, spent)
                 if status.code is Code.ERROR:
                     errors["; ".join(status.reasons)] += 1
-                    return reasons, True
-                got = status.reasons
-            if got:
-                reasons.extend(got)
-                result.failed_plugins.add(plugin.name)
+                    return SUCCESS, True
+            if status.reasons:
+                reasons.extend(status.reasons)
+                code = max(code, status.code)
+                walk.failed_plugins.add(plugin.name)
                 if not self.check_all:
                     break
-        return reasons, False
+        return (Status(code, tuple(reasons)) if reasons else SUCCESS), False
 
     def _first_pass(
         self,
@@ -477,10 +509,10 @@ class FilterStage:
         info: NodeInfo,
         added: list[PodInfo],
         work: Snapshot,
-        result: ScheduleResult,
+        walk: _Walk,
         errors: Counter[str],
         spent: dict[str, float] | None,
-    ) -> tuple[list[str], bool]:
+    ) -> tuple[Status, bool]:
         """The predicates on ``info`` with the nominated pods ``added`` (v1.14
         ``addNominatedPods``): their metadata recomputed over ``work`` holding the changed
         node (v1.14 updates its metadata with ``meta.AddPod``), which is put back after.
@@ -501,7 +533,7 @@ class FilterStage:
             work.replace_node_info(info)
         # No masks: the vector forms answer for the snapshot's rows, not for the changed node.
         checks = [(plugin, meta, None) for plugin, meta in active]
-        return self._node_reasons(pod, checks, row, changed, result, errors, spent)
+        return self._node_reasons(pod, checks, row, changed, walk, errors, spent)
 
 
 def _run_filter_timed(
@@ -526,7 +558,7 @@ def _add_extender_scores(
     totals: npt.NDArray[np.int64],
     infos: Sequence[NodeInfo],
     extender_scores: tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]],
-    explain: ScheduleResult | None,
+    explain: _Explained | None,
 ) -> None:
     """Add the extenders' weighted scores to ``totals`` (hosts not among ``infos`` are
     ignored, as v1.14 sums only the feasible nodes' entries)."""
@@ -541,10 +573,19 @@ def _add_extender_scores(
             explain.totals[info.name] = int(totals[j])
 
 
+@dataclass(slots=True)
+class _Explained:
+    """Every feasible node's scores and total, built up by the score stage (explain only)
+    before they go into the result."""
+
+    scores: dict[str, dict[str, int]] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)
+
+
 class ScoreStage:
     """The score half of an attempt: weighted priorities over the feasible nodes, then a host.
 
-    The scoring workers own one. Ties between equal best totals are broken at random with
+    The score actor owns one. Ties between equal best totals are broken at random with
     ``rng`` (seeded for repeatable runs), as later Kubernetes versions do.
 
     Args:
@@ -584,7 +625,11 @@ class ScoreStage:
         observe: PluginObserver | None = None,
         extender_scores: tuple[Mapping[str, int], Mapping[str, Mapping[str, int]]] | None = None,
     ) -> ScheduleResult:
-        """Pick the host among ``feasible`` rows; sets ``result.node`` (or the error).
+        """Pick the host among ``feasible`` rows.
+
+        Returns:
+            ``result`` with ``node`` (and with ``explain`` the scores and totals) set: a new
+            result, ``result`` itself unchanged; or an error result.
 
         ``observe`` (sampled attempts) is told each priority's time (map and reduce).
         ``extender_scores``: what the extenders' prioritize verbs gave (actors/cycle/extenders):
@@ -599,20 +644,21 @@ class ScoreStage:
         )
         if len(infos) == 1 and not explain:
             # v1.14: "When only one node after predicate, just use it."
-            result.node = infos[0].name
-            return result
+            return msgspec.structs.replace(result, node=infos[0].name)
+        shown = _Explained() if explain else None
         try:
-            totals = self._prioritize(
-                pod, snapshot, infos, list(feasible), result if explain else None, observe
-            )
+            totals = self._prioritize(pod, snapshot, infos, list(feasible), shown, observe)
         except PredicateError as exc:
             return ScheduleResult(message=str(exc), error=True)
         if extender_scores is not None:
-            _add_extender_scores(totals, infos, extender_scores, result if explain else None)
+            _add_extender_scores(totals, infos, extender_scores, shown)
         best = np.flatnonzero(totals == totals.max())
         pick = int(best[0]) if len(best) == 1 else int(best[self.rng.randrange(len(best))])
-        result.node = infos[pick].name
-        return result
+        if shown is None:
+            return msgspec.structs.replace(result, node=infos[pick].name)
+        return msgspec.structs.replace(
+            result, node=infos[pick].name, scores=shown.scores, totals=shown.totals
+        )
 
     # ------------------------------------------------------------------ score
 
@@ -622,7 +668,7 @@ class ScoreStage:
         snapshot: Snapshot,
         infos: list[NodeInfo],
         rows: list[int],
-        explain: ScheduleResult | None,
+        explain: _Explained | None,
         observe: PluginObserver | None,
     ) -> npt.NDArray[np.int64]:
         totals = np.zeros(len(infos), dtype=np.int64)

@@ -24,7 +24,7 @@ How one preemption goes (:func:`preempt`, after an attempt ended in a FitError):
 
     pod_eligible_to_preempt_others ── no ──▶ "preemption: not eligible due to ..."
               │ yes
-    nodes_where_preemption_might_help(failed reasons) ── none ──▶ clear the pod's nomination,
+    nodes_where_preemption_might_help(unresolvable nodes) ── none ──▶ clear the pod's nomination,
               │                                                    "... Preemption is not
               │                                                    helpful for scheduling."
     select_nodes_for_preemption: per node select_victims_on_node
@@ -65,7 +65,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -84,19 +84,6 @@ from podium.actors.framework.nominated import (
     lower_priority_nominated_pods,
 )
 from podium.actors.framework.snapshot import Snapshot
-from podium.actors.plugins import (
-    inter_pod_affinity,
-    node_condition,
-    node_label_presence,
-    node_name,
-    node_pressure,
-    node_selector,
-    node_unschedulable,
-    pod_topology_spread,
-    taint_toleration,
-    volume_binding,
-    volume_zone,
-)
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import (
     Pod,
@@ -113,7 +100,6 @@ __all__ = [
     "MSG_PREEMPTION_NOT_HELPFUL",
     "PREEMPTION_PREFIX",
     "PREEMPT_NEVER",
-    "UNRESOLVABLE_REASONS",
     "DisruptionBudget",
     "FitCheck",
     "PredicateFitCheck",
@@ -126,7 +112,6 @@ __all__ = [
     "filter_pods_with_pdb_violation",
     "finish_preemption",
     "fit_error_with_preemption",
-    "is_unresolvable",
     "more_important_pod",
     "nodes_where_preemption_might_help",
     "pick_one_node_for_preemption",
@@ -150,32 +135,6 @@ MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 """default_preemption.go ``PodEligibleToPreemptOthers``."""
 MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 """default_preemption.go ``PodEligibleToPreemptOthers``."""
-
-UNRESOLVABLE_REASONS: frozenset[str] = frozenset(
-    {
-        node_selector.ERR_REASON_NODE_SELECTOR,  # ErrNodeSelectorNotMatch
-        inter_pod_affinity.ERR_REASON_AFFINITY_RULES_NOT_MATCH,  # ErrPodAffinityRulesNotMatch
-        node_name.ERR_REASON_HOST_NAME,  # ErrPodNotMatchHostName
-        taint_toleration.ERR_REASON_TAINTS_NOT_TOLERATED,  # ErrTaintsTolerationsNotMatch
-        node_label_presence.ERR_REASON_LABEL_PRESENCE,  # ErrNodeLabelPresenceViolated
-        node_condition.ERR_REASON_NOT_READY,  # ErrNodeNotReady
-        node_condition.ERR_REASON_NETWORK_UNAVAILABLE,  # ErrNodeNetworkUnavailable
-        node_pressure.ERR_REASON_DISK_PRESSURE,  # ErrNodeUnderDiskPressure
-        node_pressure.ERR_REASON_PID_PRESSURE,  # ErrNodeUnderPIDPressure
-        node_pressure.ERR_REASON_MEMORY_PRESSURE,  # ErrNodeUnderMemoryPressure
-        node_unschedulable.ERR_REASON_UNSCHEDULABLE,  # ErrNodeUnschedulable
-        node_unschedulable.ERR_REASON_UNKNOWN_CONDITION,  # ErrNodeUnknownCondition
-        volume_zone.ERR_VOLUME_ZONE_CONFLICT,  # ErrVolumeZoneConflict
-        volume_binding.ERR_VOLUME_NODE_CONFLICT,  # ErrVolumeNodeConflict
-        volume_binding.ERR_VOLUME_BIND_CONFLICT,  # ErrVolumeBindConflict
-        # Adopted with PodTopologySpread: its Filter answers UnschedulableAndUnresolvable.
-        pod_topology_spread.ERR_REASON_NODE_LABEL_NOT_MATCH,
-    }
-)
-"""generic_scheduler.go@v1.14 ``unresolvablePredicateFailureErrors``, as reason strings: a node
-that failed with one of these is never considered for preemption. The plugins return these
-reasons with ``Code.UNSCHEDULABLE_AND_UNRESOLVABLE``; the reasons are what the vector filter
-path keeps, so they are the test here, as they were in v1.14."""
 
 _PRIORITY_OFFSET = 2**31
 """pickOneNodeForPreemption adds MaxInt32+1 to every priority before summing, so that a node
@@ -426,22 +385,24 @@ def pod_eligible_to_preempt_others(pod: PodInfo, snapshot: Snapshot) -> tuple[bo
     return True, ""
 
 
-def is_unresolvable(reasons: Iterable[str]) -> bool:
-    """v1.14 ``unresolvablePredicateExists``: does any reason say removing pods cannot help?"""
-    return any(r in UNRESOLVABLE_REASONS for r in reasons)
-
-
 def nodes_where_preemption_might_help(
-    failed: Mapping[str, Sequence[str]], snapshot: Snapshot
+    unresolvable: Collection[str], snapshot: Snapshot
 ) -> list[NodeInfo]:
     """v1.14 ``nodesWherePreemptionMightHelp``: the nodes whose failure removing pods may cure.
 
+    v1.14 looked each node's failure reasons up in ``unresolvablePredicateFailureErrors``; the
+    plugins say it themselves, with ``Code.UNSCHEDULABLE_AND_UNRESOLVABLE`` (for exactly the
+    reasons that list holds, and PodTopologySpread's missing topology label, adopted with it),
+    and the filter stage carries their code with the node (later Kubernetes reads the code of
+    each node's status the same way).
+
     Args:
-        failed: node name -> the reasons it failed with (``ScheduleResult.failed`` from a filter
-            run with ``explain``). A node missing from it is tried, as in v1.14.
+        unresolvable: the nodes whose status was Unschedulable and unresolvable
+            (``ScheduleResult.unresolvable`` from a filter run with ``explain``). Every other
+            node is tried, a node the attempt did not examine included, as in v1.14.
         snapshot: the nodes, whose order is kept.
     """
-    return [info for info in snapshot.node_infos if not is_unresolvable(failed.get(info.name, ()))]
+    return [info for info in snapshot.node_infos if info.name not in unresolvable]
 
 
 @dataclass(frozen=True, slots=True)
@@ -652,7 +613,7 @@ class PreemptionSearch:
 def search_preemption(
     pod: PodInfo,
     snapshot: Snapshot,
-    failed: Mapping[str, Sequence[str]],
+    unresolvable: Collection[str],
     fits: FitCheck,
     *,
     budgets: Sequence[DisruptionBudget] | None = None,
@@ -666,7 +627,7 @@ def search_preemption(
     if num_nodes == 0:
         # v1.14 answers ErrNoNodesAvailable; the attempt already said so.
         return PreemptionSearch(done=PreemptionResult())
-    potential = nodes_where_preemption_might_help(failed, snapshot)
+    potential = nodes_where_preemption_might_help(unresolvable, snapshot)
     if not potential:
         return PreemptionSearch(
             done=PreemptionResult(
@@ -715,7 +676,7 @@ def finish_preemption(
 def preempt(
     pod: PodInfo,
     snapshot: Snapshot,
-    failed: Mapping[str, Sequence[str]],
+    unresolvable: Collection[str],
     fits: FitCheck,
     *,
     nominated: NominatedPods | None = None,
@@ -732,19 +693,20 @@ def preempt(
     Args:
         pod: the preemptor, whose attempt ended in a FitError (not a predicate error).
         snapshot: the snapshot the attempt filtered.
-        failed: node -> the reasons it failed with in that attempt.
+        unresolvable: the nodes that failed that attempt unresolvably
+            (``ScheduleResult.unresolvable``).
         fits: the predicate check (:class:`PredicateFitCheck` with the scheduler's filters
             and ``nominated``, by default).
         nominated: the nominated pods (for the pods whose nomination to clear).
         budgets: the disruption budgets; None: :func:`disruption_budgets` over the snapshot's
             pods (pass ``disruption_budgets(snapshot, pending)`` to count pending pods too).
 
-    A node is evaluated only when its reasons in ``failed`` are all resolvable; the failing
+    A node is evaluated only when it is not in ``unresolvable``; the failing
     ``preemption:`` message counts, per node, "Preemption is not helpful for scheduling"
     (unresolvable), "No preemption victims found for incoming pod" (no lower-priority pod
     there) or the reasons the pod still fails with once every lower-priority pod is gone.
     """
-    search = search_preemption(pod, snapshot, failed, fits, budgets=budgets)
+    search = search_preemption(pod, snapshot, unresolvable, fits, budgets=budgets)
     return finish_preemption(pod, snapshot, search, nominated=nominated)
 
 

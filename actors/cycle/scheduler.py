@@ -8,7 +8,7 @@ failure record why (the pod's PodScheduled condition) and give the pod back to t
 Podium runs those cycles in batches (the only path; a batch of one is one cycle): one Pop
 answers up to ``batch_max_pods`` pods in the order successive pops would give; one snapshot
 request brings the snapshot up to date; the pods are then decided one after another (one
-FilterRequest each: filter pool -> scoring workers -> back here), each decision folded into
+FilterRequest each: filter actor -> score actor -> back here), each decision folded into
 the snapshot as the cache's assume would change it
 (:func:`~podium.actors.cache.core.fold_assumed`), so the next pod sees what it would have
 seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
@@ -23,13 +23,13 @@ Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing th
 (actors/cycle/extenders), and every extender call of an attempt becomes a span of its trace.
 
 Owns: the batch's snapshot (refreshed from the cache's deltas once per batch, lent to the
-filter pool and the scoring workers for one decision at a time and changed only between two,
+filter actor and the score actor for one decision at a time and changed only between two,
 under a lock shared with explain requests) and the attempt counters.
 Mailbox (control): :class:`~podium.actors.mail.BeginScheduling`,
 :class:`~podium.actors.mail.ExplainPod`, :class:`~podium.actors.mail.ReloadPlugins`,
 :class:`~podium.actors.mail.SchedulerStats`.
 Emits: Pop, GiveBack and Requeue (queue); SnapshotRequest and Assume (cache); FilterRequest
-(filter pool); SetFilters/SetScorers (filter pool, scoring workers); BindBatch (binder);
+(filter actor); SetFilters/SetScorers (filter actor, score actor); BindBatch (binder);
 RecordUnschedulable and Evict (store); :class:`~podium.actors.mail.Attempted` (an observer,
 if any).
 
@@ -40,7 +40,7 @@ to the end of its decision plus its share of the batch's assume round trip; the 
 waits while the pods before and after it in its batch are decided is not its cycle; a
 conflict, an assume the cache refused, counts as error as Kubernetes counts an assume
 failure), and ``scheduler_framework_extension_point_duration_seconds`` for Filter and Score
-(measured by the filter pool and the scoring workers, carried in the Decision) and Reserve (a
+(measured by the filter actor and the score actor, carried in the Decision) and Reserve (a
 pod's share of the batch's assume round trip). A share is the round trip divided among the
 pods it served: Kubernetes' attempt is the snapshot update, the algorithm and the assume of
 one pod, and one message does each for the whole batch (counted whole in every pod's attempt,
@@ -56,10 +56,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
+import msgspec
 import trio
 
 from podium.actors.cycle.explain import hints
-from podium.actors.cycle.extenders import NO_EXTENDERS, Extenders
+from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.preemption import (
     PredicateFitCheck,
     PreemptionResult,
@@ -104,6 +105,7 @@ from podium.actors.mail import (
     SnapshotDelta,
     SnapshotRequest,
 )
+from podium.actors.plugins.volume_binding import VolumeBinding
 from podium.actors.runtime.mailbox import ask, reply, send
 from podium.actors.runtime.tracing import (
     ASSUME,
@@ -137,13 +139,18 @@ log = logging.getLogger("podium.scheduler")
 
 @dataclass(frozen=True, slots=True)
 class PluginSet:
-    """A policy made ready to send: what the filter pool and the scoring workers will use."""
+    """A policy made ready to send: what the filter actor and the score actor will use.
+
+    ``volumes`` is the volume binder the score actor decides a placed pod's claims with
+    (policy-independent: a reload keeps the one the score actor started with).
+    """
 
     filters: SetFilters
     scorers: SetScorers
     predicates: list[str]
     priorities: list[tuple[str, int]]
     warnings: list[str]
+    volumes: VolumeBinding
     extenders: tuple[ExtenderConfig, ...] = ()
 
 
@@ -152,7 +159,7 @@ class Scheduler:
 
     Args:
         control: its mailbox.
-        queue, cache, filter_pool, scorers, binder, store: the mailboxes it sends to (its own
+        queue, cache, filter_actor, score_actor, binder, store: the mailboxes it sends to (its own
             clones; closed when it stops).
         reports: where each finished attempt is reported (None: nowhere).
         load_plugins: reads the policy again for ReloadPlugins (raises PodiumError).
@@ -172,7 +179,7 @@ class Scheduler:
             decided go back to the queue (so a higher-priority pod that arrived meanwhile
             waits at most this long).
         extenders: the policy's extenders (their preempt verbs narrow the candidates; their
-            calls in the filter pool and scoring workers get spans here).
+            calls in the filter actor and score actor get spans here).
     """
 
     def __init__(
@@ -181,8 +188,8 @@ class Scheduler:
         *,
         queue: trio.MemorySendChannel[QueueMsg],
         cache: trio.MemorySendChannel[CacheMsg],
-        filter_pool: trio.MemorySendChannel[FilterMsg],
-        scorers: trio.MemorySendChannel[ScoreMsg],
+        filter_actor: trio.MemorySendChannel[FilterMsg],
+        score_actor: trio.MemorySendChannel[ScoreMsg],
         binder: trio.MemorySendChannel[BinderMsg],
         store: trio.MemorySendChannel[StoreMsg],
         reports: trio.MemorySendChannel[Attempted] | None = None,
@@ -201,8 +208,8 @@ class Scheduler:
         self._control = control
         self._queue = queue
         self._cache = cache
-        self._filter_pool = filter_pool
-        self._scorers = scorers
+        self._filter_actor = filter_actor
+        self._score_actor = score_actor
         self._binder = binder
         self._store = store
         self._reports = reports
@@ -228,8 +235,8 @@ class Scheduler:
         async with (
             self._queue,
             self._cache,
-            self._filter_pool,
-            self._scorers,
+            self._filter_actor,
+            self._score_actor,
             self._binder,
             self._store,
         ):
@@ -289,13 +296,12 @@ class Scheduler:
             found = hints(msg.pod, decision.result, snapshot) if decision.node is None else []
             would = None
             if decision.node is None and not decision.result.error and self._preemption:
-                failed = await self._failures(msg.pod, snapshot, decision)
+                unresolvable = await self._unresolvable(msg.pod, snapshot, decision)
                 fits = PredicateFitCheck(self._filters)
-                would = await self._extenders.preempt(msg.pod, snapshot, failed, fits)
+                would = await self._extenders.preempt(msg.pod, snapshot, unresolvable, fits)
         preempted = [v.key for v in would.victims] if would is not None else []
-        if would is not None and would.node is None and decision.result.message:
-            message = fit_error_with_preemption(decision.result.message, would)
-            decision.result.message = message
+        if would is not None:
+            decision = _with_preemption(decision, would)
         return Explained(decision=decision, hints=found, preempted=preempted)
 
     async def _reload(self) -> Reloaded:
@@ -306,8 +312,8 @@ class Scheduler:
         except PodiumError as exc:
             return Reloaded(predicates=[], priorities=[], error=str(exc))
         async with self._lock:
-            await send(self._filter_pool, plugins.filters)
-            await send(self._scorers, plugins.scorers)
+            await send(self._filter_actor, plugins.filters)
+            await send(self._score_actor, plugins.scorers)
             self._filters = list(plugins.filters.filters)
         warnings = list(plugins.warnings)
         if plugins.extenders != self._extenders.configs:
@@ -341,7 +347,7 @@ class Scheduler:
         nominated: NominatedPods | None = None,
     ) -> Decision:
         await send(
-            self._filter_pool,
+            self._filter_actor,
             FilterRequest(
                 pod=pod,
                 snapshot=snapshot,
@@ -357,19 +363,20 @@ class Scheduler:
             if decision.pod is pod:
                 return decision
 
-    async def _failures(
+    async def _unresolvable(
         self,
         pod: PodInfo,
         snapshot: Snapshot,
         decision: Decision,
         nominated: NominatedPods | None = None,
-    ) -> dict[str, tuple[str, ...]]:
-        """Every node's reasons for a pod that fit nowhere (what preemption starts from):
-        the attempt's own when it kept them, else a dry re-run with every node's verdict."""
+    ) -> frozenset[str]:
+        """The nodes a pod that fit nowhere failed on unresolvably (what preemption starts
+        from): the attempt's own verdicts when it kept them, else a dry re-run with every
+        node's verdict."""
         if decision.result.failed:
-            return dict(decision.result.failed)
+            return decision.result.unresolvable
         again = await self._decide(pod, snapshot, dry=True, explain=True, nominated=nominated)
-        return dict(again.result.failed)
+        return again.result.unresolvable
 
     async def _carry_out(self, pod: PodInfo, preemption: PreemptionResult) -> list[str]:
         """Evict the victims and nominate the preemptor (one store transaction), and clear the
@@ -493,8 +500,8 @@ class Scheduler:
         """
         pod = popped.pod
         deciding = trio.current_time()
-        # The extenders' filter and prioritize verbs (actors/cycle/extenders) run in the filter pool
-        # and the scoring workers, inside this round trip: once per pod of the batch.
+        # The extenders' filter and prioritize verbs (actors/cycle/extenders) run in the filter actor
+        # and the score actor, inside this round trip: once per pod of the batch.
         decision = await self._decide(
             pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
         )
@@ -513,29 +520,29 @@ class Scheduler:
         if decision.node is not None:
             return _Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None
+        calls: list[Call] = []
         if not decision.result.error and self._preemption:
-            failed = await self._failures(pod, snapshot, decision, popped.nominated)
+            unresolvable = await self._unresolvable(pod, snapshot, decision, popped.nominated)
             preemption = await self._extenders.preempt(
                 pod,
                 snapshot,
-                failed,
+                unresolvable,
                 PredicateFitCheck(self._filters, popped.nominated),
                 nominated=popped.nominated,
-                calls=decision.result.extender_calls,
+                calls=calls,
             )
         if preemption is not None and _changes_the_store(preemption):
-            return _Preempting(decision, preemption)
-        if preemption is not None and decision.result.message:
-            decision.result.message = fit_error_with_preemption(decision.result.message, preemption)
+            return _Preempting(decision, preemption, tuple(calls))
+        if preemption is not None:
+            decision = _with_preemption(decision, preemption, calls)
         return await self._unschedulable(_Outcome(popped, decision, attempt, started))
 
     async def _preempted(
         self, popped: Popped, preempting: _Preempting, attempt: Attempt, started: float
     ) -> _Outcome:
-        decision, preemption = preempting.decision, preempting.preemption
+        preemption = preempting.preemption
         preempted = await self._carry_out(popped.pod, preemption)
-        if preemption.node is None and decision.result.message:
-            decision.result.message = fit_error_with_preemption(decision.result.message, preemption)
+        decision = _with_preemption(preempting.decision, preemption, preempting.calls)
         return await self._unschedulable(
             _Outcome(popped, decision, attempt, started, preempted=preempted)
         )
@@ -730,10 +737,30 @@ def _changes_the_store(preemption: PreemptionResult) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Preempting:
-    """A pod that fit nowhere, and the preemption that ends its batch."""
+    """A pod that fit nowhere, the preemption that ends its batch, and the extenders' preempt
+    calls it made."""
 
     decision: Decision
     preemption: PreemptionResult
+    calls: tuple[Call, ...] = ()
+
+
+def _with_preemption(
+    decision: Decision, preemption: PreemptionResult, calls: Sequence[Call] = ()
+) -> Decision:
+    """``decision`` with the preemption's part in its FitError and the extenders' preempt
+    ``calls`` after its own: a new Decision around one new result (the one received is a
+    value), or ``decision`` itself when neither changes."""
+    result = decision.result
+    message = result.message
+    if message:
+        message = fit_error_with_preemption(message, preemption)
+    if message == result.message and not calls:
+        return decision
+    changed = msgspec.structs.replace(
+        result, message=message, extender_calls=(*result.extender_calls, *calls)
+    )
+    return msgspec.structs.replace(decision, result=changed)
 
 
 _ATTEMPT_METRICS = {

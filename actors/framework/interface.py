@@ -34,8 +34,7 @@ The contract, which the framework keeps (every caller goes through :func:`run_fi
 from __future__ import annotations
 
 import enum
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, TypeVar, runtime_checkable
 
@@ -75,6 +74,7 @@ __all__ = [
     "run_filter_columns",
     "run_score",
     "run_score_columns",
+    "status_of",
     "unschedulable",
 ]
 
@@ -147,9 +147,11 @@ SKIP: Final = Skip.SKIP
 a ``pre_score`` result meaning "this priority gives every node the same map score (0)"."""
 
 
-# (reason, fail_mask) pairs in the order the scalar form appends its reasons. A node fails the
-# predicate when any mask is True at its row; its reasons are the masks True at its row, in order.
-ReasonMasks = list[tuple[str, "npt.NDArray[np.bool_]"]]
+# (reason, fail_mask, code) entries in the order the scalar form appends its reasons. A node
+# fails the predicate when any mask is True at its row; its reasons are the masks True at its
+# row, in order; its status's code is the highest code among them (UNSCHEDULABLE_AND_UNRESOLVABLE
+# when any of them is, as the scalar form's status says: v1.14 ``unresolvablePredicateExists``).
+ReasonMasks = list[tuple[str, "npt.NDArray[np.bool_]", "Code"]]
 
 
 @runtime_checkable
@@ -194,10 +196,10 @@ class VectorFilterPlugin(FilterPlugin[M], Protocol[M]):
     """A predicate that can also answer for every node at once."""
 
     def filter_columns(self, pod: PodInfo, meta: M, cols: NodeColumns) -> ReasonMasks:
-        """For every row of ``cols``: the reasons it fails, as (reason, mask) pairs.
+        """For every row of ``cols``: the reasons it fails, as (reason, mask, code) entries.
 
-        Must agree with :meth:`filter` on every row, reasons and their order included (rows
-        without a Node object aside, see :attr:`FilterPlugin.missing_node`).
+        Must agree with :meth:`filter` on every row, reasons, their order and the status's
+        code included (rows without a Node object aside, see :attr:`FilterPlugin.missing_node`).
         """
         ...
 
@@ -300,9 +302,10 @@ def run_filter_columns(
         raise PredicateError("; ".join(missing.reasons))
     has_node = cols.has_node
     without = ~has_node
-    masks: ReasonMasks = [(reason, without) for reason in missing.reasons]
+    masks: ReasonMasks = [(reason, without, missing.code) for reason in missing.reasons]
     masks.extend(
-        (reason, fails & has_node) for reason, fails in plugin.filter_columns(pod, meta, cols)
+        (reason, fails & has_node, code)
+        for reason, fails, code in plugin.filter_columns(pod, meta, cols)
     )
     return masks
 
@@ -327,6 +330,15 @@ def run_score_columns(
     if meta is SKIP:
         return np.zeros(len(rows), dtype=np.int64)
     return plugin.score_columns(pod, meta, cols, rows)
+
+
+def status_of(masks: ReasonMasks, row: int) -> Status:
+    """The status a row gets, from a :data:`ReasonMasks` list: its reasons, and the highest
+    code among them (:data:`SUCCESS` when none is True there)."""
+    hit = [(reason, code) for reason, mask, code in masks if mask[row]]
+    if not hit:
+        return SUCCESS
+    return Status(max(code for _, code in hit), tuple(reason for reason, _ in hit))
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +369,7 @@ NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 """Kubernetes' ErrNoNodesAvailable text (core/generic_scheduler.go@v1.14)."""
 
 
-def fit_error_message(num_all_nodes: int, reasons: Counter[str]) -> str:
+def fit_error_message(num_all_nodes: int, reasons: Mapping[str, int]) -> str:
     """Kubernetes' FitError text: ``0/5 nodes are available: 2 Insufficient cpu, ...``.
 
     Each reason is counted over the nodes, formatted ``"<count> <reason>"``, and the entries

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, TypeAlias
 
-__all__ = ["ScheduleResult"]
+import msgspec
+
+__all__ = ["ExtenderCall", "ScheduleResult"]
+
+_NONE: Mapping[Any, Any] = MappingProxyType({})
+"""The empty default of every mapping field: shared, since nobody can change it."""
+
+ExtenderCall: TypeAlias = tuple[str, str, str, float, float]
+"""``(extender, verb, result, start, end)``: one extender call (trio clock; result ``ok`` or
+``error``), for the attempt's trace."""
 
 
-@dataclass(slots=True)
-class ScheduleResult:
-    """The outcome of one attempt.
+class ScheduleResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of one attempt: a value, never changed once made.
+
+    It travels in :class:`~podium.actors.mail.ScoreRequest` and
+    :class:`~podium.actors.mail.Decision`, so each stage that adds to it makes a new one
+    (``msgspec.structs.replace``, once per stage and pod) from containers it built before:
+    nobody mutates a container of a result it was handed either.
 
     Attributes:
         node: the chosen node, or ``None``.
@@ -22,12 +36,14 @@ class ScheduleResult:
             UnschedulablePlugins, for ``scheduler_unschedulable_pods``).
         examined: the examined nodes in walk order (only with ``explain``).
         failed: node -> its reasons (only with ``explain``).
+        unresolvable: the nodes of ``failed`` whose status is
+            ``Code.UNSCHEDULABLE_AND_UNRESOLVABLE`` (some failing predicate said so): removing
+            pods cannot make the pod fit there, and preemption does not try them.
         feasible_nodes: the feasible nodes in examination order (only with ``explain``).
         scores: node -> priority name -> normalised score (only with ``explain``).
         totals: node -> weighted total (only with ``explain``).
-        extender_calls: ``(extender, verb, result, start, end)`` per extender call made for
-            this attempt (trio clock; result ``ok`` or ``error``): the scheduler records a
-            span for each (actors/cycle/extenders).
+        extender_calls: every extender call made for this attempt, in order: the scheduler
+            records a span for each (actors/cycle/extenders).
     """
 
     node: str | None = None
@@ -35,11 +51,12 @@ class ScheduleResult:
     error: bool = False
     evaluated: int = 0
     feasible: int = 0
-    reasons: Counter[str] = field(default_factory=Counter)
-    failed_plugins: set[str] = field(default_factory=set)
-    examined: list[str] = field(default_factory=list)
-    failed: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    feasible_nodes: list[str] = field(default_factory=list)
-    scores: dict[str, dict[str, int]] = field(default_factory=dict)
-    totals: dict[str, int] = field(default_factory=dict)
-    extender_calls: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+    reasons: Mapping[str, int] = _NONE
+    failed_plugins: frozenset[str] = frozenset()
+    examined: tuple[str, ...] = ()
+    failed: Mapping[str, tuple[str, ...]] = _NONE
+    unresolvable: frozenset[str] = frozenset()
+    feasible_nodes: tuple[str, ...] = ()
+    scores: Mapping[str, Mapping[str, int]] = _NONE
+    totals: Mapping[str, int] = _NONE
+    extender_calls: tuple[ExtenderCall, ...] = ()

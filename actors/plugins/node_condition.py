@@ -26,6 +26,7 @@ from podium.actors.framework.interface import (
     ERR_REASON_UNKNOWN_CONDITION,
     NODE_UNKNOWN_CONDITION,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Status,
@@ -89,10 +90,18 @@ class NodeCondition(VectorFilterPlugin[None]):
         # Both failing: the reasons come in the order the node lists the two conditions.
         network_first = not_ready & network & cols.network_before_ready
         masks: ReasonMasks = [
-            (ERR_REASON_NETWORK_UNAVAILABLE, network_first),
-            (ERR_REASON_NOT_READY, not_ready),
-            (ERR_REASON_NETWORK_UNAVAILABLE, network & ~network_first),
-            (ERR_REASON_UNSCHEDULABLE, cols.unschedulable & regular),
+            (ERR_REASON_NETWORK_UNAVAILABLE, network_first, Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+            (ERR_REASON_NOT_READY, not_ready, Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+            (
+                ERR_REASON_NETWORK_UNAVAILABLE,
+                network & ~network_first,
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ),
+            (
+                ERR_REASON_UNSCHEDULABLE,
+                cols.unschedulable & regular,
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ),
         ]
         masks.extend(self._scalar_masks(pod, cols, np.flatnonzero(cols.duplicate_conditions)))
         return masks
@@ -100,13 +109,14 @@ class NodeCondition(VectorFilterPlugin[None]):
     def _scalar_masks(
         self, pod: PodInfo, cols: NodeColumns, rows: npt.NDArray[np.intp]
     ) -> ReasonMasks:
-        """One-hot (reason, mask) pairs for ``rows``, each answered by the scalar form."""
+        """One-hot (reason, mask, code) entries for ``rows``, each answered by the scalar form."""
         masks: ReasonMasks = []
         for row in rows.tolist():
-            for reason in self.filter(pod, None, cols.infos[row]).reasons:
+            status = self.filter(pod, None, cols.infos[row])
+            for reason in status.reasons:
                 mask = np.zeros(cols.n, dtype=bool)
                 mask[row] = True
-                masks.append((reason, mask))
+                masks.append((reason, mask, status.code))
         return masks
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from podium.actors.framework.interface import (
     NODE_NOT_FOUND,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Status,
@@ -70,7 +71,7 @@ class NodeLabelPresence(VectorFilterPlugin[None]):
         for key in self.labels:
             codes, _ = cols.label(key)
             violated |= (codes >= 0) != self.presence
-        return [(ERR_REASON_LABEL_PRESENCE, violated)]
+        return [(ERR_REASON_LABEL_PRESENCE, violated, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)]
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], NodeLabelPresence]] = {NAME: NodeLabelPresence}

@@ -17,6 +17,7 @@ from podium.actors.framework.interface import (
     NODE_NOT_FOUND,
     SKIP,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Skip,
@@ -60,7 +61,7 @@ class PodFitsHost(VectorFilterPlugin[str]):
         row = cols.index.get(meta)
         if row is not None:
             fails[row] = False
-        return [(ERR_REASON_HOST_NAME, fails)]
+        return [(ERR_REASON_HOST_NAME, fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)]
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], PodFitsHost]] = {NAME: PodFitsHost}

@@ -27,6 +27,7 @@ from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Skip,
@@ -115,7 +116,7 @@ class PodFitsHostPorts(VectorFilterPlugin[tuple[HostPort, ...]]):
         for row in np.flatnonzero(cols.has_used_ports).tolist():
             if ports_conflict(cols.infos[row].used_ports, meta):
                 fails[row] = True
-        return [(ERR_REASON_HOST_PORTS, fails)]
+        return [(ERR_REASON_HOST_PORTS, fails, Code.UNSCHEDULABLE)]
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], PodFitsHostPorts]] = {NAME: PodFitsHostPorts}

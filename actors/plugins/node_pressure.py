@@ -30,6 +30,7 @@ import numpy.typing as npt
 from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Skip,
@@ -114,12 +115,15 @@ class PressurePredicate(VectorFilterPlugin[None]):
         # The column says "some entry is True", which is the last entry's answer wherever the
         # type is listed once; rows listing a condition type twice are re-checked one by one.
         column: npt.NDArray[np.bool_] = getattr(cols, self.column)
-        masks: ReasonMasks = [(self.reason, column & ~cols.duplicate_conditions)]
+        masks: ReasonMasks = [
+            (self.reason, column & ~cols.duplicate_conditions, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        ]
         for row in np.flatnonzero(cols.duplicate_conditions).tolist():
-            if not self.filter(pod, meta, cols.infos[row]).is_success:
+            status = self.filter(pod, meta, cols.infos[row])
+            if not status.is_success:
                 mask = np.zeros(cols.n, dtype=bool)
                 mask[row] = True
-                masks.append((self.reason, mask))
+                masks.append((self.reason, mask, status.code))
         return masks
 
 

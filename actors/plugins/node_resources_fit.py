@@ -32,6 +32,7 @@ from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     NODE_NOT_FOUND,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Status,
@@ -120,29 +121,42 @@ class PodFitsResources(VectorFilterPlugin[None]):
         return unschedulable(*reasons) if reasons else SUCCESS
 
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
-        masks: ReasonMasks = [(ERR_REASON_INSUFFICIENT_PODS, cols.pod_count + 1 > cols.alloc_pods)]
+        masks: ReasonMasks = [
+            (ERR_REASON_INSUFFICIENT_PODS, cols.pod_count + 1 > cols.alloc_pods, Code.UNSCHEDULABLE)
+        ]
         r = pod.request
         if r.is_zero():
             return masks
         # "free < asked", never "allocatable < asked + used": the sum wraps int64 for
         # quantities that saturate at INT64_MAX, and the scalar form (Python ints) would not.
         masks.append(
-            (ERR_REASON_INSUFFICIENT_CPU, cols.alloc_milli_cpu - cols.req_milli_cpu < r.milli_cpu)
+            (
+                ERR_REASON_INSUFFICIENT_CPU,
+                cols.alloc_milli_cpu - cols.req_milli_cpu < r.milli_cpu,
+                Code.UNSCHEDULABLE,
+            )
         )
         masks.append(
-            (ERR_REASON_INSUFFICIENT_MEMORY, cols.alloc_memory - cols.req_memory < r.memory)
+            (
+                ERR_REASON_INSUFFICIENT_MEMORY,
+                cols.alloc_memory - cols.req_memory < r.memory,
+                Code.UNSCHEDULABLE,
+            )
         )
         masks.append(
             (
                 ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
                 cols.alloc_ephemeral - cols.req_ephemeral < r.ephemeral_storage,
+                Code.UNSCHEDULABLE,
             )
         )
         for name in sorted(r.scalar):
             if name in self.ignored:
                 continue
             alloc, used = cols.scalar(name)
-            masks.append((insufficient(name), np.less(alloc - used, r.scalar[name])))
+            masks.append(
+                (insufficient(name), np.less(alloc - used, r.scalar[name]), Code.UNSCHEDULABLE)
+            )
         return masks
 
 

@@ -29,6 +29,7 @@ from podium.actors.framework.interface import (
     NODE_NOT_FOUND,
     SKIP,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Skip,
@@ -242,7 +243,7 @@ class PodMatchNodeSelector(VectorFilterPlugin[NodeConstraints]):
         )
         if meta.required_terms is not None:
             ok &= _terms_mask(cols, meta.required_terms, self._ints)
-        return [(ERR_REASON_NODE_SELECTOR, ~ok)]
+        return [(ERR_REASON_NODE_SELECTOR, ~ok, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)]
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], PodMatchNodeSelector]] = {NAME: PodMatchNodeSelector}

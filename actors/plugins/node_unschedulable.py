@@ -20,6 +20,7 @@ from podium.actors.framework.interface import (
     ERR_REASON_UNKNOWN_CONDITION,
     NODE_UNKNOWN_CONDITION,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Status,
@@ -84,7 +85,7 @@ class NodeUnschedulable(VectorFilterPlugin[bool]):
 
     def filter_columns(self, pod: PodInfo, meta: bool, cols: NodeColumns) -> ReasonMasks:
         cordoned = cols.unschedulable if not meta else np.zeros(cols.n, dtype=bool)
-        return [(ERR_REASON_UNSCHEDULABLE, cordoned)]
+        return [(ERR_REASON_UNSCHEDULABLE, cordoned, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)]
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], NodeUnschedulable]] = {NAME: NodeUnschedulable}

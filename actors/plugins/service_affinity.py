@@ -35,6 +35,7 @@ import numpy as np
 from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Skip,
@@ -121,7 +122,7 @@ class ServiceAffinity(VectorFilterPlugin[dict[str, str]]):
                 fail[:] = True
             else:
                 fail |= codes != code
-        return [(ERR_REASON_SERVICE_AFFINITY_VIOLATED, fail)]
+        return [(ERR_REASON_SERVICE_AFFINITY_VIOLATED, fail, Code.UNSCHEDULABLE)]
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], ServiceAffinity]] = {NAME: ServiceAffinity}

@@ -27,6 +27,7 @@ from podium.actors.framework.interface import (
     ERR_REASON_UNKNOWN_CONDITION,
     NODE_UNKNOWN_CONDITION,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Status,
@@ -97,7 +98,13 @@ def pod_tolerates_node_taints_columns(
 ) -> ReasonMasks:
     """:func:`pod_tolerates_node_taints` for every row, decided once per distinct taint list."""
     tolerated = taint_sets_tolerated(pod.pod.spec.tolerations, cols.taint_sets, effects)
-    return [(ERR_REASON_TAINTS_NOT_TOLERATED, ~tolerated[cols.taint_set])]
+    return [
+        (
+            ERR_REASON_TAINTS_NOT_TOLERATED,
+            ~tolerated[cols.taint_set],
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        )
+    ]
 
 
 class TaintToleration(VectorFilterPlugin[None]):

@@ -425,8 +425,8 @@ class QueueActor:
         key = pod_key(pod)
         if change.trace is not None and is_pending(pod, name):
             # The requests that submitted the pod: its attempts' traces link to them.
-            self._links.setdefault(key, []).append(change.trace)
-            del self._links[key][:-MAX_LINKS]
+            # A new list, never the old one extended: a Popped already sent holds the old.
+            self._links[key] = [*self._links.get(key, ()), change.trace][-MAX_LINKS:]
         elif change.type in ("Deleted", "Preempted", "Bound"):
             self._links.pop(key, None)
         match change.type:

@@ -13,7 +13,7 @@ the binder; the protocol request that submitted the pod is linked, not a parent)
     scheduling_attempt  podium.pod, podium.attempts, podium.result, podium.node,
     │                   podium.nodes_examined, podium.nodes_feasible   ──link──▶ Put (request)
     ├── queue_wait      enqueue → pop
-    ├── filter          } the filter pool's and the scoring workers' times, which come back in
+    ├── filter          } the filter actor's and the score actor's times, which come back in
     ├── score           } the Decision, recorded with explicit start and end
     ├── select          }
     ├── assume          live, around the cache round trip

@@ -15,9 +15,9 @@ import trio
 import trio.testing
 from builders import make_node, make_pod
 
-from podium.actors.cycle.filtering import FilterPool
+from podium.actors.cycle.filtering import FilterActor
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.cycle.scoring import ScoringWorkers
+from podium.actors.cycle.scoring import ScoreActor
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.gateway.watch import AddWatch, Batch, Hub, WatchCursor
 from podium.actors.mail import (
@@ -357,13 +357,15 @@ async def _decide(draw: float, *, dry: bool = False) -> Decision:
     plugins = load_plugin_set(config)
     score_tx, score_rx = trio.open_memory_channel[ScoreMsg](math.inf)
     filter_tx, filter_rx = trio.open_memory_channel[FilterMsg](math.inf)
-    pool = FilterPool(
+    pool = FilterActor(
         filter_rx,
         score_tx,
         FilterStage(plugins.filters.filters),
         rng=_Draw(draw),
     )
-    workers = ScoringWorkers(score_rx, ScoreStage(plugins.scorers.scorers, rng=random.Random(1)))
+    workers = ScoreActor(
+        score_rx, ScoreStage(plugins.scorers.scorers, rng=random.Random(1)), plugins.volumes
+    )
     snapshot = Snapshot(
         [make_node(f"s{i}").capacity(cpu="4", memory="8Gi", pods=110).info() for i in range(2)]
     )

@@ -4,7 +4,7 @@ unschedulable pod requeued and recorded with its FitError, preemption, an assume
 explain and policy reload on the control mailbox.
 
 The queue, the cache, the binder and the store are played by the test (they record what they
-get, in order, with the virtual time); the filter pool and the scoring workers are the real
+get, in order, with the virtual time); the filter actor and the score actor are the real
 actors over real plugins, since the decide trip runs through them.
 """
 
@@ -20,13 +20,13 @@ import pytest
 import trio
 import trio.testing
 from builders import make_node, make_pod
-from policies import plugins
+from policies import plugins, volume_binder
 from priority_harness import node_infos
 
-from podium.actors.cycle.filtering import FilterPool
+from podium.actors.cycle.filtering import FilterActor
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.cycle.scheduler import PluginSet, Scheduler
-from podium.actors.cycle.scoring import ScoringWorkers
+from podium.actors.cycle.scoring import ScoreActor
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.mail import (
     Assume,
@@ -201,8 +201,8 @@ async def running(
         control_rx,
         queue=queue_tx,
         cache=cache_tx,
-        filter_pool=filter_tx,
-        scorers=scorers_tx,
+        filter_actor=filter_tx,
+        score_actor=scorers_tx,
         binder=binder_tx,
         store=store_tx,
         reports=reports_tx,
@@ -216,8 +216,8 @@ async def running(
             nursery.start_soon(_play_binder, binder_rx, peers)
             nursery.start_soon(_play_store, store_rx, peers)
             stage = ScoreStage(SCORERS, rng=random.Random(1))
-            await nursery.start(ScoringWorkers(scorers_rx, stage).run)
-            pool = FilterPool(filter_rx, scorers_tx.clone(), FilterStage(FILTERS))
+            await nursery.start(ScoreActor(scorers_rx, stage, volume_binder()).run)
+            pool = FilterActor(filter_rx, scorers_tx.clone(), FilterStage(FILTERS))
             await nursery.start(pool.run)
             await nursery.start(scheduler.run)
             if begin:
@@ -464,6 +464,7 @@ async def test_reload_sends_the_new_plugins_on_and_reports_them(
         predicates=[],
         priorities=[("LeastRequestedPriority", 1)],
         warnings=["a warning"],
+        volumes=volume_binder(),
     )
     async with running(two_nodes(), load_plugins=lambda: permissive) as h:
         before = await h.attempt(pod("big", cpu="8"))

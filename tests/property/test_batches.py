@@ -1,6 +1,6 @@
 """Scheduling in batches never changes a decision.
 
-``podium simulate`` runs the daemon's own actors (queue, cache, filter pool, scoring workers,
+``podium simulate`` runs the daemon's own actors (queue, cache, filter actor, score actor,
 binder, scheduler, the in-memory store) with each bind committed before the next batch and
 trio's MockClock, so a run repeats exactly. The same random cluster and pod stream, with the
 same tie-break seed, is simulated one pod at a time (``batchMaxPods: 1``) and in batches of

@@ -458,7 +458,7 @@ def schedule_pending(core: StoreCore, tally: Tally, limit: int = 3) -> None:
             tally.decisions += 1
             check_result(result, snapshot)
             if result.node is None and not result.error:
-                would = preempt(pod, snapshot, result.failed, PredicateFitCheck(filters))
+                would = preempt(pod, snapshot, result.unresolvable, PredicateFitCheck(filters))
                 assert would.node is None or snapshot.get(would.node) is not None
                 assert fit_error_with_preemption(result.message or "", would)
                 hints(pod, result, snapshot)

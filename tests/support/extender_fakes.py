@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import msgspec
 from extender_server import node_names
 
-from podium.actors.cycle.extenders import Extenders
+from podium.actors.cycle.extenders import Call, Extenders
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.result import ScheduleResult
@@ -152,12 +153,16 @@ async def decide_with_extenders(
     *,
     explain: bool = False,
 ) -> ScheduleResult:
-    """One decision as the filter pool and the scoring workers make it with extenders."""
+    """One decision as the filter actor and the score actor make it with extenders."""
     result, feasible = filters.run(pod, snapshot, explain=explain)
     result, feasible = await extenders.filter(pod, snapshot, result, feasible, explain=explain)
     if not feasible:
         return result
     extra = None
+    calls: list[Call] = []
     if len(feasible) > 1 or explain:
-        extra = await extenders.prioritize(pod, snapshot, feasible, result.extender_calls)
-    return scores.run(pod, snapshot, result, feasible, explain=explain, extender_scores=extra)
+        extra = await extenders.prioritize(pod, snapshot, feasible, calls)
+    result = scores.run(pod, snapshot, result, feasible, explain=explain, extender_scores=extra)
+    if calls and not result.error:
+        result = msgspec.structs.replace(result, extender_calls=(*result.extender_calls, *calls))
+    return result

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from podium.actors.framework.interface import FilterPlugin, ScorePlugin
+from podium.actors.framework.interface import FilterPlugin, PluginArgs, ScorePlugin
+from podium.actors.plugins import names
 from podium.actors.plugins.policy import build_plugins, resolve_policy
+from podium.actors.plugins.volume_binding import VolumeBinding
 from podium.protocol.policy import decode_policy
 
-__all__ = ["plugins"]
+__all__ = ["plugins", "volume_binder"]
 
 
 def plugins(
@@ -27,3 +29,9 @@ def plugins(
         "priorities": [{"name": name, "weight": weight} for name, weight in priorities],
     }
     return build_plugins(resolve_policy(decode_policy(policy).policy))
+
+
+def volume_binder() -> VolumeBinding:
+    """The volume binder the score actor decides placed pods' claims with, as
+    :func:`~podium.actors.supervisor.load_plugin_set` builds it."""
+    return VolumeBinding(PluginArgs(name=names.CHECK_VOLUME_BINDING))

@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-import numpy as np
-import numpy.typing as npt
-
-from podium.actors.framework.interface import FilterPlugin, ScorePlugin, Skip, Status
+from podium.actors.framework.interface import (
+    FilterPlugin,
+    ReasonMasks,
+    ScorePlugin,
+    Skip,
+    Status,
+    status_of,
+)
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 
@@ -24,11 +28,10 @@ __all__ = ["ScalarFilter", "ScalarScore", "reasons_of"]
 M = TypeVar("M")
 
 
-def reasons_of(masks: Sequence[tuple[str, npt.NDArray[np.bool_]]], row: int) -> tuple[str, ...]:
-    """The reasons node ``row`` fails, from a predicate's ``ReasonMasks``: the masks True at its
-    row, in order (the rule of actors/framework/interface.py ``ReasonMasks``, as the filter stage
-    reads them in actors/cycle/generic_scheduler.py)."""
-    return tuple(reason for reason, mask in masks if mask[row])
+def reasons_of(masks: ReasonMasks, row: int) -> tuple[str, ...]:
+    """The reasons node ``row`` fails, from a predicate's ``ReasonMasks``: the filter stage's own
+    reading (actors/framework/interface.py ``status_of``), reasons only."""
+    return status_of(masks, row).reasons
 
 
 class ScalarFilter(FilterPlugin[M]):

@@ -1,6 +1,6 @@
 """One decision in one call: the filter stage, then the score stage, as the actors chain them.
 
-The filter pool runs :class:`FilterStage` and hands the feasible rows to the scoring workers,
+The filter actor runs :class:`FilterStage` and hands the feasible rows to the score actor,
 which run :class:`ScoreStage`; when no node fits, the filter's result is the decision
 (actors/cycle/filtering.py, actors/cycle/scoring.py). Shared by the tests that schedule a pod without
 the actors.

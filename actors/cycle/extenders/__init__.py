@@ -1,6 +1,6 @@
 """Scheduler extenders (Kubernetes v1.14): HTTP callbacks that filter, prioritize, preempt
 and bind. ``client`` is one extender and its connection pool; ``extenders`` is the set, called
-by the filter pool, the scoring workers, the scheduler (preempt) and the binder."""
+by the filter actor, the score actor, the scheduler (preempt) and the binder."""
 
 from __future__ import annotations
 

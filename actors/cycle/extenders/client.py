@@ -34,6 +34,7 @@ import trio
 from prometheus_client import Histogram
 
 from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.result import ExtenderCall
 from podium.protocol import metrics
 from podium.protocol.errors import ErrorCode, PodiumError
 from podium.protocol.extender import (
@@ -52,7 +53,7 @@ log = logging.getLogger("podium.extenders")
 
 T = TypeVar("T")
 
-Call = tuple[str, str, str, float, float]
+Call = ExtenderCall
 """``(extender, verb, result, start, end)``: one call, for the attempt's trace (result ``ok``
 or ``error``; trio clock)."""
 

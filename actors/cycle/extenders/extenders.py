@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 
 import httpx
+import msgspec
 import trio
 
 from podium.actors.cycle.extenders.client import Call, ExtenderError, HTTPExtender
@@ -126,12 +127,13 @@ class Extenders:
         explain: bool = False,
     ) -> tuple[ScheduleResult, list[int]]:
         """Narrow the predicates' ``feasible`` rows with the filter verbs (v1.14
-        ``findNodesThatFit``'s extender loop); ``result`` gains the failed nodes' reasons, the
-        FitError when none is left, and the calls made.
+        ``findNodesThatFit``'s extender loop).
 
         Returns:
-            The result and the rows still feasible; on a non-ignorable error an error result
-            (``error`` set, the extender's message) and no rows.
+            A new result (``result`` is not changed) with the failed nodes' reasons, the
+            FitError when no node is left, and the calls made, and the rows still feasible;
+            on a non-ignorable error an error result (``error`` set, the extender's message)
+            and no rows.
         """
         active = [e for e in self.extenders if e.config.filter_verb and e.is_interested(pod)]
         if not feasible or not active:
@@ -139,31 +141,37 @@ class Extenders:
         infos = snapshot.node_infos
         rows = {infos[row].name: row for row in feasible}
         names = list(rows)
+        # Built here, then handed to one new result: the predicates' result is a value.
+        reasons = Counter(result.reasons)
+        failed_nodes = dict(result.failed)
+        calls: list[Call] = list(result.extender_calls)
         for extender in active:
             try:
-                passing, failed = await self._filter_one(extender, pod, snapshot, names, result)
+                passing, failed = await self._filter_one(extender, pod, snapshot, names, calls)
             except ExtenderError as exc:
                 if _skipped(extender, exc):
                     continue
-                calls = result.extender_calls
-                error = ScheduleResult(message=str(exc), error=True)
-                error.extender_calls = calls
+                error = ScheduleResult(message=str(exc), error=True, extender_calls=tuple(calls))
                 return error, []
             for node, message in failed.items():
-                result.reasons[message] += 1
+                reasons[message] += 1
                 if explain:
                     reason = f"extender {extender.name}: {message}"
-                    result.failed[node] = (*result.failed.get(node, ()), reason)
+                    failed_nodes[node] = (*failed_nodes.get(node, ()), reason)
             names = passing
             if not names:
                 break
         kept = [rows[name] for name in names]
-        result.feasible = len(kept)
-        if explain:
-            result.feasible_nodes = names
-        if not kept:
-            result.message = fit_error_message(len(snapshot), result.reasons)
-        return result, kept
+        narrowed = msgspec.structs.replace(
+            result,
+            feasible=len(kept),
+            reasons=reasons,
+            failed=failed_nodes,
+            feasible_nodes=tuple(names) if explain else result.feasible_nodes,
+            message=result.message if kept else fit_error_message(len(snapshot), reasons),
+            extender_calls=tuple(calls),
+        )
+        return narrowed, kept
 
     async def _filter_one(
         self,
@@ -171,7 +179,7 @@ class Extenders:
         pod: PodInfo,
         snapshot: Snapshot,
         names: list[str],
-        result: ScheduleResult,
+        calls: list[Call],
     ) -> tuple[list[str], dict[str, str]]:
         sent = set(names)
         cache_capable = extender.config.node_cache_capable
@@ -187,7 +195,7 @@ class Extenders:
             extender.config.filter_verb,
             _args(extender, pod, snapshot, names),
             ExtenderFilterResult,
-            result.extender_calls,
+            calls,
             only_sent,
         )
         passing = reply.passing(cache_capable) or []
@@ -241,7 +249,7 @@ class Extenders:
         self,
         pod: PodInfo,
         snapshot: Snapshot,
-        failed: Mapping[str, Sequence[str]],
+        unresolvable: Collection[str],
         fits: FitCheck,
         *,
         nominated: NominatedPods | None = None,
@@ -250,7 +258,7 @@ class Extenders:
         """v1.14 ``Preempt`` with ``processPreemptionWithExtenders`` between the search for
         victims and the pick of a node. A non-ignorable extender error ends this preemption
         with no node (v1.14 returns the error and the scheduler preempts nothing)."""
-        search = search_preemption(pod, snapshot, failed, fits)
+        search = search_preemption(pod, snapshot, unresolvable, fits)
         active = [e for e in self.extenders if e.config.preempt_verb and e.is_interested(pod)]
         if search.done is None and search.candidates and active:
             candidates: Mapping[str, Victims] = search.candidates

@@ -50,6 +50,7 @@ import numpy as np
 from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Skip,
@@ -394,10 +395,10 @@ class InterPodAffinity(VectorFilterPlugin[InterPodAffinityMeta]):
         affinity &= ~existing
         anti &= ~(existing | affinity)
         return [
-            (ERR_REASON_AFFINITY_NOT_MATCH, existing | affinity | anti),
-            (ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, existing),
-            (ERR_REASON_AFFINITY_RULES_NOT_MATCH, affinity),
-            (ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, anti),
+            (ERR_REASON_AFFINITY_NOT_MATCH, existing | affinity | anti, Code.UNSCHEDULABLE),
+            (ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, existing, Code.UNSCHEDULABLE),
+            (ERR_REASON_AFFINITY_RULES_NOT_MATCH, affinity, Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+            (ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, anti, Code.UNSCHEDULABLE),
         ]
 
 

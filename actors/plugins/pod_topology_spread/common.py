@@ -335,7 +335,7 @@ def counting_rows(
     if c.is_empty:
         return ok
     if cols.has_node.all():
-        for _, fails in node_selector.filter_columns(pod, c, cols):
+        for _, fails, _ in node_selector.filter_columns(pod, c, cols):
             ok &= ~fails
         return ok
     # Some row lacks a Node object, which the vector form cannot be asked about: the rows

@@ -23,6 +23,7 @@ import numpy as np
 from podium.actors.framework.interface import (
     SKIP,
     SUCCESS,
+    Code,
     PluginArgs,
     ReasonMasks,
     Skip,
@@ -142,8 +143,8 @@ class EvenPodsSpread(VectorFilterPlugin[PreFilterMeta]):
             too_skewed |= over & ~decided
             decided |= missing | over
         return [
-            (ERR_REASON_NODE_LABEL_NOT_MATCH, missing_label),
-            (ERR_REASON_CONSTRAINTS_NOT_MATCH, too_skewed),
+            (ERR_REASON_NODE_LABEL_NOT_MATCH, missing_label, Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+            (ERR_REASON_CONSTRAINTS_NOT_MATCH, too_skewed, Code.UNSCHEDULABLE),
         ]
 
 

@@ -20,6 +20,7 @@ from repo_paths import FIXTURES
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
+    Code,
     FilterPlugin,
     ReasonMasks,
     ScorePlugin,
@@ -155,7 +156,13 @@ class _ScalarOdd(FilterPlugin[None]):
 
 class _Odd(_ScalarOdd, VectorFilterPlugin[None]):
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
-        return [(self.REASON, np.array([int(n[1:]) % 2 == 1 for n in cols.names]))]
+        return [
+            (
+                self.REASON,
+                np.array([int(n[1:]) % 2 == 1 for n in cols.names]),
+                Code.UNSCHEDULABLE,
+            )
+        ]
 
 
 class _Never(VectorFilterPlugin[None]):
@@ -170,7 +177,7 @@ class _Never(VectorFilterPlugin[None]):
         return Status()
 
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
-        return [("never", np.zeros(cols.n, dtype=bool))]
+        return [("never", np.zeros(cols.n, dtype=bool), Code.UNSCHEDULABLE)]
 
 
 class _Flat(ScorePlugin[None]):

@@ -21,6 +21,7 @@ from podium.actors.cycle.generic_scheduler import (
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SKIP,
+    Code,
     FilterPlugin,
     PluginArgs,
     ReasonMasks,
@@ -103,7 +104,13 @@ class _Parity(_ScalarParity, VectorFilterPlugin[None]):
     """The same predicate with a vector form."""
 
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
-        return [(self.REASON, np.array([int(n[1:]) % 2 == 1 for n in cols.names]))]
+        return [
+            (
+                self.REASON,
+                np.array([int(n[1:]) % 2 == 1 for n in cols.names]),
+                Code.UNSCHEDULABLE,
+            )
+        ]
 
 
 class _Skipper(FilterPlugin[None]):
@@ -135,7 +142,7 @@ def test_walk_stops_at_num_feasible_and_carries_start_index(plugin: _ScalarParit
     assert stage.next_start_index == 375
     second, _ = stage.run(make_pod().info(), snap, explain=True)
     # From n375 on, wrapping round: n376, n378, ..., n398, n0, n2, ... until 188 fit.
-    assert second.feasible_nodes[:2] == ["n376", "n378"]
+    assert second.feasible_nodes[:2] == ("n376", "n378")
     # 12 fit in n375..n399, then n0..n350 give the other 176: 25 + 351 nodes examined.
     assert second.evaluated == 376
     assert stage.next_start_index == (375 + 376) % 400
@@ -221,6 +228,6 @@ def test_nominated_pods_use_the_loop_walk_and_dry_keeps_the_start_index() -> Non
     stage.next_start_index = 2
     incoming = make_pod("p").priority(10).req(cpu="2").info()
     result, feasible = stage.run(incoming, snap, explain=True, dry=True, nominated=nominated)
-    assert result.examined == ["n2", "n3", "n0", "n1"]
+    assert result.examined == ("n2", "n3", "n0", "n1")
     assert result.failed == {"n2": ("Insufficient cpu",)}
     assert feasible == [3, 0, 1] and stage.next_start_index == 2

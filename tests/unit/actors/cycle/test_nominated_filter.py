@@ -23,6 +23,7 @@ from podium.actors.cycle.preemption import PredicateFitCheck
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SUCCESS,
+    Code,
     FilterPlugin,
     PluginArgs,
     ReasonMasks,
@@ -194,14 +195,14 @@ SPACE_CASES = [
 def test_nominated_pod_keeps_its_space(case: SpaceCase) -> None:
     nominated = nominate(("n1", pod("preemptor", HIGH, "800m")))
     result = run([resources()], case.incoming, nodes("n1", "n2"), nominated)
-    assert result.feasible_nodes == case.feasible
+    assert result.feasible_nodes == tuple(case.feasible)
     assert result.failed == case.failed
     assert result.reasons == Counter(r for rs in case.failed.values() for r in rs)
     if case.failed:
         assert result.failed_plugins == {names.POD_FITS_RESOURCES}
     # Without nominations every node fits: the vector walk, unchanged.
     plain = run([resources()], case.incoming, nodes("n1", "n2"), None)
-    assert plain.feasible_nodes == ["n1", "n2"]
+    assert plain.feasible_nodes == ("n1", "n2")
 
 
 def test_fit_error_counts_the_first_pass_reasons() -> None:
@@ -248,7 +249,7 @@ def test_nominated_pods_anti_affinity_rejects_the_node() -> None:
     nominated = nominate(("n1", guard))
     web = pod("web", MID, app="web")
     result = run([resources(), affinity()], web, nodes("n1", "n2"), nominated)
-    assert result.feasible_nodes == ["n2"]
+    assert result.feasible_nodes == ("n2",)
     assert result.failed == {"n1": EXISTING_ANTI}
     assert result.failed_plugins == {names.MATCH_INTER_POD_AFFINITY}
     # A pod the anti-affinity does not match, or a higher-priority one, fits on n1.
@@ -304,7 +305,13 @@ class _Parity(VectorFilterPlugin[None]):
         return unschedulable(self.REASON) if int(node.name[1:]) % 2 else SUCCESS
 
     def filter_columns(self, pod: PodInfo, meta: None, cols: NodeColumns) -> ReasonMasks:
-        return [(self.REASON, np.array([int(n[1:]) % 2 == 1 for n in cols.names]))]
+        return [
+            (
+                self.REASON,
+                np.array([int(n[1:]) % 2 == 1 for n in cols.names]),
+                Code.UNSCHEDULABLE,
+            )
+        ]
 
 
 class _VectorOnly(_Parity):
@@ -361,7 +368,7 @@ def test_walk_with_nominated_pods_matches_podfitsonnode_node_by_node() -> None:
         evaluated, feasible, failed = _reference(filters, incoming, snap, nominated, start, 188)
         assert (result.evaluated, result.feasible_nodes, result.failed) == (
             evaluated,
-            feasible,
+            tuple(feasible),
             failed,
         )
         assert [snap.node_infos[i].name for i in rows] == feasible

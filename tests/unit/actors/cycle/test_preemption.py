@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import msgspec
 import pytest
@@ -31,7 +32,6 @@ from podium.actors.cycle.preemption import (
     disruptions_allowed,
     filter_pods_with_pdb_violation,
     fit_error_with_preemption,
-    is_unresolvable,
     more_important_pod,
     nodes_where_preemption_might_help,
     pick_one_node_for_preemption,
@@ -46,8 +46,11 @@ from podium.actors.framework.interface import (
     FilterPlugin,
     PluginArgs,
     Status,
+    VectorFilterPlugin,
     fit_error_message,
     run_filter,
+    run_filter_columns,
+    status_of,
     unschedulable,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
@@ -58,18 +61,16 @@ from podium.actors.framework.nominated import (
 )
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import (
-    csi_volume_limits,
     inter_pod_affinity,
     names,
     node_condition,
     node_label_presence,
     node_name,
-    node_ports,
     node_pressure,
     node_resources_fit,
     node_selector,
     node_unschedulable,
-    service_affinity,
+    pod_topology_spread,
     taint_toleration,
     volume_binding,
     volume_restrictions,
@@ -77,6 +78,7 @@ from podium.actors.plugins import (
 )
 from podium.actors.plugins.inter_pod_affinity import InterPodAffinity
 from podium.actors.plugins.node_resources_fit import PodFitsResources
+from podium.actors.plugins.registry import predicate_factory
 from podium.protocol import objects as o
 from podium.store.core import StoreCore
 from podium.store.mail import Change
@@ -603,6 +605,39 @@ ERR_NODE_UNSCHEDULABLE = node_unschedulable.ERR_REASON_UNSCHEDULABLE
 ERR_DISK_CONFLICT = volume_restrictions.ERR_DISK_CONFLICT
 
 
+V1_14_UNRESOLVABLE = frozenset(
+    {
+        node_selector.ERR_REASON_NODE_SELECTOR,  # ErrNodeSelectorNotMatch
+        inter_pod_affinity.ERR_REASON_AFFINITY_RULES_NOT_MATCH,  # ErrPodAffinityRulesNotMatch
+        node_name.ERR_REASON_HOST_NAME,  # ErrPodNotMatchHostName
+        taint_toleration.ERR_REASON_TAINTS_NOT_TOLERATED,  # ErrTaintsTolerationsNotMatch
+        node_label_presence.ERR_REASON_LABEL_PRESENCE,  # ErrNodeLabelPresenceViolated
+        node_condition.ERR_REASON_NOT_READY,  # ErrNodeNotReady
+        node_condition.ERR_REASON_NETWORK_UNAVAILABLE,  # ErrNodeNetworkUnavailable
+        node_pressure.ERR_REASON_DISK_PRESSURE,  # ErrNodeUnderDiskPressure
+        node_pressure.ERR_REASON_PID_PRESSURE,  # ErrNodeUnderPIDPressure
+        node_pressure.ERR_REASON_MEMORY_PRESSURE,  # ErrNodeUnderMemoryPressure
+        node_unschedulable.ERR_REASON_UNSCHEDULABLE,  # ErrNodeUnschedulable
+        node_unschedulable.ERR_REASON_UNKNOWN_CONDITION,  # ErrNodeUnknownCondition
+        volume_zone.ERR_VOLUME_ZONE_CONFLICT,  # ErrVolumeZoneConflict
+        volume_binding.ERR_VOLUME_NODE_CONFLICT,  # ErrVolumeNodeConflict
+        volume_binding.ERR_VOLUME_BIND_CONFLICT,  # ErrVolumeBindConflict
+        # Adopted with PodTopologySpread: its Filter answers UnschedulableAndUnresolvable.
+        pod_topology_spread.ERR_REASON_NODE_LABEL_NOT_MATCH,
+    }
+)
+"""generic_scheduler.go@v1.14 ``unresolvablePredicateFailureErrors`` as reason strings: the
+reference the plugins' codes are checked against (preemption itself reads only the codes)."""
+
+
+def unresolvable_of(failed: Mapping[str, Sequence[str]]) -> frozenset[str]:
+    """The nodes whose failure reasons v1.14 found unresolvable: what the filter stage's
+    ``ScheduleResult.unresolvable`` holds for them, since each plugin returns
+    ``Code.UNSCHEDULABLE_AND_UNRESOLVABLE`` for exactly these reasons
+    (:func:`test_plugins_answer_unresolvable_for_exactly_v1_14s_reasons`)."""
+    return frozenset(n for n, reasons in failed.items() if V1_14_UNRESOLVABLE.intersection(reasons))
+
+
 @dataclass(frozen=True)
 class HelpCase:
     name: str
@@ -698,44 +733,197 @@ HELP_CASES = [
 @pytest.mark.parametrize("case", HELP_CASES, ids=lambda c: c.name)
 def test_nodes_where_preemption_might_help(case: HelpCase) -> None:
     snapshot = snapshot_of(machines(NODE_NAMES), ())
-    got = nodes_where_preemption_might_help(case.failed, snapshot)
+    got = nodes_where_preemption_might_help(unresolvable_of(case.failed), snapshot)
     assert {info.name for info in got} == case.expected
     assert [info.name for info in got] == [n for n in NODE_NAMES if n in case.expected]
 
 
-@pytest.mark.parametrize(
-    ("reason", "unresolvable"),
-    [
-        # The v1.14 list (generic_scheduler.go unresolvablePredicateFailureErrors) ...
-        (node_selector.ERR_REASON_NODE_SELECTOR, True),
-        (inter_pod_affinity.ERR_REASON_AFFINITY_RULES_NOT_MATCH, True),
-        (node_name.ERR_REASON_HOST_NAME, True),
-        (taint_toleration.ERR_REASON_TAINTS_NOT_TOLERATED, True),
-        (node_label_presence.ERR_REASON_LABEL_PRESENCE, True),
-        (node_condition.ERR_REASON_NOT_READY, True),
-        (node_condition.ERR_REASON_NETWORK_UNAVAILABLE, True),
-        (node_pressure.ERR_REASON_DISK_PRESSURE, True),
-        (node_pressure.ERR_REASON_PID_PRESSURE, True),
-        (node_pressure.ERR_REASON_MEMORY_PRESSURE, True),
-        (node_unschedulable.ERR_REASON_UNSCHEDULABLE, True),
-        (node_unschedulable.ERR_REASON_UNKNOWN_CONDITION, True),
-        (volume_zone.ERR_VOLUME_ZONE_CONFLICT, True),
-        (volume_binding.ERR_VOLUME_NODE_CONFLICT, True),
-        (volume_binding.ERR_VOLUME_BIND_CONFLICT, True),
-        # ... and every other reason a predicate gives is resolvable.
-        (node_resources_fit.ERR_REASON_INSUFFICIENT_CPU, False),
-        (node_resources_fit.ERR_REASON_INSUFFICIENT_PODS, False),
-        (node_ports.ERR_REASON_HOST_PORTS, False),
-        (volume_restrictions.ERR_DISK_CONFLICT, False),
-        (csi_volume_limits.ERR_MAX_VOLUME_COUNT_EXCEEDED, False),
-        (service_affinity.ERR_REASON_SERVICE_AFFINITY_VIOLATED, False),
-        (inter_pod_affinity.ERR_REASON_AFFINITY_NOT_MATCH, False),
-        (inter_pod_affinity.ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, False),
-        (inter_pod_affinity.ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, False),
-    ],
-)
-def test_which_reasons_are_unresolvable(reason: str, unresolvable: bool) -> None:
-    assert is_unresolvable([reason]) is unresolvable
+@dataclass(frozen=True)
+class CodeCase:
+    name: str
+    predicate: str
+    pod: o.Pod
+    node: o.Node | None  # None: a NodeInfo without a Node object (v1.14's nil node)
+    pods: tuple[o.Pod, ...] = ()
+    args: PluginArgs | None = None
+    neighbour: o.Node | None = None  # another node, holding ``neighbour_pods``
+    neighbour_pods: tuple[o.Pod, ...] = ()
+
+
+_WEB_AFFINITY = {
+    "requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+    ]
+}
+_DB = make_pod("db").label("app", "db").node("n").obj()
+_HOST = make_node("n").label("kubernetes.io/hostname", "n").capacity(cpu="1", pods=10)
+
+CODE_CASES = [
+    # Unresolvable: one row per reason of v1.14's list (the volume reasons below).
+    CodeCase(
+        "node selector",
+        names.MATCH_NODE_SELECTOR,
+        make_pod().node_selector({"disk": "ssd"}).obj(),
+        _HOST.obj(),
+    ),
+    CodeCase("host name", names.HOST_NAME, make_pod().node("other").obj(), _HOST.obj()),
+    CodeCase("taints", names.POD_TOLERATES_NODE_TAINTS, make_pod().obj(), _HOST.taint("gpu").obj()),
+    CodeCase(
+        "label presence",
+        names.CHECK_NODE_LABEL_PRESENCE,
+        make_pod().obj(),
+        _HOST.obj(),
+        args=PluginArgs(names.CHECK_NODE_LABEL_PRESENCE, labels=("region",), presence=True),
+    ),
+    CodeCase(
+        "not ready",
+        names.CHECK_NODE_CONDITION,
+        make_pod().obj(),
+        make_node("n").condition("Ready", "False").obj(),
+    ),
+    CodeCase(
+        "network unavailable",
+        names.CHECK_NODE_CONDITION,
+        make_pod().obj(),
+        make_node("n").condition("Ready", "True").condition("NetworkUnavailable", "True").obj(),
+    ),
+    CodeCase(
+        "disk pressure",
+        names.CHECK_NODE_DISK_PRESSURE,
+        make_pod().obj(),
+        make_node("n").condition("DiskPressure", "True").obj(),
+    ),
+    CodeCase(
+        "pid pressure",
+        names.CHECK_NODE_PID_PRESSURE,
+        make_pod().obj(),
+        make_node("n").condition("PIDPressure", "True").obj(),
+    ),
+    CodeCase(
+        "memory pressure (a best-effort pod)",
+        names.CHECK_NODE_MEMORY_PRESSURE,
+        make_pod().obj(),
+        make_node("n").condition("MemoryPressure", "True").obj(),
+    ),
+    CodeCase(
+        "unschedulable",
+        names.CHECK_NODE_UNSCHEDULABLE,
+        make_pod().obj(),
+        make_node("n").unschedulable().obj(),
+    ),
+    CodeCase(
+        "unschedulable (CheckNodeCondition)",
+        names.CHECK_NODE_CONDITION,
+        make_pod().obj(),
+        make_node("n").condition("Ready", "True").unschedulable().obj(),
+    ),
+    CodeCase("unknown condition", names.CHECK_NODE_UNSCHEDULABLE, make_pod().obj(), None),
+    CodeCase(
+        "pod affinity rules",
+        names.MATCH_INTER_POD_AFFINITY,
+        make_pod("web").affinity({"podAffinity": _WEB_AFFINITY}).obj(),
+        make_node("m").label("kubernetes.io/hostname", "m").obj(),
+        neighbour=_HOST.obj(),
+        neighbour_pods=(_DB,),
+    ),
+    CodeCase(
+        "topology spread: the node lacks the topology key",
+        names.EVEN_PODS_SPREAD,
+        make_pod("web")
+        .label("app", "web")
+        .spec(
+            topologySpreadConstraints=[
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                }
+            ]
+        )
+        .obj(),
+        _HOST.obj(),
+    ),
+    # Resolvable: removing pods may cure these.
+    CodeCase(
+        "insufficient cpu", names.POD_FITS_RESOURCES, make_pod().req(cpu="2").obj(), _HOST.obj()
+    ),
+    CodeCase(
+        "host ports",
+        names.POD_FITS_HOST_PORTS,
+        make_pod().host_port(80).obj(),
+        _HOST.obj(),
+        pods=(make_pod("holder").host_port(80).node("n").obj(),),
+    ),
+    CodeCase(
+        "pod anti-affinity rules",
+        names.MATCH_INTER_POD_AFFINITY,
+        make_pod("web").affinity({"podAntiAffinity": _WEB_AFFINITY}).obj(),
+        _HOST.obj(),
+        pods=(_DB,),
+    ),
+    CodeCase(
+        "existing pod's anti-affinity",
+        names.MATCH_INTER_POD_AFFINITY,
+        make_pod("db2").label("app", "db").obj(),
+        _HOST.obj(),
+        pods=(make_pod("web").affinity({"podAntiAffinity": _WEB_AFFINITY}).node("n").obj(),),
+    ),
+    CodeCase(
+        "GeneralPredicates: insufficient cpu alone",
+        names.GENERAL_PREDICATES,
+        make_pod().req(cpu="2").obj(),
+        _HOST.obj(),
+    ),
+    CodeCase(
+        "GeneralPredicates: insufficient cpu and a node selector",
+        names.GENERAL_PREDICATES,
+        make_pod().req(cpu="2").node_selector({"disk": "ssd"}).obj(),
+        _HOST.obj(),
+    ),
+]
+
+# Checked by their own tables (tests/unit/plugins/test_volume_zone.py and
+# test_volume_binding.py assert Code.UNSCHEDULABLE_AND_UNRESOLVABLE on every failing row).
+_VOLUME_REASONS = {
+    volume_zone.ERR_VOLUME_ZONE_CONFLICT,
+    volume_binding.ERR_VOLUME_NODE_CONFLICT,
+    volume_binding.ERR_VOLUME_BIND_CONFLICT,
+}
+
+
+def _status(case: CodeCase) -> Status:
+    plugin = predicate_factory(case.predicate)(case.args or PluginArgs(case.predicate))
+    info = NodeInfo(case.node) if case.node is not None else NodeInfo(name="n")
+    for p in case.pods:
+        info.add_pod(PodInfo(p))
+    incoming = PodInfo(case.pod)
+    infos = [info]
+    if case.neighbour is not None:
+        infos.append(NodeInfo(case.neighbour))
+        for p in case.neighbour_pods:
+            infos[1].add_pod(PodInfo(p))
+    snapshot = Snapshot(infos)
+    status = run_filter(plugin, incoming, plugin.pre_filter(incoming, snapshot), info)
+    if isinstance(plugin, VectorFilterPlugin):
+        # The vector form carries the same code (what the filter stage reads).
+        meta = plugin.pre_filter(incoming, snapshot)
+        assert status_of(run_filter_columns(plugin, incoming, meta, snapshot.columns), 0) == status
+    return status
+
+
+@pytest.mark.parametrize("case", CODE_CASES, ids=attrgetter("name"))
+def test_plugins_answer_unresolvable_for_exactly_v1_14s_reasons(case: CodeCase) -> None:
+    status = _status(case)
+    assert status.reasons, "the case must make the predicate fail"
+    unresolvable = bool(V1_14_UNRESOLVABLE.intersection(status.reasons))
+    want = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+    assert status.code is want, status
+
+
+def test_the_code_cases_cover_every_unresolvable_reason() -> None:
+    given = {r for case in CODE_CASES for r in _status(case).reasons}
+    assert V1_14_UNRESOLVABLE - given == _VOLUME_REASONS
 
 
 def test_pod_affinity_rules_rejection_is_unresolvable_as_in_v1_14() -> None:
@@ -846,7 +1034,7 @@ def test_preempt(case: PreemptCase) -> None:
     result = preempt(
         PodInfo(case.pod),
         snapshot,
-        PREEMPT_FAILED,
+        unresolvable_of(PREEMPT_FAILED),
         PredicateFitCheck([pod_fits_resources()]),
     )
     assert result.node == case.expected_node
@@ -871,7 +1059,9 @@ def test_preemption_message_no_victims_and_not_helpful() -> None:
         f"t{i}": (taint_toleration.ERR_REASON_TAINTS_NOT_TOLERATED,) for i in range(3)
     }
     incoming = PodInfo(make_pod("p").priority(MID).req(cpu="500m").obj())
-    result = preempt(incoming, snapshot, failed, PredicateFitCheck([pod_fits_resources()]))
+    result = preempt(
+        incoming, snapshot, unresolvable_of(failed), PredicateFitCheck([pod_fits_resources()])
+    )
     assert result.node is None and result.victims == () and result.nominated_pods_to_clear == ()
     assert fit_error_with_preemption(_fit_message(snapshot, failed), result) == (
         "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had taints that the pod didn't "
@@ -887,7 +1077,10 @@ def test_preemption_message_when_evicting_every_lower_pod_is_not_enough() -> Non
     )
     failed = {"machine1": (INSUFFICIENT_MEMORY,)}
     result = preempt(
-        PodInfo(pod("p", MID, LARGE)), snapshot, failed, PredicateFitCheck([pod_fits_resources()])
+        PodInfo(pod("p", MID, LARGE)),
+        snapshot,
+        unresolvable_of(failed),
+        PredicateFitCheck([pod_fits_resources()]),
     )
     assert result.message == "preemption: 0/1 nodes are available: 1 Insufficient memory."
     assert fit_error_with_preemption("0/1 nodes are available: 1 Insufficient memory.", result) == (
@@ -901,7 +1094,7 @@ def test_preemption_not_helpful_anywhere_clears_the_pods_nomination() -> None:
     snapshot = snapshot_of(nodes, ())
     failed = dict.fromkeys(("machine1", "machine2"), (ERR_NODE_SELECTOR_NOT_MATCH,))
     incoming = PodInfo(make_pod("p").priority(HIGH).nominated("machine1").obj())
-    result = preempt(incoming, snapshot, failed, PredicateFitCheck([]))
+    result = preempt(incoming, snapshot, unresolvable_of(failed), PredicateFitCheck([]))
     assert result.node is None
     assert result.nominated_pods_to_clear == (incoming,)
     assert result.message == (
@@ -914,7 +1107,10 @@ def test_a_found_node_adds_no_preemption_part() -> None:
     case = PREEMPT_CASES[0]
     snapshot = snapshot_of(machines(("machine1", "machine2", "machine3")), case.pods)
     result = preempt(
-        PodInfo(case.pod), snapshot, PREEMPT_FAILED, PredicateFitCheck([pod_fits_resources()])
+        PodInfo(case.pod),
+        snapshot,
+        unresolvable_of(PREEMPT_FAILED),
+        PredicateFitCheck([pod_fits_resources()]),
     )
     assert result.node == "machine1" and result.message is None
     assert fit_error_with_preemption("0/3 nodes are available: ...", result) == (
@@ -1170,7 +1366,9 @@ def test_preempt_prefers_the_node_without_pdb_violations() -> None:
     snapshot = snapshot_of(nodes, pods, objects)
     failed = {"machine1": (INSUFFICIENT_MEMORY,), "machine2": (INSUFFICIENT_MEMORY,)}
     incoming = PodInfo(pod("p", HIGH, LARGE))
-    result = preempt(incoming, snapshot, failed, PredicateFitCheck([pod_fits_resources()]))
+    result = preempt(
+        incoming, snapshot, unresolvable_of(failed), PredicateFitCheck([pod_fits_resources()])
+    )
     # Without the budget machine1 wins (lower victim priority); with it, machine2.
     assert (result.node, [p.name for p in result.victims], result.num_pdb_violations) == (
         "machine2",
@@ -1178,7 +1376,11 @@ def test_preempt_prefers_the_node_without_pdb_violations() -> None:
         0,
     )
     unguarded = preempt(
-        incoming, snapshot, failed, PredicateFitCheck([pod_fits_resources()]), budgets=()
+        incoming,
+        snapshot,
+        unresolvable_of(failed),
+        PredicateFitCheck([pod_fits_resources()]),
+        budgets=(),
     )
     assert unguarded.node == "machine1"
 
@@ -1264,7 +1466,7 @@ def test_preempt_clears_lower_priority_nominations_on_the_chosen_node() -> None:
     result = preempt(
         PodInfo(case.pod),
         snapshot,
-        PREEMPT_FAILED,
+        unresolvable_of(PREEMPT_FAILED),
         PredicateFitCheck([pod_fits_resources()], nominated),
         nominated=nominated,
     )

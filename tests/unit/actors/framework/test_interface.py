@@ -18,6 +18,7 @@ from podium.actors.framework.interface import (
     NODE_NOT_FOUND,
     SKIP,
     SUCCESS,
+    Code,
     PredicateError,
     ReasonMasks,
     Skip,
@@ -56,7 +57,7 @@ class _Odd(VectorFilterPlugin[int]):
 
     def filter_columns(self, pod: PodInfo, meta: int, cols: NodeColumns) -> ReasonMasks:
         self.calls += 1
-        return [(ODD, np.array([int(n[1:]) % meta == 1 for n in cols.names]))]
+        return [(ODD, np.array([int(n[1:]) % meta == 1 for n in cols.names]), Code.UNSCHEDULABLE)]
 
 
 NODES = [make_node("n0").info(), make_node("n1").info(), NodeInfo(name="n3")]

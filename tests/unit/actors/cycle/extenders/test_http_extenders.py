@@ -278,7 +278,7 @@ def test_ignored_by_scheduler_resources_are_not_checked_by_pod_fits_resources() 
     assert checked.filter(pod, None, node).reasons == ("Insufficient example.com/widget",)
     assert ignored.filter(pod, None, node).is_success
     cols = Snapshot([node]).columns
-    assert [bool(mask[0]) for _, mask in ignored.filter_columns(pod, None, cols)] == [
+    assert [bool(mask[0]) for _, mask, _ in ignored.filter_columns(pod, None, cols)] == [
         False,
         False,
         False,
@@ -335,7 +335,7 @@ async def test_a_preempt_verb_vetoes_a_victim(server: ExtenderServer, cache_capa
     )
     preemptor = make_pod("high").req(cpu="2").priority(100).info()
     fits = PredicateFitCheck([PodFitsResources(PluginArgs(names.POD_FITS_RESOURCES))])
-    failed = dict.fromkeys(pods, ("Insufficient cpu",))
+    unresolvable: frozenset[str] = frozenset()  # both nodes lack cpu: resolvable
     protected = {"uid-n1"} if cache_capable else {"low-n1"}
     server.handlers["preempt"] = preempt_sparing(protected)
     config = ExtenderConfig(
@@ -343,9 +343,9 @@ async def test_a_preempt_verb_vetoes_a_victim(server: ExtenderServer, cache_capa
     )
     with trio.fail_after(20):
         async with Extenders() as none:
-            alone = await none.preempt(preemptor, snapshot, failed, fits)
+            alone = await none.preempt(preemptor, snapshot, unresolvable, fits)
         async with Extenders([config]) as extenders:
-            vetoed = await extenders.preempt(preemptor, snapshot, failed, fits)
+            vetoed = await extenders.preempt(preemptor, snapshot, unresolvable, fits)
     assert (alone.node, [v.name for v in alone.victims]) == ("n1", ["low-n1"])
     assert (vetoed.node, [v.name for v in vetoed.victims]) == ("n2", ["low-n2"])
     args = server.requests[0][1]
@@ -372,7 +372,7 @@ async def test_a_preempt_reply_naming_an_unknown_pod_ends_the_preemption(
         result = await extenders.preempt(
             make_pod("high").req(cpu="2").priority(100).info(),
             snapshot,
-            {"n1": ("Insufficient cpu",)},
+            frozenset(),  # n1 lacks cpu: resolvable
             fits,
         )
     assert (result.node, result.victims) == (None, ())

@@ -42,7 +42,7 @@ from scalar_plugins import reasons_of
 from stages import decide
 
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.cycle.preemption import PredicateFitCheck, is_unresolvable, preempt
+from podium.actors.cycle.preemption import PredicateFitCheck, preempt
 from podium.actors.framework import interface
 from podium.actors.framework.interface import (
     SKIP,
@@ -1301,11 +1301,6 @@ def test_hard_constraints_skip_the_priority_and_soft_ones_the_filter() -> None:
     assert EvenPodsSpread(PluginArgs(NAME)).pre_filter(soft_pod, snapshot) is SKIP
 
 
-def test_missing_label_is_unresolvable_for_preemption() -> None:
-    assert is_unresolvable(LABEL)
-    assert not is_unresolvable(SKEW)
-
-
 def test_nil_selector_counts_nothing_and_empty_selector_everything() -> None:
     pods = (ep("p-a1", "node-a", "foo"), ep("p-a2", "node-a"), ep("p-x1", "node-x", "bar"))
     nil = evaluate(incoming(["foo"], hard(1, "zone", None)), FOUR, pods)
@@ -1527,6 +1522,8 @@ def test_fit_error_counts_both_reasons() -> None:
         "(missing required label), 3 node(s) didn't match pod topology spread constraints."
     )
     assert result.failed == {"node-a": SKEW, "node-b": SKEW, "node-c": LABEL, "node-x": SKEW}
+    # The missing label is unresolvable (preemption skips node-c), the skew is not.
+    assert result.unresolvable == {"node-c"}
     assert result.failed_plugins == {names.EVEN_PODS_SPREAD}
     # Once node-b's pods are gone (zone1 = 0), zone1's nodes fit again.
     snapshot.replace_node_info(node_infos(nodes[1:2], ())[0])
@@ -1618,6 +1615,7 @@ def test_preemption_evicts_where_the_spread_allows() -> None:
         "node-x": ("Insufficient cpu",),
         "node-c": LABEL,
     }
-    outcome = preempt(preemptor, snapshot, result.failed, PredicateFitCheck(filters))
+    assert result.unresolvable == {"node-c"}
+    outcome = preempt(preemptor, snapshot, result.unresolvable, PredicateFitCheck(filters))
     assert outcome.node == "node-x"
     assert [p.name for p in outcome.victims] == ["x1"]

@@ -1,4 +1,4 @@
-"""The scoring workers through their mailbox, under the autojump clock: the best weighted total
+"""The score actor through its mailbox, under the autojump clock: the best weighted total
 wins and every score is reported (generic_scheduler.go@v1.14 ``PrioritizeNodes`` and
 ``selectHost``), ties break with the seeded source a policy reload keeps, the chosen node's
 volume decision travels with it, and a plugin bug or an undecidable claim fails only its
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import trio
 import trio.testing
 from builders import decode, make_node, make_pod
-from policies import plugins
+from policies import plugins, volume_binder
 from priority_harness import node_infos
 
 from podium.actors.cycle.generic_scheduler import ScoreStage
-from podium.actors.cycle.scoring import ScoringWorkers
+from podium.actors.cycle.scoring import ScoreActor
 from podium.actors.framework.interface import ScorePlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.result import ScheduleResult
@@ -57,7 +57,7 @@ class Harness:
     async def decide(
         self, p: PodInfo, snapshot: Snapshot, *, explain: bool = False, filter_seconds: float = 0
     ) -> Decision:
-        """Score every node of ``snapshot`` (as the filter pool forwards a pod that fits all)."""
+        """Score every node of ``snapshot`` (as the filter actor forwards a pod that fits all)."""
         reply_to, answer = trio.open_memory_channel[Decision](1)
         rows = list(range(len(snapshot)))
         self.inbox.send_nowait(
@@ -83,7 +83,7 @@ async def running(priorities: Sequence[tuple[str, int]]) -> AsyncIterator[Harnes
     stage = ScoreStage(plugins((), priorities)[1], rng=random.Random(SEED))
     with trio.fail_after(TIME_LIMIT):
         async with trio.open_nursery() as nursery:
-            await nursery.start(ScoringWorkers(inbox_rx, stage).run)
+            await nursery.start(ScoreActor(inbox_rx, stage, volume_binder()).run)
             async with inbox_tx:
                 yield Harness(inbox_tx)
 

@@ -1,5 +1,5 @@
-"""The filter pool actor through its mailbox, under the autojump clock: feasible nodes go on to
-the scoring workers with the request, a pod that fits nowhere is answered with its FitError,
+"""The filter actor through its mailbox, under the autojump clock: feasible nodes go on to
+the score actor with the request, a pod that fits nowhere is answered with its FitError,
 the start index is carried between attempts (generic_scheduler.go@v1.14 ``findNodesThatFit``
 and ``nextStartNodeIndex``) and kept across a policy reload, and a plugin bug fails only its
 attempt."""
@@ -18,7 +18,7 @@ from builders import make_node, make_pod
 from policies import plugins
 from priority_harness import node_infos
 
-from podium.actors.cycle.filtering import FilterPool
+from podium.actors.cycle.filtering import FilterActor
 from podium.actors.cycle.generic_scheduler import FilterStage
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import PodInfo
@@ -61,7 +61,7 @@ class Harness:
     async def filter(
         self, p: PodInfo, snapshot: Snapshot, *, dry: bool = False, explain: bool = False
     ) -> tuple[FilterRequest, ScoreRequest | Decision]:
-        """Send a FilterRequest; what came of it: the ScoreRequest the scoring workers got,
+        """Send a FilterRequest; what came of it: the ScoreRequest the score actor got,
         or the Decision the pool answered itself."""
         reply_to, answer = trio.open_memory_channel[Decision](1)
         request = FilterRequest(pod=p, snapshot=snapshot, dry=dry, explain=explain, reply=reply_to)
@@ -80,7 +80,7 @@ async def running(filters: list[FilterPlugin], percentage: int = 0) -> AsyncIter
     inbox_tx, inbox_rx = trio.open_memory_channel[FilterMsg](1024)
     scorers_tx, scorers_rx = trio.open_memory_channel[ScoreMsg](1024)
     stage = FilterStage(filters, percentage_of_nodes_to_score=percentage)
-    pool = FilterPool(inbox_rx, scorers_tx, stage, rng=random.Random(1))
+    pool = FilterActor(inbox_rx, scorers_tx, stage, rng=random.Random(1))
     with trio.fail_after(TIME_LIMIT):
         async with trio.open_nursery() as nursery:
             await nursery.start(pool.run)
@@ -93,7 +93,7 @@ async def running(filters: list[FilterPlugin], percentage: int = 0) -> AsyncIter
 FITS_RESOURCES = ["PodFitsResources"]
 
 
-async def test_the_feasible_nodes_go_to_the_scoring_workers_with_the_request(
+async def test_the_feasible_nodes_go_to_the_score_actor_with_the_request(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     filters, _ = plugins(FITS_RESOURCES)
@@ -110,7 +110,7 @@ async def test_the_feasible_nodes_go_to_the_scoring_workers_with_the_request(
     assert got.feasible == [1, 3]
     assert (got.result.evaluated, got.result.feasible) == (4, 2)
     assert got.result.reasons == Counter({"Insufficient cpu": 2})
-    assert got.result.feasible_nodes == ["n1", "n3"]
+    assert got.result.feasible_nodes == ("n1", "n3")
     assert got.result.failed == {"n0": ("Insufficient cpu",), "n2": ("Insufficient cpu",)}
     # Filtering takes no virtual time.
     assert got.filter_seconds == 0.0
