@@ -76,7 +76,7 @@ class _Config(
     msgspec.Struct, rename="camel", frozen=True, kw_only=True, forbid_unknown_fields=True
 ):
     """Base of the extender configuration: camelCase keys (matched case-insensitively before
-    conversion, see :func:`decode_extender_config`); an unknown key is an error."""
+    conversion, see :func:`fold_extender_configs`); an unknown key is an error."""
 
 
 class ExtenderManagedResource(_Config, frozen=True, kw_only=True):
