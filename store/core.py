@@ -27,8 +27,9 @@ Rules (BRIEF.md, "Objects as a store" and "Durability"):
   the same file twice changes nothing: uid, resourceVersion and creationTimestamp (always);
   a pod's ``spec.nodeName``, ``spec.priority``/``spec.preemptionPolicy`` (when its
   priorityClassName is unchanged), its status (when the put has none); a claim's
-  ``spec.volumeName``, status and binding annotations; a volume's ``spec.claimRef`` and status;
-  a PodDisruptionBudget's status.
+  ``spec.volumeName`` and binding annotations, a volume's ``spec.claimRef``, and with either
+  binding its status (also when the put has one: a dump says Pending or Available); a
+  PodDisruptionBudget's status.
 - What the scheduler owns in an existing pod's status is never written by a put, whatever the
   put says: the PodScheduled condition and ``status.nominatedNodeName`` stay the stored ones
   (the API server's pod update keeps the status: pkg/registry/core/pod/strategy.go@v1.14
@@ -1001,21 +1002,27 @@ def _carry_over(
         return _replace_pod(obj, old, classes, now)
     if isinstance(obj, PersistentVolumeClaim) and isinstance(old, PersistentVolumeClaim):
         spec = obj.spec
+        status = obj.status if obj.status.phase else old.status
         if not spec.volume_name and old.spec.volume_name:
+            # The binding is the store's, and so is the phase Bound that goes with it: a dump
+            # of the claim says Pending (persistentvolumeclaim/strategy.go@v1.14
+            # ``PrepareForUpdate`` keeps the status on an update).
             spec = msgspec.structs.replace(spec, volume_name=old.spec.volume_name)
+            status = old.status
         annotations = dict(obj.metadata.annotations)
         for key in (ANNOTATION_BIND_COMPLETED, ANNOTATION_SELECTED_NODE):
             if key not in annotations and key in old.metadata.annotations:
                 annotations[key] = old.metadata.annotations[key]
-        status = obj.status if obj.status.phase else old.status
         return msgspec.structs.replace(
             _with_meta(obj, annotations=annotations), spec=spec, status=status
         )
     if isinstance(obj, PersistentVolume) and isinstance(old, PersistentVolume):
         pv_spec = obj.spec
-        if pv_spec.claim_ref is None and old.spec.claim_ref is not None:
-            pv_spec = msgspec.structs.replace(pv_spec, claim_ref=old.spec.claim_ref)
         pv_status = obj.status if obj.status.phase else old.status
+        if pv_spec.claim_ref is None and old.spec.claim_ref is not None:
+            # As a claim's: the store's binding keeps its phase (a dump says Available).
+            pv_spec = msgspec.structs.replace(pv_spec, claim_ref=old.spec.claim_ref)
+            pv_status = old.status
         return msgspec.structs.replace(obj, spec=pv_spec, status=pv_status)
     if (
         isinstance(obj, PodDisruptionBudget)

@@ -80,6 +80,13 @@ def _pvc(name: str, volume: str = "", namespace: str = "default") -> o.Persisten
     )
 
 
+_V = TypeVar("_V", o.PersistentVolume, o.PersistentVolumeClaim)
+
+
+def _phase(obj: _V, phase: str) -> _V:
+    return msgspec.structs.replace(obj, status=msgspec.structs.replace(obj.status, phase=phase))
+
+
 def _service(name: str, namespace: str = "") -> o.Service:
     return _decode(
         o.Service, {"kind": "Service", "metadata": {"name": name, "namespace": namespace}}
@@ -212,6 +219,34 @@ REPUT_CASES = [
                 namespace="default", name="p", uid="uid-4", node="n", volumes={"default/c": "pv1"}
             )
         ],
+    ),
+    ReputCase(
+        "claim bound by Podium, put again as a dump printed it (phase Pending)",
+        [make_node("n").obj(), _pv("pv1"), _pvc("c"), make_pod("p").pvc("c").obj()],
+        _phase(_pvc("c"), "Pending"),
+        "unchanged",
+        [
+            Binding(
+                namespace="default", name="p", uid="uid-4", node="n", volumes={"default/c": "pv1"}
+            )
+        ],
+    ),
+    ReputCase(
+        "volume bound by Podium, put again as a dump printed it (phase Available)",
+        [make_node("n").obj(), _pv("pv1"), _pvc("c"), make_pod("p").pvc("c").obj()],
+        _phase(_pv("pv1"), "Available"),
+        "unchanged",
+        [
+            Binding(
+                namespace="default", name="p", uid="uid-4", node="n", volumes={"default/c": "pv1"}
+            )
+        ],
+    ),
+    ReputCase(
+        "unbound claim, put with a phase of its own",
+        [_pvc("c")],
+        _phase(_pvc("c"), "Lost"),
+        "replaced",
     ),
     ReputCase("priority class twice", [_pc("gold", 10)], _pc("gold", 10), "unchanged"),
     ReputCase("priority class with a new value", [_pc("gold", 10)], _pc("gold", 11), "replaced"),
