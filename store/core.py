@@ -26,10 +26,18 @@ Rules (docs/protocol.md, "Messages"; docs/reliability.md):
 - The store's own fields, carried over on a replace that leaves them unset, so that applying
   the same file twice changes nothing: uid, resourceVersion and creationTimestamp (always);
   a pod's ``spec.nodeName``, ``spec.priority``/``spec.preemptionPolicy`` (when its
-  priorityClassName is unchanged), its status (when the put has none) or else its
-  PodScheduled condition and ``status.nominatedNodeName`` (when the put's status has neither); a claim's
-  ``spec.volumeName``, status and binding annotations; a volume's ``spec.claimRef`` and status;
-  a PodDisruptionBudget's status.
+  priorityClassName is unchanged), its status (when the put has none); a claim's
+  ``spec.volumeName`` and binding annotations, a volume's ``spec.claimRef``, and with either
+  binding its status (also when the put has one: a dump says Pending or Available); a
+  PodDisruptionBudget's status.
+- What the scheduler owns in an existing pod's status is never written by a put, whatever the
+  put says: the PodScheduled condition and ``status.nominatedNodeName`` stay the stored ones
+  (the API server's pod update keeps the status: pkg/registry/core/pod/strategy.go@v1.14
+  ``PrepareForUpdate``), so re-applying what ``kubectl get -o yaml`` printed, with the old
+  cluster's Unschedulable message or nomination, is ``unchanged``. The rest of a put's status
+  (phase, startTime, other conditions: the kubelet's in Kubernetes) is written. A put that
+  itself binds a pending pod sets PodScheduled True (``assignPod``), or its own True one.
+  A create stores the status as given (a dump's terminal phase, its nomination).
 - Node ``status.allocatable`` defaults to ``status.capacity``.
 - A bound pod's spec is immutable; its status, labels and annotations may change. A pod put
   with ``spec.nodeName`` is stored bound as given.
@@ -483,7 +491,7 @@ class StoreCore:
                 resource_version=old.metadata.resource_version,
                 creation_timestamp=old.metadata.creation_timestamp,
             )
-            obj = _carry_over(obj, old, classes)
+            obj = _carry_over(obj, old, classes, _utc(self._wall_clock()))
             if obj == old:
                 stored, action = old, "unchanged"
             else:
@@ -986,27 +994,35 @@ def _rejection(errors: list[tuple[ErrorCode, ObjectError]], total: int) -> Store
     return StoreRejected(code, message, errors=items)
 
 
-def _carry_over(obj: KubeObject, old: KubeObject, classes: dict[str, PriorityClass]) -> KubeObject:
+def _carry_over(
+    obj: KubeObject, old: KubeObject, classes: dict[str, PriorityClass], now: str
+) -> KubeObject:
     """Keep the store's own fields a replace leaves unset, and check a pod's rules."""
     if isinstance(obj, Pod) and isinstance(old, Pod):
-        return _replace_pod(obj, old, classes)
+        return _replace_pod(obj, old, classes, now)
     if isinstance(obj, PersistentVolumeClaim) and isinstance(old, PersistentVolumeClaim):
         spec = obj.spec
+        status = obj.status if obj.status.phase else old.status
         if not spec.volume_name and old.spec.volume_name:
+            # The binding is the store's, and so is the phase Bound that goes with it: a dump
+            # of the claim says Pending (persistentvolumeclaim/strategy.go@v1.14
+            # ``PrepareForUpdate`` keeps the status on an update).
             spec = msgspec.structs.replace(spec, volume_name=old.spec.volume_name)
+            status = old.status
         annotations = dict(obj.metadata.annotations)
         for key in (ANNOTATION_BIND_COMPLETED, ANNOTATION_SELECTED_NODE):
             if key not in annotations and key in old.metadata.annotations:
                 annotations[key] = old.metadata.annotations[key]
-        status = obj.status if obj.status.phase else old.status
         return msgspec.structs.replace(
             _with_meta(obj, annotations=annotations), spec=spec, status=status
         )
     if isinstance(obj, PersistentVolume) and isinstance(old, PersistentVolume):
         pv_spec = obj.spec
-        if pv_spec.claim_ref is None and old.spec.claim_ref is not None:
-            pv_spec = msgspec.structs.replace(pv_spec, claim_ref=old.spec.claim_ref)
         pv_status = obj.status if obj.status.phase else old.status
+        if pv_spec.claim_ref is None and old.spec.claim_ref is not None:
+            # As a claim's: the store's binding keeps its phase (a dump says Available).
+            pv_spec = msgspec.structs.replace(pv_spec, claim_ref=old.spec.claim_ref)
+            pv_status = old.status
         return msgspec.structs.replace(obj, spec=pv_spec, status=pv_status)
     if (
         isinstance(obj, PodDisruptionBudget)
@@ -1019,7 +1035,7 @@ def _carry_over(obj: KubeObject, old: KubeObject, classes: dict[str, PriorityCla
     return obj
 
 
-def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
+def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass], now: str) -> Pod:
     spec = pod.spec
     if not spec.node_name and old.spec.node_name:
         # A put never unbinds: the file a pod came from does not name the node Podium chose.
@@ -1030,7 +1046,9 @@ def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
             spec = msgspec.structs.replace(spec, priority=old.spec.priority)
         if spec.preemption_policy is None:
             spec = msgspec.structs.replace(spec, preemption_policy=old.spec.preemption_policy)
-    pod = msgspec.structs.replace(pod, spec=spec, status=_pod_status(pod.status, old.status))
+    binds = bool(spec.node_name) and not old.spec.node_name
+    status = _pod_status(pod.status, old.status, binds=binds, now=now)
+    pod = msgspec.structs.replace(pod, spec=spec, status=status)
     if old.spec.node_name:
         if spec != old.spec:
             raise StoreRejected(
@@ -1051,21 +1069,47 @@ def _replace_pod(pod: Pod, old: Pod, classes: dict[str, PriorityClass]) -> Pod:
     return pod if unchanged_priority else admit_pod(pod, classes)
 
 
-def _pod_status(put: PodStatus, old: PodStatus) -> PodStatus:
-    """The put's status with what the store wrote and the put leaves unset kept: the
-    PodScheduled condition (a pending pod's Unschedulable message, a bound pod's True) and
-    ``nominatedNodeName`` (a file from ``kubectl get -o yaml`` says ``phase: Pending`` and
-    nothing of either; the API server's pod update keeps the status whole:
-    pkg/registry/core/pod/strategy.go@v1.14 ``PrepareForUpdate``)."""
-    if put == PodStatus():
-        return old
-    conditions = put.conditions
-    if not any(c.type == _POD_SCHEDULED for c in conditions):
-        conditions = [*conditions, *(c for c in old.conditions if c.type == _POD_SCHEDULED)]
+def _pod_status(put: PodStatus, old: PodStatus, *, binds: bool, now: str) -> PodStatus:
+    """A replaced pod's status: the scheduler's part always the stored one, the rest the put's.
+
+    The API server treats status as a subresource an update of the pod does not write
+    (pkg/registry/core/pod/strategy.go@v1.14 ``PrepareForUpdate``: ``newPod.Status =
+    oldPod.Status``), so what ``kubectl get -o yaml`` printed, applied again, never takes back
+    what the scheduler wrote: the PodScheduled condition (a pending pod's Unschedulable message,
+    a bound pod's True) and ``nominatedNodeName`` are the stored ones, whatever the put says.
+    The rest (phase, startTime, the other conditions) is the kubelet's in Kubernetes, written
+    through the status subresource; Podium has neither, so a put with a status writes it (a
+    pod marked Succeeded frees its node) and a put without one keeps the stored status whole
+    (docs/differences.md).
+
+    ``binds``: the put itself binds the pending pod (it names a node): as the binding
+    subresource does (pkg/registry/core/pod/storage/storage.go@v1.14 ``assignPod``), the
+    PodScheduled condition becomes True, or the put's own when it says True.
+    """
+    base = old if put == PodStatus() else put
+    scheduled = [c for c in old.conditions if c.type == _POD_SCHEDULED]
+    if binds:
+        # A dump of a bound pod carries PodScheduled True with the old cluster's time.
+        put_true = [c for c in put.conditions if c.type == _POD_SCHEDULED and c.status == "True"]
+        if put_true:
+            scheduled = put_true[:1]
+        else:
+            mark = _set_scheduled_condition(PodStatus(conditions=scheduled), "True", "", "", now)
+            scheduled = mark.conditions
+    # The stored condition takes the place the put's had (or comes last), so a put of what
+    # ``get`` printed, in its order, equals the stored object.
+    conditions: list[PodCondition] = []
+    placed = False
+    for cond in base.conditions:
+        if cond.type != _POD_SCHEDULED:
+            conditions.append(cond)
+        elif not placed:
+            conditions.extend(scheduled)
+            placed = True
+    if not placed:
+        conditions.extend(scheduled)
     return msgspec.structs.replace(
-        put,
-        nominated_node_name=put.nominated_node_name or old.nominated_node_name,
-        conditions=conditions,
+        base, nominated_node_name=old.nominated_node_name, conditions=conditions
     )
 
 

@@ -20,8 +20,13 @@ from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 
+import msgspec
 import pytest
-from daemon import PODIUM, StartDaemon
+import trio
+from daemon import PODIUM, Daemon, StartDaemon
+
+from podium.protocol import objects as o
+from podium.protocol.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "fixtures" / "real-shaped"
@@ -191,3 +196,115 @@ def test_apply_stores_what_podium_schedules_and_says_what_it_skipped(
     doc = json.loads(again.stdout)
     assert len(doc["objects"]) == case.objects
     assert list(doc["skipped"].items()) == list(case.skipped.items())
+    # Whatever the scheduler wrote meanwhile, the dump's old status does not overwrite it
+    # (issue 26): every object is unchanged.
+    assert {o["action"] for o in doc["objects"]} == {"unchanged"}, again.stdout
+
+
+# --------------------------------------------------------------------------- issue 26
+
+STATUS_DUMP = REAL / "kubectl-get-o-yaml-status.yaml"
+"""``kubectl get nodes,sc,pv,pvc,pods -A -o yaml`` of a cluster whose pending pods carry the
+old cluster's PodScheduled condition (one with a nomination, one with a bare ``False`` as
+popeye's test data has it), a claim ``Pending`` and a volume ``Available``."""
+PLACED = {
+    "shop/web-6d4cf56db6-2xk9p",
+    "shop/web-6d4cf56db6-q8t7m",
+    "shop/cache-0",
+    "default/legacy",
+}
+HOPELESS = "batch/train-0"  # asks 16 cpus of 4-cpu nodes: its message never changes
+
+
+def _scheduled(pod: o.Pod) -> tuple[str, str, str] | None:
+    for c in pod.status.conditions:
+        if c.type == "PodScheduled":
+            return (c.status, c.reason, c.message)
+    return None
+
+
+async def _settled(daemon: Daemon) -> str:
+    """Wait until Podium bound every placeable pod of the dump and recorded its own message
+    for the hopeless one, and its queues are idle; returns that message."""
+    bound: set[str] = set()
+    message = ""
+    async with connect(daemon.address) as client:
+        async with client.watch(0, kinds=["Pod"]) as events:
+            async for ev in events:
+                key = f"{ev.namespace}/{ev.name}"
+                if ev.type == "Bound":
+                    bound.add(key)
+                elif ev.type == "Unschedulable" and key == HOPELESS:
+                    message = ev.message
+                if bound == PLACED and message:
+                    break
+        while True:
+            stats = await client.stats()
+            if (stats.pending.active, stats.pending.backoff, stats.assumed) == (0, 0, 0):
+                return message
+            await trio.sleep(0.05)
+
+
+async def test_a_dump_applied_again_after_podium_acted_changes_nothing(
+    start_daemon: StartDaemon,
+) -> None:
+    """Issue 26: the second ``podium apply`` of what ``kubectl get -o yaml`` printed answers
+    ``unchanged`` for every object once Podium bound, recorded and nominated; the revision does
+    not move, no event is sent, and the pods keep what Podium wrote."""
+    daemon = start_daemon()
+    with trio.fail_after(90):
+        first = await trio.to_thread.run_sync(lambda: daemon.cli("apply", "-f", str(STATUS_DUMP)))
+        assert first.returncode == 0, first.stderr
+        assert all(line.endswith(" created") for line in first.stdout.splitlines())
+        message = await _settled(daemon)
+        async with connect(daemon.address) as client:
+            before = await client.get("Pod")
+            claim = (await client.get("PersistentVolumeClaim", namespace="shop")).items
+            second = await trio.to_thread.run_sync(
+                lambda: daemon.cli("apply", "-f", str(STATUS_DUMP), "-o", "json")
+            )
+            assert second.returncode == 0, second.stderr
+            doc = json.loads(second.stdout)
+            assert doc["revision"] == before.revision
+            assert [(s["kind"], s["name"], s["action"]) for s in doc["objects"]] == [
+                (s["kind"], s["name"], "unchanged") for s in doc["objects"]
+            ]
+            assert len(doc["objects"]) == len(first.stdout.splitlines())
+            again = await trio.to_thread.run_sync(
+                lambda: daemon.cli("apply", "-f", str(STATUS_DUMP))
+            )
+            assert again.stdout.splitlines() == [
+                line.replace(" created", " unchanged") for line in first.stdout.splitlines()
+            ]
+            after = await client.get("Pod")
+            assert after.revision == before.revision
+            assert after.items == before.items
+            assert (await client.get("PersistentVolumeClaim", namespace="shop")).items == claim
+
+            pods = {f"{p.metadata.namespace}/{p.metadata.name}": p for p in after.items}
+            for key in PLACED:
+                pod = pods[key]
+                assert isinstance(pod, o.Pod)
+                assert pod.spec.node_name, key
+                assert _scheduled(pod) == ("True", "", ""), key
+                assert pod.status.phase == "Pending", key  # the dump's: no kubelet here
+            train = pods[HOPELESS]
+            assert isinstance(train, o.Pod)
+            assert _scheduled(train) == ("False", "Unschedulable", message)
+            nominated = pods["shop/web-6d4cf56db6-q8t7m"]
+            assert isinstance(nominated, o.Pod)
+            assert nominated.status.nominated_node_name == "worker-2"  # kept from the create
+            [pvc] = claim
+            assert isinstance(pvc, o.PersistentVolumeClaim)
+            assert (pvc.spec.volume_name, pvc.status.phase) == ("local-pv-worker-1", "Bound")
+
+            # Nothing of the two applies reached a watcher: the next event is the sentinel's.
+            sentinel = msgspec.convert(
+                {"kind": "PriorityClass", "metadata": {"name": "sentinel"}, "value": 1},
+                o.PriorityClass,
+            )
+            await client.put([sentinel])
+            async with client.watch(before.revision) as events:
+                async for ev in events:
+                    assert (ev.kind, ev.name) == ("PriorityClass", "sentinel"), ev
+                    break

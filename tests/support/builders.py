@@ -157,6 +157,20 @@ class PodBuilder:
         self.d.setdefault("status", {})["nominatedNodeName"] = node
         return self
 
+    def condition(
+        self, type_: str, status: str, reason: str = "", message: str = "", since: str = ""
+    ) -> PodBuilder:
+        """A ``status.conditions`` entry, as ``kubectl get -o yaml`` prints it."""
+        cond: dict[str, Any] = {"type": type_, "status": status}
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        if since:
+            cond["lastTransitionTime"] = since
+        self.d.setdefault("status", {}).setdefault("conditions", []).append(cond)
+        return self
+
     def terminating(self, timestamp: str = "2019-01-01T00:00:00Z") -> PodBuilder:
         """``metadata.deletionTimestamp``: the pod is being deleted."""
         self.d["metadata"]["deletionTimestamp"] = timestamp

@@ -80,6 +80,13 @@ def _pvc(name: str, volume: str = "", namespace: str = "default") -> o.Persisten
     )
 
 
+_V = TypeVar("_V", o.PersistentVolume, o.PersistentVolumeClaim)
+
+
+def _phase(obj: _V, phase: str) -> _V:
+    return msgspec.structs.replace(obj, status=msgspec.structs.replace(obj.status, phase=phase))
+
+
 def _service(name: str, namespace: str = "") -> o.Service:
     return _decode(
         o.Service, {"kind": "Service", "metadata": {"name": name, "namespace": namespace}}
@@ -181,6 +188,13 @@ REPUT_CASES = [
         "pod bound by Podium, put again as pending with a nomination of its own",
         [make_node("n").obj(), make_pod("p").obj()],
         make_pod("p").nominated("m").obj(),
+        "unchanged",
+        [Binding(namespace="default", name="p", uid="uid-2", node="n")],
+    ),
+    ReputCase(
+        "pod bound by Podium, put again as Succeeded",
+        [make_node("n").obj(), make_pod("p").phase("Pending").obj()],
+        make_pod("p").phase("Succeeded").obj(),
         "replaced",
         [Binding(namespace="default", name="p", uid="uid-2", node="n")],
     ),
@@ -205,6 +219,34 @@ REPUT_CASES = [
                 namespace="default", name="p", uid="uid-4", node="n", volumes={"default/c": "pv1"}
             )
         ],
+    ),
+    ReputCase(
+        "claim bound by Podium, put again as a dump printed it (phase Pending)",
+        [make_node("n").obj(), _pv("pv1"), _pvc("c"), make_pod("p").pvc("c").obj()],
+        _phase(_pvc("c"), "Pending"),
+        "unchanged",
+        [
+            Binding(
+                namespace="default", name="p", uid="uid-4", node="n", volumes={"default/c": "pv1"}
+            )
+        ],
+    ),
+    ReputCase(
+        "volume bound by Podium, put again as a dump printed it (phase Available)",
+        [make_node("n").obj(), _pv("pv1"), _pvc("c"), make_pod("p").pvc("c").obj()],
+        _phase(_pv("pv1"), "Available"),
+        "unchanged",
+        [
+            Binding(
+                namespace="default", name="p", uid="uid-4", node="n", volumes={"default/c": "pv1"}
+            )
+        ],
+    ),
+    ReputCase(
+        "unbound claim, put with a phase of its own",
+        [_pvc("c")],
+        _phase(_pvc("c"), "Lost"),
+        "replaced",
     ),
     ReputCase("priority class twice", [_pc("gold", 10)], _pc("gold", 10), "unchanged"),
     ReputCase("priority class with a new value", [_pc("gold", 10)], _pc("gold", 11), "replaced"),
@@ -265,16 +307,215 @@ def test_put_again_keeps_the_unschedulable_message_and_nomination(
     assert core.record_unschedulable("default", "p", "uid-2", "0/1 nodes are available") is None
 
 
-def test_put_with_its_own_pod_scheduled_condition_replaces_the_stored_one(core: StoreCore) -> None:
-    core.write([make_pod("p").obj()])
-    core.record_unschedulable("default", "p", "uid-1", "0/0 nodes")
-    pod = make_pod("p").phase("Pending").obj()
-    mine = o.PodCondition(type="PodScheduled", status="False", reason="Mine", message="m")
-    pod = msgspec.structs.replace(
-        pod, status=msgspec.structs.replace(pod.status, conditions=[mine])
+OLD_MESSAGE = (
+    "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, "
+    "1 node(s) had taint {node-role.kubernetes.io/master: }, that the pod didn't tolerate."
+)
+"""The old cluster's FitError, as a ``kubectl get -o yaml`` dump of a pending pod carries it."""
+OLD_SINCE = "2021-07-07T16:14:55Z"
+PODIUM_MESSAGE = "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def _dumped(name: str = "p") -> Any:
+    """A pending pod as ``kubectl get -o yaml`` printed it in the old cluster."""
+    return (
+        make_pod(name)
+        .req(cpu="1")
+        .phase("Pending")
+        .condition("PodScheduled", "False", "Unschedulable", OLD_MESSAGE, OLD_SINCE)
     )
-    _, [status], _ = core.write([pod])
-    assert (status.action, _pod(core, "p").status.conditions) == ("replaced", [mine])
+
+
+@dataclass(frozen=True)
+class StatusCase:
+    """A pod put (``first``), what Podium then wrote, the same pod put again (``second``), and
+    the pod's scheduler-owned state after it: (node, phase, PodScheduled (status, reason,
+    message) or None, nominatedNodeName)."""
+
+    name: str
+    first: o.Pod
+    second: o.Pod
+    action: str
+    want: tuple[str, str, tuple[str, str, str] | None, str]
+    bind: bool = False
+    unschedulable: str = ""
+    nominate: str = ""
+
+
+STATUS_CASES = [
+    StatusCase(
+        "bound by Podium, the dump says Pending with the old cluster's message",
+        _dumped().obj(),
+        _dumped().obj(),
+        "unchanged",
+        ("n", "Pending", ("True", "", ""), ""),
+        bind=True,
+    ),
+    StatusCase(
+        "bound by Podium, the dump names a nomination of its own",
+        _dumped().obj(),
+        _dumped().nominated("m").obj(),
+        "unchanged",
+        ("n", "Pending", ("True", "", ""), ""),
+        bind=True,
+    ),
+    StatusCase(
+        "pending with Podium's message, the dump carries the old cluster's",
+        _dumped().obj(),
+        _dumped().obj(),
+        "unchanged",
+        ("", "Pending", ("False", "Unschedulable", PODIUM_MESSAGE), ""),
+        unschedulable=PODIUM_MESSAGE,
+    ),
+    StatusCase(
+        "pending, the put's own PodScheduled condition is not written",
+        make_pod("p").req(cpu="1").phase("Pending").obj(),
+        make_pod("p")
+        .req(cpu="1")
+        .phase("Pending")
+        .condition("PodScheduled", "False", "Mine")
+        .obj(),
+        "unchanged",
+        ("", "Pending", ("False", "Unschedulable", PODIUM_MESSAGE), ""),
+        unschedulable=PODIUM_MESSAGE,
+    ),
+    StatusCase(
+        "pending, never tried: the dump's condition stays as created",
+        _dumped().obj(),
+        _dumped().obj(),
+        "unchanged",
+        ("", "Pending", ("False", "Unschedulable", OLD_MESSAGE), ""),
+    ),
+    StatusCase(
+        "nominated by Podium, the dump names none",
+        _dumped().obj(),
+        _dumped().obj(),
+        "unchanged",
+        ("", "Pending", ("False", "Unschedulable", PODIUM_MESSAGE), "n"),
+        unschedulable=PODIUM_MESSAGE,
+        nominate="n",
+    ),
+    StatusCase(
+        "nominated by Podium, the dump names another node",
+        _dumped().nominated("m").obj(),
+        _dumped().nominated("m").obj(),
+        "unchanged",
+        ("", "Pending", ("False", "Unschedulable", OLD_MESSAGE), "n"),
+        nominate="n",
+    ),
+    StatusCase(
+        "bound in the dump, Running, applied twice",
+        make_pod("p").node("n").phase("Running").condition("Ready", "True").obj(),
+        make_pod("p").node("n").phase("Running").condition("Ready", "True").obj(),
+        "unchanged",
+        ("n", "Running", None, ""),
+    ),
+    StatusCase(
+        "bound by Podium, the put marks it Succeeded: the phase is written, not the condition",
+        _dumped().obj(),
+        _dumped().phase("Succeeded").obj(),
+        "replaced",
+        ("n", "Succeeded", ("True", "", ""), ""),
+        bind=True,
+    ),
+    StatusCase(
+        "pending, the put adds a condition of the kubelet's: written beside Podium's",
+        _dumped().obj(),
+        _dumped().condition("Ready", "False").obj(),
+        "replaced",
+        ("", "Pending", ("False", "Unschedulable", PODIUM_MESSAGE), ""),
+        unschedulable=PODIUM_MESSAGE,
+    ),
+    StatusCase(
+        "the put binds a pending pod: PodScheduled True, as the binding subresource sets it",
+        _dumped().obj(),
+        make_pod("p").req(cpu="1").node("n").obj(),
+        "replaced",
+        ("n", "Pending", ("True", "", ""), "n"),
+        unschedulable=PODIUM_MESSAGE,
+        nominate="n",
+    ),
+    StatusCase(
+        "the put binds a pending pod with its own PodScheduled condition",
+        _dumped().obj(),
+        make_pod("p")
+        .req(cpu="1")
+        .node("n")
+        .phase("Running")
+        .condition("PodScheduled", "True", since=OLD_SINCE)
+        .obj(),
+        "replaced",
+        ("n", "Running", ("True", "", ""), ""),
+        unschedulable=PODIUM_MESSAGE,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", STATUS_CASES, ids=attrgetter("name"))
+def test_a_put_never_writes_what_the_scheduler_owns(case: StatusCase) -> None:
+    """pkg/registry/core/pod/strategy.go@v1.14 ``PrepareForUpdate`` keeps the old status: the
+    PodScheduled condition, the nomination and the binding Podium wrote survive any put."""
+    core = _core()
+    core.write([make_node("n").obj(), make_node("m").obj(), case.first])
+    uid = _pod(core, "p").metadata.uid
+    if case.unschedulable:
+        assert core.record_unschedulable("default", "p", uid, case.unschedulable) is not None
+    if case.nominate:
+        core.evict(_v("p", uid), case.nominate, [])
+    if case.bind:
+        _, _, failed = core.bind([Binding(namespace="default", name="p", uid=uid, node="n")])
+        assert failed == []
+    stored, before = _pod(core, "p"), core.revision
+    revision, [status], changes = core.write([case.second])
+    assert status.action == case.action
+    pod = _pod(core, "p")
+    if case.action == "unchanged":
+        assert (revision, changes, pod) == (before, [], stored)
+    else:
+        assert [(c.type, c.revision) for c in changes] == [("Modified", before + 1)]
+    scheduled = [
+        (c.status, c.reason, c.message) for c in pod.status.conditions if c.type == "PodScheduled"
+    ]
+    assert (
+        pod.spec.node_name,
+        pod.status.phase,
+        scheduled[0] if scheduled else None,
+        pod.status.nominated_node_name,
+    ) == case.want
+    assert len(scheduled) <= 1
+    # Applied a third time, the same put is a no-op whatever the second did.
+    assert core.write([case.second])[2] == []
+
+
+def test_a_put_that_binds_marks_the_condition_when_it_flips() -> None:
+    """The binding's PodScheduled True gets the store's time (podutil.UpdatePodCondition), and
+    keeps the condition's place among the kubelet's."""
+    core = _core()
+    core.write([_dumped().condition("Ready", "False").obj()])
+    _, _, [change] = core.write([_dumped().condition("Ready", "False").spec(nodeName="n").obj()])
+    assert isinstance(change.object, o.Pod)
+    assert [
+        (c.type, c.status, c.last_transition_time) for c in change.object.status.conditions
+    ] == [
+        ("PodScheduled", "True", T0_TEXT),
+        ("Ready", "False", None),
+    ]
+
+
+def test_a_create_stores_the_dump_s_status_as_given(core: StoreCore) -> None:
+    """The first apply of a dump keeps its status (a terminal phase frees no node it never
+    held; the old cluster's message and nomination stand until Podium writes its own)."""
+    _, [status], _ = core.write([_dumped().nominated("m").obj()])
+    assert status.action == "created"
+    pod = _pod(core, "p")
+    assert (pod.status.phase, pod.status.nominated_node_name) == ("Pending", "m")
+    [cond] = pod.status.conditions
+    assert (cond.status, cond.reason, cond.message, cond.last_transition_time) == (
+        "False",
+        "Unschedulable",
+        OLD_MESSAGE,
+        OLD_SINCE,
+    )
 
 
 def test_replace_keeps_uid_and_timestamp_delete_then_create_gets_new_ones() -> None:
@@ -1379,7 +1620,8 @@ def test_evict(case: EvictCase) -> None:
     core = _core()
     _evict_cluster(core)
     if case.nominated_before:
-        core.write([make_pod("hi").spec(priorityClassName="high").nominated("n1").obj()])
+        # A put cannot nominate an existing pod (the nomination is the scheduler's): evict does.
+        core.evict(HI, case.nominated_before, [])
     before = core.revision
     stored = {
         (p.metadata.namespace, p.metadata.name): p
