@@ -30,9 +30,11 @@ Emits: Get and Watch requests, through :func:`~podium.protocol.client.connection
 
 Error handling:
     Connection failures and the retryable error codes (``unavailable``, ``overloaded``,
-    ``invalid``: a follower replica behind the position, ``internal``) are retried after a
-    backoff; ``gone`` relists; ``unauthorized`` and ``forbidden`` end :meth:`Informer.run`
-    with the :class:`RemoteError`. An exception a handler raises ends the informer too.
+    ``invalid``: a follower replica behind the position) are retried after a backoff, each
+    told to the ``watch_error_handler`` (client-go's ``WatchErrorHandler``); ``gone``
+    relists; any other code (``unauthorized``, ``forbidden``, ``internal``: a damaged row of
+    the log would fail every retry) ends :meth:`Informer.run` with the :class:`RemoteError`.
+    An exception a handler raises ends the informer too.
 
 Cancellation:
     Cancelling :meth:`Informer.run` leaves its watch (which sends ``Cancel``) and closes its
@@ -52,7 +54,7 @@ import trio
 
 from podium.protocol.client.backoff import Backoff
 from podium.protocol.client.connection import DEFAULT_CHUNK_SIZE, connect
-from podium.protocol.client.errors import ClientConnectionError, RemoteError
+from podium.protocol.client.errors import ClientConnectionError, ConnectionLost, RemoteError
 from podium.protocol.client.transport import DEFAULT_SERVER
 from podium.protocol.labels import label_selector_matches, parse_selector
 from podium.protocol.objects import KINDS, NAMESPACED_KINDS, KubeObject, Pod
@@ -65,6 +67,7 @@ __all__ = [
     "Notification",
     "NotificationType",
     "Source",
+    "WatchErrorHandler",
 ]
 
 logger = logging.getLogger("podium.protocol.client")
@@ -75,7 +78,7 @@ Key = tuple[str, str, str]
 """(kind, namespace, name): an object's identity in the cache."""
 
 _DELETING = frozenset({"Deleted", "Preempted"})
-_RETRIED = frozenset({"unavailable", "overloaded", "invalid", "internal", "not_leader"})
+_RETRIED = frozenset({"unavailable", "overloaded", "invalid", "not_leader"})
 _TYPE_OF_NOTIFICATION = {"added": "Added", "modified": "Modified", "deleted": "Deleted"}
 
 
@@ -302,6 +305,8 @@ Connector = Callable[[], AbstractAsyncContextManager[Source]]
 AddHandler = Callable[[KubeObject], None]
 UpdateHandler = Callable[[KubeObject, KubeObject], None]
 NotificationHandler = Callable[[Notification], None]
+WatchErrorHandler = Callable[[Exception, float], None]
+"""Told each error the informer retries, and the delay (seconds) before it tries again."""
 
 
 class Informer:
@@ -326,11 +331,14 @@ class Informer:
             then holds only what the events bring; a relist after ``gone`` fills it).
         backoff: the delays between tries (default: :class:`Backoff`'s).
         connector: opens a connection (default: :func:`connect` with the access arguments).
+        watch_error_handler: told each error retried and the delay before the next try
+            (default: a log line).
         token, tls, encoding: as :func:`connect`.
 
     Attributes:
         cache: the :class:`InformerCache`.
-        has_synced: the first list (or watch, with ``from_revision``) is in.
+        has_synced: the first list is in (with ``from_revision``: the first connection is
+            open).
         retries: how many times it waited for a backoff; lists: how many times it listed.
     """
 
@@ -344,6 +352,7 @@ class Informer:
         from_revision: int | None = None,
         backoff: Backoff | None = None,
         connector: Connector | None = None,
+        watch_error_handler: WatchErrorHandler | None = None,
         token: str | None = None,
         tls: ssl.SSLContext | None = None,
         encoding: Encoding = "msgpack",
@@ -353,12 +362,14 @@ class Informer:
         self._connector: Connector = connector or (
             lambda: connect(server, token=token, tls=tls, encoding=encoding)
         )
+        self._on_error = watch_error_handler or self._log_error
         self._needs_list = from_revision is None
         self.cache.position = from_revision
         self.has_synced = False
         self.retries = 0
         self.lists = 0
         self._handlers: list[NotificationHandler] = []
+        self._synced_handlers: list[Callable[[], None]] = []
 
     def add_handler(
         self,
@@ -389,6 +400,11 @@ class Informer:
         """Call ``handler`` with every :class:`Notification` (the event behind it included)."""
         self._handlers.append(handler)
 
+    def add_synced_handler(self, handler: Callable[[], None]) -> None:
+        """Call ``handler()`` once, as soon as the first list is in the cache (before
+        :meth:`run` reports itself started), e.g. to print it."""
+        self._synced_handlers.append(handler)
+
     def _deliver(self, notes: Iterable[Notification]) -> None:
         for note in notes:
             for handler in self._handlers:
@@ -400,34 +416,40 @@ class Informer:
         """Keep the cache in step with the daemon until cancelled.
 
         ``task_status.started()`` is called once the first list is in the cache (with
-        ``from_revision``: once the first watch is established).
+        ``from_revision``: once the first connection is open).
 
         Raises:
-            RemoteError: ``unauthorized`` or ``forbidden`` (retrying cannot help).
+            RemoteError: a code retrying cannot help (``unauthorized``, ``forbidden``,
+                ``internal``).
         """
         while True:
+            error: Exception = ConnectionLost("the watch ended without an error")
             try:
                 async with self._connector() as source:
                     if self._needs_list:
                         await self._relist(source)
                     if not self.has_synced:
                         self.has_synced = True
+                        for handler in self._synced_handlers:
+                            handler()
                         task_status.started()
                     await self._watch(source)
             except RemoteError as exc:
                 if exc.code == "gone":
-                    logger.info("informer: %s; listing again", exc)
                     self._needs_list = True
                 elif exc.code not in _RETRIED:
                     raise
-                else:
-                    logger.info(
-                        "informer: %s; resuming after revision %s", exc, self.cache.position
-                    )
+                error = exc
             except ClientConnectionError as exc:
-                logger.info("informer: %s; resuming after revision %s", exc, self.cache.position)
+                error = exc
             self.retries += 1
-            await trio.sleep(self.backoff.next_delay())
+            delay = self.backoff.next_delay()
+            self._on_error(error, delay)
+            await trio.sleep(delay)
+
+    def _log_error(self, error: Exception, delay: float) -> None:
+        then = "listing again" if self._needs_list else f"resuming after {self.cache.position}"
+        logger.info("informer: %s; %s in %.2f s", error, then, delay)
 
     async def _relist(self, source: Source) -> None:
         lists: dict[str, GetReply] = {}
