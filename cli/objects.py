@@ -586,7 +586,7 @@ def _watch_objects(
     widths: list[int] = []
 
     def rows(objs: Sequence[KubeObject]) -> list[list[str]]:
-        out_rows = []
+        out_rows: list[list[str]] = []
         for obj in objs:
             header, row = _row(obj, wide=args.output == "wide")
             if all_ns:

@@ -226,15 +226,21 @@ class Client:
     async def put(self, objects: Iterable[KubeObject]) -> PutReply:
         """Create or replace ``objects`` atomically; returns once the write is durable.
 
+        Under leader election a put a follower refuses goes to the leader it names, and
+        while no replica leads it waits for one (at most :attr:`leader_wait_seconds`).
+
         Raises:
             RemoteError: the put was rejected (``errors`` names each bad object); nothing
                 was written.
+            LeaderUnavailable: no replica took it within the leader wait; nothing was
+                written.
         """
         items = list(objects)
         return await self._write(lambda i: Put(id=i, objects=items), PutReply)
 
     async def delete(self, refs: Iterable[ObjectRef]) -> DeleteReply:
-        """Delete objects atomically; a missing one fails the request with ``not_found``."""
+        """Delete objects atomically; a missing one fails the request with ``not_found``.
+        Under leader election it goes to the leader, and waits for one, as :meth:`put`."""
         items = list(refs)
         return await self._write(lambda i: Delete(id=i, refs=items), DeleteReply)
 

@@ -315,13 +315,16 @@ def _seeded() -> FakeDaemon:
 
 
 async def _start(
-    nursery: trio.Nursery, daemon: FakeDaemon, notes: list[Notification], **kw: object
+    nursery: trio.Nursery,
+    daemon: FakeDaemon,
+    notes: list[Notification],
+    from_revision: int | None = None,
 ) -> Informer:
     informer = Informer(
         kinds=["Pod"],
         connector=daemon.connect,
         backoff=Backoff(initial=1, maximum=4, jitter=0),
-        **kw,
+        from_revision=from_revision,
     )
     informer.add_notification_handler(notes.append)
     await nursery.start(informer.run)
