@@ -11,6 +11,10 @@ and no notification repeats what the informer already had.
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +22,7 @@ from pathlib import Path
 import pytest
 import trio
 from builders import make_node, make_pod
-from daemon import Daemon, StartDaemon
+from daemon import PODIUM, Daemon, StartDaemon
 from etcd_servers import EtcdCluster
 from replicas import Replicas
 
@@ -288,3 +292,59 @@ def test_a_leader_change_loses_and_doubles_nothing_and_apply_waits_for_the_new_l
             nursery.cancel_scope.cancel()
 
     trio.run(run)
+
+
+def test_podium_watch_prints_every_change_once_across_a_kill_9_and_restart(
+    start_daemon: StartDaemon, tmp_path: Path
+) -> None:
+    daemons: list[Daemon] = [start_daemon()]
+    address = f"unix:{daemons[0].unix}"
+    watch = subprocess.Popen(
+        [PODIUM, "watch", "-o", "json", "--kind", "pods", "--server", address],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    printed: list[dict[str, object]] = []
+    reader = threading.Thread(
+        target=lambda: printed.extend(json.loads(line) for line in watch.stdout or ()),
+        daemon=True,
+    )
+    reader.start()
+
+    async def watchers() -> int:
+        async with connect(address) as client:
+            return (await client.stats()).watchers
+
+    async def run() -> tuple[int, int]:
+        with trio.fail_after(120):
+            while True:  # `podium watch` lists, then watches
+                if await watchers():
+                    break
+                await trio.sleep(0.1)
+            start, _ = await _store_state(address)
+            await _put_pods(address, [f"a{i}" for i in range(5)])
+            daemons[-1].kill()
+            daemons.append(await trio.to_thread.run_sync(start_daemon))
+            await _put_pods(address, [f"b{i}" for i in range(5)])
+            async with connect(address) as client:
+                await client.delete([ObjectRef(kind="Pod", namespace="default", name="a0")])
+            while True:  # until the scheduler is done binding and the watch printed it all
+                last, _ = await _store_state(address)
+                await trio.sleep(0.5)
+                if (await _store_state(address))[0] == last and any(
+                    d["revision"] == last for d in list(printed)
+                ):
+                    return start, last
+
+    try:
+        start, last = trio.run(run)
+    finally:
+        watch.send_signal(signal.SIGINT)
+        _, err = watch.communicate(timeout=30)
+        reader.join(timeout=10)
+    assert watch.returncode == 0, err
+    seen = [(d["revision"], d["type"], d["kind"], d["name"]) for d in printed]
+    want = trio.run(_log, address, {"Node": start, "Pod": start}, last)
+    assert seen == [w for w in want if w[2] == "Pod"]
+    assert "trying again" in err
