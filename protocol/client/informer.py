@@ -2,7 +2,7 @@
 
 Kubernetes counterpart: k8s.io/client-go/tools/cache (``Reflector.ListAndWatch`` in
 reflector.go, the ``Indexer`` of store.go/index.go with the ``namespace`` index, and
-``ResourceEventHandlerFuncs`` of shared_informer.go) and client-go/util/flowcontrol's backoff.
+``ResourceEventHandlerFuncs`` of shared_informer.go); the backoff is :mod:`.backoff`'s.
 
 The contract (docs/protocol.md "Resuming: what a client does")::
 
@@ -58,10 +58,9 @@ from podium.protocol.client.errors import ClientConnectionError, ConnectionLost,
 from podium.protocol.client.transport import DEFAULT_SERVER
 from podium.protocol.labels import label_selector_matches, parse_selector
 from podium.protocol.objects import KINDS, NAMESPACED_KINDS, KubeObject, Pod
-from podium.protocol.wire import Encoding, Event, GetReply
+from podium.protocol.wire import Encoding, Event, EventType, GetReply
 
 __all__ = [
-    "Backoff",
     "Informer",
     "InformerCache",
     "Notification",
@@ -79,7 +78,11 @@ Key = tuple[str, str, str]
 
 _DELETING = frozenset({"Deleted", "Preempted"})
 _RETRIED = frozenset({"unavailable", "overloaded", "invalid", "not_leader"})
-_TYPE_OF_NOTIFICATION = {"added": "Added", "modified": "Modified", "deleted": "Deleted"}
+_TYPE_OF_NOTIFICATION: dict[NotificationType, EventType] = {
+    "added": "Added",
+    "modified": "Modified",
+    "deleted": "Deleted",
+}
 
 
 class Notification(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,7 +112,7 @@ class Notification(msgspec.Struct, frozen=True, kw_only=True):
         return Event(
             id=0,
             revision=self.revision,
-            type=_TYPE_OF_NOTIFICATION[self.type],  # type: ignore[arg-type]  # the three are EventTypes
+            type=_TYPE_OF_NOTIFICATION[self.type],
             kind=type(self.object).__name__,
             namespace=meta.namespace,
             name=meta.name,
@@ -455,7 +458,9 @@ class Informer:
         lists: dict[str, GetReply] = {}
         for kind in self.cache.kinds:
             namespace = self.cache.namespace if kind in NAMESPACED_KINDS else None
-            lists[kind] = await source.get(kind, namespace=namespace)
+            lists[kind] = await source.get(
+                kind, namespace=namespace, label_selector=self.cache.label_selector
+            )
         self.lists += 1
         self._needs_list = False
         self._deliver(self.cache.replace(lists))
