@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, assert_never
 
@@ -43,8 +44,15 @@ from podium.cli.output import (
     skipped_line,
     table,
 )
-from podium.cli.remote import add_remote_command, run_client
-from podium.protocol.client import DEFAULT_CHUNK_SIZE, Client, RemoteError
+from podium.cli.remote import access, add_remote_command, run_client, server_of
+from podium.protocol.client import (
+    DEFAULT_CHUNK_SIZE,
+    Client,
+    Informer,
+    Notification,
+    RemoteError,
+    connect,
+)
 from podium.protocol.errors import LoadErrors
 from podium.protocol.loader import Loaded, load_all
 from podium.protocol.objects import (
@@ -450,6 +458,8 @@ def cmd_get(args: argparse.Namespace) -> int:
     namespace: str | None = (
         namespace_or_default(args.namespace) if namespaced and not all_ns else None
     )
+    if args.watch:
+        return _watch_objects(args, kind, namespace, all_ns=all_ns)
 
     async def body(client: Client) -> int:
         bar: Progress | None = None
@@ -513,8 +523,34 @@ def event_line(event: Event) -> str:
     return " ".join(parts)
 
 
+def _informer(
+    args: argparse.Namespace, client: Client, kinds: Sequence[str], **options: Any
+) -> Informer:
+    """An informer on the command's daemon(s), with its access flags: its first connection
+    is the command's own ``client``; each retry is told on stderr."""
+    server = server_of(args)
+    token, tls = access(args, server)
+    first = [client]
+
+    @asynccontextmanager
+    async def connector() -> AsyncIterator[Client]:
+        if first:
+            yield first.pop()
+            return
+        async with connect(server, token=token, tls=tls) as fresh:
+            yield fresh
+
+    def retrying(error: Exception, delay: float) -> None:
+        err(f"warning: {error}; trying again in {delay:.1f} s")
+
+    return Informer(server, kinds, connector=connector, watch_error_handler=retrying, **options)
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
-    """``podium watch``: one line (or JSON object) per event until Ctrl-C."""
+    """``podium watch``: one line (or JSON object) per event until Ctrl-C, resuming by itself
+    (an :class:`~podium.protocol.client.Informer`): after a lost connection, a restart or a
+    leader change from the last revision printed; after ``gone``, the difference a relist
+    finds, as Added/Modified/Deleted at the list's revision."""
     try:
         kinds = [resolve_kind(k) for k in args.kind or ()]
     except ValueError as exc:
@@ -523,26 +559,85 @@ def cmd_watch(args: argparse.Namespace) -> int:
     as_json = args.output == "json"
 
     async def body(client: Client) -> int:
+        informer = _informer(args, client, kinds, from_revision=args.from_revision)
+
+        def show(note: Notification) -> None:
+            if not informer.has_synced:
+                return  # the first list: the state before the watch begins
+            event = note.as_event()
+            out(msgspec.json.encode(message_doc(event)).decode() if as_json else event_line(event))
+            sys.stdout.flush()
+
+        informer.add_notification_handler(show)
         try:
-            async with client.watch(args.from_revision, kinds) as events:
-                async for event in events:
-                    if as_json:
-                        out(msgspec.json.encode(message_doc(event)).decode())
-                    else:
-                        out(event_line(event))
-                    sys.stdout.flush()
+            await informer.run()
         except RemoteError as exc:
-            if exc.code == "gone":
-                err(
-                    f"error: revision {args.from_revision} is compacted; oldest kept is "
-                    f"{exc.revision}: list again"
-                )
-            elif exc.code == "overloaded" and exc.revision is not None:
-                err(f"error: {exc}; resume with --from-revision {exc.revision}")
+            print_remote_error(exc)
+        return EXIT_FAILED
+
+    return run_client(args, body, until_interrupted=True)
+
+
+def _watch_objects(
+    args: argparse.Namespace, kind: str, namespace: str | None, *, all_ns: bool
+) -> int:
+    """``podium get KIND [NAME] -w``: the list, then each object again as it changes (its row,
+    or its JSON/YAML document), until Ctrl-C, resuming by itself as ``podium watch`` does."""
+    widths: list[int] = []
+
+    def rows(objs: Sequence[KubeObject]) -> list[list[str]]:
+        out_rows: list[list[str]] = []
+        for obj in objs:
+            header, row = _row(obj, wide=args.output == "wide")
+            if all_ns:
+                header, row = ["NAMESPACE", *header], [obj.metadata.namespace, *row]
+            if not out_rows:
+                out_rows.append(header)
+            out_rows.append(row)
+        return out_rows
+
+    def show(objs: Sequence[KubeObject]) -> None:
+        nonlocal widths
+        objs = [o for o in objs if not args.name or o.metadata.name == args.name]
+        if args.output in ("table", "wide"):
+            table_rows = rows(objs)
+            if not widths:  # the first rows printed: with the header
+                if not table_rows:
+                    return
+                widths = [max(len(r[i]) for r in table_rows) for i in range(len(table_rows[0]))]
             else:
-                print_remote_error(exc)
-            return EXIT_FAILED
-        err("error: the watch ended")
+                table_rows = table_rows[1:]
+            for row in table_rows:
+                widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+                out("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        for obj in objs if args.output in ("json", "yaml") else ():
+            if args.output == "json":
+                out(msgspec.json.encode(object_doc(obj)).decode())
+            else:
+                sys.stdout.write(
+                    "---\n" + yaml.dump(object_doc(obj), Dumper=_YAML_DUMPER, sort_keys=False)
+                )
+        sys.stdout.flush()
+
+    async def body(client: Client) -> int:
+        informer = _informer(
+            args, client, [kind], namespace=namespace, label_selector=args.selector or ""
+        )
+        informer.add_notification_handler(
+            lambda note: show([note.object]) if informer.has_synced else None
+        )
+
+        def listed() -> None:
+            show(informer.cache.objects(kind))
+            if not widths and args.output in ("table", "wide"):
+                where = f" in {namespace} namespace" if namespace is not None else ""
+                err(f"No resources found{where}.")
+
+        informer.add_synced_handler(listed)
+        try:
+            await informer.run()
+        except RemoteError as exc:
+            print_remote_error(exc)
         return EXIT_FAILED
 
     return run_client(args, body, until_interrupted=True)
@@ -661,6 +756,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "it all at once, which the daemon refuses past its frame limit"
         ),
     )
+    p.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help=(
+            "after the list, print each object again as it changes, until Ctrl-C (resumes by "
+            "itself after a lost connection, a restart or a leader change)"
+        ),
+    )
     add_output_option(p, ("table", "wide", "json", "yaml"), "table")
     p.set_defaults(func=cmd_get)
 
@@ -673,8 +777,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  REVISION TYPE kind/ns/name [-> node] [message]\n"
             "With -o json, one JSON object per line (NDJSON). To miss nothing, list first\n"
             "and watch from the revision the list reflects (`podium get ... -o json`\n"
-            "prints it as metadata.resourceVersion). A revision older than the daemon\n"
-            "keeps fails with exit 1: list again."
+            "prints it as metadata.resourceVersion). The watch resumes by itself after a\n"
+            "lost connection, a daemon restart or a leader change (give every replica in\n"
+            "--server), from the last revision printed; when the daemon no longer keeps\n"
+            "that revision, it lists again and prints what differs as Added, Modified\n"
+            'or Deleted at the list\'s revision (docs/protocol.md, "Resuming").'
         ),
         epilog=(
             "examples:\n"

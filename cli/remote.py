@@ -39,6 +39,7 @@ __all__ = [
     "access",
     "add_remote_command",
     "run_client",
+    "server_of",
 ]
 
 SERVER_ENV = "PODIUM_SERVER"
@@ -102,7 +103,9 @@ def add_remote_command(
     )
 
 
-def _server(args: argparse.Namespace) -> str:
+def server_of(args: argparse.Namespace) -> str:
+    """The daemon address(es) a command talks to: ``--server``, else $PODIUM_SERVER, else the
+    default."""
     server: str | None = args.server
     if server is None:
         server = os.environ.get(SERVER_ENV) or DEFAULT_SERVER
@@ -120,7 +123,7 @@ def run_client(
     ``until_interrupted``: the command runs until Ctrl-C, which is then its normal end (exit
     0); other commands report an interruption as a failure.
     """
-    server = _server(args)
+    server = server_of(args)
     try:
         for one in server.split(","):
             parse_server(one.strip())

@@ -41,6 +41,7 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     └── ClientConnectionError      unavailable  protocol/client/errors.py (also a ConnectionError)
         ├── ServerUnreachable      unavailable  protocol/client/errors.py
         ├── ConnectionLost         unavailable  protocol/client/errors.py
+        ├── LeaderUnavailable      unavailable  protocol/client/errors.py
         └── TLSFailed              unavailable  protocol/client/errors.py
 
 What they mean, by branch:

@@ -14,18 +14,23 @@ Modules, each importing only the ones above it and :mod:`podium.protocol`:
 
 - :mod:`~podium.protocol.client.errors`: the exceptions (their tree is drawn there);
 - :mod:`~podium.protocol.client.transport`: addresses, TLS and the access token;
+- :mod:`~podium.protocol.client.backoff`: :class:`Backoff` (exponential, with jitter);
 - :mod:`~podium.protocol.client.connection`: :class:`Client` and :func:`connect`;
-- :mod:`~podium.protocol.client.blocking`: :class:`BlockingClient`.
+- :mod:`~podium.protocol.client.informer`: :class:`Informer`, a cache kept by list and watch
+  that resumes by itself (docs/protocol.md "Resuming: what a client does");
+- :mod:`~podium.protocol.client.blocking`: :class:`BlockingClient`, :class:`BlockingInformer`.
 
 Access: ``connect(server, token=..., tls=client_ssl_context(ca))``; see the transport module.
 """
 
 from __future__ import annotations
 
-from podium.protocol.client.blocking import BlockingClient
+from podium.protocol.client.backoff import Backoff
+from podium.protocol.client.blocking import BlockingClient, BlockingInformer
 from podium.protocol.client.connection import (
     CANCEL_TIMEOUT_SECONDS,
     DEFAULT_CHUNK_SIZE,
+    LEADER_WAIT_SECONDS,
     WATCH_BUFFER,
     Client,
     WatchStream,
@@ -34,9 +39,16 @@ from podium.protocol.client.connection import (
 from podium.protocol.client.errors import (
     ClientConnectionError,
     ConnectionLost,
+    LeaderUnavailable,
     RemoteError,
     ServerUnreachable,
     TLSFailed,
+)
+from podium.protocol.client.informer import (
+    Informer,
+    InformerCache,
+    Notification,
+    NotificationType,
 )
 from podium.protocol.client.transport import (
     DEFAULT_SERVER,
@@ -49,11 +61,19 @@ __all__ = [
     "CANCEL_TIMEOUT_SECONDS",
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_SERVER",
+    "LEADER_WAIT_SECONDS",
     "WATCH_BUFFER",
+    "Backoff",
     "BlockingClient",
+    "BlockingInformer",
     "Client",
     "ClientConnectionError",
     "ConnectionLost",
+    "Informer",
+    "InformerCache",
+    "LeaderUnavailable",
+    "Notification",
+    "NotificationType",
     "RemoteError",
     "ServerUnreachable",
     "TLSFailed",

@@ -1,5 +1,5 @@
 """The client for scripts without trio: :class:`BlockingClient`, each call blocking until its
-reply.
+reply, and :class:`BlockingInformer`, a self-resuming cache read from any thread.
 
 Kubernetes counterpart: none (client-go is synchronous Go); this wraps the trio
 :class:`~podium.protocol.client.connection.Client`.
@@ -12,6 +12,7 @@ Emits: what the wrapped client emits.
 
 from __future__ import annotations
 
+import queue
 import ssl
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -21,8 +22,10 @@ from typing import Any
 
 import trio
 
+from podium.protocol.client.backoff import Backoff
 from podium.protocol.client.connection import DEFAULT_CHUNK_SIZE, Client, connect
 from podium.protocol.client.errors import ClientConnectionError, ConnectionLost
+from podium.protocol.client.informer import Informer, Notification
 from podium.protocol.client.transport import DEFAULT_SERVER
 from podium.protocol.errors import PodiumError
 from podium.protocol.objects import KubeObject, Pod
@@ -39,7 +42,7 @@ from podium.protocol.wire import (
     StatsReply,
 )
 
-__all__ = ["BlockingClient"]
+__all__ = ["BlockingClient", "BlockingInformer"]
 
 
 class BlockingClient:
@@ -268,6 +271,153 @@ class BlockingClient:
         self._client = None
 
     def __enter__(self) -> BlockingClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+_END = object()
+
+
+class BlockingInformer:
+    """An :class:`~podium.protocol.client.informer.Informer` for scripts without trio: it
+    runs in a background thread; the caller reads its cache and takes its notifications.
+
+    Example::
+
+        with BlockingInformer("127.0.0.1:7070", kinds=["Pod"]) as pods:
+            print(len(pods.objects("Pod")), "pods")          # the first list is in
+            for note in pods.notifications():             # until closed
+                print(note.type, note.object.metadata.name, note.revision)
+
+    Handlers (``on_add``, ``on_update``, ``on_delete``) run in the informer's thread, in
+    revision order; :meth:`notifications` yields the same changes in the caller's thread.
+    The first list's objects are in the cache when the constructor returns; they are not
+    notified.
+
+    Args:
+        server, kinds, namespace, label_selector, from_revision, backoff, token, tls:
+            as :class:`~podium.protocol.client.informer.Informer`.
+
+    Raises (from the constructor and :meth:`notifications`): what ends the informer
+    (``unauthorized`` or ``forbidden``, a handler's exception).
+    """
+
+    def __init__(
+        self,
+        server: str = DEFAULT_SERVER,
+        kinds: Sequence[str] = (),
+        *,
+        namespace: str | None = None,
+        label_selector: str = "",
+        from_revision: int | None = None,
+        backoff: Backoff | None = None,
+        token: str | None = None,
+        tls: ssl.SSLContext | None = None,
+        on_add: Callable[[KubeObject], None] | None = None,
+        on_update: Callable[[KubeObject, KubeObject], None] | None = None,
+        on_delete: Callable[[KubeObject], None] | None = None,
+    ) -> None:
+        self.informer = Informer(
+            server,
+            kinds,
+            namespace=namespace,
+            label_selector=label_selector,
+            from_revision=from_revision,
+            backoff=backoff,
+            token=token,
+            tls=tls,
+        )
+        if on_add or on_update or on_delete:
+            self.informer.add_handler(on_add, on_update, on_delete)
+        self._queue: queue.SimpleQueue[Notification | object] = queue.SimpleQueue()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._scope: trio.CancelScope | None = None
+        self._thread = threading.Thread(
+            target=trio.run, args=(self._main,), name=f"podium-informer {server}", daemon=True
+        )
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self._thread.join()
+            raise self._error
+
+    async def _main(self) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                self._scope = nursery.cancel_scope
+                self._token = trio.lowlevel.current_trio_token()
+                await nursery.start(self.informer.run)
+                self.informer.add_notification_handler(self._queue.put)
+                self._ready.set()
+        except BaseExceptionGroup as group:  # handed to the constructor or notifications()
+            # The informer is the nursery's one task: its failure is the group's one member.
+            self._error = group.exceptions[0] if len(group.exceptions) == 1 else group
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._ready.set()
+            self._queue.put(_END)
+
+    def _read(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the informer's thread (the cache changes only there)."""
+        if self._token is None:
+            return fn()
+        try:
+            return trio.from_thread.run_sync(fn, trio_token=self._token)
+        except trio.RunFinishedError:
+            return fn()  # the informer stopped: nothing changes the cache any more
+
+    def get(self, kind: str, name: str, namespace: str = "") -> KubeObject | None:
+        """See :meth:`InformerCache.get`."""
+        obj: KubeObject | None = self._read(lambda: self.informer.cache.get(kind, name, namespace))
+        return obj
+
+    def objects(self, kind: str | None = None) -> list[KubeObject]:
+        """See :meth:`InformerCache.objects`."""
+        objs: list[KubeObject] = self._read(lambda: self.informer.cache.objects(kind))
+        return objs
+
+    def by_namespace(self, namespace: str, kind: str | None = None) -> list[KubeObject]:
+        """See :meth:`InformerCache.by_namespace`."""
+        objs: list[KubeObject] = self._read(
+            lambda: self.informer.cache.by_namespace(namespace, kind)
+        )
+        return objs
+
+    def by_node(self, node: str) -> list[KubeObject]:
+        """See :meth:`InformerCache.by_node`."""
+        objs: list[KubeObject] = self._read(lambda: self.informer.cache.by_node(node))
+        return objs
+
+    def notifications(self, timeout: float | None = None) -> Iterator[Notification]:
+        """The changes after the first list, in revision order, until :meth:`close` (or,
+        with ``timeout``, until none came for that long)."""
+        while True:
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                return
+            if item is _END:
+                self._queue.put(_END)  # for any other reader
+                if self._error is not None:
+                    raise self._error
+                return
+            assert isinstance(item, Notification)
+            yield item
+
+    def close(self) -> None:
+        """Stop the informer and its thread (idempotent)."""
+        scope = self._scope
+        if scope is not None and self._token is not None:
+            with suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(scope.cancel, trio_token=self._token)
+        self._thread.join()
+
+    def __enter__(self) -> BlockingInformer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

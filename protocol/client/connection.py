@@ -38,9 +38,11 @@ from typing import TypeVar
 import msgspec
 import trio
 
+from podium.protocol.client.backoff import Backoff
 from podium.protocol.client.errors import (
     ClientConnectionError,
     ConnectionLost,
+    LeaderUnavailable,
     RemoteError,
     ServerUnreachable,
     TLSFailed,
@@ -90,6 +92,7 @@ from podium.protocol.wire import (
 __all__ = [
     "CANCEL_TIMEOUT_SECONDS",
     "DEFAULT_CHUNK_SIZE",
+    "LEADER_WAIT_SECONDS",
     "WATCH_BUFFER",
     "Client",
     "WatchStream",
@@ -163,6 +166,9 @@ class WatchStream:
 
 
 LEADER_HANDSHAKE_SECONDS = 5.0
+LEADER_WAIT_SECONDS = 20.0
+"""How long a write refused with ``not_leader`` waits for a replica to take it: Kubernetes'
+default lease (15 s, ``--leader-elect-lease-duration``) plus a few seconds for the election."""
 """How long a connection to the leader a follower named may take to answer its hello."""
 
 
@@ -177,6 +183,7 @@ class Client:
         revision: the store revision the HelloReply announced.
         server_version: the daemon's version.
         encoding: the encoding of every frame after the handshake.
+        leader_wait_seconds: how long a write waits for a leader (see :meth:`put`).
     """
 
     def __init__(
@@ -188,8 +195,10 @@ class Client:
         server: str,
         encoding: Encoding,
         watch_buffer: int = WATCH_BUFFER,
+        leader_wait_seconds: float = LEADER_WAIT_SECONDS,
     ) -> None:
         self.server = server
+        self.leader_wait_seconds = leader_wait_seconds
         self.revision = hello.revision
         self.server_version = hello.server_version
         self.encoding: Encoding = encoding
@@ -217,15 +226,21 @@ class Client:
     async def put(self, objects: Iterable[KubeObject]) -> PutReply:
         """Create or replace ``objects`` atomically; returns once the write is durable.
 
+        Under leader election a put a follower refuses goes to the leader it names, and
+        while no replica leads it waits for one (at most :attr:`leader_wait_seconds`).
+
         Raises:
             RemoteError: the put was rejected (``errors`` names each bad object); nothing
                 was written.
+            LeaderUnavailable: no replica took it within the leader wait; nothing was
+                written.
         """
         items = list(objects)
         return await self._write(lambda i: Put(id=i, objects=items), PutReply)
 
     async def delete(self, refs: Iterable[ObjectRef]) -> DeleteReply:
-        """Delete objects atomically; a missing one fails the request with ``not_found``."""
+        """Delete objects atomically; a missing one fails the request with ``not_found``.
+        Under leader election it goes to the leader, and waits for one, as :meth:`put`."""
         items = list(refs)
         return await self._write(lambda i: Delete(id=i, refs=items), DeleteReply)
 
@@ -358,19 +373,47 @@ class Client:
 
     async def _write(self, build: Callable[[int], ClientMessage], expected: type[_R]) -> _R:
         """A put or delete: sent here, or to the leader a follower replica named
-        (``not_leader``), and to that leader from then on while its connection lasts."""
-        leader = self._leader
-        if leader is not None and leader._lost is not None:
-            self._leader = None
-            await trio.aclose_forcefully(leader._stream)
-            leader = None
-        try:
-            return await (leader or self)._call(build, expected)
-        except RemoteError as exc:
-            if exc.code != "not_leader" or exc.reply.leader is None or self._nursery is None:
-                raise
-            target = await self._connect_leader(exc.reply.leader)
-        return await target._call(build, expected)
+        (``not_leader``), and to that leader from then on while its connection lasts.
+
+        A write refused with ``not_leader`` was not done, so it is sent again: to the leader
+        named, or, while none leads (no ``leader``) or the one named cannot be reached (it
+        died and its lease has not yet run out), here again after a backoff, until a leader
+        takes it or :attr:`leader_wait_seconds` have passed (then :class:`LeaderUnavailable`).
+        A write whose connection is lost after it was sent is not sent again: it may have
+        been done (the caller finds out by reading).
+        """
+        deadline = trio.current_time() + self.leader_wait_seconds
+        backoff = Backoff(initial=0.05, maximum=1.0, jitter=0.5)
+        while True:
+            leader = self._leader
+            if leader is not None and leader._lost is not None:
+                self._leader = None
+                await trio.aclose_forcefully(leader._stream)
+                leader = None
+            try:
+                return await (leader or self)._call(build, expected)
+            except RemoteError as exc:
+                if exc.code != "not_leader" or self._nursery is None:
+                    raise
+                why = str(exc)
+                named = exc.reply.leader
+            if named is not None and named != self.server:
+                try:
+                    target = await self._connect_leader(named)
+                    return await target._call(build, expected)
+                except RemoteError as exc:
+                    if exc.code != "not_leader":
+                        raise
+                    why = str(exc)
+                except ServerUnreachable as exc:
+                    why = f"the leader it names is unreachable: {exc}"
+            now = trio.current_time()
+            if now >= deadline:
+                raise LeaderUnavailable(
+                    f"no podium replica took the write within {self.leader_wait_seconds:g} s "
+                    f"(podium at {self.server}: {why})"
+                )
+            await trio.sleep(min(backoff.next_delay(), deadline - now))
 
     async def _connect_leader(self, address: str) -> Client:
         """The connection to the leader at ``address`` (opened once, reused)."""
@@ -555,6 +598,7 @@ async def connect(
     tls: ssl.SSLContext | None = None,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     watch_buffer: int = WATCH_BUFFER,
+    leader_wait_seconds: float = LEADER_WAIT_SECONDS,
 ) -> AsyncIterator[Client]:
     """Connect to a daemon, do the handshake, and yield a :class:`Client`.
 
@@ -567,6 +611,10 @@ async def connect(
         tls: TLS for a TCP server (:func:`client_ssl_context`); None for plain text.
         max_frame_bytes: the largest reply frame accepted.
         watch_buffer: events each watch may hold unread (see :data:`WATCH_BUFFER`).
+        leader_wait_seconds: how long a write answered ``not_leader`` waits for a replica
+            to take it (while none leads, or the one named cannot be reached) before it
+            fails with :class:`LeaderUnavailable` (:data:`LEADER_WAIT_SECONDS`: Kubernetes'
+            default lease plus a few seconds; give the daemons' lease plus a few seconds).
 
     Raises:
         ServerUnreachable: nothing answered at ``server``.
@@ -592,7 +640,13 @@ async def connect(
         frames = FrameReader(max_frame_bytes)
         hello = await _handshake(stream, frames, server=server, encoding=encoding, token=token)
         client = Client(
-            stream, frames, hello, server=server, encoding=encoding, watch_buffer=watch_buffer
+            stream,
+            frames,
+            hello,
+            server=server,
+            encoding=encoding,
+            watch_buffer=watch_buffer,
+            leader_wait_seconds=leader_wait_seconds,
         )
         client._token, client._tls, client._max_frame_bytes = token, tls, max_frame_bytes
         try:

@@ -10,6 +10,7 @@ Every one is a :class:`~podium.protocol.errors.PodiumError`::
     └── ClientConnectionError       also a ConnectionError; code "unavailable"
         ├── ServerUnreachable       nothing answered at the address
         ├── ConnectionLost          the connection closed or broke while requests waited
+        ├── LeaderUnavailable       no replica took a write within the leader wait
         └── TLSFailed               the TLS handshake failed, or the daemon speaks TLS
 
 A frame the daemon sends that cannot be read raises the protocol's own
@@ -24,6 +25,7 @@ from podium.protocol.wire import ErrorReply
 __all__ = [
     "ClientConnectionError",
     "ConnectionLost",
+    "LeaderUnavailable",
     "RemoteError",
     "ServerUnreachable",
     "TLSFailed",
@@ -79,6 +81,11 @@ class ServerUnreachable(ClientConnectionError):
 
 class ConnectionLost(ClientConnectionError):
     """The connection closed or broke while requests were waiting (or a new one was sent)."""
+
+
+class LeaderUnavailable(ClientConnectionError):
+    """A write answered ``not_leader`` found no replica to take it within the client's leader
+    wait (no leader was elected, or the one named could not be reached); it was not done."""
 
 
 class TLSFailed(ClientConnectionError):

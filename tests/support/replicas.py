@@ -61,12 +61,14 @@ class Replicas:
         hosts: list[str] | None = None,
         wrappers: list[list[str]] | None = None,
         token: str | None = None,
+        lease: float = LEASE,
     ) -> None:
         # Replicas on hosts of their own (network namespaces) listen beyond loopback: with a
         # token (clients present ``token``) and without TLS.
         self.hosts = hosts
         self.wrappers = wrappers or [[] for _ in range(size)]
         self.token = token
+        self.lease = lease
         self._start_daemon = start_daemon
         self.cluster = cluster
         self.folder = folder
@@ -96,7 +98,7 @@ class Replicas:
             str(self.config),
             "--leader-elect",
             "--leader-elect-lease-duration",
-            str(LEASE),
+            str(self.lease),
             "--leader-elect-renew-deadline",
             "1.5",
             "--leader-elect-retry-period",

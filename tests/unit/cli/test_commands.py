@@ -29,7 +29,7 @@ from podium.cli.main import build_parser
 from podium.cli.objects import resolve_kind
 from podium.cli.output import human_duration
 from podium.protocol import objects as o
-from podium.protocol.client import DEFAULT_CHUNK_SIZE
+from podium.protocol.client import DEFAULT_CHUNK_SIZE, Backoff
 from podium.protocol.errors import ErrorCode
 from podium.protocol.wire import (
     Cancel,
@@ -840,36 +840,58 @@ def _ev(watch_id: int, revision: int, type_: str, **fields: Any) -> Event:
     )
 
 
-def watch_daemon(end: ErrorReply | None) -> Handler:
+def watch_daemon(end: ErrorReply | None, *, resumed: ErrorReply | None = None) -> Handler:
+    """A daemon whose lists are empty at revision 40 and whose watch streams revisions 41-43,
+    then ``end``; with ``resumed``, the first watch ends so (a retried error) and the next,
+    from 43, streams 44 and then ``end``."""
+    watches: list[int] = []
+
     def handler(request: ClientMessage) -> Sequence[Outgoing]:
         if isinstance(request, Cancel):
             return [CancelReply(id=request.id)]
+        if isinstance(request, Get):
+            return [GetReply(id=request.id, revision=40, items=[])]
         assert isinstance(request, Watch)
         i = request.id
+        watches.append(i)
+        if resumed is not None and len(watches) > 1:
+            assert request.from_revision == 43
+            added = _ev(i, 44, "Added", name="web-2", object=make_pod("web-2").obj())
+            last = [] if end is None else [msgspec.structs.replace(end, id=i)]
+            return [WatchReply(id=i, revision=43), added, *last]
         events: list[Outgoing] = [
             WatchReply(id=i, revision=40),
-            _ev(i, 41, "Added", kind="Node", namespace="", name="n1"),
+            _ev(i, 41, "Added", kind="Node", namespace="", name="n1", object=make_node("n1").obj()),
             _ev(i, 42, "Bound", node="n1", object=make_pod("web-1").node("n1").obj()),
             _ev(
                 i,
                 43,
                 "Unschedulable",
                 name="big",
+                object=make_pod("big").obj(),
                 message="0/1 nodes are available: 1 Insufficient cpu.",
             ),
         ]
-        if end is not None:
-            events.append(msgspec.structs.replace(end, id=i))
+        ending = resumed if resumed is not None else end
+        if ending is not None:
+            events.append(msgspec.structs.replace(ending, id=i))
         return events
 
     return handler
 
 
 UNAVAILABLE = ErrorReply(id=0, code="unavailable", message="podium is shutting down")
+DAMAGED = ErrorReply(id=0, code="internal", message="the event row of revision 44 does not decode")
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The informer behind ``podium watch`` retries at once (its backoff has its own tests)."""
+    monkeypatch.setattr(Backoff, "next_delay", lambda self: 0.0)
 
 
 def test_watch_prints_a_line_per_event(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    server = serve(watch_daemon(UNAVAILABLE))
+    server = serve(watch_daemon(DAMAGED))
     code = podium("watch", "--from-revision", "40", "--kind", "po", "--kind", "no",
                   "--server", server.address)  # fmt: skip
     out, err = capsys.readouterr()
@@ -878,13 +900,29 @@ def test_watch_prints_a_line_per_event(serve: Any, capsys: pytest.CaptureFixture
         "42 Bound pod/default/web-1 -> n1\n"
         "43 Unschedulable pod/default/big 0/1 nodes are available: 1 Insufficient cpu.\n"
     )
-    assert code == 1  # the stream ended with an error
-    assert err == "error: podium is shutting down\n"
+    assert code == 1  # the stream ended with an error retrying cannot mend
+    assert err == "error: the event row of revision 44 does not decode\n"
     assert server.requests[0] == Watch(id=1, from_revision=40, kinds=["Pod", "Node"])
 
 
+def test_watch_resumes_after_the_daemon_ends_it_printing_nothing_twice(
+    serve: Any, capsys: pytest.CaptureFixture[str], no_backoff: None
+) -> None:
+    server = serve(watch_daemon(DAMAGED, resumed=UNAVAILABLE))
+    assert podium("watch", "--from-revision", "40", "--server", server.address) == 1
+    out, err = capsys.readouterr()
+    assert [line.split(" ")[0] for line in out.splitlines()] == ["41", "42", "43", "44"]
+    assert err == (
+        "warning: podium is shutting down; trying again in 0.0 s\n"
+        "error: the event row of revision 44 does not decode\n"
+    )
+    watches = [r for r in server.requests if isinstance(r, Watch)]
+    assert [w.from_revision for w in watches] == [40, 43]
+    assert len(server.connections) == 2  # the command's own, then one to resume
+
+
 def test_watch_json_is_ndjson(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    server = serve(watch_daemon(UNAVAILABLE))
+    server = serve(watch_daemon(DAMAGED))
     podium("watch", "-o", "json", "--server", server.address)
     lines = capsys.readouterr().out.splitlines()
     docs = [json.loads(line) for line in lines]
@@ -899,18 +937,61 @@ def test_watch_json_is_ndjson(serve: Any, capsys: pytest.CaptureFixture[str]) ->
     assert docs[1]["object"]["spec"]["nodeName"] == "n1"
 
 
-def test_watch_of_a_compacted_revision_says_list_again(
-    serve: Any, capsys: pytest.CaptureFixture[str]
+def test_watch_of_a_compacted_revision_lists_again_and_prints_the_difference(
+    serve: Any, capsys: pytest.CaptureFixture[str], no_backoff: None
 ) -> None:
     def handler(request: ClientMessage) -> Sequence[Outgoing]:
-        gone = ErrorReply(id=request.id, code="gone", message="compacted", revision=500)
-        return [gone]
+        if isinstance(request, Get):
+            pods = [make_pod("web-1").obj()] if request.kind == "Pod" else []
+            return [GetReply(id=request.id, revision=500, items=pods)]
+        assert isinstance(request, Watch)
+        if request.from_revision == 7:
+            return [ErrorReply(id=request.id, code="gone", message="compacted", revision=500)]
+        assert request.from_revision == 500
+        deleted = _ev(request.id, 501, "Deleted", object=make_pod("web-1").obj())
+        end = msgspec.structs.replace(DAMAGED, id=request.id)
+        return [WatchReply(id=request.id, revision=500), deleted, end]
 
     server = serve(handler)
     assert podium("watch", "--from-revision", "7", "--server", server.address) == 1
-    assert capsys.readouterr().err == (
-        "error: revision 7 is compacted; oldest kept is 500: list again\n"
+    out, err = capsys.readouterr()
+    assert out == "500 Added pod/default/web-1\n501 Deleted pod/default/web-1\n"
+    assert err == (
+        "warning: compacted; trying again in 0.0 s\n"
+        "error: the event row of revision 44 does not decode\n"
     )
+
+
+def test_get_watch_prints_the_list_then_each_object_as_it_changes(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        if isinstance(request, Get):
+            assert (request.kind, request.namespace) == ("Pod", "default")
+            return [GetReply(id=request.id, revision=40, items=[make_pod("web-1").obj()])]
+        assert isinstance(request, Watch)
+        assert (request.from_revision, request.kinds) == (40, ["Pod"])
+        i = request.id
+        return [
+            WatchReply(id=i, revision=40),
+            _ev(
+                i, 41, "Added", name="db", namespace="shop", object=make_pod("db").ns("shop").obj()
+            ),
+            _ev(i, 42, "Bound", node="node-1", object=make_pod("web-1").node("node-1").obj()),
+            _ev(i, 43, "Added", name="web-2", object=make_pod("web-2").obj()),
+            msgspec.structs.replace(DAMAGED, id=i),
+        ]
+
+    server = serve(handler)
+    assert podium("get", "pods", "-w", "--server", server.address) == 1
+    out, err = capsys.readouterr()
+    assert out == (
+        "NAME    STATUS    NODE     AGE\n"
+        "web-1   Pending   <none>   <unknown>\n"
+        "web-1   Bound     node-1   <unknown>\n"
+        "web-2   Pending   <none>   <unknown>\n"
+    )
+    assert err == "error: the event row of revision 44 does not decode\n"
 
 
 def test_watch_ends_cleanly_on_ctrl_c(
@@ -929,7 +1010,8 @@ def test_watch_ends_cleanly_on_ctrl_c(
     assert podium("watch", "--server", server.address) == 0
     out, err = capsys.readouterr()
     assert (out, err) == ("41\n", "")
-    assert server.requests[-1] == Cancel(id=2, target=1)  # the daemon heard the watch end
+    watch = next(r for r in server.requests if isinstance(r, Watch))
+    assert server.requests[-1] == Cancel(id=watch.id + 1, target=watch.id)  # heard the end
 
 
 # --------------------------------------------------------------------------- explain

@@ -25,6 +25,7 @@ from podium.protocol.client import (
     BlockingClient,
     Client,
     ConnectionLost,
+    LeaderUnavailable,
     RemoteError,
     ServerUnreachable,
     connect,
@@ -663,15 +664,49 @@ async def test_a_write_a_follower_refuses_goes_to_the_leader_it_names() -> None:
     assert leader_requests == ["Put", "Put"]
 
 
-async def test_not_leader_without_a_leader_is_raised() -> None:
+async def test_a_write_waits_while_no_replica_leads_then_fails_naming_why() -> None:
+    """Issue 26: ``not_leader`` without a leader is retried until the leader wait is over,
+    then fails with LeaderUnavailable (the write was not done)."""
+
     def follower(request: ClientMessage) -> list[Outgoing]:
         return [ErrorReply(id=request.id, code="not_leader", message="no replica leads")]
 
     with trio.fail_after(5):
-        async with fake_server(follower) as server, connect(server.address) as c:
-            with pytest.raises(RemoteError) as caught:
+        async with (
+            fake_server(follower) as server,
+            connect(server.address, leader_wait_seconds=0.3) as c,
+        ):
+            with pytest.raises(LeaderUnavailable) as caught:
                 await c.put([make_pod("web").obj()])
-    assert caught.value.code == "not_leader"
+    assert str(caught.value) == (
+        f"no podium replica took the write within 0.3 s (podium at {server.address}: "
+        "no replica leads)"
+    )
+    assert len([r for r in server.requests if isinstance(r, Put)]) > 1
+
+
+async def test_a_write_goes_through_once_a_replica_leads() -> None:
+    """The replica connected to refuses with ``not_leader`` naming a dead leader (its lease
+    has not run out), then leads itself: the write is done there, once."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{closed.getsockname()[1]}"
+    puts: list[int] = []
+
+    def replica(request: ClientMessage) -> list[Outgoing]:
+        if isinstance(request, Put):
+            puts.append(request.id)
+            if len(puts) < 3:
+                return [
+                    ErrorReply(id=request.id, code="not_leader", message="follows", leader=dead)
+                ]
+        return answer(request)
+
+    with trio.fail_after(5):
+        async with fake_server(replica) as server, connect(server.address) as c:
+            reply = await c.put([make_pod("web").obj()])
+    assert reply.revision == 8
+    assert len(puts) == 3
 
 
 async def test_several_addresses_use_the_first_that_answers() -> None:
