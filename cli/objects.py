@@ -196,6 +196,8 @@ def _load(paths: Sequence[str], *, strict: bool = False) -> Loaded | None:
             err(f"error: {e}")
         err("error: nothing was sent")
         return None
+    for w in loaded.warnings:
+        err(f"warning: {w}")
     if loaded.skipped:
         err(skipped_line(loaded.skipped))
     if not loaded.objects and not loaded.skipped:

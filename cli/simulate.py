@@ -180,6 +180,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     for w in plugins.warnings:
         err(f"warning: {w}")
     loaded = load_all(args.file, stdin=sys.stdin.buffer, strict=args.strict)
+    for w in loaded.warnings:
+        err(f"warning: {w}")
     if loaded.skipped:
         err(skipped_line(loaded.skipped))
     objects = loaded.objects
