@@ -27,9 +27,16 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 KUBECTL_JSON = FIXTURES / "kubectl-get-nodes-pods.json"
 KUBECTL_YAML = FIXTURES / "kubectl-get-multi.yaml"
 CLIENT_GO = FIXTURES / "real-shaped" / "client-go"
-TURN3_INSIGHTS = (
-    Path(__file__).resolve().parents[3] / "shared" / "real-clusters" / "turn3" / "insights"
+# The shared real files (issue 26), beside the checkout or a worktree's parent: not copied here.
+TURN3 = next(
+    (
+        p / "shared" / "real-clusters" / "turn3"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "real-clusters" / "turn3").is_dir()
+    ),
+    Path("/nonexistent"),
 )
+TURN3_INSIGHTS = TURN3 / "insights"
 MISSING_KIND = "missing kind: add `kind:` and `apiVersion:` (e.g. `kind: Pod` and `apiVersion: v1`)"
 GRAMMAR = (
     "does not match the Kubernetes quantity grammar (e.g. '100m', '1.5', '1Gi', '2e3', '500M')"
