@@ -32,9 +32,11 @@ written or the process exits is ignored.
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 import threading
+import warnings
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
@@ -136,7 +138,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:
         if not is_interrupt(exc):
             raise
-        return _interrupted(args)
+        stopped = exc
+    # Only a Ctrl-C gets here. What it cut short is freed under a filter: a coroutine it left
+    # unawaited (``trio.open_tcp_stream(...)`` made, not yet awaited) would otherwise print a
+    # three-line RuntimeWarning when the traceback's frames go.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        del stopped
+        gc.collect()
+    return _interrupted(args)
 
 
 def _interrupted(args: argparse.Namespace | None) -> int:

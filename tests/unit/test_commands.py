@@ -969,6 +969,21 @@ def test_ctrl_c_stops_a_command_with_130_and_one_line(
     assert capsys.readouterr() == ("", "interrupted\n")
 
 
+def test_ctrl_c_between_making_a_coroutine_and_awaiting_it_says_only_interrupted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def connect() -> None:
+        raise AssertionError("never awaited")
+
+    def cut_short(args: object) -> int:
+        pending = connect()  # as `await trio.open_tcp_stream(...)` is, when SIGINT lands between
+        raise KeyboardInterrupt(pending)
+
+    monkeypatch.setattr(stats_command, "cmd_stats", cut_short)
+    assert main(["stats"]) == EXIT_INTERRUPTED
+    assert capsys.readouterr() == ("", "interrupted\n")  # no "coroutine ... never awaited"
+
+
 def test_an_error_group_without_an_interrupt_is_not_swallowed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
