@@ -43,11 +43,10 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
-__all__ = ["EXIT_INTERRUPTED", "build_parser", "main", "run"]
+__all__ = ["EXIT_INTERRUPTED", "GROUP_OF_COMMAND", "build_parser", "main", "run"]
 
 EXIT_INTERRUPTED = 130
 """A program stopped by SIGINT, as shells report it (128 + 2)."""
-
 
 GROUP_OF_COMMAND: dict[str, str] = {
     "simulate": "simulate",
@@ -99,13 +98,15 @@ def _commands_named(argv: Sequence[str]) -> list[str] | None:
     not a flag is one (the top level has no flag that takes a value), none for ``podium
     --version``, else None: every command, so that ``--help`` and a mistyped command list
     them all."""
-    word = next((a for a in argv if not a.startswith("-")), None)
-    if word is not None:
-        return [word] if word in GROUP_OF_COMMAND else None
+    at = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))
+    if any(a in ("-h", "--help") for a in argv[:at]):
+        return None  # `podium -h get` is podium's own help: every command listed
+    if at < len(argv):
+        return [argv[at]] if argv[at] in GROUP_OF_COMMAND else None
     return [] if argv and all(a == "--version" for a in argv) else None
 
 
-def is_interrupt(exc: BaseException) -> bool:
+def _is_interrupt(exc: BaseException) -> bool:
     """Whether ``exc`` is a Ctrl-C: a ``KeyboardInterrupt``, or a group holding one (what
     ``trio.run`` raises when the interrupt met a nursery). The group's other exceptions are
     what stopping did to the command (a connection cut short), not errors of their own."""
@@ -136,28 +137,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         return code
     except BaseException as exc:
-        if not is_interrupt(exc):
+        if not _is_interrupt(exc):
             raise
         stopped = exc
-    # Only a Ctrl-C gets here. What it cut short is freed under a filter: a coroutine it left
-    # unawaited (``trio.open_tcp_stream(...)`` made, not yet awaited) would otherwise print a
-    # three-line RuntimeWarning when the traceback's frames go.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        del stopped
-        gc.collect()
-    return _interrupted(args)
-
-
-def _interrupted(args: argparse.Namespace | None) -> int:
-    """Say (at most) one line that the command was stopped; its exit code."""
+    # Only a Ctrl-C gets here; a second one while it is said is the same request.
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None
     try:
+        # What it cut short is freed under a filter: a coroutine it left unawaited
+        # (``trio.open_tcp_stream(...)`` made, not yet awaited) would otherwise print a
+        # three-line RuntimeWarning when the traceback's frames go.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            del stopped
+            gc.collect()
         if args is not None and not getattr(args, "quiet_interrupt", False):
             sys.stderr.write("interrupted\n")
             sys.stderr.flush()
-    except BrokenPipeError:
+    except BrokenPipeError:  # stderr closed: nothing can be said
         pass
     finally:
         if previous is not None:
