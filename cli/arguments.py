@@ -12,8 +12,6 @@ import argparse
 import re
 from collections.abc import Callable, Sequence
 
-from podium.protocol.client import parse_server
-
 __all__ = [
     "add_command",
     "add_command_group",
@@ -106,6 +104,9 @@ def positive_seconds(text: str) -> float:
 def server_address(value: str) -> str:
     """An argparse type: a daemon's address, ``HOST:PORT`` or ``unix:PATH``, or several
     comma-separated (replicas: the first that answers; writes follow the leader)."""
+    # Imported here: the client imports trio, which building the parser does not need.
+    from podium.protocol.client.transport import parse_server
+
     try:
         for one in value.split(","):
             parse_server(one.strip())

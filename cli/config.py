@@ -10,29 +10,62 @@ Owns: nothing; warnings of the config file go to stderr.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-from typing import Any
-
-import msgspec
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from podium.cli.output import err
-from podium.protocol.config import SchedulerConfig, load_config
 
-__all__ = ["configured", "podium_version"]
+if TYPE_CHECKING:
+    from podium.protocol.config import SchedulerConfig
+
+__all__ = ["VersionAction", "configured", "podium_version"]
 
 
 def podium_version() -> str:
     """The installed distribution's version (``0+unknown`` in a source tree without one)."""
+    # Imported here: importlib.metadata costs tens of milliseconds that only --version and
+    # serve's ready line need.
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("podium")
     except PackageNotFoundError:  # running from a source tree without an install
         return "0+unknown"
 
 
+class VersionAction(argparse.Action):
+    """``--version``: print ``podium VERSION`` and exit 0, reading the version only then."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings,
+            dest=dest,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="show program's version number and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        sys.stdout.write(f"podium {podium_version()}\n")  # on stdout, as argparse's own
+        parser.exit()
+
+
 def configured(args: argparse.Namespace) -> SchedulerConfig:
     """The configuration: flags over the config file over the defaults (README.md, "Policies and configuration")."""
+    import dataclasses
+    from pathlib import Path
+
+    import msgspec
+
+    from podium.protocol.config import load_config
+
     config = load_config(args.config)
     for w in config.warnings:
         err(f"warning: {w}")

@@ -19,13 +19,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import trio
-
-from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.cli.arguments import add_command, add_command_group
 from podium.cli.output import (
     EXIT_FAILED,
@@ -36,19 +32,17 @@ from podium.cli.output import (
     err,
     out,
 )
-from podium.protocol.config import load_config
 from podium.protocol.errors import StoreError
-from podium.protocol.objects import Node, Pod
-from podium.store.etcd.durability import etcd_durability
-from podium.store.export import export_prefix
-from podium.store.location import EtcdLocation, parse_store_url
-from podium.store.tools import (
-    CheckReport,
-    RecoverReport,
-    backup_database,
-    check_database,
-    recover_database,
-)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from podium.protocol.objects import Node, Pod
+    from podium.store.location import EtcdLocation
+    from podium.store.tools import CheckReport, RecoverReport
+
+# The store, its etcd client and the actors' NodeInfo are imported inside the commands: every
+# ``podium`` command builds this module's parser (issue 26 point 5).
 
 __all__ = ["cmd_backup", "cmd_check", "cmd_recover", "over_allocatable", "register"]
 
@@ -60,6 +54,8 @@ def over_allocatable(node: Node, pods: Sequence[Pod]) -> list[str]:
     (``status.allocatable``, else ``status.capacity``); the pod count is checked against the
     node's ``pods`` as PodFitsResources does (predicates.go@v1.14). Equal is not over.
     """
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+
     info = NodeInfo(node, (PodInfo(p) for p in pods))
     want, have = info.requested, info.allocatable
     over: list[str] = []
@@ -109,6 +105,12 @@ def _print_report(report: CheckReport) -> None:
 def _export(args: argparse.Namespace, location: EtcdLocation, dest: str, *, force: bool) -> int:
     """Copy the etcd store at ``location`` into ``dest`` (``podium.etcd`` from ``--config``
     for TLS and the user); its revision."""
+    import trio
+
+    from podium.protocol.config import load_config
+    from podium.store.etcd.durability import etcd_durability
+    from podium.store.export import export_prefix
+
     settings = load_config(args.config).podium
 
     async def export() -> int:
@@ -122,11 +124,17 @@ def _export(args: argparse.Namespace, location: EtcdLocation, dest: str, *, forc
 
 
 def _etcd_location(path: str) -> EtcdLocation | None:
+    from podium.store.location import EtcdLocation, parse_store_url
+
     where = parse_store_url(path) if path.startswith("etcd://") else None
     return where if isinstance(where, EtcdLocation) else None
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from podium.store.tools import check_database
+
     location = _etcd_location(args.path)
     if location is None:
         return _report(check_database(args.path, over_committed=over_allocatable), args)
@@ -172,6 +180,8 @@ class _Bar:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
+    from podium.store.tools import backup_database
+
     location = _etcd_location(args.path)
     if location is not None:
         try:
@@ -208,6 +218,8 @@ def _recover_json(report: RecoverReport) -> dict[str, object]:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
+    from podium.store.tools import recover_database
+
     try:
         report = recover_database(args.path, args.dest, force=args.force)
     except StoreError as exc:

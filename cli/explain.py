@@ -11,9 +11,7 @@ Emits: an Explain request; text or JSON on stdout.
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-import msgspec
+from typing import TYPE_CHECKING, Any
 
 from podium.cli.output import (
     EXIT_OK,
@@ -25,14 +23,17 @@ from podium.cli.output import (
     verdict_table,
 )
 from podium.cli.remote import add_remote_command, run_client
-from podium.protocol.client import Client
-from podium.protocol.objects import namespace_or_default
-from podium.protocol.wire import ExplainReply
+
+if TYPE_CHECKING:
+    from podium.protocol.client import Client
+    from podium.protocol.wire import ExplainReply
 
 __all__ = ["cmd_explain", "register"]
 
 
 def _explain_doc(reply: ExplainReply) -> dict[str, Any]:
+    import msgspec
+
     doc: dict[str, Any] = msgspec.to_builtins(reply.placement)
     doc["hints"] = msgspec.to_builtins(reply.hints)
     return doc
@@ -63,6 +64,8 @@ def _print_explain(reply: ExplainReply) -> None:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """``podium explain [NS/]NAME``: the placement, node by node, and the hints."""
+    from podium.protocol.objects import namespace_or_default
+
     namespace, _, name = args.pod.rpartition("/")
     namespace = namespace_or_default(namespace)
     if not name or "/" in namespace:

@@ -16,16 +16,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
-import msgspec
-import yaml
-
-from podium.actors.framework.nodeinfo import PodInfo
 from podium.cli.arguments import add_file_options, at_least
 from podium.cli.output import (
     EXIT_FAILED,
@@ -45,36 +38,18 @@ from podium.cli.output import (
     table,
 )
 from podium.cli.remote import access, add_remote_command, run_client, server_of
-from podium.protocol.client import (
-    DEFAULT_CHUNK_SIZE,
-    Client,
-    Informer,
-    Notification,
-    RemoteError,
-    connect,
-)
-from podium.protocol.errors import LoadErrors
-from podium.protocol.loader import Loaded, load_all
-from podium.protocol.objects import (
-    NAMESPACED_KINDS,
-    KubeObject,
-    LabelSelector,
-    Node,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Pod,
-    PodDisruptionBudget,
-    PriorityClass,
-    ReplicaSet,
-    ReplicationController,
-    Service,
-    StatefulSet,
-    StorageClass,
-    namespace_or_default,
-    scoped_namespace,
-)
-from podium.protocol.validation import SCHEDULING_GATED
-from podium.protocol.wire import DeleteReply, Event, ObjectRef, ObjectStatus, PutReply
+
+if TYPE_CHECKING:
+    from collections import Counter
+    from collections.abc import AsyncIterator, Sequence
+
+    from podium.protocol.client import Client, Informer, Notification
+    from podium.protocol.loader import Loaded
+    from podium.protocol.objects import KubeObject, LabelSelector, Node, Pod
+    from podium.protocol.wire import DeleteReply, Event, ObjectStatus, PutReply
+
+# The client, the objects, msgspec and yaml are imported inside the commands: building the
+# parser must not pay for them (issue 26 point 5; tests/unit/test_cli_startup.py).
 
 __all__ = [
     "KIND_ALIASES",
@@ -109,8 +84,10 @@ KIND_ALIASES: dict[str, str] = {
 }
 """kubectl's resource names, singular names and short names (and the Kind in any case)."""
 
-# PyYAML's safe dumper, the C one when available (a large list dumps ~10x faster).
-_YAML_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+DEFAULT_CHUNK_SIZE = 2000
+""":data:`podium.protocol.client.DEFAULT_CHUNK_SIZE`, written out for ``--chunk-size``'s help
+(the parser is built without the client); a test keeps the two equal."""
+
 _ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 
 
@@ -205,8 +182,13 @@ def _load(paths: Sequence[str], *, strict: bool = False) -> Loaded | None:
     """Every object of the files (``-`` is stdin), or None after printing every load error.
 
     The kinds Podium does not schedule are skipped with one summary line on stderr (refused
-    when ``strict``).
+    when ``strict``). Files that hold only such kinds load as nothing to send, as ``simulate``
+    reads them (issue 26 point 2: "apply every rendered file" loops); files with no object at
+    all are an error.
     """
+    from podium.protocol.errors import LoadErrors
+    from podium.protocol.loader import load_all
+
     try:
         loaded = load_all(paths, stdin=sys.stdin.buffer, strict=strict)
     except LoadErrors as exc:
@@ -214,13 +196,23 @@ def _load(paths: Sequence[str], *, strict: bool = False) -> Loaded | None:
             err(f"error: {e}")
         err("error: nothing was sent")
         return None
+    for w in loaded.warnings:
+        err(f"warning: {w}")
     if loaded.skipped:
         err(skipped_line(loaded.skipped))
-    if not loaded.objects:
-        what = "of the kinds Podium schedules " if loaded.skipped else ""
-        err(f"error: no objects {what}found in {', '.join(paths)}")
+    if not loaded.objects and not loaded.skipped:
+        err(f"error: no objects found in {', '.join(paths)}")
         return None
     return loaded
+
+
+def _nothing_sent(output: str, skipped: Counter[str]) -> int:
+    """Files that held only kinds Podium does not schedule: nothing to send, and that is no
+    failure (the skipped line is already on stderr); ``-o json`` prints no object and what
+    was skipped, without a revision (no daemon was asked)."""
+    if output == "json":
+        dump_json({"objects": [], "skipped": skipped_doc(skipped)})
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------- apply
@@ -259,6 +251,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     loaded = _load(args.file, strict=args.strict)
     if loaded is None:
         return EXIT_FAILED
+    if not loaded.objects:
+        return _nothing_sent(args.output, loaded.skipped)
 
     async def body(client: Client) -> int:
         return _print_statuses(await client.put(loaded.objects), args.output, loaded.skipped)
@@ -271,6 +265,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_delete(args: argparse.Namespace) -> int:
     """``podium delete KIND NAME`` or ``-f FILE``: delete the objects in one atomic request."""
+    from podium.protocol.objects import scoped_namespace
+    from podium.protocol.wire import ObjectRef
+
     if args.file:
         if args.kind or args.name:
             err("error: give either KIND NAME or -f FILE, not both")
@@ -278,6 +275,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
         loaded = _load(args.file)
         if loaded is None:
             return EXIT_FAILED
+        if not loaded.objects:
+            return _nothing_sent(args.output, loaded.skipped)
         refs = [
             ObjectRef(kind=type(o).__name__, name=o.metadata.name, namespace=o.metadata.namespace)
             for o in loaded.objects
@@ -306,6 +305,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 def pod_status(pod: Pod) -> str:
     """Terminating, a terminal phase, Bound (a node is set), SchedulingGated (its PodScheduled
     condition says so, as kubectl's printPod reads it) or Pending."""
+    from podium.protocol.validation import SCHEDULING_GATED
+
     if pod.metadata.deletion_timestamp:
         return "Terminating"
     if pod.status.phase in ("Succeeded", "Failed"):
@@ -350,6 +351,20 @@ def _taints_text(node: Node) -> str:
 
 def _row(obj: KubeObject, *, wide: bool) -> tuple[list[str], list[str]]:
     """(header, row) of one object, without NAMESPACE; AGE last (then the wide columns)."""
+    from podium.protocol.objects import (
+        Node,
+        PersistentVolume,
+        PersistentVolumeClaim,
+        Pod,
+        PodDisruptionBudget,
+        PriorityClass,
+        ReplicaSet,
+        ReplicationController,
+        Service,
+        StatefulSet,
+        StorageClass,
+    )
+
     age = _age(obj.metadata.creation_timestamp)
     name = obj.metadata.name
     match obj:
@@ -357,6 +372,10 @@ def _row(obj: KubeObject, *, wide: bool) -> tuple[list[str], list[str]]:
             header = ["NAME", "STATUS", "NODE", "AGE"]
             row = [name, pod_status(obj), obj.spec.node_name or "<none>", age]
             if wide:
+                # Requests as the scheduler counts them (init containers, overhead): the
+                # actors' PodInfo, imported only for -o wide.
+                from podium.actors.framework.nodeinfo import PodInfo
+
                 info = PodInfo(obj)
                 header += ["PRIORITY", "CPU", "MEMORY", "NOMINATED NODE", "MESSAGE"]
                 row += [
@@ -450,6 +469,8 @@ def cmd_get(args: argparse.Namespace) -> int:
     except ValueError as exc:
         err(f"error: {exc}")
         return EXIT_USAGE
+    from podium.protocol.objects import NAMESPACED_KINDS, namespace_or_default
+
     namespaced = kind in NAMESPACED_KINDS
     if args.all_namespaces and args.name:
         err("error: a resource cannot be retrieved by name across all namespaces")
@@ -498,7 +519,12 @@ def cmd_get(args: argparse.Namespace) -> int:
             if args.output == "json":
                 dump_json(doc)
             else:
-                sys.stdout.write(yaml.dump(doc, Dumper=_YAML_DUMPER, sort_keys=False))
+                import yaml
+
+                # PyYAML's safe dumper, the C one when available (a large list dumps ~10x
+                # faster).
+                dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+                sys.stdout.write(yaml.dump(doc, Dumper=dumper, sort_keys=False))
             return EXIT_OK
         if not items:
             where = f" in {namespace} namespace" if namespace is not None else ""
@@ -528,6 +554,10 @@ def _informer(
 ) -> Informer:
     """An informer on the command's daemon(s), with its access flags: its first connection
     is the command's own ``client``; each retry is told on stderr."""
+    from contextlib import asynccontextmanager
+
+    from podium.protocol.client import Informer, connect
+
     server = server_of(args)
     token, tls = access(args, server)
     first = [client]
@@ -557,6 +587,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
         err(f"error: {exc}")
         return EXIT_USAGE
     as_json = args.output == "json"
+    import msgspec
+
+    from podium.protocol.client import RemoteError
 
     async def body(client: Client) -> int:
         informer = _informer(args, client, kinds, from_revision=args.from_revision)
@@ -575,7 +608,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             print_remote_error(exc)
         return EXIT_FAILED
 
-    return run_client(args, body, until_interrupted=True)
+    return run_client(args, body)
 
 
 def _watch_objects(
@@ -583,6 +616,13 @@ def _watch_objects(
 ) -> int:
     """``podium get KIND [NAME] -w``: the list, then each object again as it changes (its row,
     or its JSON/YAML document), until Ctrl-C, resuming by itself as ``podium watch`` does."""
+    import msgspec
+    import yaml
+
+    from podium.protocol.client import RemoteError
+
+    # PyYAML's safe dumper, the C one when available.
+    dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     widths: list[int] = []
 
     def rows(objs: Sequence[KubeObject]) -> list[list[str]]:
@@ -615,7 +655,7 @@ def _watch_objects(
                 out(msgspec.json.encode(object_doc(obj)).decode())
             else:
                 sys.stdout.write(
-                    "---\n" + yaml.dump(object_doc(obj), Dumper=_YAML_DUMPER, sort_keys=False)
+                    "---\n" + yaml.dump(object_doc(obj), Dumper=dumper, sort_keys=False)
                 )
         sys.stdout.flush()
 
@@ -640,7 +680,7 @@ def _watch_objects(
             print_remote_error(exc)
         return EXIT_FAILED
 
-    return run_client(args, body, until_interrupted=True)
+    return run_client(args, body)
 
 
 # --------------------------------------------------------------------------- parser
@@ -800,4 +840,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--kind", action="append", metavar="KIND", help="only this kind; repeatable (default: all)"
     )
     add_output_option(p, ("text", "json"), "text")
-    p.set_defaults(func=cmd_watch)
+    # Ctrl-C is how a watch ends: exit 130 (as for every command) but no "interrupted" line.
+    p.set_defaults(func=cmd_watch, quiet_interrupt=True)

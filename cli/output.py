@@ -21,15 +21,17 @@ import math
 import re
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import msgspec
+if TYPE_CHECKING:
+    from collections import Counter
 
-from podium.protocol.client import RemoteError
-from podium.protocol.objects import KubeObject, enc_hook
-from podium.protocol.wire import Event, NodeVerdict, ObjectError
+    import msgspec
+
+    from podium.protocol.client import RemoteError
+    from podium.protocol.objects import KubeObject
+    from podium.protocol.wire import NodeVerdict, ObjectError
 
 __all__ = [
     "EXIT_DAMAGED",
@@ -51,6 +53,9 @@ __all__ = [
     "table",
     "verdict_table",
 ]
+
+# Nothing here imports msgspec, trio or the objects at import time: every command's parser is
+# built from this module, and ``podium --version`` should not pay for them (issue 26 point 5).
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DAMAGED, EXIT_DEPOSED = 0, 1, 2, 3, 4
 
@@ -147,6 +152,10 @@ def human_duration(seconds: float) -> str:
 
 def object_doc(obj: KubeObject) -> dict[str, Any]:
     """The v1 JSON form of an object, with ``apiVersion`` and ``kind`` first (as kubectl)."""
+    import msgspec
+
+    from podium.protocol.objects import enc_hook
+
     doc: dict[str, Any] = msgspec.to_builtins(obj, enc_hook=enc_hook)
     kind = doc.pop("kind")
     doc.pop("apiVersion", None)
@@ -155,6 +164,11 @@ def object_doc(obj: KubeObject) -> dict[str, Any]:
 
 def message_doc(msg: msgspec.Struct) -> dict[str, Any]:
     """A reply or event as JSON, without the wire's ``msg`` and ``id``."""
+    import msgspec
+
+    from podium.protocol.objects import enc_hook
+    from podium.protocol.wire import Event
+
     doc: dict[str, Any] = msgspec.to_builtins(msg, enc_hook=enc_hook)
     doc.pop("msg", None)
     doc.pop("id", None)

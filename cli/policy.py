@@ -10,11 +10,14 @@ Emits: a ReloadPolicy request; the predicates and priorities now in force, as te
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from podium.cli.arguments import add_command_group
 from podium.cli.output import EXIT_OK, add_output_option, dump_json, err, message_doc, out
 from podium.cli.remote import add_remote_command, run_client
-from podium.protocol.client import Client
+
+if TYPE_CHECKING:
+    from podium.protocol.client import Client
 
 __all__ = ["cmd_policy_reload", "register"]
 

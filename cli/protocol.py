@@ -13,13 +13,14 @@ import argparse
 
 from podium.cli.arguments import add_command, add_command_group
 from podium.cli.output import EXIT_OK, dump_json
-from podium.protocol.schema import protocol_schema
 
 __all__ = ["cmd_protocol_schema", "register"]
 
 
 def cmd_protocol_schema(args: argparse.Namespace) -> int:
     """``podium protocol schema``: print the schema."""
+    from podium.protocol.schema import protocol_schema
+
     dump_json(protocol_schema())
     return EXIT_OK
 

@@ -13,26 +13,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import ssl
 from collections.abc import Awaitable, Callable
-
-import trio
+from typing import TYPE_CHECKING
 
 from podium.cli.arguments import add_command, server_address
-from podium.cli.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, print_remote_error
-from podium.protocol.client import (
-    DEFAULT_SERVER,
-    Client,
-    ClientConnectionError,
-    RemoteError,
-    ServerUnreachable,
-    client_ssl_context,
-    connect,
-    parse_server,
-    read_token_file,
-)
+from podium.cli.output import EXIT_FAILED, EXIT_USAGE, err, print_remote_error
+
+if TYPE_CHECKING:
+    import ssl
+
+    from podium.protocol.client import Client
 
 __all__ = [
+    "DEFAULT_SERVER",
     "SERVER_ENV",
     "TLS_CA_ENV",
     "TOKEN_ENV",
@@ -45,6 +38,9 @@ __all__ = [
 SERVER_ENV = "PODIUM_SERVER"
 TOKEN_ENV = "PODIUM_TOKEN"
 TLS_CA_ENV = "PODIUM_TLS_CA"
+DEFAULT_SERVER = "127.0.0.1:7070"
+""":data:`podium.protocol.client.DEFAULT_SERVER`, written out so that building the parser does
+not import the client (and trio); a test keeps the two equal."""
 
 
 def _connection_options() -> argparse.ArgumentParser:
@@ -115,14 +111,23 @@ def server_of(args: argparse.Namespace) -> str:
 def run_client(
     args: argparse.Namespace,
     body: Callable[[Client], Awaitable[int]],
-    *,
-    until_interrupted: bool = False,
 ) -> int:
     """Connect, run ``body`` with the client, and map failures to messages and exit codes.
 
-    ``until_interrupted``: the command runs until Ctrl-C, which is then its normal end (exit
-    0); other commands report an interruption as a failure.
+    Cancellation: a Ctrl-C propagates (a ``KeyboardInterrupt``, or a group holding one, from
+    ``trio.run``) once the connection is closed; :func:`podium.cli.main.main` turns it into
+    exit 130.
     """
+    import trio
+
+    from podium.protocol.client import (
+        ClientConnectionError,
+        RemoteError,
+        ServerUnreachable,
+        connect,
+        parse_server,
+    )
+
     server = server_of(args)
     try:
         for one in server.split(","):
@@ -148,10 +153,6 @@ def run_client(
         print_remote_error(exc)
     except ClientConnectionError as exc:
         err(f"error: {exc}")
-    except KeyboardInterrupt:
-        if until_interrupted:
-            return EXIT_OK
-        err("interrupted")
     return EXIT_FAILED
 
 
@@ -163,6 +164,8 @@ def access(args: argparse.Namespace, server: str) -> tuple[str | None, ssl.SSLCo
         ValueError: a token file or CA file that cannot be read, or TLS asked for a Unix
             socket.
     """
+    from podium.protocol.client import client_ssl_context, read_token_file
+
     token: str | None = getattr(args, "token", None)
     token_file: str | None = getattr(args, "token_file", None)
     if not token and token_file:

@@ -21,12 +21,6 @@ import re
 import sys
 from typing import NoReturn
 
-import trio
-
-from podium.actors.daemon.access import check_access
-from podium.actors.daemon.listeners import parse_address
-from podium.actors.daemon.logs import configure as configure_logging
-from podium.actors.daemon.serve import serve
 from podium.cli.arguments import add_command, at_least, file_mode, positive_seconds
 from podium.cli.config import configured, podium_version
 from podium.cli.output import (
@@ -39,7 +33,6 @@ from podium.cli.output import (
 )
 from podium.protocol.config import PodiumSettings, leader_election_problems
 from podium.protocol.errors import DatabaseDamaged, LeadershipLost, StoreError
-from podium.store.location import parse_store_url
 
 __all__ = ["cmd_serve", "register"]
 
@@ -54,6 +47,15 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """``podium serve``: run the daemon until SIGTERM or SIGINT."""
+    # Imported here, not at the top: every ``podium`` command builds this module's parser.
+    import trio
+
+    from podium.actors.daemon.access import check_access
+    from podium.actors.daemon.listeners import parse_address
+    from podium.actors.daemon.logs import configure as configure_logging
+    from podium.actors.daemon.serve import serve
+    from podium.store.location import parse_store_url
+
     try:
         config = configured(args)
         if config.podium.listen is not None:

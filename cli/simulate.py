@@ -13,22 +13,9 @@ progress bar on stderr.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
-from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from podium.actors.cycle.explain import placement
-from podium.actors.daemon.logs import configure as configure_logging
-from podium.actors.framework.nodeinfo import NodeInfo
-from podium.actors.simulation.cluster import (
-    PodOutcome,
-    SimulationError,
-    build_cluster,
-    final_node_infos,
-)
-from podium.actors.simulation.run import simulate
-from podium.actors.supervisor import load_plugin_set
 from podium.cli.arguments import add_command, add_file_options
 from podium.cli.config import configured
 from podium.cli.output import (
@@ -43,7 +30,15 @@ from podium.cli.output import (
     verdict_table,
 )
 from podium.protocol.errors import LoadErrors
-from podium.protocol.loader import load_all
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from podium.actors.framework.nodeinfo import NodeInfo
+    from podium.actors.simulation.cluster import PodOutcome
+
+# The actors (and numpy with them) are imported inside the command: every ``podium`` command
+# builds this module's parser (issue 26 point 5).
 
 __all__ = ["POOL_LABELS", "cmd_simulate", "register"]
 
@@ -115,6 +110,8 @@ def _print_simulation(
     *,
     explain: bool = False,
 ) -> None:
+    from podium.actors.cycle.explain import placement
+
     rows = [["NAMESPACE", "NAME", "NODE", "ATTEMPTS", "REASON"]]
     for o in outcomes:
         reason = o.message or ""
@@ -167,6 +164,14 @@ def _print_simulation(
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``podium simulate -f FILE...``: place the pending pods offline and print the result."""
+    import dataclasses
+
+    from podium.actors.daemon.logs import configure as configure_logging
+    from podium.actors.simulation.cluster import SimulationError, build_cluster, final_node_infos
+    from podium.actors.simulation.run import simulate
+    from podium.actors.supervisor import load_plugin_set
+    from podium.protocol.loader import load_all
+
     as_json = args.output == "json"
     config = configured(args)
     plugins = load_plugin_set(config)
@@ -175,6 +180,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     for w in plugins.warnings:
         err(f"warning: {w}")
     loaded = load_all(args.file, stdin=sys.stdin.buffer, strict=args.strict)
+    for w in loaded.warnings:
+        err(f"warning: {w}")
     if loaded.skipped:
         err(skipped_line(loaded.skipped))
     objects = loaded.objects

@@ -10,6 +10,7 @@ Emits: a Stats request; a two-column table or JSON on stdout.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from podium.cli.output import (
     EXIT_OK,
@@ -20,7 +21,9 @@ from podium.cli.output import (
     table,
 )
 from podium.cli.remote import add_remote_command, run_client
-from podium.protocol.client import Client
+
+if TYPE_CHECKING:
+    from podium.protocol.client import Client
 
 __all__ = ["cmd_stats", "register"]
 

@@ -17,6 +17,14 @@ ConfigMap, Event, ...: every real dump holds them) is counted in :attr:`Loaded.s
 ``default`` (as ``kubectl apply`` does); a cluster-scoped kind's namespace is cleared (as the
 API server does).
 
+Objects without ``kind`` (client-go serialisations, such as an OpenShift insights archive
+holds, one object per file): where a field only one kind Podium reads has says what the object
+is (:data:`KIND_EVIDENCE`: a Node's ``status.nodeInfo``, a Pod's ``spec.containers``, ...), it
+is read as that kind and :attr:`Loaded.warnings` names the file, the object and the field;
+otherwise (no such field, or fields of two kinds) the error says to add ``kind:`` and
+``apiVersion:``. A ReplicaSet or ReplicationController is never guessed: a Deployment has the
+same fields.
+
 Error handling:
     A file is checked whole: :class:`~podium.protocol.errors.LoadErrors` carries one
     :class:`~podium.protocol.errors.LoadError` per bad object, each naming the file, the object
@@ -65,6 +73,7 @@ from podium.protocol.objects import (
 )
 
 __all__ = [
+    "KIND_EVIDENCE",
     "Format",
     "Loaded",
     "decode_object",
@@ -294,11 +303,14 @@ class Loaded:
         origins: per object, its file and its index in that file (as a LoadError counts it:
             every object of every document and list item, skipped ones included).
         skipped: how many objects of each kind Podium does not schedule were skipped.
+        warnings: one line per object read without a ``kind``: the file, the object, the
+            kind it was read as and the field that said so (the CLI prints them on stderr).
     """
 
     objects: list[KubeObject] = field(default_factory=list)
     origins: list[tuple[str, int]] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)
 
     def error_at(self, position: int, reason: str, *, path: str | None = None) -> LoadError:
         """A LoadError naming the file and the object at ``position`` of :attr:`objects`
@@ -333,7 +345,11 @@ def _load_into(
         errors.extend(exc.errors)
         return
     for index, raw in enumerate(raws):
-        result = _decode(raw, strict=strict)
+        inferred = _infer_kind(raw)
+        if isinstance(inferred, _Inferred):
+            loaded.warnings.append(_inferred_warning(raw, inferred, source=source, index=index))
+            raw = {**raw, "kind": inferred.kind}
+        result = inferred if isinstance(inferred, _Failure) else _decode(raw, strict=strict)
         if isinstance(result, _Failure):
             kind, namespace, name = _identity(raw)
             errors.append(
@@ -485,6 +501,85 @@ def _identity(raw: Any) -> tuple[str | None, str | None, str | None]:
     return kind, namespace or None, name or None
 
 
+KIND_EVIDENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Node", ("status.nodeInfo",)),
+    ("Node", ("spec.providerID",)),
+    ("Node", ("spec.podCIDR",)),
+    ("Node", ("spec.podCIDRs",)),
+    ("Pod", ("spec.containers",)),
+    ("PersistentVolume", ("spec.persistentVolumeReclaimPolicy",)),
+    ("PersistentVolume", ("spec.claimRef",)),
+    ("PersistentVolume", ("spec.capacity",)),
+    ("PersistentVolumeClaim", ("spec.volumeName",)),
+    ("PersistentVolumeClaim", ("spec.accessModes", "spec.resources")),
+    ("Service", ("spec.clusterIP",)),
+    ("Service", ("spec.clusterIPs",)),
+    ("StatefulSet", ("spec.serviceName",)),
+    ("StatefulSet", ("spec.volumeClaimTemplates",)),
+    ("StatefulSet", ("spec.podManagementPolicy",)),
+    ("StorageClass", ("provisioner",)),
+    ("PriorityClass", ("value",)),
+    ("PodDisruptionBudget", ("spec.minAvailable",)),
+    ("PodDisruptionBudget", ("spec.maxUnavailable",)),
+    ("PodDisruptionBudget", ("status.disruptionsAllowed",)),
+)
+"""The fields that say what an object without ``kind`` is: each (kind, fields) row holds when
+the object has every field of it. Each field belongs, among the v1 objects, to that kind alone
+(``spec.maxUnavailable`` is a Deployment's only under ``spec.strategy``; a Pod's
+``spec.resources`` (pod-level resources) comes with ``spec.containers``, hence a PVC's
+``spec.resources`` only with ``spec.accessModes``, which a Pod has not)."""
+
+_MISSING_KIND = (
+    "missing kind: add `kind:` and `apiVersion:` (e.g. `kind: Pod` and `apiVersion: v1`)"
+)
+
+
+class _Inferred(typing.NamedTuple):
+    kind: str
+    field: str
+
+
+def _has(raw: dict[str, Any], dotted: str) -> bool:
+    value: Any = raw
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or value.get(part) is None:
+            return False
+        value = value[part]
+    return True
+
+
+def _infer_kind(raw: Any) -> _Inferred | _Failure | None:
+    """What an object without ``kind`` is, by :data:`KIND_EVIDENCE`; why it cannot be told;
+    or None when the object has a kind (or is no mapping: :func:`_decode` says so)."""
+    if not isinstance(raw, dict) or raw.get("kind") not in (None, ""):
+        return None
+    found: dict[str, str] = {}
+    for kind, fields in KIND_EVIDENCE:
+        if kind not in found and all(_has(raw, f) for f in fields):
+            found[kind] = " and ".join(fields)
+    if len(found) == 1:
+        ((kind, evidence),) = found.items()
+        return _Inferred(kind, evidence)
+    if not found:
+        return _Failure(_MISSING_KIND, "$.kind")
+    fits = ", ".join(f"a {kind}'s {evidence}" for kind, evidence in found.items())
+    return _Failure(f"{_MISSING_KIND}; its fields fit more than one kind ({fits})", "$.kind")
+
+
+def _inferred_warning(raw: dict[str, Any], inferred: _Inferred, *, source: str, index: int) -> str:
+    """The line that says an object without ``kind`` was read as ``inferred.kind``."""
+    _, namespace, name = _identity(raw)
+    what = f"{namespace}/{name}" if namespace and name else name or "unnamed"
+    api_version = next(
+        f.default for f in msgspec.structs.fields(KINDS[inferred.kind]) if f.name == "api_version"
+    )
+    return (
+        f"{source}: object {index} ({what}) has no kind; read as a {inferred.kind} for its "
+        f"{inferred.field} (add `kind: {inferred.kind}` and `apiVersion: {api_version}` to "
+        "say so)"
+    )
+
+
 def _decode(raw: Any, *, strict: bool) -> KubeObject | _Failure | str:
     """The object ``raw`` decodes to, why it does not, or (unless ``strict``) its kind when
     Podium does not schedule that kind."""
@@ -492,7 +587,7 @@ def _decode(raw: Any, *, strict: bool) -> KubeObject | _Failure | str:
         return _Failure(f"expected a Kubernetes object (a mapping), got `{_json_type(raw)}`", "$")
     kind = raw.get("kind")
     if kind is None or kind == "":
-        return _Failure("missing kind", "$.kind")
+        return _Failure(_MISSING_KIND, "$.kind")
     if not isinstance(kind, str):
         return _Failure(f"Expected `str`, got `{_json_type(kind)}`", "$.kind")
     cls = KINDS.get(kind)

@@ -1,4 +1,4 @@
-"""``podium bench``: the flags, the progress bar and the report (a table or JSON) of the
+"""``podium bench``: the run, the progress bar and the report (a table or JSON) of the
 benchmark :mod:`podium.cli.bench.scheduler_perf` runs.
 
 Kubernetes counterpart: ``test/integration/scheduler_perf``'s command line (``-perf-scheduling-
@@ -8,6 +8,9 @@ Owns: nothing.
 Emits: a progress bar (pods bound, the rate over the last second) on stderr when it is a
 terminal, and one line per finished run on stderr; a table or JSON on stdout, with ratios
 against a saved JSON run (``--compare``).
+
+The flags are :mod:`podium.cli.benchmarks`', which imports this module only when the command
+runs (the benchmarks import the actors' plugin names and the bench's daemons).
 """
 
 from __future__ import annotations
@@ -19,14 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from podium.cli.arguments import add_command, at_least
 from podium.cli.bench.scheduler_perf import BenchError, RunResult, plan, run_one, summarize
-from podium.cli.bench.workload import WORKLOADS
 from podium.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
     Progress,
-    add_output_option,
     dump_json,
     err,
     out,
@@ -40,7 +40,6 @@ __all__ = [
     "compare",
     "cpu_per_pod_ms",
     "load_baseline",
-    "register",
     "render_comparison",
     "render_table",
     "run_line",
@@ -289,82 +288,3 @@ def _json_safe(value: Any) -> Any:
     if isinstance(value, list):
         return [_json_safe(v) for v in value]
     return value
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``bench`` to ``podium``."""
-    bench = add_command(
-        subparsers,
-        "bench",
-        summary="measure throughput and latency on the Kubernetes scheduler's benchmark workloads",
-        description=(
-            "Run the Kubernetes scheduler's benchmark workloads (test/integration/scheduler_perf)\n"
-            "against a fresh `podium serve` per run (or --server): create the nodes and the\n"
-            "initial pods through the protocol, then create the measured pods as a client would\n"
-            "and count their bindings. Reports throughput in 1 s windows (average, p50/p90/p99,\n"
-            "as scheduler_perf computes it), scheduling-attempt latency from the daemon's\n"
-            "histogram, the daemon's peak RSS and CPU seconds, and its recovery time on restart."
-        ),
-        epilog=(
-            "workloads: " + ", ".join(WORKLOADS) + "\n\n"
-            "examples:\n"
-            "  podium bench                                        # every workload, every size\n"
-            "  podium bench --workload SchedulingBasic --nodes 5000 --runs 3\n"
-            "  podium bench --workload SchedulingBasic --nodes 5000 --pods 150000   # RSS, ~5 min\n"
-            "  podium bench --server 127.0.0.1:7070 --workload SchedulingBasic --nodes 500\n"
-            "  podium bench --workload SchedulingBasic --nodes 500 -o json > base.json\n"
-            "  podium bench --workload SchedulingBasic --nodes 500 --compare base.json\n"
-            "\nWith --server the daemon must be empty; latency, RSS, CPU and recovery are not "
-            "measured (they need the daemon's metrics and process)."
-        ),
-    )
-    bench.add_argument(
-        "--workload",
-        action="append",
-        choices=list(WORKLOADS),
-        metavar="NAME",
-        help="a workload to run (repeatable; default: all)",
-    )
-    bench.add_argument(
-        "--nodes",
-        type=at_least(1),
-        metavar="N",
-        help="run at N nodes only (default: each workload's sizes)",
-    )
-    bench.add_argument(
-        "--pods",
-        type=at_least(1),
-        metavar="N",
-        help="measured pods (default: the workload's count)",
-    )
-    bench.add_argument(
-        "--runs",
-        type=at_least(1),
-        default=1,
-        metavar="N",
-        help="repeat each run N times; figures are medians",
-    )
-    bench.add_argument(
-        "--server", metavar="HOST:PORT", help="use this running daemon instead of starting one"
-    )
-    bench.add_argument(
-        "--compare",
-        type=Path,
-        metavar="FILE",
-        help=(
-            "a saved run (`podium bench -o json > FILE`): print each figure's ratio against "
-            "it (pods/s, attempt p99, CPU per pod, peak RSS); it must hold every workload and "
-            "size run"
-        ),
-    )
-    bench.add_argument(
-        "--serve-arg",
-        action="append",
-        metavar="ARG",
-        help=(
-            "pass ARG to the `podium serve` each run starts (repeatable; a later --policy wins"
-            " over a workload's), e.g. --serve-arg=--policy --serve-arg=extenders.json"
-        ),
-    )
-    add_output_option(bench, ("table", "json"), "table")
-    bench.set_defaults(func=cmd_bench)

@@ -24,11 +24,12 @@ from builders import decode, make_node, make_pod
 from fakeserver import FakeServer, Handler, Outgoing, fake_server_thread
 
 from podium.cli import objects
-from podium.cli import protocol as protocol_command
-from podium.cli.main import build_parser
+from podium.cli import stats as stats_command
+from podium.cli.main import EXIT_INTERRUPTED, build_parser, main
 from podium.cli.objects import resolve_kind
 from podium.cli.output import human_duration
 from podium.protocol import objects as o
+from podium.protocol import schema
 from podium.protocol.client import DEFAULT_CHUNK_SIZE, Backoff
 from podium.protocol.errors import ErrorCode
 from podium.protocol.wire import (
@@ -267,16 +268,32 @@ def test_apply_strict_refuses_an_unknown_kind_naming_file_object_and_kind(
     assert server.requests == []
 
 
-def test_apply_of_only_skipped_kinds_sends_nothing(
+@pytest.mark.parametrize("command", ["apply", "delete"])
+def test_a_file_of_only_skipped_kinds_sends_nothing_and_succeeds(
+    command: str, serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As `simulate` reads it (issue 26 point 2): "apply every rendered file" loops go on.
+    server = serve(Daemon([]))
+    path = write(tmp_path / "cfg.yaml", _OTHER_KINDS[:2])
+    assert podium(command, "-f", path, "--server", server.address) == 0
+    assert capsys.readouterr() == (
+        "",
+        "skipped 2 objects of 2 kinds Podium does not schedule: ConfigMap 1, Deployment 1\n",
+    )
+    assert podium(command, "-f", path, "--server", server.address, "-o", "json") == 0
+    out, _ = capsys.readouterr()
+    assert json.loads(out) == {"objects": [], "skipped": {"ConfigMap": 1, "Deployment": 1}}
+    assert server.requests == []
+
+
+def test_apply_of_a_file_without_objects_fails(
     serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server = serve(Daemon([]))
-    path = write(tmp_path / "cfg.yaml", _OTHER_KINDS[:1])
-    assert podium("apply", "-f", path, "--server", server.address) == 1
-    assert capsys.readouterr().err == (
-        "skipped 1 object of 1 kind Podium does not schedule: ConfigMap 1\n"
-        f"error: no objects of the kinds Podium schedules found in {path}\n"
-    )
+    path = tmp_path / "empty.yaml"
+    path.write_text("# nothing yet\n---\n")
+    assert podium("apply", "-f", str(path), "--server", server.address) == 1
+    assert capsys.readouterr().err == f"error: no objects found in {path}\n"
     assert server.requests == []
 
 
@@ -994,7 +1011,7 @@ def test_get_watch_prints_the_list_then_each_object_as_it_changes(
     assert err == "error: the event row of revision 44 does not decode\n"
 
 
-def test_watch_ends_cleanly_on_ctrl_c(
+def test_ctrl_c_ends_a_watch_with_130_and_no_line(
     serve: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server = serve(watch_daemon(None))
@@ -1007,11 +1024,57 @@ def test_watch_ends_cleanly_on_ctrl_c(
         return str(event.revision)
 
     monkeypatch.setattr(objects, "event_line", line_then_interrupt)
-    assert podium("watch", "--server", server.address) == 0
-    out, err = capsys.readouterr()
-    assert (out, err) == ("41\n", "")
+    assert main(["watch", "--server", server.address]) == EXIT_INTERRUPTED
+    assert capsys.readouterr() == ("41\n", "")
     watch = next(r for r in server.requests if isinstance(r, Watch))
     assert server.requests[-1] == Cancel(id=watch.id + 1, target=watch.id)  # heard the end
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        KeyboardInterrupt(),
+        # What trio.run raises when the interrupt met a nursery with a connection in it.
+        BaseExceptionGroup("", [ConnectionResetError("cut"), KeyboardInterrupt()]),
+        BaseExceptionGroup("", [BaseExceptionGroup("", [KeyboardInterrupt()])]),
+    ],
+    ids=["bare", "in-a-group", "in-a-nested-group"],
+)
+def test_ctrl_c_stops_a_command_with_130_and_one_line(
+    raised: BaseException, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(args: object) -> int:
+        raise raised
+
+    monkeypatch.setattr(stats_command, "cmd_stats", interrupted)
+    assert main(["stats"]) == EXIT_INTERRUPTED
+    assert capsys.readouterr() == ("", "interrupted\n")
+
+
+def test_ctrl_c_between_making_a_coroutine_and_awaiting_it_says_only_interrupted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def connect() -> None:
+        raise AssertionError("never awaited")
+
+    def cut_short(args: object) -> int:
+        pending = connect()  # as `await trio.open_tcp_stream(...)` is, when SIGINT lands between
+        raise KeyboardInterrupt(pending)
+
+    monkeypatch.setattr(stats_command, "cmd_stats", cut_short)
+    assert main(["stats"]) == EXIT_INTERRUPTED
+    assert capsys.readouterr() == ("", "interrupted\n")  # no "coroutine ... never awaited"
+
+
+def test_an_error_group_without_an_interrupt_is_not_swallowed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fail(args: object) -> int:
+        raise BaseExceptionGroup("", [ConnectionResetError("cut")])
+
+    monkeypatch.setattr(stats_command, "cmd_stats", fail)
+    with pytest.RaisesGroup(ConnectionResetError):
+        main(["stats"])
 
 
 # --------------------------------------------------------------------------- explain
@@ -1265,9 +1328,8 @@ def test_policy_reload_refused(serve: Any, capsys: pytest.CaptureFixture[str]) -
 def test_protocol_schema_prints_the_schema(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(
-        protocol_command, "protocol_schema", lambda: {"$defs": {"Hello": {"type": "object"}}}
-    )
+    # The command imports the schema when it runs (building the parser does not).
+    monkeypatch.setattr(schema, "protocol_schema", lambda: {"$defs": {"Hello": {"type": "object"}}})
     assert podium("protocol", "schema") == 0
     assert json.loads(capsys.readouterr().out) == {"$defs": {"Hello": {"type": "object"}}}
 

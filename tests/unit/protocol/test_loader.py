@@ -26,6 +26,18 @@ from podium.protocol.loader import (
 
 KUBECTL_JSON = FIXTURES / "kubectl-get-nodes-pods.json"
 KUBECTL_YAML = FIXTURES / "kubectl-get-multi.yaml"
+CLIENT_GO = FIXTURES / "real-shaped" / "client-go"
+# The shared real files (issue 26), beside the checkout or a worktree's parent: not copied here.
+TURN3 = next(
+    (
+        p / "shared" / "real-clusters" / "turn3"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "real-clusters" / "turn3").is_dir()
+    ),
+    Path("/nonexistent"),
+)
+TURN3_INSIGHTS = TURN3 / "insights"
+MISSING_KIND = "missing kind: add `kind:` and `apiVersion:` (e.g. `kind: Pod` and `apiVersion: v1`)"
 GRAMMAR = (
     "does not match the Kubernetes quantity grammar (e.g. '100m', '1.5', '1Gi', '2e3', '500M')"
 )
@@ -325,7 +337,7 @@ BADS = [
     Bad(
         "missing kind",
         "metadata: {name: web}\n",
-        [(0, None, None, "web", "$.kind", "missing kind")],
+        [(0, None, None, "web", "$.kind", MISSING_KIND)],
     ),
     Bad(
         "kind not a string",
@@ -521,12 +533,12 @@ def test_load_all_strict_refuses_each_unknown_kind_naming_file_object_and_kind(
             "$.spec.nodeName",
             "Expected `str`, got `int`",
         ),
-        ("an empty kind", "kind: ''\nmetadata: {name: p}\n", "$.kind", "missing kind"),
+        ("an empty kind", "kind: ''\nmetadata: {name: p}\n", "$.kind", MISSING_KIND),
         (
             "an item of a kind: List without a kind",
             "kind: List\nitems: [{metadata: {name: p}}]\n",
             "$.kind",
-            "missing kind",
+            MISSING_KIND,
         ),
         (
             "a kind that is not a string",
@@ -623,3 +635,197 @@ def test_read_document(case: Doc) -> None:
         with pytest.raises(LoadErrors) as caught:
             read_document(case.text, source=case.source)
         assert str(caught.value) == case.error
+
+
+# --------------------------------------------------------------------------- objects without kind
+
+
+@dataclass(frozen=True)
+class Kindless:
+    name: str
+    raw: dict[str, object]
+    kind: str  # what it is read as
+    field: str  # the field that said so
+
+
+_META = {"metadata": {"name": "x"}}
+KINDLESS = [
+    Kindless(
+        "a Node by its status.nodeInfo",
+        {**_META, "status": {"nodeInfo": {"kubeletVersion": "v1.30.1"}}},
+        "Node",
+        "status.nodeInfo",
+    ),
+    Kindless(
+        "a Node by its spec.providerID",
+        {**_META, "spec": {"providerID": "aws:///eu-west-1a/i-0abc"}},
+        "Node",
+        "spec.providerID",
+    ),
+    Kindless(
+        "a Node by its spec.podCIDR",
+        {**_META, "spec": {"podCIDR": "10.244.1.0/24"}},
+        "Node",
+        "spec.podCIDR",
+    ),
+    Kindless(
+        "a Pod by its spec.containers",
+        {**_META, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        "Pod",
+        "spec.containers",
+    ),
+    Kindless(
+        "a Pod with pod-level resources is still a Pod",
+        {**_META, "spec": {"containers": [{"name": "c"}], "resources": {"requests": {"cpu": "1"}}}},
+        "Pod",
+        "spec.containers",
+    ),
+    Kindless(
+        "a PersistentVolume by its spec.persistentVolumeReclaimPolicy",
+        {
+            **_META,
+            "spec": {"persistentVolumeReclaimPolicy": "Retain", "accessModes": ["ReadWriteOnce"]},
+        },
+        "PersistentVolume",
+        "spec.persistentVolumeReclaimPolicy",
+    ),
+    Kindless(
+        "a PersistentVolumeClaim by its spec.accessModes and spec.resources",
+        {
+            **_META,
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+        "PersistentVolumeClaim",
+        "spec.accessModes and spec.resources",
+    ),
+    Kindless(
+        "a Service by its spec.clusterIP",
+        {**_META, "spec": {"clusterIP": "10.96.0.10", "selector": {"app": "dns"}}},
+        "Service",
+        "spec.clusterIP",
+    ),
+    Kindless(
+        "a StatefulSet by its spec.serviceName",
+        {**_META, "spec": {"serviceName": "db", "selector": {"matchLabels": {"a": "b"}}}},
+        "StatefulSet",
+        "spec.serviceName",
+    ),
+    Kindless(
+        "a StorageClass by its provisioner",
+        {**_META, "provisioner": "ebs.csi.aws.com"},
+        "StorageClass",
+        "provisioner",
+    ),
+    Kindless("a PriorityClass by its value", {**_META, "value": 1000}, "PriorityClass", "value"),
+    Kindless(
+        "a PodDisruptionBudget by its spec.minAvailable",
+        {**_META, "spec": {"minAvailable": 1}},
+        "PodDisruptionBudget",
+        "spec.minAvailable",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", KINDLESS, ids=attrgetter("name"))
+def test_an_object_without_kind_is_read_as_what_its_fields_say(case: Kindless) -> None:
+    text = json.dumps(case.raw)
+    objects = load_text(text, source="x.json")
+    assert [type(x).__name__ for x in objects] == [case.kind]
+
+
+@pytest.mark.parametrize("case", KINDLESS, ids=attrgetter("name"))
+def test_load_all_warns_once_naming_the_file_the_object_and_the_field(
+    case: Kindless, tmp_path: Path
+) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(case.raw))
+    loaded = load_all([path])
+    assert [type(x).__name__ for x in loaded.objects] == [case.kind]
+    api_version = loaded.objects[0].api_version
+    assert loaded.warnings == [
+        f"{path}: object 0 (x) has no kind; read as a {case.kind} for its {case.field} "
+        f"(add `kind: {case.kind}` and `apiVersion: {api_version}` to say so)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "reason"),
+    [
+        ("no field says what it is", {"metadata": {"name": "x"}, "data": {"k": "v"}}, MISSING_KIND),
+        # A Deployment has a ReplicaSet's fields: neither is guessed.
+        (
+            "a Deployment or a ReplicaSet",
+            {"metadata": {"name": "x"}, "spec": {"replicas": 2, "selector": {}, "template": {}}},
+            MISSING_KIND,
+        ),
+        (
+            "fields of two kinds",
+            {"metadata": {"name": "x"}, "spec": {"containers": [], "podCIDR": "10.0.0.0/24"}},
+            f"{MISSING_KIND}; its fields fit more than one kind (a Node's spec.podCIDR, "
+            "a Pod's spec.containers)",
+        ),
+        (
+            "a null field is no evidence",
+            {"metadata": {"name": "x"}, "spec": {"containers": None}},
+            MISSING_KIND,
+        ),
+    ],
+)
+def test_an_object_without_kind_its_fields_do_not_name_says_how_to_fix_it(
+    name: str, raw: dict[str, object], reason: str
+) -> None:
+    with pytest.raises(LoadErrors) as caught:
+        load_text(json.dumps(raw), source="x.json")
+    (error,) = caught.value.errors
+    assert (error.path, error.reason) == ("$.kind", reason)
+    assert str(error) == f"x.json: object 0 (x) at $.kind: {reason}"
+
+
+def test_a_wrong_field_of_an_object_read_without_kind_names_the_kind_it_was_read_as() -> None:
+    raw = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]},
+    }
+    with pytest.raises(LoadErrors) as caught:
+        load_text(json.dumps(raw), source="p.json")
+    (error,) = caught.value.errors
+    assert (error.kind, error.namespace, error.name) == ("Pod", "default", "p")
+    assert error.path == "$.spec.containers[0].resources.requests['cpu']"
+
+
+def test_client_go_files_load_one_object_a_file_with_one_warning_each() -> None:
+    files = [CLIENT_GO / "node_edge-7.json", CLIENT_GO / "pod_telemetry_collector-0.json"]
+    loaded = load_all(files)
+    assert [(type(x).__name__, x.metadata.namespace, x.metadata.name) for x in loaded.objects] == [
+        ("Node", "", "edge-7"),
+        ("Pod", "telemetry", "collector-0"),
+    ]
+    assert loaded.warnings == [
+        f"{files[0]}: object 0 (edge-7) has no kind; read as a Node for its status.nodeInfo "
+        "(add `kind: Node` and `apiVersion: v1` to say so)",
+        f"{files[1]}: object 0 (telemetry/collector-0) has no kind; read as a Pod for its "
+        "spec.containers (add `kind: Pod` and `apiVersion: v1` to say so)",
+    ]
+
+
+def test_a_client_go_secret_cannot_be_told_and_says_how_to_fix_it() -> None:
+    path = CLIENT_GO / "secret_telemetry_token.json"
+    with pytest.raises(LoadErrors) as caught:
+        load_all([path])
+    assert [str(e) for e in caught.value.errors] == [
+        f"{path}: object 0 (telemetry/collector-token) at $.kind: {MISSING_KIND}"
+    ]
+
+
+@pytest.mark.skipif(not TURN3_INSIGHTS.is_dir(), reason="the shared real files are not here")
+def test_the_insights_archive_loads_unedited() -> None:
+    files = sorted(TURN3_INSIGHTS.glob("*.json"))
+    loaded = load_all(files)
+    kinds = sorted(type(x).__name__ for x in loaded.objects)
+    assert kinds == ["Node", "Node", "Pod", "Pod"]
+    assert len(loaded.warnings) == len(files) == 4
+    for file, warning in zip(files, loaded.warnings, strict=True):
+        assert warning.startswith(f"{file}: object 0 (")
