@@ -25,7 +25,7 @@ import trio
 
 from podium.actors.daemon.logs import configure as configure_logging
 from podium.actors.daemon.serve import check_access, parse_address, serve
-from podium.cli.arguments import add_command, at_least, file_mode, positive_seconds
+from podium.cli.arguments import add_command, at_least, duration, file_mode, positive_seconds
 from podium.cli.config import configured, podium_version
 from podium.cli.output import (
     EXIT_DAMAGED,
@@ -178,21 +178,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     election.add_argument(
         "--leader-elect-lease-duration",
-        type=float,
-        metavar="SECONDS",
-        help="the leader's lease: how soon a follower takes over a dead leader (default 15)",
+        type=duration,
+        metavar="DURATION",
+        help=(
+            "the leader's lease: how soon a follower takes over a dead leader; 15s, 1m30s "
+            "or seconds (default 15s)"
+        ),
     )
     election.add_argument(
         "--leader-elect-renew-deadline",
-        type=float,
-        metavar="SECONDS",
-        help="how long the leader tries to renew before it gives up and exits (default 10)",
+        type=duration,
+        metavar="DURATION",
+        help="how long the leader tries to renew before it gives up and exits (default 10s)",
     )
     election.add_argument(
         "--leader-elect-retry-period",
-        type=float,
-        metavar="SECONDS",
-        help="between renewals, and between a follower's attempts to lead (default 2)",
+        type=duration,
+        metavar="DURATION",
+        help="between renewals, and between a follower's attempts to lead (default 2s)",
     )
     election.add_argument(
         "--leader-elect-identity",
