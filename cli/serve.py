@@ -15,6 +15,7 @@ leader election lost the lead (its supervisor restarts it as a follower).
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import re
@@ -86,7 +87,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         deposed = True
     except* OSError as group:
         for error in _leaves(group):
-            err(f"error: cannot listen: {error}")
+            err(f"error: {_listen_error(error, config.podium)}")
         failed = True
     except* StoreError as group:
         # Locked by another daemon, unreadable, or a commit failed: the log has the details.
@@ -98,6 +99,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if deposed:
         return EXIT_DEPOSED
     return EXIT_FAILED if failed else EXIT_OK
+
+
+_LISTEN_SETTINGS = (("listen", "--listen"), ("metrics", "--metrics"), ("unix", "--unix"))
+
+
+def _listen_error(error: OSError, settings: PodiumSettings) -> str:
+    """A listener that could not be opened, said with its address and the flag (and config key)
+    that names it: ``cannot listen on 127.0.0.1:7070 (--listen, podium.listen): address
+    already in use``."""
+    reason = error.strerror or str(error)
+    reason = reason[:1].lower() + reason[1:]
+    for key, flag in _LISTEN_SETTINGS:
+        address = getattr(settings, key)
+        if address is not None and error.filename == address:
+            hint = ""
+            if error.errno == errno.EADDRINUSE:
+                hint = "; another process holds it: stop it, or choose another address (port 0 picks a free one)"
+            return f"cannot listen on {address} ({flag}, podium.{key}): {reason}{hint}"
+    return f"cannot listen: {error}"
 
 
 def _exit_now(code: int) -> NoReturn:

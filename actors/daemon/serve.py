@@ -281,8 +281,7 @@ async def open_listeners(
     unix: list[trio.SocketListener] = []
     address = None
     if settings.listen is not None:
-        host, port = parse_address(settings.listen)
-        tcp.extend(await trio.open_tcp_listeners(port, host=host))
+        tcp.extend(await _open_tcp_listeners(settings.listen))
         address = _format_address(tcp[0].socket.getsockname())
     if settings.unix is not None:
         unix.append(await _open_unix_listener(settings.unix, int(settings.unix_mode, 8)))
@@ -296,9 +295,22 @@ async def open_metrics_listeners(
     None when metrics are off)."""
     if config.podium.metrics is None:
         return [], None
-    host, port = parse_address(config.podium.metrics)
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    return list(listeners), _format_address(listeners[0].socket.getsockname())
+    listeners = await _open_tcp_listeners(config.podium.metrics)
+    return listeners, _format_address(listeners[0].socket.getsockname())
+
+
+async def _open_tcp_listeners(address: str) -> list[trio.SocketListener]:
+    """TCP listeners on ``address`` (``host:port``).
+
+    Raises:
+        OSError: it cannot be bound (in use, not this host's, ...), with ``address`` as its
+            ``filename``, so that the command line can say which setting names it.
+    """
+    host, port = parse_address(address)
+    try:
+        return list(await trio.open_tcp_listeners(port, host=host))
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), address) from exc
 
 
 class Readiness:

@@ -453,6 +453,35 @@ def test_bad_flags_and_policy_fail_before_serving(tmp_path: Path) -> None:
     assert "NoSuchPredicate" in proc.stderr
 
 
+@pytest.mark.parametrize("held", ["listen", "metrics"])
+def test_an_address_in_use_is_named_with_its_flag(
+    daemon: Daemon, tmp_path: Path, held: str
+) -> None:
+    taken = daemon.address if held == "listen" else daemon.metrics
+    flags = {"listen": "127.0.0.1:0", "metrics": "127.0.0.1:0", held: taken}
+    proc = subprocess.run(
+        [
+            PODIUM,
+            "serve",
+            "--listen",
+            flags["listen"],
+            "--metrics",
+            flags["metrics"],
+            "--db",
+            str(tmp_path / "other.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: cannot listen on {taken} (--{held}, podium.{held}): address already in use; "
+        "another process holds it: stop it, or choose another address (port 0 picks a free one)"
+    )
+
+
 def test_a_second_daemon_on_the_same_database_names_the_holder(
     daemon: Daemon, tmp_path: Path
 ) -> None:
