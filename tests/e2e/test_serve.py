@@ -453,6 +453,27 @@ def test_bad_flags_and_policy_fail_before_serving(tmp_path: Path) -> None:
     assert "NoSuchPredicate" in proc.stderr
 
 
+def test_policy_reload_says_the_daemon_has_no_policy_file(
+    daemon: Daemon, start_daemon: StartDaemon, tmp_path: Path
+) -> None:
+    refused = daemon.cli("policy", "reload")
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        "error: this daemon was started without a policy file: it runs the default policy, and "
+        "there is no file to read again (to use one, restart it with --policy FILE, or with a "
+        "config whose algorithmSource.policy.file.path names it)\n"
+    )
+    second = tmp_path / "second"  # (a database of its own)
+    second.mkdir()
+    policy = second / "policy.json"
+    policy.write_text('{"kind": "Policy", "predicates": [{"name": "PodFitsResources"}]}')
+    with_file = start_daemon("--policy", str(policy), cwd=second)
+    policy.write_text('{"kind": "Policy", "predicates": [{"name": "HostName"}]}')
+    reloaded = with_file.cli("policy", "reload", "-o", "json")
+    assert reloaded.returncode == 0, reloaded.stderr
+    assert json.loads(reloaded.stdout)["predicates"] == ["HostName"]
+
+
 @pytest.mark.parametrize("held", ["listen", "metrics"])
 def test_an_address_in_use_is_named_with_its_flag(
     daemon: Daemon, tmp_path: Path, held: str
