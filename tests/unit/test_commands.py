@@ -1058,6 +1058,22 @@ def test_explain_text(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+def test_explain_says_no_node_can_ever_hold_a_pod_asking_beyond_every_node(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        hint = Hint(resource="nvidia.com/gpu", missing="4", nodes=2, is_beyond_every_node=True)
+        return [msgspec.structs.replace(EXPLAINED, id=request.id, hints=[hint])]
+
+    server = serve(handler)
+    assert podium("explain", "big", "--server", server.address) == 0
+    assert capsys.readouterr().out.endswith(
+        "Hints:\n"
+        "  no node can ever hold it: it asks 4 more nvidia.com/gpu than the largest node's "
+        "allocatable\n"
+    )
+
+
 def test_explain_of_a_pod_that_fits(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
     def handler(request: ClientMessage) -> Sequence[Outgoing]:
         placement = Placement(
@@ -1124,8 +1140,8 @@ def test_explain_json_is_the_simulate_entry_plus_hints(
     }
     assert list(doc["nodes"]) == ["n2", "n3", "n1"]  # walk order kept
     assert doc["hints"] == [
-        {"resource": "cpu", "missing": "200m", "nodes": 2},
-        {"resource": "memory", "missing": "1Gi", "nodes": 1},
+        {"resource": "cpu", "missing": "200m", "nodes": 2, "is_beyond_every_node": False},
+        {"resource": "memory", "missing": "1Gi", "nodes": 1, "is_beyond_every_node": False},
     ]
 
 
