@@ -235,6 +235,7 @@ async def test_every_request_kind_round_trips(daemon: Daemon, encoding: str) -> 
                 await cl.put([make_pod("x").spec(priorityClassName="nope").obj()])
             assert rejected.value.code == "invalid"
             assert rejected.value.errors[0].path == "$.spec.priorityClassName"
+            assert rejected.value.path == "$.objects[0].spec.priorityClassName"
 
 
 def test_unix_socket_serves_the_same_protocol(daemon: Daemon) -> None:
