@@ -104,10 +104,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 _LISTEN_SETTINGS = (("listen", "--listen"), ("metrics", "--metrics"), ("unix", "--unix"))
 
 
-def _listen_error(error: OSError, settings: PodiumSettings) -> str:
+def _listen_error(error: BaseException, settings: PodiumSettings) -> str:
     """A listener that could not be opened, said with its address and the flag (and config key)
     that names it: ``cannot listen on 127.0.0.1:7070 (--listen, podium.listen): address
     already in use``."""
+    if not isinstance(error, OSError):  # (the leaves of an OSError group are OSErrors)
+        return f"cannot listen: {error}"
     reason = error.strerror or str(error)
     reason = reason[:1].lower() + reason[1:]
     for key, flag in _LISTEN_SETTINGS:

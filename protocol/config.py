@@ -627,7 +627,7 @@ def _read_durations(kept: dict[str, Any], problems: list[Problem]) -> dict[str, 
     copy; a bad one is a problem naming its key)."""
     podium = kept.get("podium")
     election = podium.get("leaderElection") if isinstance(podium, dict) else None
-    if not isinstance(election, dict):
+    if not isinstance(podium, dict) or not isinstance(election, dict):
         return kept
     read = dict(election)
     for key in DURATION_KEYS:
