@@ -54,15 +54,7 @@ from podium.protocol.extender import check_extenders, ignored_resources
 from podium.store.actor import StoreActor
 from podium.store.mail import Published, StoreMsg
 
-__all__ = [
-    "MAILBOX",
-    "NO_POLICY_FILE",
-    "Handles",
-    "Runtime",
-    "StoreFactory",
-    "load_plugin_set",
-    "reload_plugin_set",
-]
+__all__ = ["MAILBOX", "Handles", "Runtime", "StoreFactory", "load_plugin_set"]
 
 log = logging.getLogger("podium.supervisor")
 
@@ -116,26 +108,6 @@ def load_plugin_set(config: SchedulerConfig, policy_file: str | None = None) -> 
         warnings=list(resolved.warnings),
         extenders=tuple(resolved.extenders),
     )
-
-
-NO_POLICY_FILE = (
-    "this daemon was started without a policy file: it runs the default policy, and there is "
-    "no file to read again (to use one, restart it with --policy FILE, or with a config whose "
-    "algorithmSource.policy.file.path names it)"
-)
-"""Why ``podium policy reload`` is refused by a daemon that read no policy file."""
-
-
-def reload_plugin_set(config: SchedulerConfig) -> PluginSet:
-    """Read the config's policy file again (``podium policy reload``).
-
-    Raises:
-        PolicyError: the daemon has no policy file (:data:`NO_POLICY_FILE`), or it is
-            unreadable or breaks a rule.
-    """
-    if config.policy_file is None:
-        raise PolicyError([("", NO_POLICY_FILE)])
-    return load_plugin_set(config)
 
 
 class Runtime:

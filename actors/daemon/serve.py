@@ -49,13 +49,7 @@ from podium.actors.gateway.watch import HubMsg
 from podium.actors.mail import BeginScheduling, SchedulerMsg
 from podium.actors.runtime.mailbox import send
 from podium.actors.runtime.tracing import setup_tracing
-from podium.actors.supervisor import (
-    MAILBOX,
-    Runtime,
-    StoreFactory,
-    load_plugin_set,
-    reload_plugin_set,
-)
+from podium.actors.supervisor import MAILBOX, Runtime, StoreFactory, load_plugin_set
 from podium.protocol import metrics
 from podium.protocol.config import (
     AccessToken,
@@ -489,7 +483,8 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
         plugins,
         _store(config, replica),
         subscribers=[hub_tx.clone()],
-        reload_plugins=lambda: reload_plugin_set(config),
+        # Without a policy file there is nothing to read again: reload says so (not_found).
+        reload_plugins=(lambda: load_plugin_set(config)) if config.policy_file else None,
         tracing=tracing,
     )
     readiness = Readiness(runtime, replica.election if replica is not None else None)

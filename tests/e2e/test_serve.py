@@ -222,7 +222,7 @@ async def test_every_request_kind_round_trips(daemon: Daemon, encoding: str) -> 
             assert [p.metadata.name for p in (await cl.get("Pod")).items] == ["web"]
             with pytest.raises(RemoteError) as no_file:  # (reloaded with one: a test below)
                 await cl.reload_policy()
-            assert no_file.value.code == "invalid"
+            assert no_file.value.code == "not_found"
             assert "started without a policy file" in str(no_file.value)
             stats = await cl.stats()
             assert (stats.nodes, stats.pods, stats.ready) == (1, 1, True)
