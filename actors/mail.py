@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import msgspec
 
 from podium.actors.framework.snapshot import SnapshotDelta
+from podium.protocol.errors import ErrorCode
 from podium.store.mail import Committed, Recovered, StoreMsg
 
 if TYPE_CHECKING:
@@ -453,12 +454,15 @@ class ReloadPlugins(_Mail, frozen=True, kw_only=True):
 
 
 class Reloaded(_Mail, frozen=True, kw_only=True):
-    """The predicates and weighted priorities now in force, or the error that kept the old."""
+    """The predicates and weighted priorities now in force, or the error that kept the old
+    (``code``: ``invalid`` for a policy that breaks a rule, ``not_found`` for a daemon with no
+    policy file to read again)."""
 
     predicates: list[str]
     priorities: list[tuple[str, int]]
     warnings: list[str] = []
     error: str | None = None
+    code: ErrorCode = "invalid"
 
 
 class SchedulerStats(_Mail, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ __all__ = [
     "add_command_group",
     "add_file_options",
     "at_least",
+    "duration",
     "file_mode",
     "positive_seconds",
     "server_address",
@@ -98,6 +99,21 @@ def positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text}")
+    return value
+
+
+def duration(text: str) -> float:
+    """An argparse type: a duration above 0 as kube-scheduler's flags take it (``15s``,
+    ``1m30s``, ``500ms``: Go's ``time.ParseDuration``), or plain seconds (``15``); in seconds.
+    """
+    from podium.protocol.duration import parse_seconds
+
+    try:
+        value = parse_seconds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a duration above 0, got {text!r}")
     return value
 
 

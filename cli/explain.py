@@ -58,6 +58,12 @@ def _print_explain(reply: ExplainReply) -> None:
         out()
         out("Hints:")
         for h in reply.hints:
+            if h.is_beyond_every_node:
+                out(
+                    f"  no node can ever hold it: it asks {h.missing} more {h.resource} than "
+                    "the largest node's allocatable"
+                )
+                continue
             plural = "node" if h.nodes == 1 else "nodes"
             out(f"  needs {h.missing} more {h.resource} on {h.nodes} {plural}")
 

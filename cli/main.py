@@ -14,7 +14,7 @@ Command groups, one module each (in ``podium --help`` order): :mod:`~podium.cli.
 Start-up: a command module registers its parser with the standard library only and imports
 what its command needs (trio, the client, the actors, numpy) inside the command's function, so
 ``podium --version`` and ``podium get`` pay only for what they use (issue 26 point 5;
-tests/unit/test_cli_startup.py keeps it so). This module imports nothing at the top but
+tests/unit/cli/test_startup.py keeps it so). This module imports nothing at the top but
 ``signal`` and ``sys``: everything else is imported inside :func:`main`, where a Ctrl-C is
 caught.
 

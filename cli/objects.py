@@ -49,10 +49,11 @@ if TYPE_CHECKING:
     from podium.protocol.wire import DeleteReply, Event, ObjectStatus, PutReply
 
 # The client, the objects, msgspec and yaml are imported inside the commands: building the
-# parser must not pay for them (issue 26 point 5; tests/unit/test_cli_startup.py).
+# parser must not pay for them (issue 26 point 5; tests/unit/cli/test_startup.py).
 
 __all__ = [
     "KIND_ALIASES",
+    "NAMESPACE_ALIASES",
     "cmd_apply",
     "cmd_delete",
     "cmd_get",
@@ -462,8 +463,80 @@ def _print_table(items: Sequence[KubeObject], *, wide: bool, all_ns: bool) -> No
     table([header, *rows])
 
 
+NAMESPACE_ALIASES = frozenset({"namespaces", "namespace", "ns"})
+"""kubectl's names for namespaces, which Podium reads off the namespaced objects."""
+
+
+def _namespace_doc(name: str, created: str | None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if created:
+        metadata["creationTimestamp"] = created
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": metadata,
+        "status": {"phase": "Active"},
+    }
+
+
+def _get_namespaces(args: argparse.Namespace) -> int:
+    """``podium get ns [NAME]``: the namespaces the namespaced objects live in, and ``default``.
+
+    Podium stores no Namespace objects: a namespace exists while an object names it (and
+    ``default`` always, as in Kubernetes). STATUS is Active; AGE is that of its oldest object.
+    """
+    if args.selector:
+        err("error: namespaces carry no labels in Podium: -l cannot select them")
+        return EXIT_USAGE
+    import yaml
+
+    from podium.protocol.objects import DEFAULT_NAMESPACE, NAMESPACED_KINDS
+
+    async def body(client: Client) -> int:
+        stamps: dict[str, set[str]] = {DEFAULT_NAMESPACE: set()}
+        revision = 0
+        for kind in sorted(NAMESPACED_KINDS):
+            reply = await client.get(kind, namespace=None, chunk_size=args.chunk_size)
+            revision = max(revision, reply.revision)
+            for obj in reply.items:
+                created = obj.metadata.creation_timestamp
+                stamps.setdefault(obj.metadata.namespace, set()).update(
+                    [created] if created else []
+                )
+        # The store writes every timestamp in one RFC 3339 form: the least string is the oldest.
+        oldest = {ns: min(times, default=None) for ns, times in stamps.items()}
+        names = sorted(oldest) if not args.name else [args.name]
+        if args.name and args.name not in oldest:
+            err(f'error: namespace "{args.name}" not found')
+            return EXIT_FAILED
+        if args.output in ("json", "yaml"):
+            docs = [_namespace_doc(ns, oldest[ns]) for ns in names]
+            doc: dict[str, Any] = (
+                docs[0]
+                if args.name
+                else {
+                    "apiVersion": "v1",
+                    "kind": "List",
+                    "items": docs,
+                    "metadata": {"resourceVersion": str(revision)},
+                }
+            )
+            if args.output == "json":
+                dump_json(doc)
+            else:
+                dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+                sys.stdout.write(yaml.dump(doc, Dumper=dumper, sort_keys=False))
+            return EXIT_OK
+        table([["NAME", "STATUS", "AGE"], *([ns, "Active", _age(oldest[ns])] for ns in names)])
+        return EXIT_OK
+
+    return run_client(args, body)
+
+
 def cmd_get(args: argparse.Namespace) -> int:
     """``podium get KIND [NAME]``: a table, or the objects as JSON or YAML."""
+    if args.kind.lower() in NAMESPACE_ALIASES:
+        return _get_namespaces(args)
     try:
         kind = resolve_kind(args.kind)
     except ValueError as exc:
@@ -691,7 +764,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     kinds_help = (
         "kinds: pods (po), nodes (no), persistentvolumes (pv), persistentvolumeclaims (pvc),\n"
         "  services (svc), storageclasses (sc), replicasets (rs), replicationcontrollers (rc),\n"
-        "  statefulsets (sts), priorityclasses (pc), or the Kind itself (Pod)"
+        "  statefulsets (sts), priorityclasses (pc), poddisruptionbudgets (pdb), or the Kind\n"
+        "  itself (Pod)"
     )
 
     p = add_remote_command(
@@ -761,6 +835,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "       or Failed. -o wide adds PRIORITY, CPU, MEMORY (requests),\n"
             "       NOMINATED NODE and MESSAGE (why it is unschedulable).\n"
             "nodes: NAME STATUS PODS CPU MEMORY AGE (allocatable); -o wide adds ZONE, TAINTS.\n"
+            "namespaces (ns): NAME STATUS AGE, the namespaces the objects use and default\n"
+            "       (Podium stores no Namespace objects; AGE is the oldest object's).\n"
             "-o json|yaml print a kind: List (or the object) that `podium apply` reads back.\n\n"
             + kinds_help
         ),
@@ -769,6 +845,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  podium get pods\n"
             "  podium get po -A -o wide\n"
             "  podium get pods -l app=web,tier!=db -n shop\n"
+            "  podium get ns\n"
             "  podium get node n1 -o yaml\n"
             "  podium get nodes -o json > nodes.json"
         ),

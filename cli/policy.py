@@ -62,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Make the daemon read its configured policy file again. The new predicates and\n"
             "priorities apply from the next scheduling attempt; a policy that does not\n"
-            "validate is refused (exit 1) and the old one stays."
+            "validate is refused (exit 1) and the old one stays. A daemon started without\n"
+            "a policy file (it runs the default policy) says so and refuses (exit 1)."
         ),
         epilog="examples:\n  podium policy reload\n  podium policy reload -o json",
     )

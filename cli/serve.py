@@ -15,13 +15,14 @@ leader election lost the lead (its supervisor restarts it as a follower).
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import re
 import sys
 from typing import NoReturn
 
-from podium.cli.arguments import add_command, at_least, file_mode, positive_seconds
+from podium.cli.arguments import add_command, at_least, duration, file_mode, positive_seconds
 from podium.cli.config import configured, podium_version
 from podium.cli.output import (
     EXIT_DAMAGED,
@@ -90,7 +91,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         deposed = True
     except* OSError as group:
         for error in _leaves(group):
-            err(f"error: cannot listen: {error}")
+            err(f"error: {_listen_error(error, config.podium)}")
         failed = True
     except* StoreError as group:
         # Locked by another daemon, unreadable, or a commit failed: the log has the details.
@@ -102,6 +103,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if deposed:
         return EXIT_DEPOSED
     return EXIT_FAILED if failed else EXIT_OK
+
+
+_LISTEN_SETTINGS = (("listen", "--listen"), ("metrics", "--metrics"), ("unix", "--unix"))
+
+
+def _listen_error(error: BaseException, settings: PodiumSettings) -> str:
+    """A listener that could not be opened, said with its address and the flag (and config key)
+    that names it: ``cannot listen on 127.0.0.1:7070 (--listen, podium.listen): address
+    already in use``."""
+    if not isinstance(error, OSError):  # (the leaves of an OSError group are OSErrors)
+        return f"cannot listen: {error}"
+    reason = error.strerror or str(error)
+    reason = reason[:1].lower() + reason[1:]
+    for key, flag in _LISTEN_SETTINGS:
+        address = getattr(settings, key)
+        if address is not None and error.filename == address:
+            hint = ""
+            if error.errno == errno.EADDRINUSE:
+                hint = "; another process holds it: stop it, or choose another address (port 0 picks a free one)"
+            return f"cannot listen on {address} ({flag}, podium.{key}): {reason}{hint}"
+    return f"cannot listen: {error}"
 
 
 def _exit_now(code: int) -> NoReturn:
@@ -182,21 +204,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     election.add_argument(
         "--leader-elect-lease-duration",
-        type=float,
-        metavar="SECONDS",
-        help="the leader's lease: how soon a follower takes over a dead leader (default 15)",
+        type=duration,
+        metavar="DURATION",
+        help=(
+            "the leader's lease: how soon a follower takes over a dead leader; 15s, 1m30s "
+            "or seconds (default 15s)"
+        ),
     )
     election.add_argument(
         "--leader-elect-renew-deadline",
-        type=float,
-        metavar="SECONDS",
-        help="how long the leader tries to renew before it gives up and exits (default 10)",
+        type=duration,
+        metavar="DURATION",
+        help="how long the leader tries to renew before it gives up and exits (default 10s)",
     )
     election.add_argument(
         "--leader-elect-retry-period",
-        type=float,
-        metavar="SECONDS",
-        help="between renewals, and between a follower's attempts to lead (default 2)",
+        type=duration,
+        metavar="DURATION",
+        help="between renewals, and between a follower's attempts to lead (default 2s)",
     )
     election.add_argument(
         "--leader-elect-identity",

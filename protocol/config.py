@@ -48,6 +48,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from podium.protocol.duration import parse_seconds
 from podium.protocol.errors import ConfigError, Problem, split_validation_message
 from podium.protocol.extender import ExtenderConfig, check_extenders, fold_extender_configs
 from podium.protocol.loader import Format, read_settings
@@ -56,6 +57,7 @@ __all__ = [
     "API_VERSIONS",
     "DEFAULT_BATCH_MAX_PODS",
     "DEFAULT_BATCH_MAX_SECONDS",
+    "DURATION_KEYS",
     "HONOURED_KEYS",
     "IGNORED_KEYS",
     "KIND",
@@ -194,6 +196,8 @@ class LeaderElectionSettings(_ConfigStruct, frozen=True, kw_only=True):
         renew_deadline_seconds: how long the leader goes on trying to renew before it gives
             up leading (below ``lease_duration_seconds``).
         retry_period_seconds: how often the leader renews and followers try to lead.
+            These three keys take seconds or a duration string (``15s``, ``1m30s``:
+            :data:`DURATION_KEYS`).
         identity: this replica's name in the leadership key (default ``HOST:PID``).
         advertise: the protocol address clients are sent to when this replica leads
             (default: the TCP address it listens on).
@@ -584,6 +588,7 @@ def decode_config(raw: Any, *, source: str | None = None) -> SchedulerConfig:
                 (str(key), _unknown_key(key, [*HONOURED_KEYS, *IGNORED_KEYS, "podium"]))
             )
     kept = fold_extender_configs(kept)
+    kept = _read_durations(kept, problems)
     problems.extend(_unknown_keys(kept, _KubeSchedulerConfiguration, "", top=True))
     if problems:
         raise ConfigError(problems, source=source)
@@ -610,6 +615,29 @@ def decode_config(raw: Any, *, source: str | None = None) -> SchedulerConfig:
         source=source,
         warnings=tuple(warnings),
     )
+
+
+DURATION_KEYS = ("leaseDurationSeconds", "renewDeadlineSeconds", "retryPeriodSeconds")
+"""The ``podium.leaderElection`` keys that also take a duration string (``15s``, ``1m30s``), as
+kube-scheduler's ``--leader-elect-*`` flags and LeaderElectionConfiguration's fields do."""
+
+
+def _read_durations(kept: dict[str, Any], problems: list[Problem]) -> dict[str, Any]:
+    """``kept`` with each duration string of ``podium.leaderElection`` read as seconds (a
+    copy; a bad one is a problem naming its key)."""
+    podium = kept.get("podium")
+    election = podium.get("leaderElection") if isinstance(podium, dict) else None
+    if not isinstance(podium, dict) or not isinstance(election, dict):
+        return kept
+    read = dict(election)
+    for key in DURATION_KEYS:
+        value = election.get(key)
+        if isinstance(value, str):
+            try:
+                read[key] = parse_seconds(value)
+            except ValueError as exc:
+                problems.append((f"podium.leaderElection.{key}", str(exc)))
+    return {**kept, "podium": {**podium, "leaderElection": read}}
 
 
 def _anchor_files(podium: PodiumSettings, source: str | None) -> PodiumSettings:

@@ -51,13 +51,14 @@ from podium.protocol.errors import (
     split_validation_message,
 )
 from podium.protocol.nulls import absent_nulls
-from podium.protocol.objects import dec_hook, enc_hook
+from podium.protocol.objects import KINDS, dec_hook, enc_hook, scoped_namespace
 from podium.protocol.wire import (
     ClientMessage,
     Encoding,
     ErrorReply,
     Hello,
     HelloReply,
+    ObjectError,
     ServerMessage,
 )
 
@@ -337,6 +338,47 @@ class Codec:
         """
         return _decode(self._decode_request, payload, self._format, ClientMessage)
 
+    def invalid_reply(self, payload: bytes, exc: InvalidRequest) -> ErrorReply:
+        """The ErrorReply to ``payload``, a request that did not validate (``exc``).
+
+        A bad object of a put (``$.objects[N]...``) or a bad ref of a delete (``$.refs[N]...``)
+        is answered as the store answers an object it refuses: one entry in ``errors`` with
+        the object's index, kind, namespace and name as far as they could be read, and its
+        ``path`` from the object; the reply's ``path`` stays the one from the request, as every
+        reply's ``path`` is.
+        """
+        plain = ErrorReply(id=exc.request_id, code="invalid", message=exc.message, path=exc.path)
+        found = _IN_OBJECT.fullmatch(exc.path or "")
+        if found is None:
+            return plain
+        field, index, rest = found.group(1), int(found.group(2)), found.group(3)
+        try:
+            raw = self._format.decode_any(payload)
+            item = raw[field][index]
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, LookupError, TypeError):
+            return plain  # (not readable untyped: the request's error stands alone)
+        if not isinstance(item, dict):
+            return plain
+        kind, namespace, name = _object_names(item, from_ref=field == "refs")
+        reason = exc.message.replace(f" at {exc.path}", "", 1)
+        ref = f"{kind.lower() or 'object'} {namespace + '/' if namespace else ''}{name or '<unnamed>'}"
+        return ErrorReply(
+            id=exc.request_id,
+            code="invalid",
+            message=f"{ref}: {reason}; nothing was written",
+            path=exc.path,
+            errors=[
+                ObjectError(
+                    index=index,
+                    kind=kind,
+                    namespace=namespace,
+                    name=name,
+                    path="$" + rest if rest else None,
+                    message=reason,
+                )
+            ],
+        )
+
     def decode_reply(self, payload: bytes) -> ServerMessage:
         """Read a daemon's reply or event (a client's side).
 
@@ -348,6 +390,26 @@ class Codec:
 
 
 # --------------------------------------------------------------------------- errors
+
+
+_IN_OBJECT = re.compile(r"\$\.(objects|refs)\[(\d+)\](.*)", re.DOTALL)
+"""A path into one object of a put (``objects``) or one ref of a delete (``refs``)."""
+
+
+def _object_names(item: dict[str, Any], *, from_ref: bool) -> tuple[str, str, str]:
+    """(kind, namespace, name) of an undecoded object or ref, as far as they read as strings;
+    the namespace as the store keys it (defaulted for namespaced kinds, none for the others)."""
+
+    def text(mapping: Any, key: str) -> str:
+        value = mapping.get(key) if isinstance(mapping, dict) else None
+        return value if isinstance(value, str) else ""
+
+    kind = text(item, "kind")
+    where = item if from_ref else item.get("metadata")
+    namespace = text(where, "namespace")
+    if kind in KINDS:
+        namespace = scoped_namespace(kind, namespace)
+    return kind, namespace, text(where, "name")
 
 
 def _decode(

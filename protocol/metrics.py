@@ -22,6 +22,7 @@ scheduler_plugin_execution_duration_seconds           histogram  plugin,        
                                                                  extension_point,
                                                                  status
 scheduler_unschedulable_pods                          gauge      plugin, profile
+scheduler_cache_size                                  gauge      type
 scheduler_scheduler_cache_size                        gauge      type
 scheduler_preemption_attempts_total                   counter
 scheduler_preemption_victims                          histogram                    exp(1,2,7)
@@ -41,9 +42,11 @@ podium_extender_errors_total                          counter    extender, verb
 process_* (ProcessCollector)
 ====================================================  =========  ================  =================
 
-``exp(start, factor, count)`` is Kubernetes' ``ExponentialBuckets``. The cache gauge keeps
-Kubernetes' own name, ``scheduler_scheduler_cache_size`` (subsystem and name both say
-scheduler), so kube-scheduler dashboards find it.
+``exp(start, factor, count)`` is Kubernetes' ``ExponentialBuckets``. The cache gauge is
+``scheduler_cache_size``, today's name (kube-scheduler v1.35 pkg/scheduler/metrics/metrics.go
+``CacheSize``: subsystem ``scheduler``, name ``cache_size``, label ``type``); the same values are
+also exported as ``scheduler_scheduler_cache_size``, the name of the releases that spelled the
+subsystem twice, so older dashboards still find it. Both are set by :func:`set_cache_size`.
 
 Label values: ``profile`` is always ``default-scheduler``; ``result`` scheduled, unschedulable,
 error (an assume the cache refused counts as error, as Kubernetes counts an assume failure);
@@ -113,6 +116,7 @@ __all__ = [
     "REGISTRY",
     "RESERVE_ERROR",
     "RESERVE_SUCCESS",
+    "SCHEDULER_CACHE_SIZE",
     "SCHEDULE_ATTEMPTS",
     "SCHEDULING_ATTEMPT_DURATION",
     "SCORE_ERROR",
@@ -127,6 +131,7 @@ __all__ = [
     "attempts_label",
     "exponential_buckets",
     "observe_plugin",
+    "set_cache_size",
     "sli_duration",
 ]
 
@@ -225,8 +230,15 @@ UNSCHEDULABLE_PODS: Final = Gauge(
     registry=REGISTRY,
 )
 CACHE_SIZE: Final = Gauge(
-    "scheduler_scheduler_cache_size",
+    "scheduler_cache_size",
     "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+    ["type"],
+    registry=REGISTRY,
+)
+SCHEDULER_CACHE_SIZE: Final = Gauge(
+    "scheduler_scheduler_cache_size",
+    "Number of nodes, pods, and assumed (bound) pods in the scheduler cache (the older name "
+    "of scheduler_cache_size, kept for older dashboards).",
     ["type"],
     registry=REGISTRY,
 )
@@ -381,6 +393,19 @@ PENDING_UNSCHEDULABLE: Final = PENDING_PODS.labels(queue="unschedulable")
 CACHE_NODES: Final = CACHE_SIZE.labels(type="nodes")
 CACHE_PODS: Final = CACHE_SIZE.labels(type="pods")
 ASSUMED_PODS: Final = CACHE_SIZE.labels(type="assumed_pods")
+_CACHE_SIZES: Final = [
+    (gauge.labels(type="nodes"), gauge.labels(type="pods"), gauge.labels(type="assumed_pods"))
+    for gauge in (CACHE_SIZE, SCHEDULER_CACHE_SIZE)
+]
+
+
+def set_cache_size(*, nodes: int, pods: int, assumed_pods: int) -> None:
+    """Set the cache gauge under both its names (today's and the older one)."""
+    for nodes_gauge, pods_gauge, assumed_gauge in _CACHE_SIZES:
+        nodes_gauge.set(nodes)
+        pods_gauge.set(pods)
+        assumed_gauge.set(assumed_pods)
+
 
 _MAX_ATTEMPTS_LABEL = 15
 

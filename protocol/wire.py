@@ -193,11 +193,18 @@ class Placement(msgspec.Struct, frozen=True, kw_only=True):
 
 class Hint(msgspec.Struct, frozen=True, kw_only=True):
     """What would make a pending pod fit: ``missing`` more ``resource`` on ``nodes`` nodes
-    (e.g. ``needs 200m more cpu on 3 nodes``)."""
+    (e.g. ``needs 200m more cpu on 3 nodes``).
+
+    ``is_beyond_every_node``: the pod asks more ``resource`` than any node's allocatable, so
+    no node can ever hold it, however many pods leave (Kubernetes' ``Unresolvable``
+    insufficient resource); ``missing`` is then how much its request exceeds the largest
+    allocatable, which ``nodes`` nodes have.
+    """
 
     resource: str
     missing: str
     nodes: int
+    is_beyond_every_node: bool = False
 
 
 class PriorityWeight(msgspec.Struct, frozen=True, kw_only=True):

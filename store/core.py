@@ -55,11 +55,11 @@ Rules (docs/protocol.md, "Messages"; docs/reliability.md):
 
 Object flow of one pod (revisions are those of the changes)::
 
-    put ──▶ Added (pending) ──record_unschedulable──▶ Unschedulable (new message only)
-                 │                                            │
+    put ──▶ Added (pending) ──record_unschedulable──▶ Unschedulable (a message the pod
+                 │                                            │       does not already say)
                  └────────────── bind ──▶ Bound ◀─────────────┘
     put with spec.nodeName ──▶ Added (bound as given)
-    any state ── delete ──▶ Deleted (the Unschedulable memory is forgotten)
+    any state ── delete ──▶ Deleted
     bound ── evict (a victim) ──▶ Preempted (gone, as a delete)
     pending ── evict (the preemptor) ──▶ Modified (status.nominatedNodeName, when it changes)
 
@@ -310,8 +310,6 @@ class StoreCore:
         self._sorted_keys: dict[str, list[Key]] = {}
         self._log: deque[Change] = deque(maxlen=retention)
         self._revision = 0
-        # Pod key -> (uid, message) of the last Unschedulable change recorded for it.
-        self._unschedulable: dict[Key, tuple[str, str]] = {}
 
     # ----------------------------------------------------------------------- state
 
@@ -345,12 +343,6 @@ class StoreCore:
             kind = type(obj).__name__
             self._objects[kind][(obj.metadata.namespace, obj.metadata.name)] = obj
             self._sorted_keys.pop(kind, None)
-            if isinstance(obj, Pod) and not obj.spec.node_name:
-                # The dedupe survives a restart: the pod's condition holds the last message.
-                for cond in obj.status.conditions:
-                    if cond.type == _POD_SCHEDULED and cond.reason == "Unschedulable":
-                        key = (obj.metadata.namespace, obj.metadata.name)
-                        self._unschedulable[key] = (obj.metadata.uid, cond.message)
         self._revision = revision
 
     def follow(self, changes: Sequence[Change]) -> list[Change]:
@@ -377,14 +369,6 @@ class StoreCore:
                 if old is None:
                     self._sorted_keys.pop(change.kind, None)
                 table[key] = change.object
-            if change.kind == "Pod":
-                obj = change.object
-                if change.type in ("Deleted", "Preempted") or (
-                    isinstance(obj, Pod) and obj.spec.node_name
-                ):
-                    self._unschedulable.pop(key, None)
-                elif change.type == "Unschedulable":
-                    self._unschedulable[key] = (obj.metadata.uid, change.message)
             self._log.append(change)
             self._revision = change.revision
             out.append(msgspec.structs.replace(change, old=old) if old is not None else change)
@@ -550,9 +534,6 @@ class StoreCore:
                 if key not in table:
                     self._sorted_keys.pop(kind, None)
                 table[key] = obj
-            if kind == "Pod" and (obj is None or (isinstance(obj, Pod) and obj.spec.node_name)):
-                # Deleted or bound: a later pod of that name starts with a clean slate.
-                self._unschedulable.pop((namespace, name), None)
         # The log keeps each change without ``old``: the previous object is only needed by the
         # views fed at commit time, and keeping it would double what a long log holds.
         self._log.extend(
@@ -766,9 +747,11 @@ class StoreCore:
     ) -> Change | None:
         """Record a failed attempt's FitError ``message`` on a pending pod.
 
-        Only when the pod with ``uid`` exists, is unbound, and ``message`` differs from the last
-        one recorded for it: the pod's PodScheduled condition becomes False, reason
-        Unschedulable, with the message, and an Unschedulable change is committed.
+        Only when the pod with ``uid`` exists, is unbound, and does not already say
+        ``message`` (its PodScheduled condition False, reason Unschedulable, with that
+        message): the condition becomes that, and an Unschedulable change is committed. The
+        pod's own condition is what is compared, not a memory of the last message recorded, so
+        a put that replaced the condition (or a restart) cannot hide a later attempt's message.
 
         Returns:
             The change, or None when nothing was written.
@@ -777,7 +760,12 @@ class StoreCore:
         pod = self._objects["Pod"].get(key)
         if not isinstance(pod, Pod) or pod.metadata.uid != uid or pod.spec.node_name:
             return None
-        if self._unschedulable.get(key) == (uid, message):
+        said = _scheduled_condition(pod.status)
+        if said is not None and (said.status, said.reason, said.message) == (
+            "False",
+            "Unschedulable",
+            message,
+        ):
             return None
         now = _utc(self._wall_clock())
         status = _set_scheduled_condition(pod.status, "False", "Unschedulable", message, now)
@@ -786,7 +774,6 @@ class StoreCore:
             "Unschedulable", msgspec.structs.replace(pod, status=status), pod, message=message
         )
         self._commit(tx)
-        self._unschedulable[key] = (uid, message)
         return tx.changes[0]
 
     # ----------------------------------------------------------------------- reads
@@ -1111,6 +1098,12 @@ def _pod_status(put: PodStatus, old: PodStatus, *, binds: bool, now: str) -> Pod
     return msgspec.structs.replace(
         base, nominated_node_name=old.nominated_node_name, conditions=conditions
     )
+
+
+def _scheduled_condition(status: PodStatus) -> PodCondition | None:
+    """The pod's PodScheduled condition: the first of that type, the one
+    :func:`_set_scheduled_condition` sets (podutil.GetPodCondition)."""
+    return next((c for c in status.conditions if c.type == _POD_SCHEDULED), None)
 
 
 def _set_scheduled_condition(

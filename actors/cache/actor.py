@@ -12,8 +12,8 @@ Mailbox (:data:`~podium.actors.mail.CacheMsg`): :class:`~podium.store.mail.Recov
 :class:`~podium.store.mail.Committed` (the store's stream), :class:`SnapshotRequest`,
 :class:`Assume`, :class:`FinishBinding`, :class:`Forget`, :class:`CacheStats`.
 Emits: replies only (:class:`SnapshotDelta`, :class:`AssumeReply`, :class:`CacheStatsReply`).
-Metrics: ``scheduler_scheduler_cache_size{type}`` (nodes, pods, assumed_pods), set after each batch of
-mail.
+Metrics: ``scheduler_cache_size{type}`` (nodes, pods, assumed_pods; also under its older name
+``scheduler_scheduler_cache_size``), set after each batch of mail.
 
 Error handling: a :class:`~podium.protocol.errors.CacheStateError` (a wrong transition, from
 a message or from the store's stream) is logged and, for Assume, answered with status
@@ -93,9 +93,9 @@ class CacheActor:
                     self._handle(msg)
                 self._expire(trio.current_time())
                 core = self.core
-                metrics.CACHE_NODES.set(core.node_count)
-                metrics.CACHE_PODS.set(core.pod_count)
-                metrics.ASSUMED_PODS.set(core.assumed_count)
+                metrics.set_cache_size(
+                    nodes=core.node_count, pods=core.pod_count, assumed_pods=core.assumed_count
+                )
 
     def _handle(self, msg: CacheMsg) -> None:
         match msg:

@@ -4,7 +4,9 @@ A :class:`~podium.protocol.wire.Placement` is the per-pod entry of ``podium simu
 explanation adds hints, the smallest change that would make a pending pod fit: for each
 resource that is the only obstacle on some examined nodes, how much more of it the closest of
 those nodes would need, and on how many nodes exactly that much would do ("needs 200m more cpu
-on 3 nodes"). Kubernetes has no such report; the reasons it builds on are its own.
+on 3 nodes"). A resource the pod asks more of than any node's allocatable is said as that
+instead ("no node can ever hold it"): no eviction can make room. Kubernetes has no such
+report; the reasons it builds on are its own (and the second is its ``Unresolvable``).
 """
 
 from __future__ import annotations
@@ -90,9 +92,48 @@ def _shortfalls(pod: PodInfo, info: NodeInfo) -> dict[str, int]:
     return out
 
 
+def _requested_beyond_allocatable(pod: PodInfo, info: NodeInfo) -> dict[str, int]:
+    """How much more of each resource ``pod`` asks than ``info``'s whole allocatable: what no
+    eviction can free (Kubernetes' noderesources fit.go marks it ``Unresolvable``)."""
+    want, have = pod.request, info.allocatable
+    out: dict[str, int] = {}
+    if have.allowed_pod_number < 1:
+        out["pods"] = 1 - have.allowed_pod_number
+    for name, need, whole in (
+        ("cpu", want.milli_cpu, have.milli_cpu),
+        ("memory", want.memory, have.memory),
+        ("ephemeral-storage", want.ephemeral_storage, have.ephemeral_storage),
+        *((name, need, have.scalar.get(name, 0)) for name, need in want.scalar.items()),
+    ):
+        if need > whole:
+            out[name] = need - whole
+    return out
+
+
+def _beyond_every_node(pod: PodInfo, snapshot: Snapshot) -> dict[str, list[int]]:
+    """Each resource the pod asks more of than every node's allocatable: by how much, node by
+    node (none when there are no nodes)."""
+    beyond: dict[str, list[int]] = defaultdict(list)
+    for info in snapshot.node_infos:
+        for resource, excess in _requested_beyond_allocatable(pod, info).items():
+            beyond[resource].append(excess)
+    return {r: excess for r, excess in beyond.items() if len(excess) == len(snapshot)}
+
+
 def hints(pod: PodInfo, result: ScheduleResult, snapshot: Snapshot) -> list[Hint]:
     """For each resource that alone keeps the pod off some examined nodes: the least missing
-    amount among them and how many nodes need exactly that much (needs ``result.failed``)."""
+    amount among them and how many nodes need exactly that much (needs ``result.failed``).
+
+    A resource the pod asks more of than any node's allocatable is said as such instead
+    (``is_beyond_every_node``): no node can ever hold the pod, and the amount is by how much
+    the request exceeds the largest allocatable.
+    """
+    given = {reason for reasons in result.failed.values() for reason in reasons}
+    beyond = {  # (a resource the filter did not hold against the pod is no obstacle)
+        resource: excess
+        for resource, excess in _beyond_every_node(pod, snapshot).items()
+        if insufficient(resource) in given
+    }
     closest: dict[str, list[int]] = defaultdict(list)
     for name, reasons in result.failed.items():
         info = snapshot.get(name)
@@ -101,9 +142,17 @@ def hints(pod: PodInfo, result: ScheduleResult, snapshot: Snapshot) -> list[Hint
         lacking = _shortfalls(pod, info)
         if len(lacking) == 1:
             ((resource, missing),) = lacking.items()
-            if reasons[0] == insufficient(resource):
+            if reasons[0] == insufficient(resource) and resource not in beyond:
                 closest[resource].append(missing)
-    out = []
+    out = [
+        Hint(
+            resource=resource,
+            missing=format_amount(resource, min(excess)),
+            nodes=excess.count(min(excess)),
+            is_beyond_every_node=True,
+        )
+        for resource, excess in sorted(beyond.items())
+    ]
     for resource in sorted(closest):
         least = min(closest[resource])
         out.append(

@@ -132,9 +132,16 @@ from podium.store.mail import (
     Victim,
 )
 
-__all__ = ["PluginSet", "Scheduler"]
+__all__ = ["NO_POLICY_FILE", "PluginSet", "Scheduler"]
 
 log = logging.getLogger("podium.scheduler")
+
+NO_POLICY_FILE = (
+    "this daemon was started without a policy file: it runs the default policy, and there is "
+    "no file to read again (to use one, restart it with --policy FILE, or with a config whose "
+    "algorithmSource.policy.file.path names it)"
+)
+"""ReloadPlugins' answer (``not_found``) when there is no loader: no policy file to read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +169,8 @@ class Scheduler:
         queue, cache, filter_actor, score_actor, binder, store: the mailboxes it sends to (its own
             clones; closed when it stops).
         reports: where each finished attempt is reported (None: nowhere).
-        load_plugins: reads the policy again for ReloadPlugins (raises PodiumError).
+        load_plugins: reads the policy file again for ReloadPlugins (raises PodiumError);
+            None when there is no policy file (ReloadPlugins then says so).
         sync_binds: wait for each bind to commit before the next cycle (``podium simulate``,
             whose outcome must not depend on task interleaving).
         exit_when_idle: stop when no pod is active or backing off (``podium simulate``).
@@ -306,7 +314,7 @@ class Scheduler:
 
     async def _reload(self) -> Reloaded:
         if self._load_plugins is None:
-            return Reloaded(predicates=[], priorities=[], error="no policy loader is configured")
+            return Reloaded(predicates=[], priorities=[], error=NO_POLICY_FILE, code="not_found")
         try:
             plugins = self._load_plugins()
         except PodiumError as exc:

@@ -28,6 +28,7 @@ __all__ = [
     "Listeners",
     "is_loopback",
     "open_listeners",
+    "open_tcp_listeners",
     "open_unix_listener",
     "parse_address",
     "remove_unix_socket",
@@ -93,18 +94,30 @@ async def open_listeners(config: SchedulerConfig) -> Listeners:
     unix: list[trio.SocketListener] = []
     address = None
     if settings.listen is not None:
-        host, port = parse_address(settings.listen)
-        tcp.extend(await trio.open_tcp_listeners(port, host=host))
+        tcp.extend(await open_tcp_listeners(settings.listen))
         address = _format_address(tcp[0].socket.getsockname())
     if settings.unix is not None:
         unix.append(await open_unix_listener(settings.unix, int(settings.unix_mode, 8)))
     http: list[trio.SocketListener] = []
     metrics_address = None
     if settings.metrics is not None:
-        host, port = parse_address(settings.metrics)
-        http.extend(await trio.open_tcp_listeners(port, host=host))
+        http.extend(await open_tcp_listeners(settings.metrics))
         metrics_address = _format_address(http[0].socket.getsockname())
     return Listeners(tcp, unix, http, address, metrics_address)
+
+
+async def open_tcp_listeners(address: str) -> list[trio.SocketListener]:
+    """TCP listeners on ``address`` (``host:port``).
+
+    Raises:
+        OSError: it cannot be bound (in use, not this host's, ...), with ``address`` as its
+            ``filename``, so that the command line can say which setting names it.
+    """
+    host, port = parse_address(address)
+    try:
+        return list(await trio.open_tcp_listeners(port, host=host))
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), address) from exc
 
 
 async def open_unix_listener(path: str, mode: int = 0o600) -> trio.SocketListener:

@@ -72,7 +72,8 @@ async def serve(config: SchedulerConfig, *, version: str, out: TextIO = sys.stdo
         plugins,
         store_factory(config, replica),
         subscribers=[hub_tx.clone()],
-        reload_plugins=lambda: load_plugin_set(config),
+        # Without a policy file there is nothing to read again: reload says so (not_found).
+        reload_plugins=(lambda: load_plugin_set(config)) if config.policy_file else None,
         tracing=tracing,
     )
     readiness = Readiness(runtime) if replica is None else Readiness(runtime, replica.role)

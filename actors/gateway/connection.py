@@ -452,11 +452,7 @@ class Connection:
                 msg = codec.decode_request(payload)
             except InvalidRequest as exc:
                 count_error("frame", "invalid")
-                await self.send(
-                    ErrorReply(
-                        id=exc.request_id, code="invalid", message=exc.message, path=exc.path
-                    )
-                )
+                await self.send(codec.invalid_reply(payload, exc))
                 continue
             except MalformedFrame as exc:
                 return ErrorReply(id=-1, code="invalid", message=str(exc))

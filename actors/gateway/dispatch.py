@@ -152,7 +152,7 @@ class Dispatcher:
             case ReloadPolicy():
                 reloaded: Reloaded = await ask(h.scheduler, lambda r: ReloadPlugins(reply=r))
                 if reloaded.error is not None:
-                    return ErrorReply(id=msg.id, code="invalid", message=reloaded.error)
+                    return ErrorReply(id=msg.id, code=reloaded.code, message=reloaded.error)
                 return ReloadPolicyReply(
                     id=msg.id,
                     predicates=reloaded.predicates,

@@ -258,8 +258,9 @@ async def test_runtime_counts_attempts_binds_and_unschedulable_plugins(
         assert value(attempts, result="unschedulable", profile=PROFILE) == unschedulable + 1
         assert value("scheduler_unschedulable_pods", **general) == rejected + 1
         assert value("scheduler_pending_pods", queue="unschedulable") == 1
-        assert value("scheduler_scheduler_cache_size", type="nodes") == 1
-        assert value("scheduler_scheduler_cache_size", type="pods") == 1
+        for cache_size in ("scheduler_cache_size", "scheduler_scheduler_cache_size"):
+            assert value(cache_size, type="nodes") == 1
+            assert value(cache_size, type="pods") == 1
         assert value("scheduler_pod_scheduling_attempts_count") == bound + 1
         assert value("scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") == sli + 1
         point = "scheduler_framework_extension_point_duration_seconds_count"

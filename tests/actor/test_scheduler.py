@@ -25,7 +25,7 @@ from priority_harness import node_infos
 
 from podium.actors.cycle.filtering import FilterActor
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.cycle.scheduler import PluginSet, Scheduler
+from podium.actors.cycle.scheduler import NO_POLICY_FILE, PluginSet, Scheduler
 from podium.actors.cycle.scoring import ScoreActor
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.mail import (
@@ -492,7 +492,7 @@ async def test_a_reload_that_fails_keeps_the_plugins_and_says_why(
     async with running(two_nodes()) as h:
         unconfigured = await h.ask(lambda reply: ReloadPlugins(reply=reply))
     assert unconfigured == Reloaded(
-        predicates=[], priorities=[], error="no policy loader is configured"
+        predicates=[], priorities=[], error=NO_POLICY_FILE, code="not_found"
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass
@@ -213,3 +214,35 @@ async def test_a_recovered_database_may_start_its_log_empty_at_its_revision(
     await _write_nodes(db, 1, "later-")  # starts, and its next commit continues the log at 4
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT revision FROM events").fetchall() == [(4,)]
+
+
+def _ignored_by_git(names: list[str]) -> list[str]:
+    """The ``names`` that the checkout's .gitignore ignores at its root."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        cwd=root,
+        input="\n".join(names),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr  # 1: none ignored; 128: not a checkout
+    return done.stdout.split()
+
+
+async def test_every_file_the_daemon_writes_beside_its_database_is_ignored_by_git(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "podium.db"
+    async with running(database) as inbox:
+        tx, rx = trio.open_memory_channel[object](1)
+        nodes = [make_node("n1").capacity(cpu="4").obj()]
+        await inbox.send(WriteObjects(puts=nodes, deletes=[], reply=tx))  # type: ignore[arg-type]  # a sink
+        assert isinstance(await rx.receive(), WriteResult)
+        written = sorted(os.listdir(tmp_path))  # (a listing, not a blocking file read)
+    assert "podium.db.lock" in written
+    # A backup or recovery writes a temporary copy beside its target (store/tools.py _beside).
+    copies = [".podium.db.k2x9_q.tmp", ".podium.db.k2x9_q.tmp-wal", ".podium.db.k2x9_q.tmp-shm"]
+    names = [*written, "podium.db-journal", *copies]
+    assert _ignored_by_git(names) == names

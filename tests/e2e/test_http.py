@@ -81,6 +81,7 @@ def test_metrics_after_applying_the_example_cluster(daemon: Daemon) -> None:
         "scheduler_pending_pods",
         "scheduler_queue_incoming_pods_total",
         "scheduler_framework_extension_point_duration_seconds_bucket",
+        "scheduler_cache_size",
         "scheduler_scheduler_cache_size",
         "podium_store_commit_duration_seconds_bucket",
         "podium_store_revision",
@@ -90,6 +91,7 @@ def test_metrics_after_applying_the_example_cluster(daemon: Daemon) -> None:
     ):
         assert f"\n{name}" in text, name
     assert sample(text, 'podium_protocol_requests_total{type="put"}') >= 1
+    assert sample(text, 'scheduler_cache_size{type="nodes"}') >= 1
     assert sample(text, 'scheduler_scheduler_cache_size{type="nodes"}') >= 1
     assert sample(text, "podium_store_revision") >= 1
     assert sample(text, 'scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"}') >= 1

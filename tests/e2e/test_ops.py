@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tomllib
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -150,6 +152,44 @@ def exported_metric_names() -> set[str]:
 
 
 # --------------------------------------------------------------------------- static checks
+
+
+def _pip_install_arguments(text: str) -> list[str]:
+    """What each ``pip install`` of a Markdown text installs (its options left out)."""
+    found: list[str] = []
+    for command in re.findall(r"pip install ([^`\n&|;#]*)", text):
+        found += [arg for arg in shlex.split(command) if not arg.startswith("-")]
+    return found
+
+
+def test_the_pip_install_arguments_are_read_from_markdown() -> None:
+    text = (
+        "`pip install 'podium[otlp]'`\n"
+        "python3 -m venv v && v/bin/pip install -e '.[test]' && pytest\n"
+        "pip install ./dist/podium-0.1.0-py3-none-any.whl   # a wheel\n"
+    )
+    assert _pip_install_arguments(text) == [
+        "podium[otlp]",
+        ".[test]",
+        "./dist/podium-0.1.0-py3-none-any.whl",
+    ]
+
+
+def test_no_document_installs_podium_from_a_package_index() -> None:
+    # Podium is on no index: `pip install podium` fails (issue 26); a checkout or a wheel does.
+    documents = [ROOT / "README.md", OPS / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    from_an_index = {
+        f"{doc.relative_to(ROOT)}: pip install {arg}"
+        for doc in documents
+        for arg in _pip_install_arguments(doc.read_text())
+        if re.fullmatch(r"podium(\[[\w,]+\])?", arg)
+    }
+    assert not from_an_index
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert _pip_install_arguments((OPS / "README.md").read_text()) == [
+        ".",
+        f"./podium-{version}-py3-none-any.whl",  # the name `pip wheel .` gives it
+    ]
 
 
 def test_metric_names_are_extracted_from_promql() -> None:

@@ -220,11 +220,10 @@ async def test_every_request_kind_round_trips(daemon: Daemon, encoding: str) -> 
             assert sim.placement.node == "n1"
             # simulate stores nothing
             assert [p.metadata.name for p in (await cl.get("Pod")).items] == ["web"]
-            reloaded = await cl.reload_policy()
-            assert (
-                "PodFitsResources" in reloaded.predicates
-                or "GeneralPredicates" in reloaded.predicates
-            )
+            with pytest.raises(RemoteError) as no_file:  # (reloaded with one: a test below)
+                await cl.reload_policy()
+            assert no_file.value.code == "not_found"
+            assert "started without a policy file" in str(no_file.value)
             stats = await cl.stats()
             assert (stats.nodes, stats.pods, stats.ready) == (1, 1, True)
             async with cl.watch(from_revision=0) as events:
@@ -236,6 +235,7 @@ async def test_every_request_kind_round_trips(daemon: Daemon, encoding: str) -> 
                 await cl.put([make_pod("x").spec(priorityClassName="nope").obj()])
             assert rejected.value.code == "invalid"
             assert rejected.value.errors[0].path == "$.spec.priorityClassName"
+            assert rejected.value.path == "$.objects[0].spec.priorityClassName"
 
 
 def test_unix_socket_serves_the_same_protocol(daemon: Daemon) -> None:
@@ -451,6 +451,56 @@ def test_bad_flags_and_policy_fail_before_serving(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "NoSuchPredicate" in proc.stderr
+
+
+def test_policy_reload_says_the_daemon_has_no_policy_file(
+    daemon: Daemon, start_daemon: StartDaemon, tmp_path: Path
+) -> None:
+    refused = daemon.cli("policy", "reload")
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        "error: this daemon was started without a policy file: it runs the default policy, and "
+        "there is no file to read again (to use one, restart it with --policy FILE, or with a "
+        "config whose algorithmSource.policy.file.path names it)\n"
+    )
+    second = tmp_path / "second"  # (a database of its own)
+    second.mkdir()
+    policy = second / "policy.json"
+    policy.write_text('{"kind": "Policy", "predicates": [{"name": "PodFitsResources"}]}')
+    with_file = start_daemon("--policy", str(policy), cwd=second)
+    policy.write_text('{"kind": "Policy", "predicates": [{"name": "HostName"}]}')
+    reloaded = with_file.cli("policy", "reload", "-o", "json")
+    assert reloaded.returncode == 0, reloaded.stderr
+    assert json.loads(reloaded.stdout)["predicates"] == ["HostName"]
+
+
+@pytest.mark.parametrize("held", ["listen", "metrics"])
+def test_an_address_in_use_is_named_with_its_flag(
+    daemon: Daemon, tmp_path: Path, held: str
+) -> None:
+    taken = daemon.address if held == "listen" else daemon.metrics
+    flags = {"listen": "127.0.0.1:0", "metrics": "127.0.0.1:0", held: taken}
+    proc = subprocess.run(
+        [
+            PODIUM,
+            "serve",
+            "--listen",
+            flags["listen"],
+            "--metrics",
+            flags["metrics"],
+            "--db",
+            str(tmp_path / "other.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: cannot listen on {taken} (--{held}, podium.{held}): address already in use; "
+        "another process holds it: stop it, or choose another address (port 0 picks a free one)"
+    )
 
 
 def test_a_second_daemon_on_the_same_database_names_the_holder(

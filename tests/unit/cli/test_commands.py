@@ -65,6 +65,7 @@ from podium.protocol.wire import (
 NOW = datetime(2024, 5, 10, 12, 0, 0, tzinfo=UTC)
 THREE_MINUTES_AGO = "2024-05-10T11:57:00Z"
 FOUR_DAYS_AGO = "2024-05-06T12:00:00Z"
+NOW_ISO = "2024-05-10T12:00:00Z"
 
 
 @pytest.fixture(autouse=True)
@@ -842,6 +843,80 @@ def test_get_unknown_kind_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
     assert 'doesn\'t have a resource type "deployments"' in capsys.readouterr().err
 
 
+def _svc(name: str, namespace: str, created: str) -> o.Service:
+    meta = {"name": name, "namespace": namespace, "creationTimestamp": created}
+    return msgspec.convert({"metadata": meta}, o.Service, dec_hook=o.dec_hook)
+
+
+@pytest.mark.parametrize("alias", ["ns", "namespaces", "namespace", "Namespace"])
+def test_get_namespaces_lists_those_the_objects_use_and_default(
+    serve: Any, capsys: pytest.CaptureFixture[str], alias: str
+) -> None:
+    # shop's oldest object is the service (four days), kube-system holds only a service.
+    objects = [*cluster(), _svc("api", "shop", FOUR_DAYS_AGO), _svc("dns", "kube-system", NOW_ISO)]
+    server = serve(Daemon(objects))
+    assert podium("get", alias, "--server", server.address) == 0
+    assert capsys.readouterr().out == (
+        "NAME          STATUS   AGE\n"
+        "default       Active   4d\n"
+        "kube-system   Active   0s\n"
+        "shop          Active   4d\n"
+    )
+    # Every namespaced kind is listed across namespaces, each once.
+    asked = [r for r in server.requests if isinstance(r, Get)]
+    assert sorted(r.kind for r in asked) == sorted(o.NAMESPACED_KINDS)
+    assert {r.namespace for r in asked} == {None}
+
+
+def test_get_namespaces_of_an_empty_daemon_shows_default(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    assert podium("get", "ns", "--server", server.address) == 0
+    assert capsys.readouterr().out == "NAME      STATUS   AGE\ndefault   Active   <unknown>\n"
+
+
+def test_get_namespaces_as_json_and_by_name(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(Daemon(cluster()))
+    assert podium("get", "ns", "-o", "json", "--server", server.address) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["kind"], doc["metadata"]) == ("List", {"resourceVersion": "41"})
+    assert doc["items"] == [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "creationTimestamp": created},
+            "status": {"phase": "Active"},
+        }
+        for name, created in (("default", FOUR_DAYS_AGO), ("shop", THREE_MINUTES_AGO))
+    ]
+    assert podium("get", "ns", "shop", "-o", "yaml", "--server", server.address) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["metadata"]["name"] == "shop"
+    assert podium("get", "ns", "nope", "--server", server.address) == 1
+    assert capsys.readouterr().err == 'error: namespace "nope" not found\n'
+
+
+def test_get_namespaces_refuses_a_label_selector(capsys: pytest.CaptureFixture[str]) -> None:
+    assert podium("get", "ns", "-l", "team=a") == 2
+    assert capsys.readouterr().err == (
+        "error: namespaces carry no labels in Podium: -l cannot select them\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["get", "delete"])
+def test_help_lists_every_kind_with_its_short_name(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        podium(command, "--help")
+    text = " ".join(capsys.readouterr().out.split())
+    for kind in o.KINDS:
+        plural = next(a for a, k in objects.KIND_ALIASES.items() if k == kind and a.endswith("s"))
+        short = min((a for a, k in objects.KIND_ALIASES.items() if k == kind), key=len)
+        assert f"{plural} ({short})" in text, kind
+    assert ("namespaces (ns)" in text) == (command == "get")
+
+
 # --------------------------------------------------------------------------- watch
 
 
@@ -1128,6 +1203,22 @@ def test_explain_text(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+def test_explain_says_no_node_can_ever_hold_a_pod_asking_beyond_every_node(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        hint = Hint(resource="nvidia.com/gpu", missing="4", nodes=2, is_beyond_every_node=True)
+        return [msgspec.structs.replace(EXPLAINED, id=request.id, hints=[hint])]
+
+    server = serve(handler)
+    assert podium("explain", "big", "--server", server.address) == 0
+    assert capsys.readouterr().out.endswith(
+        "Hints:\n"
+        "  no node can ever hold it: it asks 4 more nvidia.com/gpu than the largest node's "
+        "allocatable\n"
+    )
+
+
 def test_explain_of_a_pod_that_fits(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
     def handler(request: ClientMessage) -> Sequence[Outgoing]:
         placement = Placement(
@@ -1194,8 +1285,8 @@ def test_explain_json_is_the_simulate_entry_plus_hints(
     }
     assert list(doc["nodes"]) == ["n2", "n3", "n1"]  # walk order kept
     assert doc["hints"] == [
-        {"resource": "cpu", "missing": "200m", "nodes": 2},
-        {"resource": "memory", "missing": "1Gi", "nodes": 1},
+        {"resource": "cpu", "missing": "200m", "nodes": 2, "is_beyond_every_node": False},
+        {"resource": "memory", "missing": "1Gi", "nodes": 1, "is_beyond_every_node": False},
     ]
 
 
@@ -1376,6 +1467,7 @@ def test_help_teaches_with_examples(
         ("rc", "ReplicationController"),
         ("sts", "StatefulSet"),
         ("pc", "PriorityClass"),
+        ("pdb", "PodDisruptionBudget"),
         ("priorityclasses", "PriorityClass"),
         ("persistentvolumeclaim", "PersistentVolumeClaim"),
     ],

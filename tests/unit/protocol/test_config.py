@@ -14,6 +14,7 @@ from repo_paths import EXAMPLES
 
 from podium.actors.plugins.policy import load_resolved_policy
 from podium.protocol.config import (
+    LeaderElectionSettings,
     PodiumSettings,
     SchedulerConfig,
     TracingSettings,
@@ -202,6 +203,29 @@ ACCEPTED = [
             "max_frame_bytes": 1 << 20,
             "tracing": TracingSettings(
                 endpoint="http://127.0.0.1:4317", sample_ratio=1.0, console=True
+            ),
+        },
+    ),
+    Accepted(
+        "leader election durations as kube-scheduler spells them, or seconds",
+        {
+            "podium": {
+                "store": "etcd://a:2379/p",
+                "leaderElection": {
+                    "leaderElect": True,
+                    "leaseDurationSeconds": "1m30s",
+                    "renewDeadlineSeconds": 20,
+                    "retryPeriodSeconds": "1500ms",
+                },
+            }
+        },
+        podium={
+            "store": "etcd://a:2379/p",
+            "leader_election": LeaderElectionSettings(
+                leader_elect=True,
+                lease_duration_seconds=90.0,
+                renew_deadline_seconds=20.0,
+                retry_period_seconds=1.5,
             ),
         },
     ),
@@ -509,6 +533,22 @@ REJECTED = [
                 "the retry period must be shorter than the renew deadline",
             )
         ],
+    ),
+    Rejected(
+        "a leader election duration that is not one",
+        {"podium": {"leaderElection": {"leaseDurationSeconds": "15x", "retryPeriodSeconds": "2"}}},
+        [
+            (
+                "podium.leaderElection.leaseDurationSeconds",
+                "expected a duration such as 15s, 1m30s or 500ms, or seconds, got '15x' "
+                '(time: unknown unit "x" in duration "15x")',
+            )
+        ],
+    ),
+    Rejected(
+        "a leader election duration below the lease's floor",
+        {"podium": {"leaderElection": {"leaseDurationSeconds": "500ms"}}},
+        [("podium.leaderElection.leaseDurationSeconds", "Expected `float` >= 1.0")],
     ),
     Rejected(
         "an unknown etcd key",

@@ -113,6 +113,17 @@ def test_bound_children_carry_the_kubernetes_labels() -> None:
     assert metrics.ASSUMED_PODS is metrics.CACHE_SIZE.labels(type="assumed_pods")
 
 
+def test_the_cache_gauge_is_set_under_todays_name_and_the_older_one() -> None:
+    # kube-scheduler v1.35 pkg/scheduler/metrics: subsystem "scheduler", name "cache_size".
+    metrics.set_cache_size(nodes=3, pods=7, assumed_pods=2)
+    for name in ("scheduler_cache_size", "scheduler_scheduler_cache_size"):
+        got = {
+            kind: metrics.REGISTRY.get_sample_value(name, {"type": kind})
+            for kind in ("nodes", "pods", "assumed_pods")
+        }
+        assert got == {"nodes": 3, "pods": 7, "assumed_pods": 2}, name
+
+
 @pytest.mark.parametrize(
     ("attempts", "label"), [(1, "1"), (2, "2"), (14, "14"), (15, "15+"), (99, "15+")]
 )

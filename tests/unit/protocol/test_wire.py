@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, get_args
 
 import msgspec
@@ -294,6 +295,134 @@ def test_a_decodable_but_invalid_request_names_its_id_and_path(proto: Codec, cas
     assert str(err) == case.message
     assert err.code == "invalid"
     assert isinstance(err, ProtocolError)
+
+
+@dataclass(frozen=True)
+class Rejected:
+    name: str
+    payload: Any
+    message: str
+    path: str | None
+    errors: list[w.ObjectError]
+
+
+_GRAMMAR = "(e.g. '100m', '1.5', '1Gi', '2e3', '500M')"
+_CPU = "resources.requests['cpu']"
+
+# A request that does not decode, answered as the store answers an object it refuses: the
+# reply's path from the request, the entry's from the object (docs/protocol.md, put).
+REJECTED = [
+    Rejected(
+        "a bad quantity in the second object",
+        {
+            "msg": "put",
+            "id": 4,
+            "objects": [
+                {"kind": "Node", "metadata": {"name": "n1"}},
+                {
+                    "kind": "Pod",
+                    "metadata": {"name": "web", "namespace": "shop"},
+                    "spec": {
+                        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1x"}}}]
+                    },
+                },
+            ],
+        },
+        f"pod shop/web: quantity '1x' does not match the Kubernetes quantity grammar {_GRAMMAR}; "
+        "nothing was written",
+        f"$.objects[1].spec.containers[0].{_CPU}",
+        [
+            w.ObjectError(
+                index=1,
+                kind="Pod",
+                namespace="shop",
+                name="web",
+                path=f"$.spec.containers[0].{_CPU}",
+                message=f"quantity '1x' does not match the Kubernetes quantity grammar {_GRAMMAR}",
+            )
+        ],
+    ),
+    Rejected(
+        "a pod without a name, in the default namespace",
+        {"msg": "put", "id": 4, "objects": [{"kind": "Pod", "metadata": {"labels": {"a": "b"}}}]},
+        "pod default/<unnamed>: name or generateName is required; nothing was written",
+        "$.objects[0].metadata.name",
+        [
+            w.ObjectError(
+                index=0,
+                kind="Pod",
+                namespace="default",
+                name="",
+                path="$.metadata.name",
+                message="name or generateName is required",
+            )
+        ],
+    ),
+    Rejected(
+        "an unknown kind: the path leaves the message",
+        {"msg": "put", "id": 4, "objects": [{"kind": "Widget", "metadata": {"name": "w"}}]},
+        "widget w: unknown kind 'Widget'; expected one of Node, Pod, PersistentVolume, "
+        "PersistentVolumeClaim, StorageClass, Service, ReplicationController, ReplicaSet, "
+        "StatefulSet, PriorityClass, PodDisruptionBudget; nothing was written",
+        "$.objects[0].kind",
+        [
+            w.ObjectError(
+                index=0,
+                kind="Widget",
+                namespace="",
+                name="w",
+                path="$.kind",
+                message="unknown kind 'Widget'; expected one of Node, Pod, PersistentVolume, "
+                "PersistentVolumeClaim, StorageClass, Service, ReplicationController, ReplicaSet, "
+                "StatefulSet, PriorityClass, PodDisruptionBudget",
+            )
+        ],
+    ),
+    Rejected(
+        "a delete's bad ref: a node has no namespace",
+        {
+            "msg": "delete",
+            "id": 4,
+            "refs": [{"kind": "Node", "name": "n1", "namespace": "x", "z": 1}],
+        },
+        "node n1: unknown field; nothing was written",
+        "$.refs[0].z",
+        [
+            w.ObjectError(
+                index=0, kind="Node", namespace="", name="n1", path="$.z", message="unknown field"
+            )
+        ],
+    ),
+    Rejected(
+        "an object that is not a mapping stays the request's error",
+        {"msg": "put", "id": 4, "objects": [7]},
+        "Expected `object`, got `int` at $.objects[0]",
+        "$.objects[0]",
+        [],
+    ),
+    Rejected(
+        "an error outside the objects stays the request's error",
+        {"msg": "put", "id": 4, "objects": []},
+        "Expected `array` of length >= 1 at $.objects",
+        "$.objects",
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", REJECTED, ids=attrgetter("name"))
+def test_an_invalid_object_is_answered_as_a_rejected_object(proto: Codec, case: Rejected) -> None:
+    payload = _raw(proto)(case.payload)
+    with pytest.raises(InvalidRequest) as info:
+        proto.decode_request(payload)
+    reply = proto.invalid_reply(payload, info.value)
+    assert (reply.id, reply.code, reply.message, reply.path) == (
+        4,
+        "invalid",
+        case.message,
+        case.path,
+    )
+    assert reply.errors == case.errors
 
 
 def test_a_non_string_mapping_key_is_named_in_msgpack() -> None:

@@ -1257,6 +1257,42 @@ def test_record_unschedulable_dedupes_by_message(core: StoreCore) -> None:
     assert second.object == pod
 
 
+def test_the_latest_attempts_message_is_recorded_after_a_put_changed_the_condition(
+    core: StoreCore,
+) -> None:
+    # Issue 26: a put carrying an older message (a dump re-applied) replaced the condition; the
+    # next attempt's message, the same as the one recorded before the put, was then deduped
+    # away and `podium get pods -o wide` showed the older message for good.
+    latest = "0/1 nodes are available: 1 Insufficient cpu."
+    core.write([make_pod("p").obj()])
+    assert core.record_unschedulable("default", "p", "uid-1", latest) is not None
+    older = o.PodCondition(
+        type="PodScheduled",
+        status="False",
+        reason="Unschedulable",
+        message="0/5 nodes are available: 5 node(s) had taints that the pod didn't tolerate.",
+    )
+    pod = make_pod("p").phase("Pending").obj()
+    core.write(
+        [msgspec.structs.replace(pod, status=o.PodStatus(phase="Pending", conditions=[older]))]
+    )
+    core.record_unschedulable("default", "p", "uid-1", latest)
+    [cond] = _pod(core, "p").status.conditions
+    assert (cond.reason, cond.message) == ("Unschedulable", latest)
+    # and once the pod says it, the same message again writes nothing
+    assert core.record_unschedulable("default", "p", "uid-1", latest) is None
+
+
+def test_record_unschedulable_dedupe_survives_a_restart() -> None:
+    core = _core()
+    core.write([make_pod("p").obj()])
+    core.record_unschedulable("default", "p", "uid-1", "m")
+    restored = _core()
+    restored.restore(core.revision, [_pod(core, "p")])
+    assert restored.record_unschedulable("default", "p", "uid-1", "m") is None
+    assert restored.record_unschedulable("default", "p", "uid-1", "m2") is not None
+
+
 def test_record_unschedulable_only_for_the_pending_pod_with_that_uid(core: StoreCore) -> None:
     core.write([make_node("n1").obj(), make_pod("p").obj()])
     assert core.record_unschedulable("default", "p", "uid-0", "m") is None

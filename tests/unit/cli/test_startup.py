@@ -16,16 +16,15 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from operator import attrgetter
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from podium.cli import main as cli_main
 from podium.cli import objects, remote
 from podium.cli.benchmarks import WORKLOAD_NAMES
 from podium.cli.main import GROUP_OF_COMMAND, build_parser
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NOWHERE = "127.0.0.1:1"  # nothing listens on port 1: connection refused at once
 
 # Never needed by a command that talks to a daemon, nor by --version.
