@@ -126,6 +126,8 @@ READ_PAGE_BYTES = 4 * 1024 * 1024
 or a watcher far behind): 10 000 events of large objects would be gigabytes, past the request
 timeout, read again and again. etcd has no byte limit on a range, so the count is sized from
 the largest event the previous read returned (:class:`_PageSize`)."""
+MIN_READ_PAGE_BYTES = 64 * 1024
+"""The least the byte budget of a read of the log falls to after failed reads."""
 LARGEST_EVENT_BYTES = 1536 * 1024
 """What an event may weigh before any was read: etcd's default ``--max-request-bytes`` (one
 put is at most that), so the first page of a read stays within :data:`READ_PAGE_BYTES`."""
@@ -134,8 +136,10 @@ put is at most that), so the first page of a read stays within :data:`READ_PAGE_
 class _PageSize:
     """How many event keys the next read of the log asks for, so that its values stay within
     ``budget`` bytes: the budget over the largest event of the previous read, doubling at
-    most per full page (as TCP's slow start), a quarter after a read that failed (too large
-    to be answered within the request timeout, or etcd unavailable)."""
+    most per full page (as TCP's slow start). A read that failed (too large to be answered
+    within the request timeout, or etcd unavailable) asks for a quarter next, and halves the
+    budget for the durability's life (down to :data:`MIN_READ_PAGE_BYTES`): a link that could
+    not carry a page in time will not carry one as large later."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -148,7 +152,9 @@ class _PageSize:
         self.limit = max(1, min(READ_PAGE, grown, fit))
 
     def failed(self) -> None:
+        """A read failed."""
         self.limit = max(1, self.limit // 4)
+        self.budget = max(MIN_READ_PAGE_BYTES, self.budget // 2)
 
 
 @dataclass(frozen=True, slots=True)
