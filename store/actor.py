@@ -490,6 +490,14 @@ class StoreActor:
             # crash loop at the next watcher (the check at start reads the newest rows only).
             log.error("reading the event log after revision %d: %s", after, exc)
             return StoreRejected("internal", f"the event log is damaged: {exc}").failure()
+        except StoreError as exc:
+            # etcd unavailable, or a page not answered within the request timeout: the watcher
+            # is told to retry, and the store goes on (a commit that fails stops it itself).
+            log.warning("reading the event log after revision %d: %s", after, exc)
+            return StoreRejected(
+                "unavailable",
+                f"the event log after revision {after} could not be read: {exc}; watch again",
+            ).failure()
         if changes or (oldest is not None and after + 1 >= oldest):
             # A page of the disk's log: the core may hold the rest, so the reader asks again.
             return EventsResult(revision=self.core.revision, changes=changes, more=bool(changes))
