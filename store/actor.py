@@ -268,6 +268,7 @@ class StoreActor:
         # The follow loop's reads of the log, for reads waiting for a revision: how many have
         # begun, the number and leader revision of the last one done, a wake-up for the loop,
         # and an event set (and replaced) after each read.
+        self._following = standby is not None
         self._polls_begun = 0
         self._last_poll = (0, 0)
         self._poll_now = trio.Event()
@@ -327,8 +328,13 @@ class StoreActor:
         await self._promoted.wait()
 
     async def _follow_until(self, standby: Standby, scope: trio.CancelScope) -> None:
-        with scope:
-            await self._follow(standby)
+        try:
+            with scope:
+                await self._follow(standby)
+        finally:
+            # Promoted, stopping or failed: reads waiting for a revision wait no more.
+            self._following = False
+            self._polled.set()
 
     async def _follow(self, standby: Standby) -> None:
         """A follower's loop: apply and publish the leader's commits until promoted; a read
@@ -369,7 +375,7 @@ class StoreActor:
         asked = self._polls_begun
         leader: int | None = None
         with trio.move_on_after(standby.fresh_wait_seconds):
-            while not self.leading and self.core.revision < msg.after:
+            while self._following and not self.leading and self.core.revision < msg.after:
                 poll, committed = self._last_poll
                 if poll > asked and committed < msg.after:
                     leader = committed

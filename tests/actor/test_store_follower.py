@@ -196,3 +196,20 @@ async def test_a_leader_refuses_a_revision_past_its_own_at_once(
         "revision 1 is not a store revision; the current revision is 0",
     )
     assert trio.current_time() == asked
+
+
+async def test_a_follower_stopping_answers_its_waiting_reads_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = FakeLog(_leader_log(3), committed=2)
+    tx, rx = trio.open_memory_channel[Any](1)
+    async with following(log) as f:
+        asked = trio.current_time()
+        log.commit(1)
+        log.sick = True
+        f.inbox.send_nowait(ReadEvents(after=3, reply=tx))
+        await trio.testing.wait_all_tasks_blocked()
+    # The inbox closed: the store stops without holding the read for its 3 s.
+    assert trio.current_time() == asked
+    answer = rx.receive_nowait()
+    assert isinstance(answer, StoreFailure) and answer.code == "unavailable"
