@@ -72,12 +72,26 @@ from podium.store.mail import (
     WriteResult,
 )
 
-__all__ = ["Durability", "Following", "Recovery", "Standby", "StoreActor", "Subscriber"]
+__all__ = [
+    "FRESH_WAIT_SECONDS",
+    "Durability",
+    "FollowPage",
+    "Following",
+    "Recovery",
+    "Standby",
+    "StoreActor",
+    "Subscriber",
+]
 
 log = logging.getLogger("podium.store")
 
 Subscriber: TypeAlias = "trio.MemorySendChannel[Recovered | Committed]"
 _Reply: TypeAlias = Callable[[], None]
+
+FRESH_WAIT_SECONDS = 3.0
+"""How long a follower holds a watch from a revision it has not read yet (the API server's
+watch cache: staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go@v1.14
+``blockTimeout``, "Too large resource version" after it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +159,29 @@ class Durability(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class FollowPage:
+    """What one read of the shared log found.
+
+    Attributes:
+        revision: the leader's last committed revision, as this read saw it (0: no store yet).
+        changes: the changes after the follower's revision, in revision order, up to
+            ``revision`` at most: a page (the follower reads again while it is behind).
+    """
+
+    revision: int
+    changes: list[Change]
+
+
 class Following(Protocol):
     """A durability a follower replica reads the leader's commits from (etcd's)."""
 
-    async def follow(self, after: int) -> list[Change]:
-        """The changes committed after ``after`` (a page, in revision order)."""
+    async def follow(self, after: int) -> FollowPage:
+        """A page of the changes committed after ``after``, and the leader's revision.
+
+        The follower applies the page before it asks again; the durability's own reads of
+        the log (:meth:`Durability.read_events`) go no further than the pages it handed out,
+        so that a watcher paging through the log never passes the follower's revision."""
         ...
 
     async def take_over(self, revision: int) -> bool:
@@ -165,11 +197,14 @@ class Standby:
         source: the shared log (the durability itself).
         leader: the leader's protocol address, for ``not_leader`` answers (None: unknown).
         poll_seconds: how often the log is read for the leader's new commits.
+        fresh_wait_seconds: how long a watch from a revision the follower has not read yet
+            waits for it (:data:`FRESH_WAIT_SECONDS`).
     """
 
     source: Following
     leader: Callable[[], str | None]
     poll_seconds: float = 0.05
+    fresh_wait_seconds: float = FRESH_WAIT_SECONDS
 
 
 class StoreActor:
@@ -186,7 +221,22 @@ class StoreActor:
             (0: none).
         standby: run as a follower replica: writes are answered ``not_leader``, and the core
             follows the shared log (publishing each page read as a Committed) until
-            :meth:`promote` makes this store the writer.
+            :meth:`promote` makes this store the writer. A watch from a revision past the
+            follower's waits for it (below).
+
+    A follower reads the leader's commits a poll after they are acknowledged, so a client
+    that wrote on the leader and watches a follower from the revision it was answered may
+    ask for one the follower has not read yet. Such a read waits, as the API server's watch
+    cache does (``waitUntilFreshAndBlock``): the follower reads the log at once, and the
+    read is answered when the core reaches its revision; ``invalid`` when a read of the log
+    begun after it arrived shows the leader has not committed it (it is no store revision);
+    ``unavailable`` ("too large resource version") when :attr:`Standby.fresh_wait_seconds`
+    pass first (the log cannot be read, or the follower is far behind)::
+
+        ReadEvents(after > core) ──▶ wake the follow loop ──▶ core reaches after ──▶ answer
+                                               │
+                                               ├──▶ a later read: leader below after ──▶ invalid
+                                               └──▶ fresh_wait_seconds ──▶ unavailable
 
     Attributes:
         recovery_seconds: how long this start's recovery took (0 when nothing was recovered).
@@ -215,6 +265,14 @@ class StoreActor:
         self._commit_seconds = 0.0
         self._last_commit = -math.inf
         self._readers: trio.Nursery | None = None
+        # The follow loop's reads of the log, for reads waiting for a revision: how many have
+        # begun, the number and leader revision of the last one done, a wake-up for the loop,
+        # and an event set (and replaced) after each read.
+        self._following = standby is not None
+        self._polls_begun = 0
+        self._last_poll = (0, 0)
+        self._poll_now = trio.Event()
+        self._polled = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Recover, publish Recovered, signal readiness, then serve batches until the inbox
@@ -270,14 +328,22 @@ class StoreActor:
         await self._promoted.wait()
 
     async def _follow_until(self, standby: Standby, scope: trio.CancelScope) -> None:
-        with scope:
-            await self._follow(standby)
+        try:
+            with scope:
+                await self._follow(standby)
+        finally:
+            # Promoted, stopping or failed: reads waiting for a revision wait no more.
+            self._following = False
+            self._polled.set()
 
     async def _follow(self, standby: Standby) -> None:
-        """A follower's loop: apply and publish the leader's commits until promoted."""
+        """A follower's loop: apply and publish the leader's commits until promoted; a read
+        waiting for a revision (:meth:`_answer_when_read`) cuts its sleep short."""
         while True:
+            self._polls_begun += 1
+            poll = self._polls_begun
             try:
-                changes = await standby.source.follow(self.core.revision)
+                page = await standby.source.follow(self.core.revision)
             except (DatabaseDamaged, FollowerBehind):
                 raise
             except StoreError as exc:
@@ -285,17 +351,63 @@ class StoreActor:
                 log.warning("following the store: %s", exc)
                 await trio.sleep(standby.poll_seconds * 10)
                 continue
-            if changes:
-                published = self.core.follow(changes)
+            published = self.core.follow(page.changes) if page.changes else []
+            self._last_poll = (poll, page.revision)
+            self._polled.set()
+            self._polled = trio.Event()
+            if published:
                 metrics.STORE_REVISION.set(self.core.revision)
                 await self._publish(Committed(revision=self.core.revision, changes=published))
                 continue
             if self._promote.is_set() and await standby.source.take_over(self.core.revision):
                 self.leading = True
                 self._promoted.set()
+                self._polled.set()  # waiting reads: the core is the store's truth now
                 log.info("store: leading from revision %d", self.core.revision)
                 return
-            await trio.sleep(standby.poll_seconds)
+            with trio.move_on_after(standby.poll_seconds):
+                await self._poll_now.wait()
+            self._poll_now = trio.Event()
+
+    async def _answer_when_read(self, msg: ReadEvents, standby: Standby) -> None:
+        """Answer a follower's read from a revision past its own once the core has it
+        (class docstring)."""
+        asked = self._polls_begun
+        leader: int | None = None
+        with trio.move_on_after(standby.fresh_wait_seconds):
+            while self._following and not self.leading and self.core.revision < msg.after:
+                poll, committed = self._last_poll
+                if poll > asked and committed < msg.after:
+                    leader = committed
+                    break
+                polled = self._polled
+                self._poll_now.set()
+                await polled.wait()
+        core = self.core
+        if self.leading or core.revision >= msg.after:
+            if self._is_behind_memory(msg):
+                await self._answer_kept_log(msg)
+                return
+            try:
+                revision, events = core.events_after(msg.after)
+            except StoreRejected as exc:
+                reply(msg.reply, exc.failure())
+            else:
+                reply(msg.reply, EventsResult(revision=revision, changes=events))
+            return
+        if leader is not None:
+            refused = StoreRejected(
+                "invalid",
+                f"revision {msg.after} is not a store revision; the current revision is {leader}",
+            )
+        else:
+            refused = StoreRejected(
+                "unavailable",
+                f"too large resource version: {msg.after}, current: {core.revision}: this "
+                f"follower did not read it from the log within {standby.fresh_wait_seconds:g} "
+                "s; watch again, or on the leader",
+            )
+        reply(msg.reply, refused.failure())
 
     async def _serve_inbox(self, task_status: trio.TaskStatus[None]) -> None:
         try:
@@ -323,7 +435,7 @@ class StoreActor:
                 subscriber.close()
 
     async def _serve(self, batch: list[StoreMsg]) -> None:
-        changes, replies, behind = self._apply(batch)
+        changes, replies, behind, ahead = self._apply(batch)
         self._commit_seconds = 0.0
         if changes:
             started = time.perf_counter()
@@ -344,10 +456,13 @@ class StoreActor:
             send_reply()
         # Reads behind the core's memory start after the commit, so they see it too; each in
         # its own task, off this loop (a watch from revision 1 once stalled every put for 6.7 s).
-        assert self._readers is not None or not behind
+        assert self._readers is not None or not (behind or ahead)
         for msg in behind:
             assert self._readers is not None
             self._readers.start_soon(self._answer_kept_log, msg)
+        for msg in ahead:
+            assert self._readers is not None and self._standby is not None
+            self._readers.start_soon(self._answer_when_read, msg, self._standby)
 
     def _reply_bound(
         self,
@@ -381,6 +496,14 @@ class StoreActor:
             # crash loop at the next watcher (the check at start reads the newest rows only).
             log.error("reading the event log after revision %d: %s", after, exc)
             return StoreRejected("internal", f"the event log is damaged: {exc}").failure()
+        except StoreError as exc:
+            # etcd unavailable, or a page not answered within the request timeout: the watcher
+            # is told to retry, and the store goes on (a commit that fails stops it itself).
+            log.warning("reading the event log after revision %d: %s", after, exc)
+            return StoreRejected(
+                "unavailable",
+                f"the event log after revision {after} could not be read: {exc}; watch again",
+            ).failure()
         if changes or (oldest is not None and after + 1 >= oldest):
             # A page of the disk's log: the core may hold the rest, so the reader asks again.
             return EventsResult(revision=self.core.revision, changes=changes, more=bool(changes))
@@ -392,12 +515,16 @@ class StoreActor:
             revision=kept,
         ).failure()
 
-    def _apply(self, batch: list[StoreMsg]) -> tuple[list[Change], list[_Reply], list[ReadEvents]]:
-        """Apply every message to the core in order; the replies wait for the commit, and the
-        reads behind the core's memory for the durability."""
+    def _apply(
+        self, batch: list[StoreMsg]
+    ) -> tuple[list[Change], list[_Reply], list[ReadEvents], list[ReadEvents]]:
+        """Apply every message to the core in order; the replies wait for the commit, the
+        reads behind the core's memory for the durability, and a follower's reads past its
+        revision for the follow loop."""
         changes: list[Change] = []
         replies: list[_Reply] = []
         behind: list[ReadEvents] = []
+        ahead: list[ReadEvents] = []
         core = self.core
         for msg in batch:
             if not self.leading and not isinstance(msg, ReadObjects | ReadEvents | ReadStats):
@@ -464,6 +591,9 @@ class StoreActor:
                     if self._is_behind_memory(msg):
                         behind.append(msg)
                         continue
+                    if not self.leading and msg.after > core.revision:
+                        ahead.append(msg)
+                        continue
                     try:
                         revision, events = core.events_after(msg.after)
                     except StoreRejected as exc:
@@ -480,7 +610,7 @@ class StoreActor:
                     replies.append(partial(reply, msg.reply, stats))
                 case _:
                     assert_never(msg)
-        return changes, replies, behind
+        return changes, replies, behind, ahead
 
     def _not_leader(self) -> StoreFailure:
         leader = self._standby.leader() if self._standby is not None else None

@@ -86,7 +86,7 @@ from podium.protocol.config import PodiumSettings
 from podium.protocol.errors import DatabaseDamaged, FollowerBehind, LeadershipLost, StoreError
 from podium.protocol.objects import KubeObject
 from podium.store import tuning
-from podium.store.actor import Recovery, Standby, StoreActor, Subscriber
+from podium.store.actor import FollowPage, Recovery, Standby, StoreActor, Subscriber
 from podium.store.core import StoreCore
 from podium.store.credentials import EtcdTLS, etcd_credentials
 from podium.store.etcd.client import EtcdClient, EtcdUnknownOutcome, b64
@@ -100,7 +100,7 @@ from podium.store.etcd.keys import (
     encode_meta,
     prefix_end,
 )
-from podium.store.etcd.replies import KeyValue
+from podium.store.etcd.replies import KeyValue, RangeResult
 from podium.store.location import EtcdLocation
 from podium.store.mail import Change, StoreMsg
 from podium.store.schema import decode_object, encode_object
@@ -108,6 +108,7 @@ from podium.store.schema import decode_object, encode_object
 __all__ = [
     "PAGE",
     "READ_PAGE",
+    "READ_PAGE_BYTES",
     "EtcdDurability",
     "Snapshot",
     "etcd_durability",
@@ -120,6 +121,40 @@ PAGE = 1000
 """Keys per range read at start."""
 READ_PAGE = 10_000
 """The most event keys one read of the log returns (a watcher far behind reads pages)."""
+READ_PAGE_BYTES = 4 * 1024 * 1024
+"""The bytes of event values one read of the log aims to stay within (a follower catching up
+or a watcher far behind): 10 000 events of large objects would be gigabytes, past the request
+timeout, read again and again. etcd has no byte limit on a range, so the count is sized from
+the largest event the previous read returned (:class:`_PageSize`)."""
+MIN_READ_PAGE_BYTES = 64 * 1024
+"""The least the byte budget of a read of the log falls to after failed reads."""
+LARGEST_EVENT_BYTES = 1536 * 1024
+"""What an event may weigh before any was read: etcd's default ``--max-request-bytes`` (one
+put is at most that), so the first page of a read stays within :data:`READ_PAGE_BYTES`."""
+
+
+class _PageSize:
+    """How many event keys the next read of the log asks for, so that its values stay within
+    ``budget`` bytes: the budget over the largest event of the previous read, doubling at
+    most per full page (as TCP's slow start). A read that failed (too large to be answered
+    within the request timeout, or etcd unavailable) asks for a quarter next, and halves the
+    budget for the durability's life (down to :data:`MIN_READ_PAGE_BYTES`): a link that could
+    not carry a page in time will not carry one as large later."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.limit = max(1, min(READ_PAGE, budget // LARGEST_EVENT_BYTES))
+
+    def read(self, asked: int, sizes: Sequence[int]) -> None:
+        """A read of ``asked`` keys returned events of ``sizes`` bytes."""
+        fit = self.budget // max(1, max(sizes, default=1))
+        grown = 2 * asked if len(sizes) >= asked else self.limit
+        self.limit = max(1, min(READ_PAGE, grown, fit))
+
+    def failed(self) -> None:
+        """A read failed."""
+        self.limit = max(1, self.limit // 4)
+        self.budget = max(MIN_READ_PAGE_BYTES, self.budget // 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +192,8 @@ class EtcdDurability:
         unavailable_after: seconds one request goes on trying the endpoints.
         compaction_interval: seconds between compactions of etcd's history (0: never; leave
             it to etcd's ``--auto-compaction-retention``).
+        read_page_bytes: bytes one read of the event log aims to stay within
+            (:data:`READ_PAGE_BYTES`).
 
     Attributes:
         fence: compares (gateway JSON) every transaction also carries: leader election's hook.
@@ -177,6 +214,7 @@ class EtcdDurability:
         request_timeout: float = 5.0,
         unavailable_after: float = 10.0,
         compaction_interval: float = 300.0,
+        read_page_bytes: int = READ_PAGE_BYTES,
     ) -> None:
         self.location = location
         self.retention = retention
@@ -196,7 +234,10 @@ class EtcdDurability:
         self._writer = f"{socket.gethostname()}:{os.getpid()}"
         self._meta = Meta(schema=SCHEMA_VERSION, revision=0, applied=0, writer=self._writer)
         self._meta_mod = 0  # the meta key's mod_revision after our last txn (0: absent)
+        # The last revision reads of the log may return: ours committed, or on a follower the
+        # end of the last page it was handed (what its core holds).
         self._committed = 0
+        self._page = _PageSize(read_page_bytes)
         self._compacted_through = 0
         self.compaction_interval = compaction_interval
         self._compaction_round = time.monotonic()
@@ -305,10 +346,15 @@ class EtcdDurability:
 
     async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
         """The event keys after ``after`` up to the committed revision (the first ``limit``;
-        0: all) and the oldest kept, in one read-only transaction (one etcd revision)."""
+        0: all; fewer to stay within :data:`READ_PAGE_BYTES`) and the oldest kept, in one
+        read-only transaction (one etcd revision). On a follower the committed revision is
+        the end of the last page :meth:`follow` handed out, so a watcher paging through the
+        log never passes the follower's own revision."""
         keys = self._keys
-        first, page = await self._client.read_ranges(
+        asked = min(limit, self._page.limit) if limit > 0 else self._page.limit
+        first, page = await self._read_page(
             "read_events",
+            asked,
             [
                 {
                     "key": b64(keys.events),
@@ -320,7 +366,7 @@ class EtcdDurability:
                     "key": b64(keys.event(after + 1)),
                     "range_end": b64(keys.event(self._committed + 1)),
                     # "All" is a page too: the store actor asks again for the rest.
-                    "limit": min(limit, READ_PAGE) if limit > 0 else READ_PAGE,
+                    "limit": asked,
                 },
             ],
         )
@@ -329,26 +375,36 @@ class EtcdDurability:
             return oldest, []
         return oldest, [self._decode_event(kv) for kv in page.kvs]
 
-    async def follow(self, after: int) -> list[Change]:
+    async def follow(self, after: int) -> FollowPage:
         """A follower's read of what the leader committed after ``after``: the meta key and
         the event keys above ``after`` in one read-only transaction (one etcd revision), up to
-        the meta revision (event keys above it belong to a batch not committed yet)."""
+        the meta revision (event keys above it belong to a batch not committed yet), a page
+        within :data:`READ_PAGE_BYTES`.
+
+        The follower applies the page before it asks again: :meth:`read_events` reads up to
+        the page's end from then on.
+
+        Raises:
+            FollowerBehind: the log was compacted past ``after``.
+            StoreError: etcd is unavailable, or the read timed out (the next is smaller).
+        """
         keys = self._keys
-        metas, page = await self._client.read_ranges(
+        metas, page = await self._read_page(
             "follow",
+            self._page.limit,
             [
                 {"key": b64(keys.meta)},
                 {
                     "key": b64(keys.event(after + 1)),
                     "range_end": b64(prefix_end(keys.events)),
-                    "limit": READ_PAGE,
+                    "limit": self._page.limit,
                 },
             ],
         )
         if not metas.kvs:
-            return []
+            self._committed = after
+            return FollowPage(revision=0, changes=[])
         meta = self._decode_meta(metas.kvs[0], str(self.location))
-        self._committed = max(self._committed, meta.revision)
         changes = [self._decode_event(kv) for kv in page.kvs]
         changes = [c for c in changes if c.revision <= meta.revision]
         if meta.revision > after and (not changes or changes[0].revision != after + 1):
@@ -358,7 +414,21 @@ class EtcdDurability:
                 f"resuming at {resumes} (compacted past it): it stops, and reloads "
                 "when restarted"
             )
-        return changes
+        self._committed = changes[-1].revision if changes else after
+        return FollowPage(revision=meta.revision, changes=changes)
+
+    async def _read_page(
+        self, what: str, asked: int, ranges: list[dict[str, Any]]
+    ) -> tuple[RangeResult, RangeResult]:
+        """Two ranges in one read-only transaction, the second a page of ``asked`` event keys;
+        the page size follows what it weighed (:class:`_PageSize`)."""
+        try:
+            first, page = await self._client.read_ranges(what, ranges)
+        except StoreError:
+            self._page.failed()
+            raise
+        self._page.read(asked, [len(kv.value) for kv in page.kvs])
+        return first, page
 
     async def take_over(self, revision: int) -> bool:
         """A newly elected leader takes the prefix over from ``revision`` (its core's), with

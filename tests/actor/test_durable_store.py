@@ -24,6 +24,7 @@ from podium.store.mail import (
     Binding,
     BindPods,
     BindResult,
+    Change,
     Committed,
     EventsResult,
     Evict,
@@ -66,6 +67,20 @@ class Running:
         tx, rx = trio.open_memory_channel[EventsResult | StoreFailure](1)
         await self.inbox.send(ReadEvents(after=after, limit=limit, reply=tx))
         return await rx.receive()
+
+    async def watch_from(self, after: int) -> EventsResult | StoreFailure:
+        """Every change after ``after``, read as the gateway's watch does: page after page
+        of the kept log (each as large as the durability answers) until the core's memory
+        answers the rest."""
+        changes: list[Change] = []
+        while True:
+            page = await self.events(after)
+            if isinstance(page, StoreFailure) or (not page.more and not changes):
+                return page
+            changes += page.changes
+            if not page.more:
+                return EventsResult(revision=page.revision, changes=changes)
+            after = page.changes[-1].revision
 
 
 @asynccontextmanager
@@ -140,21 +155,21 @@ async def test_watchers_resume_from_the_kept_log_and_get_gone_below_retention(
         for i in range(8):
             await s.write([_node(f"n{i}")])
         # Revisions 1-3 are compacted (8 - 5); 4 onwards are kept, 7-8 also in memory.
-        kept = await s.events(3)
+        kept = await s.watch_from(3)
         assert isinstance(kept, EventsResult)
         assert [c.revision for c in kept.changes] == [4, 5, 6, 7, 8]
         assert kept.changes[0].object.metadata.name == "n3"
-        gone = await s.events(1)
+        gone = await s.watch_from(1)
         assert isinstance(gone, StoreFailure)
         assert (gone.code, gone.revision) == ("gone", 4)
-        in_memory = await s.events(6)
+        in_memory = await s.watch_from(6)
         assert isinstance(in_memory, EventsResult)
         assert [c.revision for c in in_memory.changes] == [7, 8]
     async with running(store_backend, retention=5) as s:
-        after_restart = await s.events(5)
+        after_restart = await s.watch_from(5)
         assert isinstance(after_restart, EventsResult)
         assert [c.revision for c in after_restart.changes] == [6, 7, 8]
-        still_gone = await s.events(2)
+        still_gone = await s.watch_from(2)
         assert isinstance(still_gone, StoreFailure)
         assert (still_gone.code, still_gone.revision) == ("gone", 4)
 
@@ -167,10 +182,10 @@ async def test_a_watcher_one_change_behind_a_restart_reads_it_from_the_kept_log(
         await s.write([_node("n2")])
     async with running(store_backend) as s:
         # Nothing is in memory after a restart: revision 2 comes from the kept log.
-        events = await s.events(1)
+        events = await s.watch_from(1)
         assert isinstance(events, EventsResult)
         assert [c.revision for c in events.changes] == [2]
-        up_to_date = await s.events(2)
+        up_to_date = await s.watch_from(2)
         assert isinstance(up_to_date, EventsResult) and up_to_date.changes == []
 
 
@@ -238,7 +253,7 @@ async def test_an_eviction_and_the_nomination_survive_a_restart(store_backend: B
         assert (pods["p"].status.nominated_node_name, pods["p"].spec.node_name) == ("n1", "")
         assert pods["keep"].spec.node_name == "n1"
         # The kept event log holds the Preempted changes (a watcher resuming sees them).
-        events = await s.events(8)
+        events = await s.watch_from(8)
         assert isinstance(events, EventsResult)
         by_p = "preempted by default/p (priority 0)"
         assert [(c.revision, c.type, c.name, c.node, c.message) for c in events.changes] == [
@@ -263,7 +278,11 @@ async def test_a_read_behind_writes_of_its_own_batch_goes_to_the_kept_log(
         assert isinstance(await write_reply.receive(), WriteResult)
         events = await read_reply.receive()
         assert isinstance(events, EventsResult), events
-        assert [c.revision for c in events.changes] == [3, 4, 5]
+        # A page of the kept log; the rest as a watcher reads it.
+        assert events.more
+        rest = await s.watch_from(events.changes[-1].revision)
+        assert isinstance(rest, EventsResult), rest
+        assert [c.revision for c in events.changes + rest.changes] == [3, 4, 5]
 
 
 async def test_the_kept_log_is_read_in_pages_then_the_cores_memory_answers_whole(

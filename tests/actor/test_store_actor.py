@@ -38,6 +38,7 @@ class FakeDurability:
     recovery: Recovery | None = None
     fail_load: bool = False
     fail_commit: bool = False
+    fail_read: bool = False
     keeps_log: bool = False
     log: list[Change] = field(default_factory=list)
     commits: list[list[int]] = field(default_factory=list)
@@ -61,6 +62,8 @@ class FakeDurability:
         self.calls.append(f"read_events {after}")
         if self.read_gate is not None:
             await self.read_gate.wait()
+        if self.fail_read:
+            raise StoreError("etcd is unavailable: no member answered within 10 s")
         kept = [c for c in self.log if c.revision > after][: limit or None]
         return (self.log[0].revision if self.log else None), kept
 
@@ -208,3 +211,23 @@ async def test_a_read_of_the_components_log_runs_beside_the_commits_not_before_t
         durability.read_gate.set()
         answer = await read.receive()
     assert ([c.revision for c in answer.changes], answer.more) == ([1, 2], True)
+
+
+async def test_a_read_of_the_components_log_that_fails_answers_that_watcher_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Issue 25 point 9: a page of the log not answered within etcd's request timeout (large
+    objects) failed the reader's task, and with it the store and the daemon."""
+    durability = FakeDurability(keeps_log=True, fail_read=True)
+    async with running(durability, core=StoreCore(retention=1)) as h:
+        await _written(h, "n1", "n2", "n3")
+        tx, rx = trio.open_memory_channel[Any](1)
+        h.inbox.send_nowait(ReadEvents(after=1, reply=tx))
+        answer = await rx.receive()
+        assert (answer.code, answer.message) == (
+            "unavailable",
+            "the event log after revision 1 could not be read: etcd is unavailable: no member "
+            "answered within 10 s; watch again",
+        )
+        await _written(h, "n4")
+        assert h.store.core.revision == 4

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from builders import make_pod
+from builders import make_node, make_pod
 from daemon import Daemon, StartDaemon
 from etcd_servers import EtcdCluster
 from netns import Network
@@ -285,3 +285,38 @@ def test_a_leader_cut_off_from_the_etcd_majority_is_replaced_and_binds_nothing(
     finally:
         cluster.stop()
     assert ledger.acked
+
+
+FRESH_TRIES = 20
+
+
+def test_a_follower_serves_a_watch_from_a_revision_the_leader_just_wrote(
+    etcd_cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
+) -> None:
+    """Issue 25 point 8: a watch on a follower from the revision a put on the leader was just
+    acknowledged at (which the follower has not read yet: it polls the log) waits for the
+    follower to read it, then streams exactly what follows; it was refused ``invalid``
+    ("revision 59 is not a store revision; the current revision is 58") in 24 of 30 tries."""
+    replicas = Replicas(start_daemon, etcd_cluster, tmp_path, size=2).start_all()
+
+    async def run() -> None:
+        with trio.fail_after(60):
+            await watch_followers()
+
+    async def watch_followers() -> None:
+        leader = replicas.daemons[await trio.to_thread.run_sync(replicas.leader)]
+        (follower,) = [d for d in replicas.running() if d is not leader]
+        assert leader is not None
+        async with connect(leader.address) as writer, connect(follower.address) as reader:
+            for i in range(FRESH_TRIES):
+                written = (await writer.put([make_node(f"n{i}").obj()])).revision
+                async with reader.watch(written) as events:
+                    following = (await writer.put([make_node(f"m{i}").obj()])).revision
+                    event = await events.__anext__()
+                assert (event.revision, event.object.metadata.name) == (following, f"m{i}")
+
+    try:
+        trio.run(run)
+    except BaseException:
+        print(replicas.logs())
+        raise
