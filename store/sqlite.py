@@ -36,19 +36,24 @@ header, a file without Podium's tables, a main file gone while its WAL remains, 
 ``PRAGMA quick_check``, a meta revision the event log does not end at, an object row or one of
 the newest :data:`~podium.store.tuning.EVENTS_CHECKED_AT_START` event rows that does not
 decode. A new database is built beside its path (0600 whatever the umask; SQLite gives the
-WAL and shm files the database's mode), migrated, and renamed into place, so a path either
+WAL and shm files the database's mode), migrated, and linked into place, so a path either
 holds no file or a database with Podium's tables: an emptied file is always a loss, never a
 new database.
 
-Each commit checks, before its COMMIT, that the database, its WAL and the lock file are still
-the ones opened (device and inode of the path against the open file, which must still have a
-link): a database deleted or replaced under the daemon fails the commit, and the daemon stops
-without acknowledging it (fail-stop) instead of acknowledging writes no restart will find.
+Each commit checks, before its COMMIT, that the database and its WAL are still the ones
+opened (device and inode of the path against the open file, which must still have a link): a
+database deleted or replaced under the daemon fails the commit, and the daemon stops without
+acknowledging it (fail-stop) instead of acknowledging writes no restart will find.
 
-One daemon per database: an exclusive ``flock`` on ``<database>.lock`` (released by the kernel
-when the process dies, ``kill -9`` included) names its holder, so a second daemon exits
-saying who has it. Readers in other processes (``podium db check``, ``podium db backup``)
-may open the database at any time (WAL).
+One daemon per database *file*: an exclusive ``flock`` on a descriptor of the database file
+itself (:func:`acquire_lock`; released by the kernel when the process dies, ``kill -9``
+included), so a second daemon through another path — a symlink, a hard link — is refused as
+one through the same path is. SQLite names the WAL after the path, so two daemons through two
+paths would each have a WAL of their own over one file, both acknowledging writes that the
+other's checkpoints overwrite. The refusal names the holder: its pid from Linux's lock table,
+its host, start and path from ``<database>.lock`` (beside the resolved path; only a name tag
+now, the lock is the database's). Readers in other processes (``podium db check``, ``podium db
+backup``) may open the database at any time (WAL).
 
 Owns: the database connection (through its thread), the lock, the compaction mark.
 Mailbox and emits: as :class:`~podium.store.actor.StoreActor`.
@@ -112,38 +117,138 @@ QUICK_CHECK_PROBLEMS = 10
 
 # --------------------------------------------------------------------------- the lock
 
+LOCKS = "/proc/locks"
+"""Linux's table of every file lock held on this host (proc(5)): who holds a ``flock``."""
+
 
 def acquire_lock(database: str) -> int:
-    """Take the exclusive lock of ``database`` (a ``flock`` on ``<database>.lock``).
+    """Create ``database`` when there is none, then take its exclusive lock: a ``flock`` on a
+    descriptor of the database file itself, so the lock is the file's (device and inode) and
+    not its path's. A second daemon through a symlink or a hard link meets it: SQLite keeps one
+    WAL per *path*, so two daemons through two paths would each acknowledge writes the other's
+    checkpoints then overwrite.
+
+    Linux keeps ``flock`` locks apart from the POSIX record locks SQLite takes on the same file
+    (not on NFS, which emulates one with the other: keep the database on a local disk). The
+    descriptor must stay open until SQLite's connection is closed, and no other descriptor of
+    the file may be closed meanwhile: closing *any* descriptor of a file drops every POSIX
+    lock the process holds on it, SQLite's included. So a refused call in a process that has
+    the database open through SQLite drops that connection's locks: one store per process.
 
     Returns:
-        The lock file's descriptor; the lock lasts until it is closed or the process ends.
+        The database file's descriptor; the lock lasts until it is closed or the process ends
+        (``kill -9`` included). ``<database>.lock`` beside the resolved path names the holder
+        for the next daemon's message.
 
     Raises:
-        StoreError: another process holds it (named with its pid, host and start time).
+        StoreError: another process holds it (named with its pid, host, start time and path
+            where they can be found), or the database cannot be created.
+        DatabaseDamaged: as :func:`prepare_file`.
     """
-    path = f"{database}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        with contextlib.suppress(OSError, ValueError):
-            holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    while True:
+        try:
+            prepare_file(database)
+            fd = os.open(database, os.O_RDONLY)
+        except FileNotFoundError:
+            continue  # deleted between the two: made anew on the next turn
+        except OSError as exc:
+            raise StoreError(f"cannot create database {database}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = os.fstat(fd)
             os.close(fd)
             raise StoreError(
-                f"database {database} is in use by podium pid {holder.get('pid')} on "
-                f"{holder.get('host')} (since {holder.get('since')}); stop that daemon first"
+                f"database {database} is in use by {_holder(database, held)}; stop that "
+                "daemon first"
             ) from None
-        os.close(fd)
-        raise StoreError(f"database {database} is in use by another podium") from None
+        try:
+            now = os.stat(database)
+        except FileNotFoundError:
+            now = None
+        locked = os.fstat(fd)
+        if now is not None and (now.st_dev, now.st_ino) == (locked.st_dev, locked.st_ino):
+            break
+        os.close(fd)  # the path was replaced before the lock was taken: lock the new file
+    real = os.path.realpath(database)
     holder = {
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "path": real,
+        "device": locked.st_dev,
+        "inode": locked.st_ino,
     }
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(holder).encode(), 0)
+    try:
+        info = os.open(f"{real}.lock", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(info, json.dumps(holder).encode())
+        finally:
+            os.close(info)
+    except OSError:
+        os.close(fd)
+        raise
     return fd
+
+
+def _holder(database: str, held: os.stat_result) -> str:
+    """Who holds the lock of the file ``held``: from Linux's lock table (the pid, and the path
+    through which it holds the file) and the holder's ``.lock`` file (its host and start)."""
+    pid = _flock_holder(held)
+    paths = [os.path.realpath(database)]
+    if pid is not None:
+        paths += _paths_of(pid, held)
+    for path in paths:
+        try:
+            with open(f"{path}.lock", "rb") as f:
+                info = json.loads(f.read(4096) or b"{}")
+        except (OSError, ValueError):
+            continue
+        if not isinstance(info, dict) or (info.get("device"), info.get("inode")) != (
+            held.st_dev,
+            held.st_ino,
+        ):
+            continue  # another file's, or one left by a podium before this lock
+        if pid is not None and info.get("pid") != pid:
+            continue  # a dead holder's: the lock is another process's now
+        as_given = os.path.abspath(database)
+        through = "" if info.get("path") == as_given else f", as {info.get('path')}"
+        return (
+            f"podium pid {info.get('pid')} on {info.get('host')} (since "
+            f"{info.get('since')}{through})"
+        )
+    if pid is not None:
+        return f"pid {pid} on this host"
+    return "another podium"
+
+
+def _flock_holder(held: os.stat_result) -> int | None:
+    """The pid holding a ``flock`` on the file ``held`` (from :data:`LOCKS`), or None."""
+    device = f"{os.major(held.st_dev):02x}:{os.minor(held.st_dev):02x}:{held.st_ino}"
+    try:
+        with open(LOCKS) as f:
+            table = f.read()
+    except OSError:
+        return None  # not Linux
+    for line in table.splitlines():
+        # "3: FLOCK  ADVISORY  WRITE 17198 fe:00:2154831 0 EOF" (proc(5))
+        fields = line.split()
+        if fields[1:2] == ["FLOCK"] and len(fields) > 5 and fields[5] == device:
+            pid = int(fields[4]) if fields[4].isdigit() else 0
+            return pid or None  # 0: a process outside this pid namespace
+    return None
+
+
+def _paths_of(pid: int, held: os.stat_result) -> list[str]:
+    """The paths through which process ``pid`` has the file ``held`` open (its descriptors)."""
+    paths = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                st = os.stat(f"/proc/{pid}/fd/{name}")
+                if (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+                    paths.append(os.readlink(f"/proc/{pid}/fd/{name}"))
+    return paths
 
 
 # --------------------------------------------------------------------------- the file
@@ -167,7 +272,8 @@ def prepare_file(path: str) -> None:
     """Create a new database at ``path`` when there is none; refuse one that was emptied.
 
     A new database is built in a temporary file beside ``path`` (mode 0600 whatever the
-    umask), given Podium's schema, and renamed into place: ``path`` never holds a file without
+    umask), given Podium's schema, and linked into place (never over a file another daemon
+    put there meanwhile): ``path`` never holds a file without
     Podium's tables unless something emptied it.
 
     Raises:
@@ -220,7 +326,14 @@ def _create(path: str) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(tmp, path)
+        try:
+            os.link(tmp, path)  # never over a database another daemon made meanwhile
+        except FileExistsError:
+            pass  # it did: that one is served, under its lock (acquire_lock)
+        except OSError:  # a file system without hard links
+            os.rename(tmp, path)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
     except BaseException:
         for leftover in (tmp, f"{tmp}-wal", f"{tmp}-shm"):
             with contextlib.suppress(FileNotFoundError):
@@ -263,18 +376,19 @@ class _Opened:
 
 
 class _Identity:
-    """The database, its WAL and its lock file as opened; checked before every COMMIT."""
+    """The database (through the lock's descriptor) and its WAL as opened; checked before
+    every COMMIT."""
 
     def __init__(self, database: str, lock: int) -> None:
         self.database = database
-        self._files = [_Opened.of(database)]
+        self._lock = _Opened.of(database, lock)
+        self._files: list[_Opened] = []
         with contextlib.suppress(FileNotFoundError):
             self._files.append(_Opened.of(f"{database}-wal"))
-        self._lock = _Opened.of(f"{database}.lock", lock)
 
     def check(self) -> None:
         """Raises DatabaseDamaged when a file was deleted or replaced."""
-        for opened in (*self._files, self._lock):
+        for opened in (self._lock, *self._files):
             if (problem := opened.problem()) is not None:
                 raise DatabaseDamaged(
                     f"{problem}; stopping without acknowledging this commit (its writes would "
@@ -282,7 +396,7 @@ class _Identity:
                 )
 
     def close(self) -> None:
-        for opened in self._files:  # the lock's descriptor is the lock's to close
+        for opened in self._files:  # the database's descriptor is the lock's to close
             os.close(opened.fd)
 
 
@@ -329,10 +443,6 @@ class _Database:
         token = self._token
         assert token is not None
         try:
-            try:
-                prepare_file(self._path)
-            except OSError as exc:  # not a listener's error: name the database
-                raise StoreError(f"cannot create database {self._path}: {exc}") from exc
             conn = await aiosqlite.connect(self._path, isolation_level=None)
             await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
@@ -673,7 +783,8 @@ class SqliteDurability:
             StoreError: the database is locked by another daemon, unreadable, or made by a
                 newer Podium.
         """
-        self._lock = acquire_lock(self.path)
+        # Before the connection opens: the lock's descriptor is the first one of the file.
+        self._lock = await trio.to_thread.run_sync(acquire_lock, self.path)
         await self._db.open()
         loaded: Recovery = await self._db.call(_load_job(self.path))
         self._identity = _Identity(self.path, self._lock)

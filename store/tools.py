@@ -7,15 +7,16 @@ snapshot_command.go@v3.3) and ``etcdctl snapshot status`` / etcd's corruption ch
 and verify its hashes and revisions).
 
 Not an actor: sync functions on the stdlib ``sqlite3`` driver, run by the CLI. The daemon keeps
-its database in WAL mode and locks the side file ``<database>.lock`` (not SQLite itself), so both
-tools work while it runs: a reader in another process sees the last committed transaction, and
-the check reads every table in one read transaction (one commit's state).
+its database in WAL mode and holds an ``flock`` on the file (apart from SQLite's POSIX locks),
+so both tools work while it runs: a reader in another process sees the last committed
+transaction, and the check reads every table in one read transaction (one commit's state).
 
 What :func:`check_database` verifies (an *error* breaks a promise of docs/reliability.md; a
 *warning* is a state Kubernetes allows but an operator should know about)::
 
     the file           exists, is SQLite, carries a Podium schema no newer than this Podium's;
-                       PRAGMA integrity_check and foreign_key_check are clean
+                       PRAGMA integrity_check and foreign_key_check are clean; has one path
+                       (no hard link: each path has its own WAL), and no WAL beside another
     objects rows       decode; kind/namespace/name columns match the object; the revision column
                        equals its resourceVersion and is <= the database revision
     events rows        decode, revision <= the database revision
@@ -198,6 +199,7 @@ def check_database(path: str | os.PathLike[str], *, over_committed: OverCommitte
     elif not p.is_file():
         findings.error("file", f"{path}: not a file")
     else:
+        _check_links(p, findings)
         try:
             conn = _open_read_only(p)
         except sqlite3.Error as exc:
@@ -216,6 +218,45 @@ def check_database(path: str | os.PathLike[str], *, over_committed: OverCommitte
                 conn.close()
     findings.close()
     return report
+
+
+def _check_links(path: Path, findings: _Findings) -> None:
+    """One database file, one path: SQLite names the WAL after the path, so through two hard
+    links two daemons each had a WAL of their own over one file (before Podium locked the
+    file itself), each acknowledging writes the other's checkpoints overwrote; and a reader
+    through one link never sees what a daemon through the other has in its WAL. The loss
+    itself leaves no trace in the file: the links are what can be found, and a WAL beside
+    another link, whose writes this path never reads."""
+    real = path.resolve()
+    held = real.stat()
+    if held.st_nlink < 2:
+        return
+    others: list[Path] = []
+    for folder in dict.fromkeys((real.parent, path.absolute().parent)):
+        with contextlib.suppress(OSError):
+            for entry in folder.iterdir():
+                with contextlib.suppress(OSError):
+                    st = entry.lstat()
+                    if entry != real and (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+                        others.append(entry)
+    named = ", ".join(str(o) for o in others) or "not in this folder"
+    findings.error(
+        "file.links",
+        f"{path}: the file has {held.st_nlink} hard links ({named}); SQLite keeps one WAL per "
+        "path, so writes through two paths are two WALs over one file and acknowledged writes "
+        "may be gone, which this check cannot see; keep one path (remove the other links) and "
+        "restore a backup if a daemon ran through another one",
+    )
+    for other in others:
+        wal = Path(f"{other}-wal")
+        with contextlib.suppress(OSError):
+            if (size := wal.stat().st_size) > 0:
+                findings.error(
+                    "file.wal",
+                    f"{wal}: a WAL of {size} bytes written through {other}, another path to "
+                    f"this file; reading {path} never sees those writes, and opening {other} "
+                    "would replay them over pages this path's checkpoints changed",
+                )
 
 
 def _check(

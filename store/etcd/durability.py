@@ -20,7 +20,10 @@ daemon's previous transaction gave it, and puts the meta key (so its ``mod_revis
 a second writer's transaction, or any write to the meta key by anyone else, makes the next
 transaction of the other fail its comparison. The loser stops (fail-stop, a
 :class:`~podium.protocol.errors.StoreError` naming the other writer) having acknowledged
-nothing that was not committed. The same comparison is where leader election (issue 20) adds
+nothing that was not committed. A writer is named by a token drawn at its start beside host
+and pid (:func:`~podium.store.etcd.keys.writer_identity`): a failed comparison whose meta value
+is byte for byte the one this writer sent is its own earlier attempt, never another writer's
+(two containers can share ``HOST:PID``). The same comparison is where leader election (issue 20) adds
 its own: :attr:`EtcdDurability.fence` is a list of extra compares every transaction carries.
 
 **A batch, one transaction.** The changes' event keys, their objects' final states (a put, or
@@ -72,8 +75,6 @@ revision.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -99,6 +100,7 @@ from podium.store.etcd.keys import (
     encode_event,
     encode_meta,
     prefix_end,
+    writer_identity,
 )
 from podium.store.etcd.replies import KeyValue, RangeResult
 from podium.store.location import EtcdLocation
@@ -231,7 +233,7 @@ class EtcdDurability:
             unavailable_after=unavailable_after,
         )
         self._keys = KeyLayout(location.prefix.encode())
-        self._writer = f"{socket.gethostname()}:{os.getpid()}"
+        self._writer = writer_identity()
         self._meta = Meta(schema=SCHEMA_VERSION, revision=0, applied=0, writer=self._writer)
         self._meta_mod = 0  # the meta key's mod_revision after our last txn (0: absent)
         # The last revision reads of the log may return: ours committed, or on a follower the

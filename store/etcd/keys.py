@@ -15,6 +15,9 @@ log is a read in revision order).
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 from dataclasses import dataclass, field
 
 import msgspec
@@ -35,6 +38,7 @@ __all__ = [
     "encode_event",
     "encode_meta",
     "prefix_end",
+    "writer_identity",
 ]
 
 SCHEMA_VERSION = 1
@@ -54,7 +58,7 @@ class Meta(msgspec.Struct, frozen=True, kw_only=True):
         revision: the last committed Podium revision (the commit point).
         applied: the revision the object keys reflect (behind ``revision`` only while a
             batch too large for one transaction is being written).
-        writer: ``host:pid`` of the daemon writing the prefix.
+        writer: :func:`writer_identity` of the daemon writing the prefix.
         n: a counter every transaction moves (a transaction whose answer was lost is found
             applied by reading it back).
     """
@@ -64,6 +68,25 @@ class Meta(msgspec.Struct, frozen=True, kw_only=True):
     applied: int
     writer: str = ""
     n: int = 0
+
+
+def writer_identity(host: str | None = None, pid: int | None = None) -> str:
+    """A writer's name in the meta key, ``HOST:PID_TOKEN``, never the same twice.
+
+    The token is what makes it unique: two containers on one host name, each its PID 1, share
+    ``HOST:PID``, and a writer that reads back a failed compare's meta value byte for byte as
+    the one it sent takes it for its own earlier attempt (``EtcdDurability._txn``), so two
+    writers with one name would each acknowledge a write at the same revision. kube-scheduler
+    names itself the same way, ``hostname + "_" + uuid`` (cmd/kube-scheduler/app/options/
+    options.go@v1.14, the leader-election identity).
+
+    Args:
+        host: the host name (default: this host's).
+        pid: the process id (default: this process's).
+    """
+    host = socket.gethostname() if host is None else host
+    pid = os.getpid() if pid is None else pid
+    return f"{host}:{pid}_{secrets.token_hex(8)}"
 
 
 _meta_decoder = msgspec.json.Decoder(Meta)

@@ -200,6 +200,74 @@ async def test_a_second_writer_takes_the_prefix_and_the_first_stops(
     ] == ["n1", "n3"]
 
 
+async def test_two_writers_with_one_host_and_pid_never_take_each_others_txn_as_their_own(
+    location: EtcdLocation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 point 4: two containers on one host name, each its PID 1, without leader
+    election. Both read the meta key before either takes the prefix; the second's compare
+    fails on the first's takeover, whose meta value (revision, counter, writer) would be the
+    one the second sent, byte for byte, had they the same name. The second must stop, not
+    take the first's transaction for its own earlier attempt and acknowledge writes etcd
+    never kept."""
+    core = StoreCore()
+    with trio.fail_after(10):
+        made = EtcdDurability(location)
+        await made.load()
+        await made.commit(_nodes(core, ["n0"]))
+        await made.close()
+    monkeypatch.setattr("socket.gethostname", lambda: "node-1")
+    monkeypatch.setattr("os.getpid", lambda: 1)
+    writers = [EtcdDurability(location), EtcdDurability(location)]
+    ready = trio.Semaphore(0)
+    turn = [trio.Event(), trio.Event()]
+
+    def hold_the_takeover(durability: EtcdDurability, index: int) -> None:
+        send = durability._client.call
+        held = False
+
+        async def call(
+            op: str, path: str, body: dict[str, Any], reply_type: type[Reply], **kw: bool
+        ) -> Reply:
+            nonlocal held
+            if path == "/v3/kv/txn" and "compare" in body and not held:
+                held = True
+                ready.release()
+                await turn[index].wait()  # both have read the meta key by now
+                try:
+                    return await send(op, path, body, reply_type, **kw)
+                finally:
+                    if index == 0:
+                        turn[1].set()
+            return await send(op, path, body, reply_type, **kw)
+
+        durability._client.call = call  # type: ignore[method-assign]  # a gate, no fake
+
+    for index, durability in enumerate(writers):
+        hold_the_takeover(durability, index)
+    outcomes: list[BaseException | None] = [None, None]
+
+    async def load(index: int) -> None:
+        try:
+            await writers[index].load()
+        except StoreError as exc:
+            outcomes[index] = exc
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(load, 0)
+            nursery.start_soon(load, 1)
+            for _ in writers:
+                await ready.acquire()
+            turn[0].set()
+        assert outcomes[0] is None
+        assert isinstance(outcomes[1], StoreError), "the second writer took the prefix too"
+        assert "another writer moved meta/revision (now written by node-1:1_" in str(outcomes[1])
+        await writers[0].commit(_nodes(core, ["n1"]))
+        for durability in writers:
+            await durability.close()
+    assert _meta(location)["writer"].startswith("node-1:1_")
+
+
 async def test_a_txn_whose_answer_was_lost_is_found_applied(location: EtcdLocation) -> None:
     core = StoreCore()
     durability = EtcdDurability(location)

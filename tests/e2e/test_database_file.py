@@ -320,3 +320,34 @@ def test_rows_that_do_not_decode_are_named_lost_by_a_recovery(
     assert report["oldestEventRevision"] == at + 1
     assert report["events"] == report["revision"] - at  # type: ignore[operator]  # JSON int
     assert _served_pods(start_daemon, tmp_path / "recovered.db") == 51
+
+
+def test_check_finds_the_writes_a_hard_link_hides(
+    tmp_path: Path, start_daemon: StartDaemon
+) -> None:
+    """Issue 25 point 3: a daemon through a hard link writes its own WAL over the same file.
+    Killed, its acknowledged writes sit in ``link.db-wal``, which a reader of ``podium.db``
+    never reads: today's check read 12 pods and said the database was sound."""
+    database = _written(tmp_path, start_daemon, pods=10)
+    link = tmp_path / "link.db"
+    os.link(database, link)
+    daemon = start_daemon("--metrics", "none", "--db", str(link))
+    trio.run(_put_pods, daemon.address, 5, "acked")
+    daemon.kill()
+    wal = tmp_path / "link.db-wal"
+    assert wal.stat().st_size > 0
+    report = check_database(database, over_committed=over_allocatable)
+    assert report.objects["Pod"] == 12  # the 5 acknowledged pods are not in this path's view
+    assert report.errors == [
+        f"{database}: the file has 2 hard links ({link}); SQLite keeps one WAL per path, so "
+        "writes through two paths are two WALs over one file and acknowledged writes may be "
+        "gone, which this check cannot see; keep one path (remove the other links) and "
+        "restore a backup if a daemon ran through another one",
+        f"{wal}: a WAL of {wal.stat().st_size} bytes written through {link}, another path to "
+        f"this file; reading {database} never sees those writes, and opening {link} would "
+        "replay them over pages this path's checkpoints changed",
+    ]
+    checked = subprocess.run(
+        [PODIUM, "db", "check", str(database)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 1, checked.stdout + checked.stderr

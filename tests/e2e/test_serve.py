@@ -526,6 +526,39 @@ def test_a_second_daemon_on_the_same_database_names_the_holder(
     assert f"is in use by podium pid {daemon.proc.pid} on " in proc.stderr
 
 
+@pytest.mark.parametrize("link", ["symlink", "hard link"])
+def test_a_second_daemon_through_another_path_to_the_file_is_refused(
+    daemon: Daemon, tmp_path: Path, link: str
+) -> None:
+    """Issue 25 point 3: the lock is the file's, not the path's. Through a symlink the second
+    daemon served stale reads, then died on a UNIQUE constraint; through a hard link each had a
+    WAL of its own over the one file, and acknowledged writes were lost at a checkpoint."""
+    database = tmp_path / "podium.db"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = elsewhere / "other.db"
+    if link == "symlink":
+        other.symlink_to(database)
+    else:
+        os.link(database, other)
+    proc = subprocess.run(
+        [PODIUM, "serve", "--listen", "127.0.0.1:0", "--metrics", "none", "--db", str(other)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        cwd=elsewhere,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert (
+        f"database {other} is in use by podium pid {daemon.proc.pid} on {socket.gethostname()} "
+        "(since " in proc.stderr
+    )
+    assert f", as {database.resolve()}); stop that daemon first" in proc.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["other.db"]  # no WAL of its own
+    assert daemon.cli("get", "nodes").returncode == 0
+
+
 async def test_a_finished_watch_leaves_the_hub(daemon: Daemon) -> None:
     with trio.fail_after(30):
         async with connect(daemon.address) as cl:

@@ -3,6 +3,8 @@ codecs that every daemon writing the prefix must read back."""
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 import pytest
 from builders import make_node, make_pod
@@ -17,6 +19,7 @@ from podium.store.etcd.keys import (
     encode_event,
     encode_meta,
     prefix_end,
+    writer_identity,
 )
 from podium.store.schema import decode_object
 
@@ -76,3 +79,11 @@ def test_an_event_reads_back_as_its_change_and_carries_its_objects_encoding() ->
     assert decode_event(change.revision, value) == change
     with pytest.raises(msgspec.DecodeError):
         decode_event(change.revision, value[:-3])
+
+
+def test_a_writer_identity_is_host_pid_and_a_token_drawn_at_each_start() -> None:
+    """Two containers on one host name, each its PID 1, are still two writers."""
+    first, second = writer_identity("node-1", 1), writer_identity("node-1", 1)
+    assert re.fullmatch(r"node-1:1_[0-9a-f]{16}", first)
+    assert re.fullmatch(r"node-1:1_[0-9a-f]{16}", second)
+    assert first != second
