@@ -40,7 +40,9 @@ onto them. A bind stays atomic with its volume updates and an eviction is one tr
 either way: the log holds all of a batch or none of it.
 
 **Compaction.** The event keys below the retention are deleted in a commit's transaction
-(Podium's own compaction; ``gone`` below it). etcd keeps the history of every key until *it*
+(Podium's own compaction; ``gone`` below it), never the batch's own: etcd refuses a
+transaction that puts a key inside a range it deletes (``duplicate key given in txn
+request``), so a batch longer than the retention keeps its keys until the next compaction. etcd keeps the history of every key until *it*
 is compacted: every ``podium.etcd.compactionIntervalSeconds`` (300) the store compacts etcd up
 to the revision of the previous round, as the API server does, so a cluster shared with other
 clients keeps at least one interval of history for their watches (0: leave it to etcd's
@@ -293,14 +295,18 @@ class EtcdDurability:
             for key, data in final.items()
         ]
         tail: list[dict[str, Any]] = []
-        compacting = revision - self.retention - self._compacted_through >= tuning.COMPACT_EVERY
+        # The compaction never reaches this batch's own event keys: etcd refuses a txn that
+        # puts a key and deletes a range holding it ("duplicate key given in txn request"),
+        # which a batch longer than the retention would otherwise make. Those keys go at the
+        # next compaction; the log keeps at most a batch more than the retention meanwhile.
+        through = min(revision - self.retention, changes[0].revision - 1)
+        compacting = through - self._compacted_through >= tuning.COMPACT_EVERY
         if compacting:
-            through = revision - self.retention
             tail.append(self._delete(self._keys.events, self._keys.event(through + 1)))
         await self._write(self._meta.revision, revision, events, objects + tail)
         self._committed = revision
         if compacting:
-            self._compacted_through = revision - self.retention
+            self._compacted_through = through
         await self._compact_history()
 
     async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:

@@ -22,6 +22,7 @@ from etcd_servers import EtcdCluster
 from store_backends import etcd_range
 
 from podium.protocol.errors import DatabaseDamaged, StoreError
+from podium.store import tuning
 from podium.store.core import StoreCore
 from podium.store.etcd.client import EtcdUnknownOutcome
 from podium.store.etcd.durability import EtcdDurability
@@ -287,3 +288,24 @@ async def test_etcd_history_is_compacted_one_round_behind(location: EtcdLocation
         )
         assert len(kvs) == 1
         await durability.close()
+
+
+async def test_a_batch_longer_than_the_retention_is_compacted_without_its_own_keys(
+    location: EtcdLocation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 25 point 7: the compaction's delete range covered event keys the same txn put,
+    # and etcd refused the txn ("duplicate key given in txn request").
+    monkeypatch.setattr(tuning, "COMPACT_EVERY", 16)
+    core = StoreCore()
+    durability = EtcdDurability(location, retention=10)
+    with trio.fail_after(10):
+        await durability.load()
+        for batch in range(3):
+            await durability.commit(_nodes(core, [f"n{batch}-{i:02d}" for i in range(30)]))
+        oldest, log = await durability.read_events(60)
+        await durability.close()
+    # Each batch compacts the log up to itself, keeping its own 30 keys (more than the
+    # retention); the log is whole from its oldest revision to the last.
+    assert oldest == 61
+    assert [c.revision for c in log] == list(range(61, 91))
+    assert _meta(location)["revision"] == 90
