@@ -156,6 +156,33 @@ async def test_an_object_over_the_limit_is_refused_and_the_daemon_goes_on(
     assert d.proc.poll() is None, d.log
 
 
+async def test_a_write_etcd_cannot_take_is_rejected_and_never_replayed(
+    etcd_member: EtcdCluster, daemons: Callable[..., Daemon]
+) -> None:
+    # Under the gateway's limit (1.5 MiB) but, with its event key's fields and a transaction's
+    # own (the meta key, the compares), over one etcd request: the store rejects that write;
+    # the next daemon on the prefix (a restart after kill -9, as the next leader would) has
+    # nothing of it to replay.
+    store = ("--store", etcd_member.url(f"replay-{uuid.uuid4().hex[:12]}"))
+    d = daemons(*store)
+    near = _pod_of("near", 1_568_000)
+    with trio.fail_after(30):
+        async with connect(d.address) as cl:
+            await cl.put([_node("n1")])
+            with pytest.raises(RemoteError) as refused:
+                await cl.put([near])
+            assert refused.value.code == "too_large"
+            assert "Pod default/near would be a" in str(refused.value)
+            assert "nothing was written" in str(refused.value)
+            await cl.put([make_pod("after").obj()])
+        d.kill()
+        again = daemons(*store)
+        async with connect(again.address) as cl:
+            names = [p.metadata.name for p in (await cl.get("Pod")).items]
+            assert names == ["after"]
+            await cl.put([make_pod("later").obj()])
+
+
 def test_the_object_limit_cannot_pass_what_etcd_holds(tmp_path: Path) -> None:
     run = subprocess.run(
         [PODIUM, "serve", "--store", "etcd://127.0.0.1:1/p", "--max-object-bytes", "2000000"],
