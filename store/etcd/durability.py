@@ -54,10 +54,11 @@ any failed commit).
 **Compaction.** The event keys below the retention are deleted in a commit's transaction
 (Podium's own compaction; ``gone`` below it), never the batch's own: etcd refuses a
 transaction that puts a key inside a range it deletes (``duplicate key given in txn
-request``), so a batch longer than the retention keeps its keys until the next compaction. etcd keeps the history of every key until *it*
-is compacted: every ``podium.etcd.compactionIntervalSeconds`` (300) the store compacts etcd up
-to the revision of the previous round, as the API server does, so a cluster shared with other
-clients keeps at least one interval of history for their watches (0: leave it to etcd's
+request``), so a batch longer than the retention keeps its keys until the next compaction.
+etcd keeps the history of every key until *it* is compacted: every
+``podium.etcd.compactionIntervalSeconds`` (300) the store compacts etcd up to the revision of
+the previous round, as the API server does, so a cluster shared with other clients keeps at
+least one interval of history for their watches (0: leave it to etcd's
 ``--auto-compaction-retention``).
 
 **Watches.** Watchers are served by the store actor as with SQLite: from the core's memory,
