@@ -96,6 +96,7 @@ def configured(args: argparse.Namespace) -> SchedulerConfig:
             ("max_watchers", getattr(args, "max_watchers", None)),
             ("watch_buffer", getattr(args, "watch_buffer", None)),
             ("max_frame_bytes", getattr(args, "max_frame_bytes", None)),
+            ("max_object_bytes", getattr(args, "max_object_bytes", None)),
             ("max_outbox_bytes", getattr(args, "max_outbox_bytes", None)),
             ("max_buffered_bytes", getattr(args, "max_buffered_bytes", None)),
             ("max_handshakes", getattr(args, "max_handshakes", None)),

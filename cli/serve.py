@@ -32,7 +32,11 @@ from podium.cli.output import (
     EXIT_USAGE,
     err,
 )
-from podium.protocol.config import PodiumSettings, leader_election_problems
+from podium.protocol.config import (
+    PodiumSettings,
+    leader_election_problems,
+    object_limit_problems,
+)
 from podium.protocol.errors import DatabaseDamaged, LeadershipLost, StoreError
 
 __all__ = ["cmd_serve", "register"]
@@ -68,7 +72,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValueError("give --db PATH or --store URL, not both")
         if config.podium.store is not None:
             parse_store_url(config.podium.store)
-        for key, problem in leader_election_problems(config.podium):
+        for key, problem in [
+            *leader_election_problems(config.podium),
+            *object_limit_problems(config.podium),
+        ]:
             raise ValueError(f"{key}: {problem}")
     except ValueError as exc:
         err(f"error: {exc}")
@@ -310,6 +317,7 @@ def _add_access_and_limits(parser: argparse.ArgumentParser) -> None:
         ("--max-watchers", "maxWatchers", 1, None),
         ("--watch-buffer", "watchBuffer", 1, None),
         ("--max-frame-bytes", "maxFrameBytes", 1024, 2**32 - 1),
+        ("--max-object-bytes", "maxObjectBytes", 1024, None),
         ("--max-outbox-bytes", "maxOutboxBytes", 1024, None),
         ("--max-buffered-bytes", "maxBufferedBytes", 1024, None),
         ("--max-handshakes", "maxHandshakes", 1, None),

@@ -57,12 +57,15 @@ __all__ = [
     "API_VERSIONS",
     "DEFAULT_BATCH_MAX_PODS",
     "DEFAULT_BATCH_MAX_SECONDS",
+    "DEFAULT_MAX_OBJECT_BYTES",
     "DURATION_KEYS",
+    "ETCD_MAX_REQUEST_BYTES",
     "HONOURED_KEYS",
     "IGNORED_KEYS",
     "KIND",
     "MIN_TOKEN_CHARS",
     "READ_ONLY_REQUESTS",
+    "SQLITE_MAX_OBJECT_BYTES",
     "TOKEN_ROLES",
     "AccessToken",
     "AlgorithmSource",
@@ -79,6 +82,7 @@ __all__ = [
     "leader_election_problems",
     "load_config",
     "load_token_file",
+    "object_limit_problems",
     "parse_token_file",
 ]
 
@@ -151,6 +155,18 @@ DEFAULT_BATCH_MAX_SECONDS = 0.02
 """A scheduling batch's time bound unless configured (``podium.batchMaxSeconds``)."""
 
 
+ETCD_MAX_REQUEST_BYTES = 1_572_864
+"""etcd's default ``--max-request-bytes`` (1.5 MiB): ``podium.etcd.maxRequestBytes``."""
+
+DEFAULT_MAX_OBJECT_BYTES = ETCD_MAX_REQUEST_BYTES
+"""``podium.maxObjectBytes`` unless configured: etcd's default request limit, for every store
+(Kubernetes' API server refuses a request body over 3 MiB, its etcd one over 1.5 MiB)."""
+
+SQLITE_MAX_OBJECT_BYTES = 1_000_000_000
+"""The largest object the SQLite store can hold: SQLite's default ``SQLITE_MAX_LENGTH`` for a
+blob."""
+
+
 class EtcdSettings(_ConfigStruct, frozen=True, kw_only=True):
     """``podium.etcd``: how to reach etcd when ``podium.store`` is ``etcd://...``.
 
@@ -168,6 +184,9 @@ class EtcdSettings(_ConfigStruct, frozen=True, kw_only=True):
             counts as ``etcd is unavailable`` (the daemon then stops: fail-stop).
         compaction_interval_seconds: how often Podium compacts etcd's history, up to the
             revision of the previous round (0: never, leave it to etcd's auto-compaction).
+        max_request_bytes: the members' ``--max-request-bytes`` (etcd's default, 1.5 MiB):
+            Podium's transactions stay below it, and ``podium.maxObjectBytes`` may not be
+            larger.
     """
 
     ca_file: FilePath | None = None
@@ -178,6 +197,7 @@ class EtcdSettings(_ConfigStruct, frozen=True, kw_only=True):
     request_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 5.0
     unavailable_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
     compaction_interval_seconds: Annotated[float, msgspec.Meta(ge=0)] = 300.0
+    max_request_bytes: Annotated[int, msgspec.Meta(ge=64 * 1024)] = ETCD_MAX_REQUEST_BYTES
 
 
 class LeaderElectionSettings(_ConfigStruct, frozen=True, kw_only=True):
@@ -242,6 +262,11 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
         event_retention_revisions: how many revisions the event log keeps.
         max_frame_bytes: the largest protocol frame accepted (both ways: a larger reply is
             answered ``too_large``).
+        max_object_bytes: the largest object a put may store, in the store's encoding
+            (msgpack); one larger is refused at the gateway with ``too_large`` (``Request
+            entity too large: limit is N``, Kubernetes' words) and its path. At most what the
+            store can hold: ``etcd.maxRequestBytes`` for etcd, SQLite's blob limit
+            (:data:`SQLITE_MAX_OBJECT_BYTES`) for SQLite.
         max_connections: protocol connections open at once; one more is answered
             ``unavailable`` (``connection limit N reached``) and closed.
         max_in_flight_per_connection: requests (watches aside) one connection may have in
@@ -291,6 +316,7 @@ class PodiumSettings(_ConfigStruct, frozen=True, kw_only=True):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     event_retention_revisions: Annotated[int, msgspec.Meta(ge=1)] = 1_000_000
     max_frame_bytes: Annotated[int, msgspec.Meta(ge=1024, le=2**32 - 1)] = 16 * 1024 * 1024
+    max_object_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_OBJECT_BYTES
     max_connections: Annotated[int, msgspec.Meta(ge=1)] = 1024
     max_in_flight_per_connection: Annotated[int, msgspec.Meta(ge=1)] = 256
     max_watchers: Annotated[int, msgspec.Meta(ge=1)] = 1024
@@ -763,6 +789,7 @@ def _check(config: _KubeSchedulerConfiguration) -> list[Problem]:
     if (etcd.user is None) != (etcd.password_file is None):
         problems.append(("podium.etcd.user", "give podium.etcd.user and passwordFile together"))
     problems.extend(leader_election_problems(config.podium))
+    problems.extend(object_limit_problems(config.podium))
     for key, address in (
         ("podium.listen", config.podium.listen),
         ("podium.metrics", config.podium.metrics),
@@ -817,6 +844,28 @@ def _struct_of(tp: Any) -> Any:
         ]
         return members[0] if members else None
     return tp if isinstance(tp, type) and issubclass(tp, msgspec.Struct) else None
+
+
+def object_limit_problems(podium: PodiumSettings) -> list[tuple[str, str]]:
+    """``podium.maxObjectBytes`` over what the store can hold (checked after the flags too,
+    since ``--store`` and ``--db`` choose the store): (key, problem) pairs."""
+    limit = podium.max_object_bytes
+    if (podium.store or "").startswith("etcd://"):
+        most, where = (
+            podium.etcd.max_request_bytes,
+            "podium.etcd.maxRequestBytes (etcd's --max-request-bytes)",
+        )
+    else:
+        most, where = SQLITE_MAX_OBJECT_BYTES, "SQLite's largest blob"
+    if limit <= most:
+        return []
+    return [
+        (
+            "podium.maxObjectBytes",
+            f"podium.maxObjectBytes ({limit}) is more than the store can hold: at most {most}, "
+            f"{where}",
+        )
+    ]
 
 
 def leader_election_problems(podium: PodiumSettings) -> list[tuple[str, str]]:

@@ -20,9 +20,11 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     │   ├── DatabaseDamaged        unavailable  protocol/errors.py
     │   ├── LeadershipLost         unavailable  protocol/errors.py
     │   ├── FollowerBehind         unavailable  protocol/errors.py
+    │   ├── CommitRefused          too_large    protocol/errors.py
     │   └── EtcdError              unavailable  store/etcd/client.py
     │       ├── EtcdUnavailable    unavailable  store/etcd/client.py
-    │       └── EtcdUnknownOutcome unavailable  store/etcd/client.py
+    │       ├── EtcdUnknownOutcome unavailable  store/etcd/client.py
+    │       └── EtcdRequestRefused too_large    store/etcd/client.py
     ├── StoreRejected              varies       store/core.py
     ├── _FileProblems              invalid      protocol/errors.py
     │   ├── PolicyError            invalid      protocol/errors.py
@@ -56,7 +58,10 @@ What they mean, by branch:
   fault); :class:`StoreError` is SQLite failing (mapped from ``sqlite3.Error``, or the
   database locked by another daemon) or etcd's store losing its prefix to another writer;
   ``EtcdError`` an answer etcd gave, ``EtcdUnavailable`` no member serving (the quorum
-  lost), ``EtcdUnknownOutcome`` a write whose answer was lost; :class:`DatabaseDamaged` is a database file that fails
+  lost), ``EtcdUnknownOutcome`` a write whose answer was lost, ``EtcdRequestRefused`` a
+  request etcd refuses for what it is (too large, too many operations), not for the
+  cluster's health; :class:`CommitRefused` a batch the backend refused that way before any
+  of it was committed (the store rejects its writes and goes on); :class:`DatabaseDamaged` is a database file that fails
   the check at start (damaged, emptied, not SQLite) or a row that no longer decodes;
   ``StoreRejected`` is the store refusing a request or one object of it, with the code its
   ``StoreFailure`` reply carries.
@@ -85,6 +90,7 @@ from typing import Literal
 __all__ = [
     "AlreadyAssumed",
     "CacheStateError",
+    "CommitRefused",
     "ConfigError",
     "DatabaseDamaged",
     "ErrorCode",
@@ -235,6 +241,25 @@ class LeadershipLost(StoreError):
 class FollowerBehind(StoreError):
     """A follower replica fell behind the kept event log (the leader compacted it past the
     follower's revision): it stops (exit 1) and reloads the store when restarted."""
+
+
+class CommitRefused(StoreError):
+    """The backend refused a batch for what the request is (etcd's ``request is too large``,
+    ``too many operations in txn request``), not for the backend's health, before any of it
+    was committed: the store takes the batch back, rejects the writes in it with this code and
+    message, and goes on. Nothing of it is replayed later (docs/reliability.md, "Objects too
+    large for the store").
+
+    Attributes:
+        code: ``too_large``, or ``internal`` for a refusal that is Podium's own fault (etcd's
+            ``duplicate key given in txn request``).
+    """
+
+    code: ErrorCode = "too_large"
+
+    def __init__(self, message: str, *, code: ErrorCode = "too_large") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class DatabaseDamaged(StoreError):

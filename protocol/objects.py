@@ -77,6 +77,7 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "dec_hook",
     "enc_hook",
+    "encode_msgpack",
     "holds_resources",
     "is_terminal",
     "namespace_or_default",
@@ -698,3 +699,12 @@ def holds_resources(pod: Pod) -> bool:
     terminating. Pods in phase Succeeded/Failed or with a deletionTimestamp hold no resources
     and are not scheduled."""
     return pod.status.phase not in TERMINAL_PHASES and pod.metadata.deletion_timestamp is None
+
+
+_msgpack = msgspec.msgpack.Encoder(enc_hook=enc_hook)
+
+
+def encode_msgpack(obj: KubeObject) -> bytes:
+    """``obj`` in msgpack, tagged by kind, quantities as their text: the store's encoding
+    (store/schema.py ``encode_object``), and what ``podium.maxObjectBytes`` measures."""
+    return _msgpack.encode(obj)

@@ -10,7 +10,10 @@ waiting, then
 
 so no reply and no published change ever precedes the commit of what it reports. A rejected
 write affects only itself; reads are answered in batch order (reflecting the writes before
-them) and released with the other replies.
+them) and released with the other replies. A batch the durability refuses for what it is
+(:class:`~podium.protocol.errors.CommitRefused`: an object too large for etcd) is taken back
+from the core and served again a message at a time (a bind batch a binding at a time), so
+only the write that cannot be stored is rejected, with that code; the daemon goes on.
 
 Where the committed state lives is a component, not a subclass: a :class:`Durability` loads
 the state at start, makes each batch durable and reads the part of the event log the core no
@@ -47,7 +50,7 @@ import trio
 
 from podium.actors.runtime.mailbox import drain, reply, send
 from podium.protocol import metrics
-from podium.protocol.errors import DatabaseDamaged, FollowerBehind, StoreError
+from podium.protocol.errors import CommitRefused, DatabaseDamaged, FollowerBehind, StoreError
 from podium.protocol.objects import KubeObject
 from podium.store.core import StoreCore, StoreRejected
 from podium.store.mail import (
@@ -440,13 +443,23 @@ class StoreActor:
         if changes:
             started = time.perf_counter()
             # Shielded: a commit handed over finishes anyway; waiting for it lets its replies go.
+            refused: CommitRefused | None = None
             with trio.CancelScope(shield=True):
                 try:
                     await self._durability.commit(changes)
+                except CommitRefused as exc:
+                    metrics.STORE_COMMIT_ERRORS.inc()
+                    refused = exc
                 except Exception:
                     # Counted on the way out: the failure stops the daemon (fail-stop).
                     metrics.STORE_COMMIT_ERRORS.inc()
                     raise
+            if refused is not None:
+                # Nothing of it was committed: the core takes it back, nothing is published,
+                # and each write is tried again on its own.
+                self.core.undo(changes)
+                await self._serve_refused(batch, refused)
+                return
             self._commit_seconds = time.perf_counter() - started
             metrics.STORE_COMMIT_DURATION.observe(self._commit_seconds)
             metrics.STORE_COMMIT_BATCH_SIZE.observe(len(changes))
@@ -463,6 +476,51 @@ class StoreActor:
         for msg in ahead:
             assert self._readers is not None and self._standby is not None
             self._readers.start_soon(self._answer_when_read, msg, self._standby)
+
+    async def _serve_refused(self, batch: list[StoreMsg], refused: CommitRefused) -> None:
+        """Serve a batch whose commit the durability refused as a request (its size): each
+        message again alone, so that only the write that cannot be stored is rejected; a
+        bind batch's bindings each alone (the others of it still commit)."""
+        if len(batch) > 1:
+            for msg in batch:
+                await self._serve([msg])
+            return
+        (msg,) = batch
+        log.warning("the store refused a write: %s", refused)
+        failure = StoreRejected(refused.code, str(refused)).failure()
+        match msg:
+            case BindPods() if len(msg.bindings) > 1:
+                await self._bind_one_by_one(msg)
+            case BindPods():
+                failed = [
+                    BindFailure(binding=b, code=refused.code, message=str(refused))
+                    for b in msg.bindings
+                ]
+                self._reply_bound(msg.reply, self.core.revision, failed)
+            case WriteObjects() | Evict():
+                reply(msg.reply, failure)
+            case RecordUnschedulable():
+                pass  # the next failed attempt records it again
+            case ReadObjects() | ReadEvents() | ReadStats():
+                raise AssertionError(f"a read was refused as a commit: {msg}")
+            case _:
+                assert_never(msg)
+
+    async def _bind_one_by_one(self, msg: BindPods) -> None:
+        """Commit each binding of ``msg`` alone and answer it once, as its batch would be."""
+        revision = self.core.revision
+        failed: list[BindFailure] = []
+        seconds = 0.0
+        for binding in msg.bindings:
+            tx, rx = trio.open_memory_channel[BindResult | StoreFailure](1)
+            await self._serve([BindPods(bindings=[binding], reply=tx)])
+            result = rx.receive_nowait()
+            assert isinstance(result, BindResult)  # a bind is never refused whole
+            revision = max(revision, result.revision)
+            failed.extend(result.failed)
+            seconds += result.commit_seconds
+        self._commit_seconds = seconds
+        self._reply_bound(msg.reply, revision, failed)
 
     def _reply_bound(
         self,

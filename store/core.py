@@ -542,6 +542,35 @@ class StoreCore:
         if tx.changes:
             self._revision = tx.changes[-1].revision
 
+    def undo(self, changes: Sequence[Change]) -> None:
+        """Take back the newest committed ``changes`` (a batch whose commit the backend
+        refused, :class:`~podium.protocol.errors.CommitRefused`): each object is what the
+        change's ``old`` says (absent when None), and the revision goes back before them.
+
+        The log's entries for them are dropped; entries the log let go to make room for them
+        stay gone (readers behind the memory go to the durable log, as before).
+
+        Raises:
+            ValueError: ``changes`` are not the newest, in revision order.
+        """
+        for change in reversed(changes):
+            if change.revision != self._revision:
+                raise ValueError(
+                    f"change {change.revision} is not the newest (revision {self._revision})"
+                )
+            table = self._objects[change.kind]
+            key = (change.namespace, change.name)
+            if change.old is None:
+                table.pop(key, None)
+                self._sorted_keys.pop(change.kind, None)
+            else:
+                if key not in table:
+                    self._sorted_keys.pop(change.kind, None)
+                table[key] = change.old
+            if self._log and self._log[-1].revision == change.revision:
+                self._log.pop()
+            self._revision = change.revision - 1
+
     # ----------------------------------------------------------------------- bindings
 
     def bind(self, bindings: Sequence[Binding]) -> tuple[int, list[Change], list[BindFailure]]:

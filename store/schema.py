@@ -25,7 +25,7 @@ from typing import Final
 import msgspec
 
 from podium.protocol.errors import DatabaseDamaged
-from podium.protocol.objects import KubeObject, dec_hook, enc_hook
+from podium.protocol.objects import KubeObject, dec_hook, encode_msgpack
 from podium.protocol.wire import EventType
 from podium.store.mail import Change
 
@@ -77,7 +77,6 @@ MIGRATIONS: Final[tuple[str, ...]] = (
 )
 """``MIGRATIONS[i]`` takes a file from version ``i`` to ``i + 1``."""
 
-_encoder = msgspec.msgpack.Encoder(enc_hook=enc_hook)
 _decoder: msgspec.msgpack.Decoder[KubeObject] = msgspec.msgpack.Decoder(
     KubeObject,
     dec_hook=dec_hook,
@@ -85,7 +84,8 @@ _decoder: msgspec.msgpack.Decoder[KubeObject] = msgspec.msgpack.Decoder(
 
 
 def encode_object(obj: KubeObject) -> bytes:
-    return _encoder.encode(obj)
+    """The object as stored: :func:`~podium.protocol.objects.encode_msgpack`."""
+    return encode_msgpack(obj)
 
 
 def decode_object(data: bytes) -> KubeObject:

@@ -130,6 +130,7 @@ def _gateway(
         handles,
         server_version=version,
         max_frame_bytes=settings.max_frame_bytes,
+        max_object_bytes=settings.max_object_bytes,
         max_connections=settings.max_connections,
         max_in_flight=settings.max_in_flight_per_connection,
         max_watchers=settings.max_watchers,

@@ -22,7 +22,8 @@ Its life::
     closed                                                  (GOODBYE_SECONDS at most), closed
 
 Limits (docs/protocol.md "Limits"): ``maxFrameBytes`` for a frame in, and a reply out over it
-is replaced by ``too_large``; ``maxInFlightPerConnection`` requests other than watches, each
+is replaced by ``too_large``; ``maxObjectBytes`` for a put's objects, refused ``too_large``
+before the store sees them (object_limit.py); ``maxInFlightPerConnection`` requests other than watches, each
 holding its slot until its reply is in the outbox (the reader stops reading until one is, so
 TCP pushes back); ``maxWatchers`` over every connection, checked as the reader starts a watch;
 the outbox is bounded in bytes, ``maxOutboxBytes`` for the connection and ``maxBufferedBytes``
@@ -45,6 +46,7 @@ import trio
 
 from podium.actors.gateway.access import authenticate_hello, forbidden
 from podium.actors.gateway.counters import count_error, count_request, request_type
+from podium.actors.gateway.object_limit import too_large
 from podium.actors.runtime.mailbox import receive_batch
 from podium.protocol.config import AccessToken
 from podium.protocol.errors import (
@@ -141,6 +143,11 @@ class Server(Protocol):
     @property
     def max_frame_bytes(self) -> int:
         """``podium.maxFrameBytes``."""
+        ...
+
+    @property
+    def max_object_bytes(self) -> int:
+        """``podium.maxObjectBytes``."""
         ...
 
     @property
@@ -458,6 +465,10 @@ class Connection:
                 return ErrorReply(id=-1, code="invalid", message=str(exc))
             count_request(request_type(msg))
             if (refusal := forbidden(self.token, msg)) is not None:
+                count_error(request_type(msg), refusal.code)
+                await self.send(refusal)
+                continue
+            if (refusal := too_large(msg, len(payload), self.server.max_object_bytes)) is not None:
                 count_error(request_type(msg), refusal.code)
                 await self.send(refusal)
                 continue

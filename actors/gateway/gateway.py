@@ -9,6 +9,7 @@ serves them, a module per part::
 
     gateway.py     this actor: accept, the connection limit, the hub task, tokens, stop
     connection.py  one connection: the hello, frames in and out, the outbox, requests in flight
+    object_limit.py  a put's objects over ``maxObjectBytes``, refused before the store
     access.py      tokens, what a read-only token may ask, TLS failures, peer addresses
     dispatch.py    every request kind, answered from the store, queue, cache and scheduler
     watch.py       the watch hub, the watches it feeds, the shared encodings of their events
@@ -19,7 +20,7 @@ serves them, a module per part::
 Limits (``podium:`` keys, docs/protocol.md "Limits"): ``maxConnections`` (one more is told
 ``unavailable: connection limit N reached`` in place of its HelloReply and closed);
 ``maxHandshakes`` (one more connection without a hello closes the oldest such);
-``maxFrameBytes``, ``maxInFlightPerConnection``, ``maxWatchers``, ``maxOutboxBytes``,
+``maxFrameBytes``, ``maxObjectBytes`` (object_limit.py), ``maxInFlightPerConnection``, ``maxWatchers``, ``maxOutboxBytes``,
 ``maxBufferedBytes`` and ``handshakeTimeoutSeconds`` (connection.py); ``watchBuffer``
 (watch.py).
 
@@ -74,7 +75,7 @@ from podium.actors.mail import Handles
 from podium.actors.runtime.mailbox import reply
 from podium.actors.runtime.tracing import DISABLED, Tracing
 from podium.protocol import metrics
-from podium.protocol.config import AccessToken
+from podium.protocol.config import DEFAULT_MAX_OBJECT_BYTES, AccessToken
 from podium.protocol.errors import PodiumError
 from podium.protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameReader, encode_hello, frame
 from podium.protocol.wire import ClientMessage, ErrorReply, ServerMessage
@@ -112,6 +113,7 @@ class Gateway:
         handles: the runtime's mailboxes (the gateway closes them when it stops).
         server_version: reported in HelloReply.
         max_frame_bytes: the largest frame accepted (``podium.maxFrameBytes``).
+        max_object_bytes: the largest object a put may store (``podium.maxObjectBytes``).
         max_connections: connections open at once (``podium.maxConnections``).
         max_in_flight: requests other than watches one connection may have in progress
             (``podium.maxInFlightPerConnection``).
@@ -136,6 +138,7 @@ class Gateway:
         *,
         server_version: str,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_object_bytes: int = DEFAULT_MAX_OBJECT_BYTES,
         max_connections: int = MAX_CONNECTIONS,
         max_in_flight: int = IN_FLIGHT,
         max_watchers: int = MAX_WATCHERS,
@@ -152,6 +155,7 @@ class Gateway:
         self._handles = handles
         self._server_version = server_version
         self._max_frame_bytes = max_frame_bytes
+        self._max_object_bytes = max_object_bytes
         self._max_connections = max_connections
         self._max_in_flight = max_in_flight
         self._max_watchers = max_watchers
@@ -197,6 +201,10 @@ class Gateway:
     @property
     def max_frame_bytes(self) -> int:
         return self._max_frame_bytes
+
+    @property
+    def max_object_bytes(self) -> int:
+        return self._max_object_bytes
 
     @property
     def max_in_flight(self) -> int:

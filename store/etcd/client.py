@@ -19,8 +19,11 @@ Exceptions (all :class:`~podium.protocol.errors.StoreError`)::
     EtcdError                  an answer etcd gave: a failed request (the message is etcd's),
     │                          or a read's reply that is not what was asked (names the field)
     ├── EtcdUnavailable        no endpoint answered, or none had a leader, before the deadline
-    └── EtcdUnknownOutcome     a write was sent and its answer lost or unreadable: it may have
-                               been applied
+    ├── EtcdUnknownOutcome     a write was sent and its answer lost or unreadable: it may have
+    │                          been applied
+    └── EtcdRequestRefused     etcd refused the request for what it is (too large, too many
+                               operations, a key twice): not applied, and sent again it would
+                               be refused again
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import msgspec
 import trio
 
 from podium.protocol import metrics
-from podium.protocol.errors import StoreError
+from podium.protocol.errors import ErrorCode, StoreError
 from podium.store.credentials import EtcdTLS
 from podium.store.etcd.replies import (
     AuthenticateReply,
@@ -53,8 +56,10 @@ from podium.store.etcd.replies import (
 )
 
 __all__ = [
+    "REQUEST_REFUSALS",
     "EtcdClient",
     "EtcdError",
+    "EtcdRequestRefused",
     "EtcdUnavailable",
     "EtcdUnknownOutcome",
     "b64",
@@ -78,6 +83,22 @@ class EtcdUnknownOutcome(EtcdError):
     """A request reached etcd and its answer was lost: it may or may not have been applied."""
 
 
+class EtcdRequestRefused(EtcdError):
+    """etcd refused the request itself, not for the cluster's health: it was not applied, and
+    it would be refused again on any member (:data:`REQUEST_REFUSALS`).
+
+    Attributes:
+        code: the ErrorReply code the writes in it get: ``too_large`` for its size or its
+            operations, ``internal`` for a key given twice (Podium's own fault).
+    """
+
+    code: ErrorCode = "too_large"
+
+    def __init__(self, message: str, *, code: ErrorCode = "too_large") -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def b64(data: bytes) -> str:
     """A key or value as the gateway wants it in a request (replies are decoded from base64
     by their Structs, :mod:`podium.store.etcd.replies`)."""
@@ -86,6 +107,15 @@ def b64(data: bytes) -> str:
 
 # Requests that change something: when their answer is lost, they may have been applied.
 _WRITES = frozenset(("/v3/kv/txn", "/v3/kv/put", "/v3/kv/deleterange"))
+
+REQUEST_REFUSALS: dict[str, ErrorCode] = {
+    "request is too large": "too_large",  # etcd's --max-request-bytes (1.5 MiB by default)
+    "received message larger than max": "too_large",  # gRPC's bound: that limit + 512 KiB
+    "too many operations in txn request": "too_large",  # etcd's --max-txn-ops (128)
+    "duplicate key given in txn request": "internal",  # a put inside a deleted range
+}
+"""etcd's refusals of a request for what it is (api/v3rpc/rpctypes), with the code the
+writes in it get: :class:`EtcdRequestRefused`, never retried."""
 
 # Answers that mean "this member cannot serve now; another may" (etcd's rpctypes errors).
 _RETRY_ELSEWHERE = (
@@ -171,6 +201,7 @@ class EtcdClient:
         Raises:
             EtcdError: etcd refused the request, or answered a read with a reply that is not
                 a ``reply_type`` (the message names the field).
+            EtcdRequestRefused: etcd refused it for what it is (:data:`REQUEST_REFUSALS`).
             EtcdUnavailable: no endpoint served it before :attr:`unavailable_after`.
             EtcdUnknownOutcome: it was sent and its answer lost, or unreadable (a write may
                 have applied).
@@ -217,6 +248,11 @@ class EtcdClient:
                 )
                 if not retry:
                     self._observe(op, "error", started)
+                    for refusal, code in REQUEST_REFUSALS.items():
+                        if refusal in message:
+                            raise EtcdRequestRefused(
+                                f"etcd {endpoint} refused {op}: {message}", code=code
+                            )
                     raise EtcdError(f"etcd {endpoint} refused {op}: {message}")
                 last = f"{endpoint}: {message}"
             self._observe(op, "unavailable", started)

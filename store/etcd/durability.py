@@ -31,7 +31,8 @@ a delete for a deleted or preempted one), the meta key, and the compaction of th
 when it has grown :data:`~podium.store.tuning.COMPACT_EVERY` past the retention: all in one
 txn, all or nothing. etcd bounds a transaction (``--max-txn-ops``, default 128; ``--max-request-bytes``, default
 1.5 MiB): a batch beyond :attr:`EtcdDurability.max_txn_ops` operations or
-:attr:`EtcdDurability.max_txn_bytes` is written in several transactions, in this order::
+:attr:`EtcdDurability.max_request_bytes` (less :data:`TXN_RESERVE_BYTES`) is written in
+several transactions, in this order::
 
     event keys (meta unchanged) ──▶ meta revision=R ──▶ object keys ──▶ meta applied=R
     (invisible: above the revision)  (the commit point)   (behind the log)
@@ -42,11 +43,25 @@ object keys may lag the log, and load replays the events from ``applied`` to ``r
 onto them. A bind stays atomic with its volume updates and an eviction is one transaction
 either way: the log holds all of a batch or none of it.
 
+**A batch etcd cannot take.** A change whose event key alone is over the request limit is
+refused before anything is sent; a transaction etcd refuses for what it is (its size, its
+operations: :class:`~podium.store.etcd.client.EtcdRequestRefused`) up to and including the
+commit point leaves nothing committed: the event keys earlier transactions wrote above the
+revision are deleted, and :meth:`EtcdDurability.commit` raises
+:class:`~podium.protocol.errors.CommitRefused`, which the store actor answers as a rejection
+of the writes in the batch (store/actor.py). Nothing of it is replayed later, by this daemon or
+the next leader. Past the commit point only object keys are written, each no larger than its
+event key, so a refusal there cannot come from the request's size (it stops the daemon, as
+any failed commit).
+
 **Compaction.** The event keys below the retention are deleted in a commit's transaction
-(Podium's own compaction; ``gone`` below it). etcd keeps the history of every key until *it*
-is compacted: every ``podium.etcd.compactionIntervalSeconds`` (300) the store compacts etcd up
-to the revision of the previous round, as the API server does, so a cluster shared with other
-clients keeps at least one interval of history for their watches (0: leave it to etcd's
+(Podium's own compaction; ``gone`` below it), never the batch's own: etcd refuses a
+transaction that puts a key inside a range it deletes (``duplicate key given in txn
+request``), so a batch longer than the retention keeps its keys until the next compaction.
+etcd keeps the history of every key until *it* is compacted: every
+``podium.etcd.compactionIntervalSeconds`` (300) the store compacts etcd up to the revision of
+the previous round, as the API server does, so a cluster shared with other clients keeps at
+least one interval of history for their watches (0: leave it to etcd's
 ``--auto-compaction-retention``).
 
 **Watches.** Watchers are served by the store actor as with SQLite: from the core's memory,
@@ -83,14 +98,20 @@ from typing import Any
 import msgspec
 import trio
 
-from podium.protocol.config import PodiumSettings
-from podium.protocol.errors import DatabaseDamaged, FollowerBehind, LeadershipLost, StoreError
+from podium.protocol.config import ETCD_MAX_REQUEST_BYTES, PodiumSettings
+from podium.protocol.errors import (
+    CommitRefused,
+    DatabaseDamaged,
+    FollowerBehind,
+    LeadershipLost,
+    StoreError,
+)
 from podium.protocol.objects import KubeObject
 from podium.store import tuning
 from podium.store.actor import FollowPage, Recovery, Standby, StoreActor, Subscriber
 from podium.store.core import StoreCore
 from podium.store.credentials import EtcdTLS, etcd_credentials
-from podium.store.etcd.client import EtcdClient, EtcdUnknownOutcome, b64
+from podium.store.etcd.client import EtcdClient, EtcdRequestRefused, EtcdUnknownOutcome, b64
 from podium.store.etcd.keys import (
     SCHEMA_VERSION,
     KeyLayout,
@@ -111,6 +132,7 @@ __all__ = [
     "PAGE",
     "READ_PAGE",
     "READ_PAGE_BYTES",
+    "TXN_RESERVE_BYTES",
     "EtcdDurability",
     "Snapshot",
     "etcd_durability",
@@ -159,6 +181,14 @@ class _PageSize:
         self.budget = max(MIN_READ_PAGE_BYTES, self.budget // 2)
 
 
+TXN_RESERVE_BYTES = 4096
+"""What a transaction holds besides its operations' keys and values, kept free below the
+request limit: the meta key's put, the compares and the fence, protobuf's field headers and
+raft's request header (about 400 bytes measured; the rest is margin)."""
+OP_OVERHEAD_BYTES = 16
+"""Protobuf's framing of one put or delete in a transaction (field tags and lengths)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """What :meth:`EtcdDurability.snapshot` read.
@@ -188,8 +218,9 @@ class EtcdDurability:
         password: its password.
         retention: how many changes the event log keeps.
         max_txn_ops: operations per transaction (etcd's ``--max-txn-ops``).
-        max_txn_bytes: bytes of keys and values per transaction (below etcd's
-            ``--max-request-bytes``).
+        max_request_bytes: etcd's ``--max-request-bytes``: transactions are packed below it
+            (less :data:`TXN_RESERVE_BYTES`), and a change whose event key alone is over that is
+            refused (:class:`~podium.protocol.errors.CommitRefused`).
         request_timeout: seconds one request to one member may take.
         unavailable_after: seconds one request goes on trying the endpoints.
         compaction_interval: seconds between compactions of etcd's history (0: never; leave
@@ -212,7 +243,7 @@ class EtcdDurability:
         password: str | None = None,
         retention: int = tuning.EVENT_RETENTION_REVISIONS,
         max_txn_ops: int = 128,
-        max_txn_bytes: int = 1_000_000,
+        max_request_bytes: int = ETCD_MAX_REQUEST_BYTES,
         request_timeout: float = 5.0,
         unavailable_after: float = 10.0,
         compaction_interval: float = 300.0,
@@ -221,7 +252,7 @@ class EtcdDurability:
         self.location = location
         self.retention = retention
         self.max_txn_ops = max_txn_ops
-        self.max_txn_bytes = max_txn_bytes
+        self.max_request_bytes = max_request_bytes
         self.fence: list[dict[str, Any]] = []
         self.standby = False
         self._client = EtcdClient(
@@ -320,15 +351,25 @@ class EtcdDurability:
         past the retention.
 
         Raises:
+            CommitRefused: a change is too large for etcd, or etcd refused a transaction for
+                what it is before the commit point: nothing of the batch was committed.
             StoreError: another writer moved the meta key (nothing of the batch is
                 acknowledged), or etcd refused the transaction.
         """
         revision = changes[-1].revision
         events: list[dict[str, Any]] = []
         final: dict[bytes, bytes | None] = {}
+        budget = self.max_request_bytes - TXN_RESERVE_BYTES
         for change in changes:
             value, data = encode_event(change)
             events.append(self._put(self._keys.event(change.revision), value))
+            if (weight := _weight(events[-1])) > budget:
+                raise CommitRefused(
+                    f"{_ref(change.kind, change.namespace, change.name)} would be a "
+                    f"{weight}-byte write to etcd, over its request limit of "
+                    f"{self.max_request_bytes} bytes (podium.etcd.maxRequestBytes, etcd's "
+                    "--max-request-bytes) less a transaction's own fields; nothing was written"
+                )
             key = self._keys.object(change.kind, change.namespace, change.name)
             final[key] = None if change.type in ("Deleted", "Preempted") else data
         objects = [
@@ -336,14 +377,18 @@ class EtcdDurability:
             for key, data in final.items()
         ]
         tail: list[dict[str, Any]] = []
-        compacting = revision - self.retention - self._compacted_through >= tuning.COMPACT_EVERY
+        # The compaction never reaches this batch's own event keys: etcd refuses a txn that
+        # puts a key and deletes a range holding it ("duplicate key given in txn request"),
+        # which a batch longer than the retention would otherwise make. Those keys go at the
+        # next compaction; the log keeps at most a batch more than the retention meanwhile.
+        through = min(revision - self.retention, changes[0].revision - 1)
+        compacting = through - self._compacted_through >= tuning.COMPACT_EVERY
         if compacting:
-            through = revision - self.retention
             tail.append(self._delete(self._keys.events, self._keys.event(through + 1)))
         await self._write(self._meta.revision, revision, events, objects + tail)
         self._committed = revision
         if compacting:
-            self._compacted_through = revision - self.retention
+            self._compacted_through = through
         await self._compact_history()
 
     async def read_events(self, after: int, limit: int = 0) -> tuple[int | None, list[Change]]:
@@ -551,6 +596,7 @@ class EtcdDurability:
         txns = self._pack(events + rest)
         n_events = len(events)
         done = 0
+        committed = previous == revision  # a replay: the log has the batch already
         for index, ops in enumerate(txns):
             done += len(ops)
             if index == len(txns) - 1:
@@ -559,19 +605,30 @@ class EtcdDurability:
                 meta = msgspec.structs.replace(self._meta, revision=revision)
             else:
                 meta = msgspec.structs.replace(self._meta, revision=previous)
-            await self._txn(ops, meta)
+            try:
+                await self._txn(ops, meta)
+            except EtcdRequestRefused as exc:
+                if committed:
+                    raise
+                if index:
+                    # Earlier txns wrote event keys above the revision: invisible, and gone now.
+                    start = self._keys.event(previous + 1)
+                    cleanup = [self._delete(start, prefix_end(self._keys.events))]
+                    await self._txn(cleanup, self._meta)
+                raise CommitRefused(
+                    f"{exc}; nothing of the write was committed", code=exc.code
+                ) from exc
+            committed = meta.revision == revision
 
     def _pack(self, ops: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         """Split ``ops`` into transactions within the bounds (one op each kept for the meta)."""
+        budget = self.max_request_bytes - TXN_RESERVE_BYTES
         txns: list[list[dict[str, Any]]] = [[]]
         size = 0
         for op in ops:
-            body = op.get("request_put") or op.get("request_delete_range") or {}
-            weight = len(body.get("key", "")) + len(body.get("value", ""))
+            weight = _weight(op)
             current = txns[-1]
-            if current and (
-                len(current) + 2 > self.max_txn_ops or size + weight > self.max_txn_bytes
-            ):
+            if current and (len(current) + 2 > self.max_txn_ops or size + weight > budget):
                 txns.append([])
                 size = 0
             txns[-1].append(op)
@@ -833,6 +890,14 @@ class EtcdDurability:
         return {"request_delete_range": body}
 
 
+def _weight(op: dict[str, Any]) -> int:
+    """The bytes ``op`` adds to a transaction: its key and value (sent as base64, counted
+    as etcd counts them, decoded) and protobuf's framing."""
+    body = op.get("request_put") or op.get("request_delete_range") or {}
+    encoded = len(body.get("key", "")) + len(body.get("value", ""))
+    return encoded * 3 // 4 + OP_OVERHEAD_BYTES
+
+
 def etcd_durability(location: EtcdLocation, settings: PodiumSettings) -> EtcdDurability:
     """The durability ``podium`` describes: the prefix at ``location``, ``podium.etcd``'s TLS,
     user and password file and timeouts, ``eventRetentionRevisions`` (as
@@ -852,6 +917,7 @@ def etcd_durability(location: EtcdLocation, settings: PodiumSettings) -> EtcdDur
         request_timeout=etcd.request_timeout_seconds,
         unavailable_after=etcd.unavailable_seconds,
         compaction_interval=etcd.compaction_interval_seconds,
+        max_request_bytes=etcd.max_request_bytes,
     )
 
 

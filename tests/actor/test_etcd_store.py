@@ -15,13 +15,16 @@ import urllib.request
 import uuid
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from builders import make_node, make_pod
 from etcd_servers import EtcdCluster
 from store_backends import etcd_range
 
-from podium.protocol.errors import DatabaseDamaged, StoreError
+from podium.protocol.errors import CommitRefused, DatabaseDamaged, StoreError
+from podium.protocol.objects import Container
+from podium.store import tuning
 from podium.store.core import StoreCore
 from podium.store.etcd.client import EtcdUnknownOutcome
 from podium.store.etcd.durability import EtcdDurability
@@ -358,3 +361,82 @@ async def test_etcd_history_is_compacted_one_round_behind(location: EtcdLocation
         )
         assert len(kvs) == 1
         await durability.close()
+
+
+async def test_a_batch_longer_than_the_retention_is_compacted_without_its_own_keys(
+    location: EtcdLocation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 25 point 7: the compaction's delete range covered event keys the same txn put,
+    # and etcd refused the txn ("duplicate key given in txn request").
+    monkeypatch.setattr(tuning, "COMPACT_EVERY", 16)
+    core = StoreCore()
+    durability = EtcdDurability(location, retention=10)
+    with trio.fail_after(10):
+        await durability.load()
+        for batch in range(3):
+            await durability.commit(_nodes(core, [f"n{batch}-{i:02d}" for i in range(30)]))
+        oldest, log = await durability.read_events(60)
+        await durability.close()
+    # Each batch compacts the log up to itself, keeping its own 30 keys (more than the
+    # retention); the log is whole from its oldest revision to the last.
+    assert oldest == 61
+    assert [c.revision for c in log] == list(range(61, 91))
+    assert _meta(location)["revision"] == 90
+
+
+def _big_pod(core: StoreCore, name: str, stored_bytes: int) -> list[Change]:
+    pod = make_pod(name).obj()
+    containers = [Container(name=f"c{i}", image="i" * (stored_bytes // 100)) for i in range(100)]
+    pod = msgspec.structs.replace(
+        pod, spec=msgspec.structs.replace(pod.spec, containers=containers)
+    )
+    _, _, changes = core.write([pod], [])
+    return changes
+
+
+async def test_a_change_over_the_request_limit_is_refused_before_it_is_sent(
+    location: EtcdLocation,
+) -> None:
+    core = StoreCore()
+    durability = EtcdDurability(location)
+    with trio.fail_after(10):
+        await durability.load()
+        await durability.commit(_nodes(core, ["n1"]))
+        batch = _nodes(core, ["n2"]) + _big_pod(core, "big", 1_600_000)
+        with pytest.raises(CommitRefused, match="Pod default/big would be a 16") as refused:
+            await durability.commit(batch)
+        assert refused.value.code == "too_large"
+        core.undo(batch)
+        await durability.commit(_nodes(core, ["n3"]))
+        await durability.close()
+        again = EtcdDurability(location)
+        state = await again.load()
+        await again.close()
+    assert (state.revision, sorted(o.metadata.name for o in state.objects)) == (2, ["n1", "n3"])
+
+
+async def test_a_transaction_etcd_refuses_commits_nothing_and_leaves_no_keys(
+    location: EtcdLocation,
+) -> None:
+    # The durability believes etcd takes 8 MiB (podium.etcd.maxRequestBytes set too high):
+    # etcd's own refusal, in the third transaction of a split batch, is the backstop.
+    core = StoreCore()
+    durability = EtcdDurability(location, max_txn_ops=4, max_request_bytes=8 << 20)
+    with trio.fail_after(10):
+        await durability.load()
+        await durability.commit(_nodes(core, ["a"]))
+        batch = _nodes(core, [f"n{i}" for i in range(6)]) + _big_pod(core, "big", 1_600_000)
+        with pytest.raises(CommitRefused, match="request is too large") as refused:
+            await durability.commit(batch)
+        assert refused.value.code == "too_large"
+        core.undo(batch)
+        # The event keys the first two transactions wrote above the revision are gone.
+        events = etcd_range(location.endpoints[0], location.prefix + "events/")
+        assert [k.rsplit("/", 1)[1].lstrip("0") for k, _ in events] == ["1"]
+        await durability.commit(_nodes(core, ["b"]))
+        await durability.close()
+        again = EtcdDurability(location)
+        state = await again.load()
+        await again.close()
+    assert (state.revision, sorted(o.metadata.name for o in state.objects)) == (2, ["a", "b"])
+    assert (_meta(location)["revision"], _meta(location)["applied"]) == (2, 2)

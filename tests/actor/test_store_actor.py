@@ -13,18 +13,23 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from builders import make_node
+from builders import make_node, make_pod
 
 from podium.protocol import metrics
-from podium.protocol.errors import StoreError
+from podium.protocol.errors import CommitRefused, StoreError
 from podium.store.actor import Recovery, StoreActor
 from podium.store.core import StoreCore
 from podium.store.mail import (
+    BindFailure,
+    Binding,
+    BindPods,
+    BindResult,
     Change,
     Committed,
     EventsResult,
     ReadEvents,
     Recovered,
+    StoreFailure,
     StoreMsg,
     WriteObjects,
     WriteResult,
@@ -39,6 +44,7 @@ class FakeDurability:
     fail_load: bool = False
     fail_commit: bool = False
     fail_read: bool = False
+    too_large: set[str] = field(default_factory=set)
     keeps_log: bool = False
     log: list[Change] = field(default_factory=list)
     commits: list[list[int]] = field(default_factory=list)
@@ -55,6 +61,8 @@ class FakeDurability:
         self.calls.append("commit")
         if self.fail_commit:
             raise StoreError("disk full")
+        if refused := [c.name for c in changes if c.name in self.too_large]:
+            raise CommitRefused(f"{refused[0]} is too large for the store")
         self.commits.append([c.revision for c in changes])
         self.log.extend(changes)
 
@@ -162,6 +170,69 @@ async def test_a_failed_commit_stops_the_store_before_any_reply(
     with pytest.raises(trio.WouldBlock):
         rx.receive_nowait()
     assert durability.calls == ["load", "commit", "close"]
+
+
+async def test_a_write_the_component_refuses_is_rejected_alone_and_the_store_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    durability = FakeDurability(too_large={"big"})
+    errors = metrics.REGISTRY.get_sample_value("podium_store_commit_errors_total") or 0.0
+    async with running(durability) as h:
+        writes = [_write(name) for name in ("n1", "big", "n3")]
+        for msg, _ in writes:
+            h.inbox.send_nowait(msg)
+        results = [await rx.receive() for _, rx in writes]
+        assert isinstance(results[0], WriteResult) and results[0].revision == 1
+        assert results[1] == StoreFailure(
+            code="too_large", message="big is too large for the store"
+        )
+        assert isinstance(results[2], WriteResult) and results[2].revision == 2
+        # The refused batch was taken back, then each write committed on its own.
+        assert durability.commits == [[1], [2]]
+        assert h.store.core.revision == 2
+        assert h.store.core.get("Node", "", "big") is None
+        await h.published.receive()  # Recovered
+        published = [h.published.receive_nowait(), h.published.receive_nowait()]
+        assert [[c.name for c in p.changes] for p in published if isinstance(p, Committed)] == [
+            ["n1"],
+            ["n3"],
+        ]
+        await _written(h, "n4")
+        assert h.store.core.revision == 3
+    assert metrics.REGISTRY.get_sample_value("podium_store_commit_errors_total") == errors + 2
+
+
+async def test_a_bind_the_component_refuses_fails_alone_and_its_batch_commits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    durability = FakeDurability()
+    async with running(durability) as h:
+        await _written(h, "n1")
+        tx, rx = trio.open_memory_channel[Any](1)
+        h.inbox.send_nowait(
+            WriteObjects(puts=[make_pod("p1").obj(), make_pod("p2").obj()], reply=tx)
+        )
+        await rx.receive()
+        pods = {name: h.store.core.get("Pod", "default", name) for name in ("p1", "p2")}
+        bindings = [
+            Binding(namespace="default", name=name, uid=pod.metadata.uid, node="n1")
+            for name, pod in pods.items()
+            if pod is not None
+        ]
+        durability.too_large.add("p2")
+        tx, rx = trio.open_memory_channel[Any](1)
+        h.inbox.send_nowait(BindPods(bindings=bindings, reply=tx))
+        result = await rx.receive()
+    assert isinstance(result, BindResult)
+    assert result.revision == 4
+    assert result.failed == [
+        BindFailure(binding=bindings[1], code="too_large", message="p2 is too large for the store")
+    ]
+    assert durability.commits == [[1], [2, 3], [4]]
+    bound = h.store.core.get("Pod", "default", "p1")
+    assert bound is not None and bound.spec.node_name == "n1"  # type: ignore[union-attr]  # a Pod
+    unbound = h.store.core.get("Pod", "default", "p2")
+    assert unbound is not None and unbound.spec.node_name == ""  # type: ignore[union-attr]  # a Pod
 
 
 async def test_a_failed_load_still_closes_the_component(

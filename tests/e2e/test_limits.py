@@ -1,5 +1,6 @@
-"""End to end: the limits of a real ``podium serve`` — frame size, connections, in-flight
-requests per connection, watchers, and the per-watcher buffer that cuts off a slow watcher.
+"""End to end: the limits of a real ``podium serve`` — frame size, object size (on SQLite and
+on etcd), connections, in-flight requests per connection, watchers, and the per-watcher
+buffer that cuts off a slow watcher.
 
 Each test starts a daemon (the ``start_daemon`` fixture of tests/conftest.py, without /metrics)
 with small limits given as flags, so reaching them takes a handful of requests.
@@ -10,15 +11,19 @@ from __future__ import annotations
 import functools
 import json
 import socket
+import subprocess
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from builders import make_node, make_pod
-from daemon import Daemon, StartDaemon
+from daemon import PODIUM, Daemon, StartDaemon
+from etcd_servers import EtcdCluster
 from raw_frames import frame, recv_frame
 
 from podium.protocol import objects as o
@@ -95,6 +100,103 @@ async def test_the_frame_limit_is_configurable_both_ways(
         assert "exceeds the limit of 4096 bytes" in str(large_request.value)
         async with connect(d.address) as cl:
             assert (await cl.stats()).pods == 3
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def _pod_of(name: str, stored_bytes: int) -> o.Pod:
+    """A pod about ``stored_bytes`` long in the store's encoding (long image names: an
+    annotation may hold 256 KiB at most)."""
+    pod = make_pod(name).obj()
+    each = stored_bytes // 100
+    containers = [o.Container(name=f"c{i}", image="i" * each) for i in range(100)]
+    return msgspec.structs.replace(
+        pod, spec=msgspec.structs.replace(pod.spec, containers=containers)
+    )
+
+
+@pytest.mark.parametrize("store", ["sqlite", "etcd"])
+async def test_an_object_over_the_limit_is_refused_and_the_daemon_goes_on(
+    request: pytest.FixtureRequest, daemons: Callable[..., Daemon], store: str
+) -> None:
+    # Issue 25 point 1: a 1.6 MB pod went to etcd as one request, etcd refused it ("request
+    # is too large"), the daemon exited 1, and the next leader replayed it.
+    flags: tuple[str, ...] = ()
+    if store == "etcd":
+        member: EtcdCluster = request.getfixturevalue("etcd_member")
+        flags = ("--store", member.url(f"limits-{uuid.uuid4().hex[:12]}"))
+    d = daemons(*flags)
+    big = _pod_of("big", 1_600_000)
+    with trio.fail_after(30):
+        async with connect(d.address) as cl:
+            await cl.put([_node("n1")])
+            with pytest.raises(RemoteError) as refused:
+                await cl.put([make_pod("small").obj(), make_pod("also-small").obj(), big])
+            assert refused.value.code == "too_large"
+            assert refused.value.reply.message == "Request entity too large: limit is 1572864"
+            assert refused.value.path == "$.objects[2]"
+            (error,) = refused.value.errors
+            assert (error.index, error.kind, error.namespace, error.name) == (
+                2,
+                "Pod",
+                "default",
+                "big",
+            )
+            # Nothing of the request was written; the daemon serves and schedules on.
+            await cl.put([make_pod("after").req(cpu="1").obj()])
+
+            async def bound() -> None:
+                (pod,) = (await cl.get("Pod", "after")).items
+                assert isinstance(pod, o.Pod)
+                assert pod.spec.node_name == "n1"
+
+            await _eventually(bound, seconds=20)
+            assert [p.metadata.name for p in (await cl.get("Pod")).items] == ["after"]
+    assert d.proc.poll() is None, d.log
+
+
+async def test_a_write_etcd_cannot_take_is_rejected_and_never_replayed(
+    etcd_member: EtcdCluster, daemons: Callable[..., Daemon]
+) -> None:
+    # Under the gateway's limit (1.5 MiB) but, with its event key's fields and a transaction's
+    # own (the meta key, the compares), over one etcd request: the store rejects that write;
+    # the next daemon on the prefix (a restart after kill -9, as the next leader would) has
+    # nothing of it to replay.
+    store = ("--store", etcd_member.url(f"replay-{uuid.uuid4().hex[:12]}"))
+    d = daemons(*store)
+    near = _pod_of("near", 1_568_000)
+    with trio.fail_after(30):
+        async with connect(d.address) as cl:
+            await cl.put([_node("n1")])
+            with pytest.raises(RemoteError) as refused:
+                await cl.put([near])
+            assert refused.value.code == "too_large"
+            assert "Pod default/near would be a" in str(refused.value)
+            assert "nothing was written" in str(refused.value)
+            await cl.put([make_pod("after").obj()])
+        d.kill()
+        again = daemons(*store)
+        async with connect(again.address) as cl:
+            names = [p.metadata.name for p in (await cl.get("Pod")).items]
+            assert names == ["after"]
+            await cl.put([make_pod("later").obj()])
+
+
+def test_the_object_limit_cannot_pass_what_etcd_holds(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [PODIUM, "serve", "--store", "etcd://127.0.0.1:1/p", "--max-object-bytes", "2000000"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 2, run.stderr
+    assert (
+        "podium.maxObjectBytes: podium.maxObjectBytes (2000000) is more than the store can "
+        "hold: at most 1572864, podium.etcd.maxRequestBytes (etcd's --max-request-bytes)"
+    ) in run.stderr
 
 
 # --------------------------------------------------------------------------- connections

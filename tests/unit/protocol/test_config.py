@@ -14,6 +14,7 @@ from repo_paths import EXAMPLES
 
 from podium.actors.plugins.policy import load_resolved_policy
 from podium.protocol.config import (
+    EtcdSettings,
     LeaderElectionSettings,
     PodiumSettings,
     SchedulerConfig,
@@ -57,6 +58,8 @@ def test_no_config_gives_the_defaults() -> None:
         podium.log_level,
         podium.event_retention_revisions,
         podium.max_frame_bytes,
+        podium.max_object_bytes,
+        podium.etcd.max_request_bytes,
     ) == (
         "127.0.0.1:7070",
         None,
@@ -70,6 +73,8 @@ def test_no_config_gives_the_defaults() -> None:
         "info",
         1_000_000,
         16 << 20,
+        1_572_864,
+        1_572_864,
     )
     assert podium.tracing == TracingSettings(endpoint=None, sample_ratio=0.1, console=False)
 
@@ -227,6 +232,21 @@ ACCEPTED = [
                 renew_deadline_seconds=20.0,
                 retry_period_seconds=1.5,
             ),
+        },
+    ),
+    Accepted(
+        "an object limit up to what the etcd members take",
+        {
+            "podium": {
+                "store": "etcd://a:2379/p",
+                "maxObjectBytes": 3 << 20,
+                "etcd": {"maxRequestBytes": 4 << 20},
+            }
+        },
+        podium={
+            "store": "etcd://a:2379/p",
+            "max_object_bytes": 3 << 20,
+            "etcd": EtcdSettings(max_request_bytes=4 << 20),
         },
     ),
     Accepted(
@@ -549,6 +569,33 @@ REJECTED = [
         "a leader election duration below the lease's floor",
         {"podium": {"leaderElection": {"leaseDurationSeconds": "500ms"}}},
         [("podium.leaderElection.leaseDurationSeconds", "Expected `float` >= 1.0")],
+    ),
+    Rejected(
+        "an object limit over etcd's request limit",
+        {"podium": {"store": "etcd://a:2379/p", "maxObjectBytes": 2_000_000}},
+        [
+            (
+                "podium.maxObjectBytes",
+                "podium.maxObjectBytes (2000000) is more than the store can hold: at most "
+                "1572864, podium.etcd.maxRequestBytes (etcd's --max-request-bytes)",
+            )
+        ],
+    ),
+    Rejected(
+        "an object limit over SQLite's largest blob",
+        {"podium": {"maxObjectBytes": 2_000_000_000}},
+        [
+            (
+                "podium.maxObjectBytes",
+                "podium.maxObjectBytes (2000000000) is more than the store can hold: at most "
+                "1000000000, SQLite's largest blob",
+            )
+        ],
+    ),
+    Rejected(
+        "an object limit below a kilobyte",
+        {"podium": {"maxObjectBytes": 100}},
+        [("podium.maxObjectBytes", "Expected `int` >= 1024")],
     ),
     Rejected(
         "an unknown etcd key",

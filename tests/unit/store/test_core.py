@@ -1857,3 +1857,33 @@ def test_gated_pod_is_created_with_the_scheduling_gated_condition(core: StoreCor
     assert _pod(core, "p").spec.scheduling_gates == []
     [e] = _rejected(core, [_gated("p", "again")]).errors
     assert e.path == "$.spec.schedulingGates[0].name"
+
+
+# --------------------------------------------------------------------------- undo
+
+
+def test_undo_takes_back_the_newest_changes_as_if_never_made(core: StoreCore) -> None:
+    core.write([make_node("n1").obj(), make_pod("p1").obj(), make_pod("p2").obj()])
+    before = (core.revision, core.all_objects(), core.events_after(0))
+    _, _, written = core.write(
+        [make_pod("p1").label("app", "web").obj(), make_pod("p3").obj()],
+        [ObjectRef(kind="Pod", namespace="default", name="p2")],
+    )
+    p1 = core.get("Pod", "default", "p1")
+    assert p1 is not None
+    _, bound, _ = core.bind(
+        [Binding(namespace="default", name="p1", uid=p1.metadata.uid, node="n1")]
+    )
+    core.undo(written + bound)
+    assert (core.revision, core.all_objects(), core.events_after(0)) == before
+    assert [o.metadata.name for o in core.read("Pod")[1]] == ["p1", "p2"]
+    # The revisions are handed out again.
+    revision, _, _ = core.write([make_pod("p4").obj()])
+    assert revision == 4
+
+
+def test_undo_refuses_changes_that_are_not_the_newest(core: StoreCore) -> None:
+    _, _, first = core.write([make_node("n1").obj()])
+    core.write([make_node("n2").obj()])
+    with pytest.raises(ValueError, match="change 1 is not the newest \\(revision 2\\)"):
+        core.undo(first)

@@ -17,6 +17,7 @@ import trio
 from podium.store.etcd.client import (
     EtcdClient,
     EtcdError,
+    EtcdRequestRefused,
     EtcdUnavailable,
     EtcdUnknownOutcome,
 )
@@ -92,6 +93,28 @@ async def test_a_refusal_is_etcds_message_and_not_retried() -> None:
         await client.txn({})
     await client.aclose()
     assert len(etcd.seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("etcdserver: request is too large", "too_large"),
+        ("grpc: received message larger than max (2202298 vs. 2097152)", "too_large"),
+        ("etcdserver: too many operations in txn request", "too_large"),
+        ("etcdserver: duplicate key given in txn request", "internal"),
+    ],
+)
+async def test_a_refusal_of_the_request_itself_says_so_with_its_code(
+    message: str, code: str
+) -> None:
+    etcd = FakeEtcd({"a:1": [refuse(400, message)], "b:2": [ok]})
+    client = etcd.client()
+    with trio.fail_after(5), pytest.raises(EtcdRequestRefused) as refused:
+        await client.txn({})
+    await client.aclose()
+    assert refused.value.code == code
+    assert str(refused.value) == f"etcd http://a:1 refused txn: {message}"
+    assert len(etcd.seen) == 1  # another member would refuse it too
 
 
 async def test_a_write_whose_answer_was_lost_is_an_unknown_outcome() -> None:
