@@ -328,13 +328,26 @@ class StoreActor:
         if changes:
             started = time.perf_counter()
             # Shielded: a commit handed over finishes anyway; waiting for it lets its replies go.
-            with trio.CancelScope(shield=True):
+            # The shield holds until the actor itself is cancelled (the shutdown grace is
+            # over): then nothing of the batch is acknowledged, and the daemon exits rather
+            # than wait for an answer that may never come (issue 25, point 2).
+            with trio.CancelScope(shield=True) as shield:
+                assert self._readers is not None
+                lifting = trio.CancelScope()
+                self._readers.start_soon(_lift_when_cancelled, shield, lifting)
                 try:
                     await self._durability.commit(changes)
                 except Exception:
                     # Counted on the way out: the failure stops the daemon (fail-stop).
                     metrics.STORE_COMMIT_ERRORS.inc()
                     raise
+                finally:
+                    lifting.cancel()
+            if shield.cancelled_caught:
+                # Abandoned: no reply goes, nothing is published; the actor's own cancellation
+                # goes on from this checkpoint (the raise is for a caller that was not).
+                await trio.lowlevel.checkpoint()
+                raise StoreError("a commit was abandoned: the store was cancelled during it")
             self._commit_seconds = time.perf_counter() - started
             metrics.STORE_COMMIT_DURATION.observe(self._commit_seconds)
             metrics.STORE_COMMIT_BATCH_SIZE.observe(len(changes))
@@ -498,3 +511,14 @@ class StoreActor:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 log.warning("a store subscriber went away; it gets no more changes")
                 self._subscribers.remove(subscriber)
+
+
+async def _lift_when_cancelled(shield: trio.CancelScope, scope: trio.CancelScope) -> None:
+    """Cancel ``shield`` (a commit's) when this task is cancelled from outside, not when
+    ``scope`` ends it (the commit is over)."""
+    with scope:
+        try:
+            await trio.sleep_forever()
+        finally:
+            if not scope.cancel_called:
+                shield.cancel("the store is cancelled while a commit is unanswered")

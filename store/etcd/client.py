@@ -183,8 +183,21 @@ class EtcdClient:
         while True:
             endpoint = self.endpoint
             started = time.perf_counter()
+            unanswered = True
             try:
-                response = await self._post(endpoint, path, payload)
+                # The call's deadline bounds the attempt too: an answer that never comes (a
+                # black hole that keeps the connection open) ends the call at the deadline.
+                with trio.move_on_after(max(0.0, deadline - time.monotonic())):
+                    response = await self._post(endpoint, path, payload)
+                    unanswered = False
+                if unanswered:
+                    self._observe(op, "timeout", started)
+                    self._next()
+                    error = EtcdUnknownOutcome if writes else EtcdUnavailable
+                    raise error(
+                        f"etcd {endpoint} did not answer {op} within the call's deadline "
+                        f"({self.unavailable_after:g} s)"
+                    )
             except httpx.ConnectError as exc:
                 last = f"{endpoint}: cannot connect ({exc})"
             except httpx.TimeoutException as exc:

@@ -89,7 +89,7 @@ from podium.store import tuning
 from podium.store.actor import Recovery, Standby, StoreActor, Subscriber
 from podium.store.core import StoreCore
 from podium.store.credentials import EtcdTLS, etcd_credentials
-from podium.store.etcd.client import EtcdClient, EtcdUnknownOutcome, b64
+from podium.store.etcd.client import EtcdClient, EtcdUnavailable, EtcdUnknownOutcome, b64
 from podium.store.etcd.keys import (
     SCHEMA_VERSION,
     KeyLayout,
@@ -523,6 +523,22 @@ class EtcdDurability:
             ],
             "success": [*ops, self._put(self._keys.meta, encoded)],
         }
+        # One deadline for the transaction, its re-sends and the reads that find out what became
+        # of a lost answer: a write path that never answers (while reads and the lease's
+        # renewals pass) must not hold the batch, and the lead, for ever (issue 25, point 2).
+        limit = self._client.unavailable_after
+        try:
+            with trio.fail_after(limit):
+                await self._send(body, encoded)
+        except (trio.TooSlowError, EtcdUnavailable) as exc:
+            why = "no answer" if isinstance(exc, trio.TooSlowError) else str(exc)
+            raise self._gave_up(
+                f"a transaction was not answered within unavailableSeconds ({limit:g} s): {why}"
+            ) from exc
+        self._meta = meta
+
+    async def _send(self, body: dict[str, Any], encoded: bytes) -> None:
+        """Send the transaction until etcd answers it, or a lost answer is found applied."""
         while True:
             try:
                 answer = await self._client.txn(body)
@@ -532,17 +548,31 @@ class EtcdDurability:
                 if applied is None:
                     continue  # not applied: send it again
                 self._meta_mod = applied
-                break
+                return
             if not answer.succeeded:
                 # Our own earlier attempt, whose answer was lost, may have landed meanwhile.
                 kvs, _ = await self._range(self._keys.meta, None, limit=1)
                 if kvs and kvs[0].value == encoded:
                     self._meta_mod = kvs[0].mod_revision
-                    break
+                    return
                 raise await self._lost_compare()
             self._meta_mod = answer.header.revision
-            break
-        self._meta = meta
+            return
+
+    def _gave_up(self, why: str) -> StoreError:
+        """A transaction past its deadline: nothing of the batch is acknowledged (it may still
+        land: the fence refuses it once the lease is revoked). A replica under leader election
+        gives up the lead, as kube-scheduler does when it cannot renew (exit 4: its supervisor
+        restarts it as a follower); the one writer stops (exit 1)."""
+        if self.fence:
+            return LeadershipLost(
+                f"etcd prefix {self.location}: {why}; this replica gives up its lease and stops "
+                "leading (nothing of the batch was acknowledged)"
+            )
+        return EtcdUnavailable(
+            f"etcd prefix {self.location}: {why}; the daemon stops (nothing of the batch was "
+            "acknowledged)"
+        )
 
     async def _was_applied(self, encoded: bytes) -> int | None:
         """The meta key's mod revision if it holds ``encoded`` (our txn applied), else None."""
