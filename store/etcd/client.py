@@ -175,7 +175,7 @@ class EtcdClient:
             EtcdUnknownOutcome: it was sent and its answer lost, or unreadable (a write may
                 have applied).
         """
-        deadline = time.monotonic() + self.unavailable_after
+        deadline = trio.current_time() + self.unavailable_after
         payload = _json.encode(body)
         writes = path in _WRITES and not read_only
         last = "no endpoint tried"
@@ -187,7 +187,7 @@ class EtcdClient:
             try:
                 # The call's deadline bounds the attempt too: an answer that never comes (a
                 # black hole that keeps the connection open) ends the call at the deadline.
-                with trio.move_on_after(max(0.0, deadline - time.monotonic())):
+                with trio.move_on_at(deadline):
                     response = await self._post(endpoint, path, payload)
                     unanswered = False
                 if unanswered:
@@ -234,7 +234,7 @@ class EtcdClient:
                 last = f"{endpoint}: {message}"
             self._observe(op, "unavailable", started)
             self._next()
-            now = time.monotonic()
+            now = trio.current_time()
             if now >= deadline:
                 raise EtcdUnavailable(
                     f"etcd is unavailable: no endpoint of {', '.join(self.endpoints)} served "
