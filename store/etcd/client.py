@@ -193,10 +193,13 @@ class EtcdClient:
                 if unanswered:
                     self._observe(op, "timeout", started)
                     self._next()
-                    error = EtcdUnknownOutcome if writes else EtcdUnavailable
-                    raise error(
-                        f"etcd {endpoint} did not answer {op} within the call's deadline "
-                        f"({self.unavailable_after:g} s)"
+                    unanswered_for = f"within the call's deadline ({self.unavailable_after:g} s)"
+                    if writes:
+                        raise EtcdUnknownOutcome(
+                            f"etcd {endpoint} did not answer {op} {unanswered_for}"
+                        )
+                    raise EtcdUnavailable(
+                        f"etcd is unavailable: {endpoint} did not answer {op} {unanswered_for}"
                     )
             except httpx.ConnectError as exc:
                 last = f"{endpoint}: cannot connect ({exc})"

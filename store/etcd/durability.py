@@ -531,7 +531,9 @@ class EtcdDurability:
             with trio.fail_after(limit):
                 await self._send(body, encoded)
         except (trio.TooSlowError, EtcdUnavailable) as exc:
-            why = "no answer" if isinstance(exc, trio.TooSlowError) else str(exc)
+            why = (
+                "etcd is unavailable: no answer" if isinstance(exc, trio.TooSlowError) else str(exc)
+            )
             raise self._gave_up(
                 f"a transaction was not answered within unavailableSeconds ({limit:g} s): {why}"
             ) from exc
