@@ -125,7 +125,9 @@ class Durability(Protocol):
     async def commit(self, changes: list[Change]) -> None:
         """Make a batch's changes (at least one, in revision order) durable, all or none.
 
-        Cancellation: the actor shields the call; a commit handed over is waited for.
+        Cancellation: the actor shields the call; a commit handed over is waited for until
+        the actor itself is cancelled (the shutdown grace is over, or another actor failed):
+        then it is abandoned, and nothing of the batch is acknowledged.
 
         Raises:
             StoreError: the commit failed; the core is ahead of the backend (fail-stop).

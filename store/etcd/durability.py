@@ -63,6 +63,15 @@ the daemon stops (fail-stop, as a failed SQLite commit: clients are answered
 checked by reading the meta key back (each transaction writes a counter into it); so is a
 write whose reply etcd gave but Podium cannot read (:mod:`podium.store.etcd.replies`).
 
+**Deadlines** (issue 25, point 2). Every call ends by ``unavailableSeconds``, an attempt in
+flight included, and so does a transaction with its re-sends and read-backs: a write path
+that never answers (black-holed while reads and the lease's renewals pass) fails the commit
+like a lost quorum. Under leader election that is
+:class:`~podium.protocol.errors.LeadershipLost`: the replica revokes its lease (the key goes,
+a follower takes over at once) and exits 4, as kube-scheduler exits when it cannot renew;
+the one writer exits 1. A transaction abandoned so may still land later: the fence refuses it
+once the lease is revoked, and nothing of it was acknowledged.
+
 Refused at start: a prefix with keys but no meta key
 (:class:`~podium.protocol.errors.DatabaseDamaged`), a meta key from a newer Podium, an object
 or one of the newest event keys that does not decode, a log that does not end at the meta
