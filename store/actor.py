@@ -217,6 +217,8 @@ class StoreActor:
         self._commit_seconds = 0.0
         self._last_commit = -math.inf
         self._readers: trio.Nursery | None = None
+        self._commit_shield: trio.CancelScope | None = None  # the commit in flight's
+        self._abandoning = False  # cancelled: a commit's shield is lifted at once
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Recover, publish Recovered, signal readiness, then serve batches until the inbox
@@ -250,9 +252,12 @@ class StoreActor:
                 following = trio.CancelScope()
                 if self._standby is not None:
                     readers.start_soon(self._follow_until, self._standby, following)
+                watching = trio.CancelScope()
+                readers.start_soon(self._abandon_commits_when_cancelled, watching)
                 try:
                     await self._serve_inbox(task_status)
                     following.cancel()
+                    watching.cancel()
                 except Exception as exc:
                     # The store's own failure (a commit's) leaves as itself, not in a group
                     # with the readers it cancels.
@@ -263,6 +268,19 @@ class StoreActor:
         finally:
             with trio.CancelScope(shield=True):
                 await self._durability.close()
+
+    async def _abandon_commits_when_cancelled(self, scope: trio.CancelScope) -> None:
+        """Lift the commits' shield once the actor is cancelled from outside (its own ``scope``
+        ends this task quietly): a commit etcd never answers then ends with the shutdown
+        grace instead of holding the daemon (issue 25, point 2)."""
+        with scope:
+            try:
+                await trio.sleep_forever()
+            finally:
+                if not scope.cancel_called:
+                    self._abandoning = True
+                    if self._commit_shield is not None:
+                        self._commit_shield.cancel("the store is cancelled during a commit")
 
     async def promote(self) -> None:
         """Become the writer (this replica was elected): follow the log to its end, take the
@@ -334,9 +352,9 @@ class StoreActor:
             # over): then nothing of the batch is acknowledged, and the daemon exits rather
             # than wait for an answer that may never come (issue 25, point 2).
             with trio.CancelScope(shield=True) as shield:
-                assert self._readers is not None
-                lifting = trio.CancelScope()
-                self._readers.start_soon(_lift_when_cancelled, shield, lifting)
+                self._commit_shield = shield
+                if self._abandoning:
+                    shield.cancel("the store is cancelled")
                 try:
                     await self._durability.commit(changes)
                 except Exception:
@@ -344,7 +362,7 @@ class StoreActor:
                     metrics.STORE_COMMIT_ERRORS.inc()
                     raise
                 finally:
-                    lifting.cancel()
+                    self._commit_shield = None
             if shield.cancelled_caught:
                 # Abandoned: no reply goes, nothing is published; the actor's own cancellation
                 # goes on from this checkpoint (the raise is for a caller that was not).
@@ -513,14 +531,3 @@ class StoreActor:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 log.warning("a store subscriber went away; it gets no more changes")
                 self._subscribers.remove(subscriber)
-
-
-async def _lift_when_cancelled(shield: trio.CancelScope, scope: trio.CancelScope) -> None:
-    """Cancel ``shield`` (a commit's) when this task is cancelled from outside, not when
-    ``scope`` ends it (the commit is over)."""
-    with scope:
-        try:
-            await trio.sleep_forever()
-        finally:
-            if not scope.cancel_called:
-                shield.cancel("the store is cancelled while a commit is unanswered")
