@@ -9,9 +9,9 @@ here in etcd's own election recipe (etcd's ``clientv3/concurrency``) rather than
 - the leader renews the lease every ``retry_period`` (``/v3/lease/keepalive``) and gives up
   leading (:class:`~podium.protocol.errors.LeadershipLost`) when no renewal has succeeded for
   ``renew_deadline``, or when etcd says the lease is gone. The deadline counts from when the
-  last renewal was *sent*, and after a win from when the lease was *asked for*: etcd's TTL runs
-  from there, so the leader never believes it leads after etcd has expired its lease (issue
-  25, point 6); a candidate re-grants a lease too old to leave it a retry period;
+  last renewal (or the grant) was *sent*, as etcd's TTL does, and a candidate renews its lease
+  before each attempt: a win never rests on a lease granted long before, and the leader never
+  believes it leads after etcd has expired its lease (issue 25, point 6);
 - a creation whose answer is lost is read back at once: a key bound to this candidate's lease
   with its record is its own (etcd's ``concurrency.Election`` recognises its key by lease too,
   since identities may repeat), so it leads instead of following itself (point 5);
@@ -37,7 +37,13 @@ import trio
 from podium.protocol.config import EtcdSettings, LeaderElectionSettings
 from podium.protocol.errors import LeadershipLost, StoreError
 from podium.store.credentials import etcd_credentials
-from podium.store.etcd.client import EtcdClient, EtcdUnknownOutcome, b64
+from podium.store.etcd.client import (
+    EtcdClient,
+    EtcdError,
+    EtcdUnavailable,
+    EtcdUnknownOutcome,
+    b64,
+)
 from podium.store.etcd.keys import KeyLayout
 from podium.store.etcd.replies import KeyValue
 from podium.store.location import EtcdLocation
@@ -98,7 +104,7 @@ class LeaderElection:
         self.leading = False
         self.transitions = 0
         self._lease = 0
-        self._granted: float | None = None  # when the lease was asked for (trio's clock)
+        self._granted: float | None = None  # when the lease was last granted or renewed
         self._create_revision = 0
         self._renewed = 0.0
 
@@ -132,17 +138,14 @@ class LeaderElection:
             await trio.sleep(self.retry_period)
 
     async def _try_to_lead(self) -> bool:
-        if self._granted is None or (
-            trio.current_time() >= self._granted + self.renew_deadline - self.retry_period
-        ):
-            # A lease of our own to bind the key to, fresh enough that a win with it leaves a
-            # retry period before the renew deadline, which counts from the grant (a lease
-            # kept from an old attempt would have expired in etcd while we believed we led).
-            # An unused one expires by itself.
-            sent = trio.current_time()
+        # The lease the key would be bound to is fresh at every attempt: renewed (or granted,
+        # when there is none or etcd let it go), so that a win leaves the whole renew deadline,
+        # which counts from the renewal's sending as etcd's TTL does (issue 25, point 6).
+        sent = trio.current_time()
+        if not (self._lease and await self._renew_candidate_lease()):
             grant = await self._client.lease_grant(self.ttl)
             self._lease = grant.id
-            self._granted = sent
+        self._granted = sent
         record = LeaderRecord(identity=self.identity, address=self.address)
         try:
             answer = await self._client.txn(
@@ -177,6 +180,15 @@ class LeaderElection:
         found = answer.responses[0].response_range if answer.responses else None
         return self._read(record, found.kvs if found is not None else [])
 
+    async def _renew_candidate_lease(self) -> bool:
+        """Whether the candidate's lease was renewed (False: etcd has let it go)."""
+        try:
+            return (await self._client.lease_keepalive(self._lease)).result.ttl > 0
+        except EtcdUnavailable:
+            raise
+        except EtcdError:
+            return False  # refused ("requested lease not found"): a new one is granted
+
     def _read(self, record: LeaderRecord, kvs: list[KeyValue]) -> bool:
         """Follow the leader ``kvs`` name, or lead if the key is our own creation: bound to
         our lease (unique in etcd, as in etcd's ``concurrency.Election``, whereas identities
@@ -199,7 +211,7 @@ class LeaderElection:
     def _won(self, record: LeaderRecord, create_revision: int) -> bool:
         assert self._granted is not None
         self._create_revision = create_revision
-        # The renew deadline counts from the lease's grant: etcd counts its TTL from there.
+        # The renew deadline counts from the lease's last grant or renewal, as etcd's TTL does.
         self._renewed = self._granted
         self.leader = record
         self.leading = True

@@ -45,7 +45,7 @@ class FakeEtcd:
     Attributes:
         lose_answers: how many key creations to apply and then answer with a lost answer.
         cut_off: every call waits forever (a black hole between the replica and etcd).
-        granted: each lease's grant time.
+        granted: each lease's last grant or renewal time.
     """
 
     def __init__(self) -> None:
@@ -94,6 +94,7 @@ class FakeEtcd:
         await self._reach()
         if lease not in self.expiry:
             return LeaseKeepAliveReply()
+        self.granted[lease] = trio.current_time()
         self.expiry[lease] = trio.current_time() + TTL
         return LeaseKeepAliveReply(result=LeaseKeepAliveResult(id=lease, ttl=TTL))
 
@@ -179,16 +180,16 @@ async def test_another_replicas_key_is_not_taken_for_ours(
     assert a.leader == LeaderRecord(identity="a", address="a:7070")
 
 
-async def test_a_win_with_an_old_lease_gives_up_before_etcd_expires_it(
+async def test_a_late_win_gives_up_before_etcd_expires_the_lease(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     etcd = FakeEtcd()
     etcd.hold_key("b")
     a = _candidate(etcd)
-    lost_at = None
     async with trio.open_nursery() as nursery:
         nursery.start_soon(a.campaign)
-        # b leads until 11.5; a's attempts come every retry period from 0.
+        # b leads until 11.5; a's attempts come every retry period from 0, on the lease it was
+        # granted at 0.
         await trio.sleep(11.5)
         etcd.release_key()
         await trio.sleep(1)  # its attempt at 12 wins
@@ -197,13 +198,14 @@ async def test_a_win_with_an_old_lease_gives_up_before_etcd_expires_it(
         etcd.cut_off = True
         with pytest.raises(LeadershipLost, match="within the renew deadline"):
             await a.hold()
-        lost_at = trio.current_time()
     assert etcd.kv is not None
-    granted = etcd.granted[etcd.kv.lease]
-    # The renew deadline counted from the grant, so it gave up while its lease still lived in
-    # etcd (today: at 24, nine seconds after a lease granted at 0 expired at 15).
-    assert lost_at == granted + RENEW_DEADLINE
-    assert lost_at < granted + TTL
+    lease = etcd.kv.lease
+    # The lease was renewed by the winning attempt, and the renew deadline counts from there:
+    # it gave up while etcd still kept the lease (before issue 25: the lease granted at 0
+    # expired at 15 while the winner, counting from its win, believed it led until 24).
+    assert etcd.granted[lease] == 12
+    assert trio.current_time() == 12 + RENEW_DEADLINE
+    assert trio.current_time() < etcd.expiry[lease]
 
 
 async def test_a_renewed_lease_keeps_the_lead_until_renewals_stop(
