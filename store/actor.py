@@ -142,7 +142,9 @@ class Durability(Protocol):
     async def commit(self, changes: list[Change]) -> None:
         """Make a batch's changes (at least one, in revision order) durable, all or none.
 
-        Cancellation: the actor shields the call; a commit handed over is waited for.
+        Cancellation: the actor shields the call; a commit handed over is waited for until
+        the actor itself is cancelled (the shutdown grace is over, or another actor failed):
+        then it is abandoned, and nothing of the batch is acknowledged.
 
         Raises:
             StoreError: the commit failed; the core is ahead of the backend (fail-stop).
@@ -276,6 +278,8 @@ class StoreActor:
         self._last_poll = (0, 0)
         self._poll_now = trio.Event()
         self._polled = trio.Event()
+        self._commit_shield: trio.CancelScope | None = None  # the commit in flight's
+        self._abandoning = False  # cancelled: a commit's shield is lifted at once
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Recover, publish Recovered, signal readiness, then serve batches until the inbox
@@ -309,9 +313,12 @@ class StoreActor:
                 following = trio.CancelScope()
                 if self._standby is not None:
                     readers.start_soon(self._follow_until, self._standby, following)
+                watching = trio.CancelScope()
+                readers.start_soon(self._abandon_commits_when_cancelled, watching)
                 try:
                     await self._serve_inbox(task_status)
                     following.cancel()
+                    watching.cancel()
                 except Exception as exc:
                     # The store's own failure (a commit's) leaves as itself, not in a group
                     # with the readers it cancels.
@@ -322,6 +329,19 @@ class StoreActor:
         finally:
             with trio.CancelScope(shield=True):
                 await self._durability.close()
+
+    async def _abandon_commits_when_cancelled(self, scope: trio.CancelScope) -> None:
+        """Lift the commits' shield once the actor is cancelled from outside (its own ``scope``
+        ends this task quietly): a commit etcd never answers then ends with the shutdown
+        grace instead of holding the daemon (issue 25, point 2)."""
+        with scope:
+            try:
+                await trio.sleep_forever()
+            finally:
+                if not scope.cancel_called:
+                    self._abandoning = True
+                    if self._commit_shield is not None:
+                        self._commit_shield.cancel("the store is cancelled during a commit")
 
     async def promote(self) -> None:
         """Become the writer (this replica was elected): follow the log to its end, take the
@@ -444,7 +464,13 @@ class StoreActor:
             started = time.perf_counter()
             # Shielded: a commit handed over finishes anyway; waiting for it lets its replies go.
             refused: CommitRefused | None = None
-            with trio.CancelScope(shield=True):
+            # The shield holds until the actor itself is cancelled (the shutdown grace is
+            # over): then nothing of the batch is acknowledged, and the daemon exits rather
+            # than wait for an answer that may never come (issue 25, point 2).
+            with trio.CancelScope(shield=True) as shield:
+                self._commit_shield = shield
+                if self._abandoning:
+                    shield.cancel("the store is cancelled")
                 try:
                     await self._durability.commit(changes)
                 except CommitRefused as exc:
@@ -454,6 +480,13 @@ class StoreActor:
                     # Counted on the way out: the failure stops the daemon (fail-stop).
                     metrics.STORE_COMMIT_ERRORS.inc()
                     raise
+                finally:
+                    self._commit_shield = None
+            if shield.cancelled_caught:
+                # Abandoned: no reply goes, nothing is published; the actor's own cancellation
+                # goes on from this checkpoint (the raise is for a caller that was not).
+                await trio.lowlevel.checkpoint()
+                raise StoreError("a commit was abandoned: the store was cancelled during it")
             if refused is not None:
                 # Nothing of it was committed: the core takes it back, nothing is published,
                 # and each write is tried again on its own.

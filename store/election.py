@@ -8,7 +8,13 @@ here in etcd's own election recipe (etcd's ``clientv3/concurrency``) rather than
   with 0 (nobody leads). The value names the leader (identity and protocol address);
 - the leader renews the lease every ``retry_period`` (``/v3/lease/keepalive``) and gives up
   leading (:class:`~podium.protocol.errors.LeadershipLost`) when no renewal has succeeded for
-  ``renew_deadline``, or when etcd says the lease is gone;
+  ``renew_deadline``, or when etcd says the lease is gone. The deadline counts from when the
+  last renewal (or the grant) was *sent*, as etcd's TTL does, and a candidate renews its lease
+  before each attempt: a win never rests on a lease granted long before, and the leader never
+  believes it leads after etcd has expired its lease (issue 25, point 6);
+- a creation whose answer is lost is read back at once: a key bound to this candidate's lease
+  with its record is its own (etcd's ``concurrency.Election`` recognises its key by lease too,
+  since identities may repeat), so it leads instead of following itself (point 5);
 - when the leader stops renewing (killed, paused, cut off), etcd expires the lease and deletes
   the key; a follower's next attempt creates it;
 - the **fence**: :attr:`LeaderElection.fence` is a compare of the key's ``create_revision``
@@ -23,7 +29,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import time
 from typing import Any
 
 import msgspec
@@ -32,8 +37,15 @@ import trio
 from podium.protocol.config import EtcdSettings, LeaderElectionSettings
 from podium.protocol.errors import LeadershipLost, StoreError
 from podium.store.credentials import etcd_credentials
-from podium.store.etcd.client import EtcdClient, b64
+from podium.store.etcd.client import (
+    EtcdClient,
+    EtcdError,
+    EtcdUnavailable,
+    EtcdUnknownOutcome,
+    b64,
+)
 from podium.store.etcd.keys import KeyLayout
+from podium.store.etcd.replies import KeyValue
 from podium.store.location import EtcdLocation
 
 __all__ = ["LeaderElection", "LeaderRecord", "leader_election"]
@@ -92,7 +104,7 @@ class LeaderElection:
         self.leading = False
         self.transitions = 0
         self._lease = 0
-        self._lease_until = 0.0
+        self._granted: float | None = None  # when the lease was last granted or renewed
         self._create_revision = 0
         self._renewed = 0.0
 
@@ -126,46 +138,64 @@ class LeaderElection:
             await trio.sleep(self.retry_period)
 
     async def _try_to_lead(self) -> bool:
-        now = time.monotonic()
-        if now >= self._lease_until - self.retry_period:
-            # A lease of our own to bind the key to (one that would expire before the next
-            # attempt is replaced; an unused one expires by itself).
+        # The lease the key would be bound to is fresh at every attempt: renewed (or granted,
+        # when there is none or etcd let it go), so that a win leaves the whole renew deadline,
+        # which counts from the renewal's sending as etcd's TTL does (issue 25, point 6).
+        sent = trio.current_time()
+        if not (self._lease and await self._renew_candidate_lease()):
             grant = await self._client.lease_grant(self.ttl)
             self._lease = grant.id
-            self._lease_until = now + (grant.ttl or self.ttl)
+        self._granted = sent
         record = LeaderRecord(identity=self.identity, address=self.address)
-        answer = await self._client.txn(
-            {
-                "compare": [
-                    {
-                        "key": b64(self.key),
-                        "target": "CREATE",
-                        "result": "EQUAL",
-                        "create_revision": 0,
-                    }
-                ],
-                "success": [
-                    {
-                        "request_put": {
+        try:
+            answer = await self._client.txn(
+                {
+                    "compare": [
+                        {
                             "key": b64(self.key),
-                            "value": b64(_encode(record)),
-                            "lease": self._lease,
+                            "target": "CREATE",
+                            "result": "EQUAL",
+                            "create_revision": 0,
                         }
-                    }
-                ],
-                "failure": [{"request_range": {"key": b64(self.key)}}],
-            },
-        )
+                    ],
+                    "success": [
+                        {
+                            "request_put": {
+                                "key": b64(self.key),
+                                "value": b64(_encode(record)),
+                                "lease": self._lease,
+                            }
+                        }
+                    ],
+                    "failure": [{"request_range": {"key": b64(self.key)}}],
+                },
+            )
+        except EtcdUnknownOutcome as exc:
+            # The creation may have landed: read the key back at once rather than at the
+            # next attempt (a key of ours left unrecognised would hold every write for a lease).
+            log.warning("leader election: %s; reading the key back", exc)
+            return self._read(record, (await self._client.range({"key": b64(self.key)})).kvs)
         if answer.succeeded:
-            self._create_revision = answer.header.revision
-            self._renewed = time.monotonic()
-            self.leader = record
-            self.leading = True
-            self.transitions += 1
-            log.info("leader election: %s leads (lease %x)", self.identity, self._lease)
-            return True
+            return self._won(record, answer.header.revision)
         found = answer.responses[0].response_range if answer.responses else None
-        kvs = found.kvs if found is not None else []
+        return self._read(record, found.kvs if found is not None else [])
+
+    async def _renew_candidate_lease(self) -> bool:
+        """Whether the candidate's lease was renewed (False: etcd has let it go)."""
+        try:
+            return (await self._client.lease_keepalive(self._lease)).result.ttl > 0
+        except EtcdUnavailable:
+            raise
+        except EtcdError:
+            return False  # refused ("requested lease not found"): a new one is granted
+
+    def _read(self, record: LeaderRecord, kvs: list[KeyValue]) -> bool:
+        """Follow the leader ``kvs`` name, or lead if the key is our own creation: bound to
+        our lease (unique in etcd, as in etcd's ``concurrency.Election``, whereas identities
+        may repeat) with our record, whose answer was lost."""
+        if kvs and kvs[0].lease == self._lease and kvs[0].value == _encode(record):
+            log.info("leader election: the key is ours (its creation's answer was lost)")
+            return self._won(record, kvs[0].create_revision)
         previous = self.leader
         try:
             self.leader = _decode_record(kvs[0].value) if kvs else None
@@ -178,30 +208,44 @@ class LeaderElection:
             )
         return False
 
+    def _won(self, record: LeaderRecord, create_revision: int) -> bool:
+        assert self._granted is not None
+        self._create_revision = create_revision
+        # The renew deadline counts from the lease's last grant or renewal, as etcd's TTL does.
+        self._renewed = self._granted
+        self.leader = record
+        self.leading = True
+        self.transitions += 1
+        log.info("leader election: %s leads (lease %x)", self.identity, self._lease)
+        return True
+
     async def hold(self) -> None:
-        """Renew the lease every ``retry_period`` while leading.
+        """Renew the lease at once, then every ``retry_period``, while leading.
 
         Raises:
-            LeadershipLost: no renewal succeeded within ``renew_deadline``, or the lease is
-                gone (expired while this replica was paused or cut off).
+            LeadershipLost: no renewal succeeded within ``renew_deadline`` of the last one
+                (or of the lease's grant), or the lease is gone (expired while this replica
+                was paused or cut off).
         """
         while True:
-            await trio.sleep(self.retry_period)
             deadline = self._renewed + self.renew_deadline
-            if time.monotonic() > deadline:
+            if trio.current_time() >= deadline:
                 raise self._lost("the lease was not renewed within the renew deadline")
-            ttl = None
-            with trio.move_on_after(max(0.0, deadline - time.monotonic())):
+            sent = trio.current_time()
+            with trio.move_on_at(deadline):
                 try:
                     ttl = (await self._client.lease_keepalive(self._lease)).result.ttl
                 except StoreError as exc:
                     log.warning("leader election: renewing the lease: %s", exc)
-                    continue
-            if ttl is None:
-                continue  # the deadline check above decides
-            if ttl <= 0:
-                raise self._lost("the lease expired")
-            self._renewed = time.monotonic()
+                else:
+                    if ttl <= 0:
+                        raise self._lost("the lease expired")
+                    # etcd restarts the TTL when the renewal reaches it, after it was sent.
+                    self._renewed = sent
+            # Never sleep past the deadline: leadership is given up at it, not a period later.
+            await trio.sleep_until(
+                min(trio.current_time() + self.retry_period, self._renewed + self.renew_deadline)
+            )
 
     def _lost(self, why: str) -> LeadershipLost:
         self.leading = False
@@ -212,19 +256,15 @@ class LeaderElection:
         )
 
     async def resign(self) -> None:
-        """Give the lead up at once (a clean shutdown): the key is deleted if it is still ours,
-        and the lease revoked, so a follower takes over without waiting for the lease."""
-        if not self.leading:
-            return
+        """Give the lead up at once (a clean shutdown, or leadership lost): the lease is
+        revoked, and with it goes the key if it is still ours, so a follower takes over without
+        waiting for the lease to expire."""
         self.leading = False
+        if not self._lease:
+            return
+        lease, self._lease, self._granted = self._lease, 0, None
         try:
-            await self._client.txn(
-                {
-                    "compare": self.fence,
-                    "success": [{"request_delete_range": {"key": b64(self.key)}}],
-                },
-            )
-            await self._client.lease_revoke(self._lease)
+            await self._client.lease_revoke(lease)
         except StoreError as exc:
             log.warning("leader election: resigning: %s (the lease expires by itself)", exc)
 

@@ -206,7 +206,7 @@ class EtcdClient:
             EtcdUnknownOutcome: it was sent and its answer lost, or unreadable (a write may
                 have applied).
         """
-        deadline = time.monotonic() + self.unavailable_after
+        deadline = trio.current_time() + self.unavailable_after
         payload = _json.encode(body)
         writes = path in _WRITES and not read_only
         last = "no endpoint tried"
@@ -214,8 +214,24 @@ class EtcdClient:
         while True:
             endpoint = self.endpoint
             started = time.perf_counter()
+            unanswered = True
             try:
-                response = await self._post(endpoint, path, payload)
+                # The call's deadline bounds the attempt too: an answer that never comes (a
+                # black hole that keeps the connection open) ends the call at the deadline.
+                with trio.move_on_at(deadline):
+                    response = await self._post(endpoint, path, payload)
+                    unanswered = False
+                if unanswered:
+                    self._observe(op, "timeout", started)
+                    self._next()
+                    unanswered_for = f"within the call's deadline ({self.unavailable_after:g} s)"
+                    if writes:
+                        raise EtcdUnknownOutcome(
+                            f"etcd {endpoint} did not answer {op} {unanswered_for}"
+                        )
+                    raise EtcdUnavailable(
+                        f"etcd is unavailable: {endpoint} did not answer {op} {unanswered_for}"
+                    )
             except httpx.ConnectError as exc:
                 last = f"{endpoint}: cannot connect ({exc})"
             except httpx.TimeoutException as exc:
@@ -257,7 +273,7 @@ class EtcdClient:
                 last = f"{endpoint}: {message}"
             self._observe(op, "unavailable", started)
             self._next()
-            now = time.monotonic()
+            now = trio.current_time()
             if now >= deadline:
                 raise EtcdUnavailable(
                     f"etcd is unavailable: no endpoint of {', '.join(self.endpoints)} served "

@@ -81,6 +81,15 @@ the daemon stops (fail-stop, as a failed SQLite commit: clients are answered
 checked by reading the meta key back (each transaction writes a counter into it); so is a
 write whose reply etcd gave but Podium cannot read (:mod:`podium.store.etcd.replies`).
 
+**Deadlines** (issue 25, point 2). Every call ends by ``unavailableSeconds``, an attempt in
+flight included, and so does a transaction with its re-sends and read-backs: a write path
+that never answers (black-holed while reads and the lease's renewals pass) fails the commit
+like a lost quorum. Under leader election that is
+:class:`~podium.protocol.errors.LeadershipLost`: the replica revokes its lease (the key goes,
+a follower takes over at once) and exits 4, as kube-scheduler exits when it cannot renew;
+the one writer exits 1. A transaction abandoned so may still land later: the fence refuses it
+once the lease is revoked, and nothing of it was acknowledged.
+
 Refused at start: a prefix with keys but no meta key
 (:class:`~podium.protocol.errors.DatabaseDamaged`), a meta key from a newer Podium, an object
 or one of the newest event keys that does not decode, a log that does not end at the meta
@@ -111,7 +120,13 @@ from podium.store import tuning
 from podium.store.actor import FollowPage, Recovery, Standby, StoreActor, Subscriber
 from podium.store.core import StoreCore
 from podium.store.credentials import EtcdTLS, etcd_credentials
-from podium.store.etcd.client import EtcdClient, EtcdRequestRefused, EtcdUnknownOutcome, b64
+from podium.store.etcd.client import (
+    EtcdClient,
+    EtcdRequestRefused,
+    EtcdUnavailable,
+    EtcdUnknownOutcome,
+    b64,
+)
 from podium.store.etcd.keys import (
     SCHEMA_VERSION,
     KeyLayout,
@@ -652,6 +667,24 @@ class EtcdDurability:
             ],
             "success": [*ops, self._put(self._keys.meta, encoded)],
         }
+        # One deadline for the transaction, its re-sends and the reads that find out what became
+        # of a lost answer: a write path that never answers (while reads and the lease's
+        # renewals pass) must not hold the batch, and the lead, for ever (issue 25, point 2).
+        limit = self._client.unavailable_after
+        try:
+            with trio.fail_after(limit):
+                await self._send(body, encoded)
+        except (trio.TooSlowError, EtcdUnavailable) as exc:
+            why = (
+                "etcd is unavailable: no answer" if isinstance(exc, trio.TooSlowError) else str(exc)
+            )
+            raise self._gave_up(
+                f"a transaction was not answered within unavailableSeconds ({limit:g} s): {why}"
+            ) from exc
+        self._meta = meta
+
+    async def _send(self, body: dict[str, Any], encoded: bytes) -> None:
+        """Send the transaction until etcd answers it, or a lost answer is found applied."""
         while True:
             try:
                 answer = await self._client.txn(body)
@@ -661,17 +694,31 @@ class EtcdDurability:
                 if applied is None:
                     continue  # not applied: send it again
                 self._meta_mod = applied
-                break
+                return
             if not answer.succeeded:
                 # Our own earlier attempt, whose answer was lost, may have landed meanwhile.
                 kvs, _ = await self._range(self._keys.meta, None, limit=1)
                 if kvs and kvs[0].value == encoded:
                     self._meta_mod = kvs[0].mod_revision
-                    break
+                    return
                 raise await self._lost_compare()
             self._meta_mod = answer.header.revision
-            break
-        self._meta = meta
+            return
+
+    def _gave_up(self, why: str) -> StoreError:
+        """A transaction past its deadline: nothing of the batch is acknowledged (it may still
+        land: the fence refuses it once the lease is revoked). A replica under leader election
+        gives up the lead, as kube-scheduler does when it cannot renew (exit 4: its supervisor
+        restarts it as a follower); the one writer stops (exit 1)."""
+        if self.fence:
+            return LeadershipLost(
+                f"etcd prefix {self.location}: {why}; this replica gives up its lease and stops "
+                "leading (nothing of the batch was acknowledged)"
+            )
+        return EtcdUnavailable(
+            f"etcd prefix {self.location}: {why}; the daemon stops (nothing of the batch was "
+            "acknowledged)"
+        )
 
     async def _was_applied(self, encoded: bytes) -> int | None:
         """The meta key's mod revision if it holds ``encoded`` (our txn applied), else None."""

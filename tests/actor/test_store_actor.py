@@ -50,6 +50,7 @@ class FakeDurability:
     commits: list[list[int]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     read_gate: trio.Event | None = None
+    commit_gate: trio.Event | None = None
 
     async def load(self) -> Recovery | None:
         self.calls.append("load")
@@ -63,6 +64,10 @@ class FakeDurability:
             raise StoreError("disk full")
         if refused := [c.name for c in changes if c.name in self.too_large]:
             raise CommitRefused(f"{refused[0]} is too large for the store")
+
+        if self.commit_gate is not None:
+            with trio.move_on_after(100):  # an answer that comes very late, if ever
+                await self.commit_gate.wait()
         self.commits.append([c.revision for c in changes])
         self.log.extend(changes)
 
@@ -233,6 +238,46 @@ async def test_a_bind_the_component_refuses_fails_alone_and_its_batch_commits(
     assert bound is not None and bound.spec.node_name == "n1"  # type: ignore[union-attr]  # a Pod
     unbound = h.store.core.get("Pod", "default", "p2")
     assert unbound is not None and unbound.spec.node_name == ""  # type: ignore[union-attr]  # a Pod
+
+
+async def test_a_commit_is_waited_for_while_the_store_drains(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    durability = FakeDurability(commit_gate=trio.Event())
+    msg, rx = _write("n1")
+    async with running(durability) as h:
+        h.inbox.send_nowait(msg)
+        await trio.sleep(3)  # a slow commit, within the harness's 5 s
+        durability.commit_gate.set()  # type: ignore[union-attr]  # set above
+        assert isinstance(await rx.receive(), WriteResult)
+    assert durability.commits == [[1]]
+
+
+async def test_a_commit_never_answered_is_abandoned_when_the_store_is_cancelled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Issue 25, point 2: the shutdown grace is over (the daemon cancels its services) while
+    # etcd has not answered a commit: the store stops at once, acknowledging nothing.
+    durability = FakeDurability(commit_gate=trio.Event())
+    msg, rx = _write("n1")
+    inbox_tx, inbox_rx = trio.open_memory_channel[StoreMsg](64)
+    pub_tx, pub_rx = trio.open_memory_channel[Recovered | Committed](64)
+    store = StoreActor(inbox_rx, [pub_tx], durability)
+    with trio.fail_after(200):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store.run)
+            inbox_tx.send_nowait(msg)
+            await trio.testing.wait_all_tasks_blocked()
+            assert durability.calls == ["load", "commit"]
+            nursery.cancel_scope.deadline = trio.current_time() + 2  # the grace
+    assert trio.current_time() == 2
+    assert durability.calls == ["load", "commit", "close"]
+    assert durability.commits == []
+    with pytest.raises(trio.WouldBlock):
+        rx.receive_nowait()
+    assert isinstance(pub_rx.receive_nowait(), Recovered)
+    with pytest.raises(trio.EndOfChannel):
+        pub_rx.receive_nowait()
 
 
 async def test_a_failed_load_still_closes_the_component(

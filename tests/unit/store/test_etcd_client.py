@@ -13,6 +13,7 @@ from operator import attrgetter
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from podium.store.etcd.client import (
     EtcdClient,
@@ -329,4 +330,32 @@ async def test_a_refusal_without_a_message_reads_as_etcd_wrote_it() -> None:
     client = etcd.client()
     with trio.fail_after(5), pytest.raises(EtcdError, match=r'refused range: \{"code": 3\}$'):
         await client.range({})
+    await client.aclose()
+
+
+async def test_an_answer_that_never_comes_ends_the_call_at_its_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Issue 25, point 2: a black hole keeps the connection open and never answers (httpx's
+    # own timeouts are the transport's, which a black hole may never trip).
+    async def black_hole(request: httpx.Request) -> httpx.Response:
+        await trio.sleep_forever()
+
+    client = EtcdClient(["a:1"], transport=httpx.MockTransport(black_hole), unavailable_after=3)
+    with (
+        trio.fail_after(60),
+        pytest.raises(
+            EtcdUnknownOutcome,
+            match=r"^etcd http://a:1 did not answer txn within the call's deadline \(3 s\)$",
+        ),
+    ):
+        await client.txn({})
+    assert trio.current_time() == 3
+    # A read is not a write: nothing may have applied, etcd is unavailable.
+    with (
+        trio.fail_after(60),
+        pytest.raises(EtcdUnavailable, match=r"did not answer range within the call's deadline"),
+    ):
+        await client.range({})
+    assert trio.current_time() == 6
     await client.aclose()
