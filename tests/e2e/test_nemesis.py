@@ -12,9 +12,10 @@ stops by itself (a leader that lost its lease exits 4; one that found etcd unava
 is restarted too, and its exit is reported. Two lanes of faults overlap: processes and network.
 
 The load: three writers create pods (100m CPU each, through whichever replica answers; a write
-unanswered within 5 s is unknown), two watchers follow the log across replicas (reconnecting
-from the last revision they saw, to a replica picked at random), and the scheduler fills four
-nodes of 10 CPU, so the nodes are full before the run ends and over-commit is a real risk.
+unanswered within 5 s is unknown) and delete their oldest once they hold more than 80, two
+watchers follow the log across replicas (reconnecting from the last revision they saw, to a
+replica picked at random), and the scheduler keeps four nodes of 5 CPU full (about 240 pods
+for room for 200: every delete frees room that is filled at once).
 
 When the faults stop, everything is healed at once and a probe pod must be acknowledged and
 bound within lease + 5 s. Then the checks (nemesis.py): every acknowledged write present
@@ -39,6 +40,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
+from operator import attrgetter
 from pathlib import Path
 
 import pytest
@@ -60,15 +62,19 @@ from replicas import LEASE, Replicas, leader_of
 
 from podium.protocol import objects as o
 from podium.protocol.client import ClientConnectionError, RemoteError, connect
-from podium.protocol.wire import Event
+from podium.protocol.wire import Event, ObjectRef
 
 SEED = int(os.environ.get("PODIUM_NEMESIS_SEED") or random.randrange(2**31))
 SECONDS = float(os.environ.get("PODIUM_NEMESIS_SECONDS", "60"))
 ALL_FAULTS = os.environ.get("PODIUM_NEMESIS_ALL") == "1"
 WRITERS = 3
 WATCHERS = 2
+# The writers keep about 3 x 80 pods of 100m alive, for 4 x 5 CPU: the nodes stay full, each
+# delete frees room the scheduler fills at once (over-commit is a real risk all along), and the
+# pending backlog stays small (a new leader tries every pending pod when it takes over).
+LIVE_PODS = 80
 NODES = 4
-NODE_CPU = "10"
+NODE_CPU = "5"
 WRITE_DEADLINE = 5.0
 RECOVERY = LEASE + 5
 # Replies a writer or watcher meets while replicas fail over: try again elsewhere.
@@ -235,10 +241,11 @@ class Nemesis:
             finally:
                 connection.set_mode(None)
             return
-        hit = row if fault.scope == "link" else [self.rng.choice(row)]
+        hit = row if fault.scope in ("link", "writes") else [self.rng.choice(row)]
+        only = b"/v3/kv/txn" if fault.scope == "writes" else b""
         self.history.faults.append(f"{fault.describe()} (r{index})")
         for proxy in hit:
-            proxy.set_mode(mode, fault.delay)
+            proxy.set_mode(mode, fault.delay, only)
         try:
             await trio.sleep(fault.duration)
         finally:
@@ -260,22 +267,34 @@ class Nemesis:
 
 
 async def writer(nemesis: Nemesis, history: History, prefix: str, stop: trio.Event) -> None:
-    """Create ``prefix-N`` pods until ``stop``; every attempt goes in the history."""
+    """Create ``prefix-N`` pods until ``stop``, deleting the oldest of its own once it has
+    more than :data:`LIVE_PODS` (acknowledged); every attempt goes in the history."""
     i = 0
+    live: list[str] = []
     while not stop.is_set():
         write: Write | None = None
+        addresses = nemesis.addresses()
+        if not addresses:  # every replica down or restarting
+            await trio.sleep(0.1)
+            continue
         with trio.CancelScope() as scope:
             scope.deadline = trio.current_time() + WRITE_DEADLINE
             try:
-                async with connect(nemesis.addresses()) as client:
+                async with connect(addresses) as client:
                     while not stop.is_set():
-                        write = Write(f"{prefix}-{i}", time.monotonic())
-                        i += 1
-                        history.writes.append(write)
                         scope.deadline = trio.current_time() + WRITE_DEADLINE
-                        reply = await client.put([make_pod(write.name).req(cpu="100m").obj()])
-                        write.outcome, write.uid = "ok", reply.objects[0].uid
-                        write.ended = time.monotonic()
+                        if len(live) > LIVE_PODS:
+                            write = Write(live.pop(0), time.monotonic(), op="delete")
+                            history.writes.append(write)
+                            await client.delete([ObjectRef(kind="Pod", name=write.name)])
+                        else:
+                            write = Write(f"{prefix}-{i}", time.monotonic())
+                            i += 1
+                            history.writes.append(write)
+                            pod = make_pod(write.name).req(cpu="100m").obj()
+                            write.uid = (await client.put([pod])).objects[0].uid
+                            live.append(write.name)
+                        write.outcome, write.ended = "ok", time.monotonic()
                         write = None
                         scope.deadline = trio.current_time() + WRITE_DEADLINE
                         await trio.sleep(0.02)
@@ -334,9 +353,13 @@ async def probe(nemesis: Nemesis, name: str) -> None:
     """Create pod ``name`` (no requests: it fits however full the nodes are) and wait until
     the replica that leads reports it bound."""
     while True:
+        addresses = nemesis.addresses()
+        if not addresses:  # every replica down or restarting
+            await trio.sleep(0.05)
+            continue
         with trio.move_on_after(2):
             try:
-                async with connect(nemesis.addresses()) as client:
+                async with connect(addresses) as client:
                     await client.put([make_pod(name).obj()])
                     while True:
                         stats = await client.stats()
@@ -510,3 +533,150 @@ async def test_the_proxy_modes(mode: Mode) -> None:
                 assert await stream.receive_some() == b"echo:c"
             await stream.aclose()
             nursery.cancel_scope.cancel()
+
+
+async def test_a_fault_limited_to_a_path_spares_the_others() -> None:
+    """``only``: a black hole for the write path; a request to another path passes."""
+
+    async def echo(stream: trio.SocketStream) -> None:
+        async for data in stream:
+            await stream.send_all(b"echo:" + data)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(partial(trio.serve_tcp, echo, 0, host="127.0.0.1"))
+            proxy = FaultyProxy(f"127.0.0.1:{listeners[0].socket.getsockname()[1]}")
+            await nursery.start(proxy.run)
+            proxy.set_mode(Mode.BLACK_HOLE, only=b"/v3/kv/txn")
+            lease = await trio.open_tcp_stream("127.0.0.1", proxy.port)
+            await lease.send_all(b"POST /v3/lease/keepalive HTTP/1.1\r\n")
+            assert await lease.receive_some() == b"echo:POST /v3/lease/keepalive HTTP/1.1\r\n"
+            write = await trio.open_tcp_stream("127.0.0.1", proxy.port)
+            await write.send_all(b"POST /v3/kv/txn HTTP/1.1\r\n")
+            with trio.move_on_after(0.5) as silent:
+                await write.receive_some()
+            assert silent.cancelled_caught
+            await lease.aclose()
+            await write.aclose()
+            nursery.cancel_scope.cancel()
+
+
+def _pod(revision: int, type_: str, name: str, node: str = "", cpu: int = 100) -> Record:
+    return Record(revision, type_, "Pod", "default", name, f"uid-{name}", node, "", cpu)
+
+
+_LOG = [
+    _pod(1, "Added", "a"),
+    _pod(2, "Added", "b"),
+    _pod(3, "Bound", "a", "n0"),
+    _pod(4, "Bound", "b", "n0"),
+]
+_FINAL = {"a": ("uid-a", "n0"), "b": ("uid-b", "n0")}
+_OK = [Write("a", 0, 1, "ok", "uid-a"), Write("b", 0, 1, "ok", "uid-b")]
+
+
+@dataclass(frozen=True)
+class CheckerCase:
+    name: str
+    writes: list[Write]
+    log: list[Record]
+    final: dict[str, tuple[str, str]]
+    watchers: list[list[Record]]
+    want: str  # a fragment of a problem expected ("" for none at all)
+    capacity: int = 200
+
+
+CHECKER_CASES = [
+    CheckerCase("a clean history", _OK, _LOG, _FINAL, [_LOG, _LOG[1:]], ""),
+    CheckerCase(
+        "an acknowledged write lost",
+        [*_OK, Write("c", 0, 1, "ok", "uid-c")],
+        _LOG,
+        _FINAL,
+        [_LOG],
+        "acknowledged pod c (uid-c) is not in the store",
+    ),
+    CheckerCase(
+        "an acknowledged write created twice",
+        _OK,
+        [*_LOG, _pod(5, "Deleted", "b"), _pod(6, "Added", "b")],
+        _FINAL,
+        [_LOG],
+        "acknowledged pod b was added 2 times",
+    ),
+    CheckerCase(
+        "an unknown write created twice",
+        [*_OK, Write("c", 0, 1, "unknown")],
+        [*_LOG, _pod(5, "Added", "c"), _pod(6, "Deleted", "c"), _pod(7, "Added", "c")],
+        _FINAL,
+        [_LOG],
+        "unknown pod c was added 2 times",
+    ),
+    CheckerCase(
+        "an acknowledged delete undone",
+        [*_OK, Write("b", 2, 3, "ok", op="delete")],
+        _LOG,
+        _FINAL,
+        [_LOG],
+        "pod b is in the store after its acknowledged delete",
+    ),
+    CheckerCase(
+        "a deleted pod's room reused",
+        [*_OK, Write("b", 2, 3, "ok", op="delete"), Write("c", 0, 1, "ok", "uid-c")],
+        [*_LOG, _pod(5, "Deleted", "b"), _pod(6, "Added", "c"), _pod(7, "Bound", "c", "n0")],
+        {"a": ("uid-a", "n0"), "c": ("uid-c", "n0")},
+        [_LOG],
+        "",
+    ),
+    CheckerCase(
+        "a pod bound twice",
+        _OK,
+        [*_LOG, _pod(5, "Bound", "a", "n1")],
+        {"a": ("uid-a", "n1"), "b": ("uid-b", "n0")},
+        [_LOG],
+        "pod a (uid-a) bound twice: to n0 and to n1 at revision 5",
+    ),
+    CheckerCase(
+        "a node over-committed",
+        _OK,
+        _LOG,
+        _FINAL,
+        [_LOG],
+        "node n0 over-committed at revision 4: 200m of 150m",
+        capacity=150,
+    ),
+    CheckerCase(
+        "a watcher missed an event",
+        _OK,
+        _LOG,
+        _FINAL,
+        [[_LOG[0], _LOG[2], _LOG[3]]],
+        "missing [2]",
+    ),
+    CheckerCase(
+        "a watcher saw an event twice",
+        _OK,
+        _LOG,
+        _FINAL,
+        [[*_LOG[:3], _LOG[2], _LOG[3]]],
+        "repeated [3]",
+    ),
+    CheckerCase(
+        "a watcher saw another event at a revision",
+        _OK,
+        _LOG,
+        _FINAL,
+        [[*_LOG[:3], _pod(4, "Bound", "b", "n1")]],
+        "different [4]",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CHECKER_CASES, ids=attrgetter("name"))
+def test_the_checker_finds_each_violation(case: CheckerCase) -> None:
+    capacity = {"n0": case.capacity, "n1": case.capacity}
+    problems = check_history(case.writes, case.log, case.final, capacity, case.watchers)
+    if not case.want:
+        assert problems == []
+    else:
+        assert any(case.want in problem for problem in problems), problems

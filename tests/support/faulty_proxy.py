@@ -17,6 +17,10 @@ mode               what a chunk does
 ``black_hole``     nothing passes either way; the connection stays open, silent
 =================  ==========================================================================
 
+A fault may be limited to the connections whose latest request went to a path
+(:meth:`FaultyProxy.set_mode`'s ``only``): ``/v3/kv/txn`` black-holes a replica's writes while
+its reads and lease renewals pass (issue 25, point 2).
+
 A connection that lost a byte has an HTTP stream out of step; when its fault is healed
 (:meth:`FaultyProxy.heal`, or its mode set back to ``pass``) it is closed, as a real network
 would end it in a reset or a timeout, and the client connects again. New connections are
@@ -51,6 +55,9 @@ class Mode(enum.Enum):
 
 _DROPS_REQUESTS = {Mode.DROP_REQUESTS, Mode.BLACK_HOLE}
 _DROPS_REPLIES = {Mode.DROP_REPLIES, Mode.BLACK_HOLE}
+# The start of a chunk that begins an HTTP/1.1 request (etcd's gateway takes POST; GET for
+# /version and /health).
+_METHODS = {b"POST ", b"GET /"}
 
 
 @dataclass(eq=False)
@@ -70,9 +77,15 @@ class Connection:
     requests: int = 0
     replies: int = 0
 
+    last_path: bytes = b""
+
     @property
     def effective_mode(self) -> Mode:
-        return self.mode if self.mode is not None else self.proxy.mode
+        if self.mode is not None:
+            return self.mode
+        if self.proxy.only and self.proxy.only not in self.last_path:
+            return Mode.PASS
+        return self.proxy.mode
 
     def set_mode(self, mode: Mode | None) -> None:
         """This connection's own mode (None: follow the proxy's); back to pass (or to the
@@ -101,6 +114,7 @@ class FaultyProxy:
         self.upstream = (host, int(port))
         self.mode = Mode.PASS
         self.delay = 0.0
+        self.only = b""
         self.port = 0
         self.connections: set[Connection] = set()
         self.accepted = 0
@@ -109,11 +123,14 @@ class FaultyProxy:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def set_mode(self, mode: Mode, delay: float = 0.0) -> None:
+    def set_mode(self, mode: Mode, delay: float = 0.0, only: bytes = b"") -> None:
         """Every connection without a mode of its own (and every new one) now runs in
-        ``mode``; ``delay`` seconds in ``delay`` mode."""
+        ``mode``; ``delay`` seconds in ``delay`` mode; with ``only``, just the connections
+        whose latest HTTP request's path holds it (``b"/v3/kv/txn"``: the write path, while
+        reads and lease renewals pass)."""
         self.mode = mode
         self.delay = delay
+        self.only = only
         for connection in list(self.connections):
             connection._close_if_healed()
 
@@ -173,6 +190,8 @@ class FaultyProxy:
                     data = await source.receive_some(CHUNK)
                     if not data:
                         break
+                    if is_request and data[:5] in _METHODS:
+                        connection.last_path = data.split(b" ", 2)[1]
                     mode = connection.effective_mode
                     if mode in dropping:
                         connection.lost_bytes += len(data)

@@ -7,9 +7,10 @@ told (an acknowledgement, a refusal, or nothing within their deadline: unknown),
 record every event they saw, and at the end the store's whole log is read once; every promise
 is then a question about these records:
 
-- every acknowledged create is in the final state with the uid it was acknowledged with, and
-  was created exactly once (one ``Added`` for its name in the log); a refused or unknown one
-  may have landed, at most once;
+- every acknowledged create is in the final state with the uid it was acknowledged with
+  (unless a delete of it was asked for), and was created exactly once (one ``Added`` for its
+  name in the log); a refused or unknown one may have landed, at most once; an acknowledged
+  delete is in the log and its pod is gone;
 - no pod was bound twice (one ``Bound`` per uid), and a bound pod is on the node its
   ``Bound`` named;
 - no node was over-committed at any revision (the log replayed, CPU requests summed);
@@ -39,9 +40,10 @@ NETWORK_MODES = ("drop_replies", "drop_requests", "black_hole", "delay")
 """The proxy's fault modes (tests/support/faulty_proxy.py)."""
 
 PROCESS_KINDS = ("kill_replica", "pause_replica", "kill_etcd")
-NETWORK_SCOPES = ("link", "member", "connection")
+NETWORK_SCOPES = ("link", "member", "connection", "writes")
 """A network fault covers a replica's whole path to etcd (its three proxies), its path to one
-member (one proxy), or one open connection (e.g. its write path while its lease renewals pass)."""
+member (one proxy), one open connection, or its writes (``/v3/kv/txn`` to every member) while
+its reads and lease renewals pass."""
 
 KNOWN_OPEN: dict[tuple[str, str], str] = {}
 """Faults the default schedule leaves out while the issue point that names their failure is
@@ -97,7 +99,9 @@ def make_schedule(
             else:
                 kind = rng.choice(NETWORK_MODES)
                 scope = rng.choice(NETWORK_SCOPES)
-                duration = rng.uniform(0.5, 4.0)
+                # One in five outlasts the failover (lease 2 s + 5 s): a sick path that stays.
+                long = rng.random() < 0.2
+                duration = rng.uniform(7.5, 12.0) if long else rng.uniform(0.5, 4.0)
                 delay = rng.uniform(0.05, 1.5) if kind == "delay" else 0.0
             duration = min(duration, max(seconds - at, 0.1))
             if (kind, scope) not in known_open:
@@ -108,11 +112,13 @@ def make_schedule(
 
 @dataclass
 class Write:
-    """One create a client asked for.
+    """One create or delete of a pod a client asked for (each name is created once, and
+    deleted at most once, after its create was acknowledged).
 
     Attributes:
-        outcome: ``ok`` (acknowledged, ``uid`` given), ``refused`` (an error reply), or
-            ``unknown`` (no answer within the client's deadline, or the connection was lost).
+        op: ``create`` or ``delete``.
+        outcome: ``ok`` (acknowledged; a create's ``uid`` given), ``refused`` (an error reply),
+            or ``unknown`` (no answer within the client's deadline, or the connection was lost).
     """
 
     name: str
@@ -120,6 +126,7 @@ class Write:
     ended: float = 0.0
     outcome: str = "unknown"
     uid: str = ""
+    op: str = "create"
 
 
 @dataclass(frozen=True)
@@ -172,10 +179,19 @@ def check_history(
         if record.kind == "Pod" and record.type == "Added":
             added[record.name] += 1
             added_uid[record.name] = record.uid
+    deletes = {w.name: w.outcome for w in writes if w.op == "delete"}
+    deleted_in_log = {r.name for r in log if r.kind == "Pod" and r.type == "Deleted"}
     for write in writes:
+        if write.op == "delete":
+            if write.outcome == "ok" and write.name in final_pods:
+                verdict.add(f"pod {write.name} is in the store after its acknowledged delete")
+            if write.outcome == "ok" and write.name not in deleted_in_log:
+                verdict.add(f"acknowledged delete of pod {write.name} is not in the log")
+            continue
         if write.outcome == "ok":
             have = final_pods.get(write.name)
-            if have is None or have[0] != write.uid:
+            kept = write.name not in deletes
+            if kept and (have is None or have[0] != write.uid):
                 verdict.add(f"acknowledged pod {write.name} ({write.uid}) is not in the store")
             if added[write.name] != 1 or added_uid.get(write.name) != write.uid:
                 verdict.add(
@@ -251,9 +267,9 @@ def _check_watcher(
 
 
 def summarise(writes: Sequence[Write], faults_stopped: float) -> tuple[Counter[str], float]:
-    """The writes by outcome, and the longest time without an acknowledged write while the
+    """The writes by operation and outcome, and the longest time without an acknowledged write while the
     faults ran (from the first acknowledgement to ``faults_stopped``)."""
-    outcomes = Counter(w.outcome for w in writes)
+    outcomes = Counter(f"{w.op} {w.outcome}" for w in writes)
     acks = sorted(w.ended for w in writes if w.outcome == "ok" and w.ended <= faults_stopped)
     if not acks:
         return outcomes, float("inf")
