@@ -646,6 +646,14 @@ CHECKER_CASES = [
         capacity=150,
     ),
     CheckerCase(
+        "a watcher that went on past the log's end",
+        _OK,
+        _LOG,
+        _FINAL,
+        [[*_LOG, _pod(5, "Deleted", "a")]],
+        "",
+    ),
+    CheckerCase(
         "a watcher missed an event",
         _OK,
         _LOG,
