@@ -25,7 +25,8 @@ events exactly the store's log.
 Replay and length: the seed is printed; ``PODIUM_NEMESIS_SEED=N`` replays a schedule (the
 processes' timing still varies), ``PODIUM_NEMESIS_SECONDS`` sets how long faults run (default
 60), ``PODIUM_NEMESIS_ALL=1`` also runs the known-open faults and fails on the known-open
-refusals (nemesis.KNOWN_OPEN, KNOWN_OPEN_REFUSALS)::
+refusals (nemesis.KNOWN_OPEN, KNOWN_OPEN_REFUSALS), ``PODIUM_NEMESIS_LOGS=1`` prints every
+replica's log even when the test passes::
 
     PODIUM_NEMESIS_SECONDS=600 PODIUM_NEMESIS_SEED=7 pytest tests/e2e/test_nemesis.py -s
 """
@@ -53,6 +54,7 @@ from faulty_proxy import FaultyProxy, Mode
 from nemesis import (
     KNOWN_OPEN,
     KNOWN_OPEN_REFUSALS,
+    KNOWN_OPEN_SICK_LEADER,
     Fault,
     Record,
     Write,
@@ -70,6 +72,7 @@ from podium.protocol.wire import Event, ObjectRef
 SEED = int(os.environ.get("PODIUM_NEMESIS_SEED") or random.randrange(2**31))
 SECONDS = float(os.environ.get("PODIUM_NEMESIS_SECONDS", "60"))
 ALL_FAULTS = os.environ.get("PODIUM_NEMESIS_ALL") == "1"
+SHOW_LOGS = os.environ.get("PODIUM_NEMESIS_LOGS") == "1"  # every replica's log, passed or not
 WRITERS = 3
 WATCHERS = 2
 # The writers keep about 3 x 80 pods of 100m alive, for 4 x 5 CPU: the nodes stay full, each
@@ -497,6 +500,10 @@ def test_nemesis(etcd_cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path:
             f"stopped (bound: {RECOVERY:g} s); replica exits {len(history.exits)}"
         )
         assert not problems, "\n".join(problems)
+        if ALL_FAULTS or not KNOWN_OPEN_SICK_LEADER:
+            assert sick <= RECOVERY, (
+                f"a sick leader held the service up for {sick:.2f} s without a failover"
+            )
         assert figures["recovery"] <= RECOVERY, (
             f"service came back {figures['recovery']:.2f} s after the faults stopped"
         )
@@ -511,6 +518,8 @@ def test_nemesis(etcd_cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path:
     finally:
         print("faults:\n  " + "\n  ".join(history.faults))
         print("replica exits:\n  " + "\n  ".join(history.exits))
+        if SHOW_LOGS:
+            print(nemesis.replicas.logs())
 
 
 @pytest.mark.parametrize("mode", list(Mode), ids=lambda m: m.value)
