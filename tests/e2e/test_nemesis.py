@@ -160,16 +160,12 @@ class Nemesis:
 
     async def pick(self, target: str) -> int | None:
         """The running, unpaused replica that leads (``leader``) or one that does not."""
-        candidates = [
-            i
+        candidates = {
+            i: d
             for i, d in enumerate(self.replicas.daemons)
             if d is not None and d.proc.poll() is None and i not in self.paused | self.down
-        ]
-        leading = [
-            i
-            for i in candidates
-            if await trio.to_thread.run_sync(leader_of, self.replicas.daemons[i])
-        ]
+        }
+        leading = [i for i, d in candidates.items() if await trio.to_thread.run_sync(leader_of, d)]
         pool = leading if target == "leader" else [i for i in candidates if i not in leading]
         return self.rng.choice(pool) if pool else None
 
