@@ -124,7 +124,13 @@ class EtcdCluster:
         return self
 
     def start_member(self, member: int) -> None:
-        """Start (or restart, on its data) one member."""
+        """Start (or restart, on its data) one member.
+
+        Call it from the thread that lives as long as the test (not a ``trio.to_thread``
+        worker): the member is killed when the *thread* that started it ends (Linux's
+        ``PR_SET_PDEATHSIG`` follows the parent thread), and an idle trio worker thread ends
+        after 10 s. Starting is only a fork: it does not block.
+        """
         initial = ",".join(
             f"m{i}=http://{self.hosts[i]}:{p}" for i, p in enumerate(self.peer_ports)
         )

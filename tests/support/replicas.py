@@ -62,6 +62,7 @@ class Replicas:
         wrappers: list[list[str]] | None = None,
         token: str | None = None,
         lease: float = LEASE,
+        urls: list[str] | None = None,
     ) -> None:
         # Replicas on hosts of their own (network namespaces) listen beyond loopback: with a
         # token (clients present ``token``) and without TLS.
@@ -69,6 +70,9 @@ class Replicas:
         self.wrappers = wrappers or [[] for _ in range(size)]
         self.token = token
         self.lease = lease
+        # Each replica's ``--store`` URL (a path to etcd of its own, through a proxy);
+        # None: every replica straight to the cluster's members.
+        self.urls = urls
         self._start_daemon = start_daemon
         self.cluster = cluster
         self.folder = folder
@@ -93,7 +97,7 @@ class Replicas:
         daemon = self._start_daemon(
             *network,
             "--store",
-            self.cluster.url("podium"),
+            self.cluster.url("podium") if self.urls is None else self.urls[index],
             "--config",
             str(self.config),
             "--leader-elect",
