@@ -201,7 +201,9 @@ def test_kill_9_restart_and_compaction_lose_and_double_nothing(
             assert gone.value.code == "gone"
             gate.open.set()
             last, state = await _caught_up(informer, address)
-            assert informer.lists == 2
+            # At least one relist: on a slow machine the log can be compacted past the relist's
+            # own revision while the scheduler binds the 1100 pods, and the informer lists again.
+            assert informer.lists >= 2
             assert _replay(notes) == state
             relisted = [n for n in notes if n.event is None][synced:]
             assert any(n.type == "deleted" and n.object.metadata.name == "a1" for n in relisted)
