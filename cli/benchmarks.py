@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from podium.cli.arguments import add_command, at_least
-from podium.cli.output import add_output_option
+from podium.cli.common.arguments import add_command, at_least
+from podium.cli.common.output import add_output_option
 
 __all__ = ["WORKLOAD_NAMES", "register"]
 

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from podium.cli.output import err
+from podium.cli.common.output import err
 
 if TYPE_CHECKING:
     from podium.protocol.config import SchedulerConfig

@@ -8,7 +8,7 @@ itself has none.
 Owns: nothing; each command opens the database file itself through podium.store.tools (read-only
 for check), so both work while ``podium serve`` runs on it. ``check`` and ``backup`` also take an
 etcd store (``etcd://HOST:PORT/PREFIX``): backup writes what the prefix holds, at one etcd
-revision, into a new SQLite database (:func:`podium.store.export.export_prefix`), and check
+revision, into a new SQLite database (:func:`podium.store.etcd.export.export_prefix`), and check
 checks such a copy, made in a temporary folder.
 Mailbox: none (sync functions called by the ``podium`` CLI).
 Emits: text or JSON on stdout; ``error: ...`` on stderr and a progress bar on a terminal. Exit
@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from podium.cli.arguments import add_command, add_command_group
-from podium.cli.output import (
+from podium.cli.common.arguments import add_command, add_command_group
+from podium.cli.common.output import (
     EXIT_FAILED,
     EXIT_OK,
     Progress,
@@ -109,7 +109,7 @@ def _export(args: argparse.Namespace, location: EtcdLocation, dest: str, *, forc
 
     from podium.protocol.config import load_config
     from podium.store.etcd.durability import etcd_durability
-    from podium.store.export import export_prefix
+    from podium.store.etcd.export import export_prefix
 
     settings = load_config(args.config).podium
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from podium.cli.output import (
+from podium.cli.common.output import (
     EXIT_OK,
     EXIT_USAGE,
     add_output_option,
@@ -22,7 +22,7 @@ from podium.cli.output import (
     out,
     verdict_table,
 )
-from podium.cli.remote import add_remote_command, run_client
+from podium.cli.common.remote import add_remote_command, run_client
 
 if TYPE_CHECKING:
     from podium.protocol.client import Client

@@ -9,7 +9,7 @@ Command groups, one module each (in ``podium --help`` order): :mod:`~podium.cli.
 :mod:`~podium.cli.explain`, :mod:`~podium.cli.stats`,
 :mod:`~podium.cli.policy`, :mod:`~podium.cli.protocol`,
 :mod:`~podium.cli.db` and :mod:`~podium.cli.benchmarks` (whose run is
-:mod:`~podium.cli.bench.command`'s); what they print with is :mod:`~podium.cli.output`'s.
+:mod:`~podium.cli.bench.command`'s); what they print with is :mod:`~podium.cli.common.output`'s.
 
 Start-up: a command module registers its parser with the standard library only and imports
 what its command needs (trio, the client, the actors, numpy) inside the command's function, so
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args: argparse.Namespace | None = None
     try:
-        from podium.cli.output import EXIT_FAILED, EXIT_OK, err
+        from podium.cli.common.output import EXIT_FAILED, EXIT_OK, err
         from podium.protocol.errors import PodiumError
 
         argv = sys.argv[1:] if argv is None else list(argv)

@@ -4,7 +4,7 @@ Kubernetes counterpart: k8s.io/kubectl/pkg/cmd (apply, delete, get, and the tabl
 pkg/printers/internalversion/printers.go@v1.14) — the same names, kind aliases, table columns,
 AGE format and "No resources found" wording, so an operator's habits carry over.
 
-Owns: nothing; each command opens one connection (:func:`~podium.cli.remote.run_client`),
+Owns: nothing; each command opens one connection (:func:`~podium.cli.common.remote.run_client`),
 sends its requests and prints.
 Mailbox: none (each command is a sync function that runs its own ``trio.run``).
 Emits: Put, Delete, Get and Watch requests through the client; text or JSON on stdout. Exit
@@ -19,8 +19,8 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, assert_never
 
-from podium.cli.arguments import add_file_options, at_least
-from podium.cli.output import (
+from podium.cli.common.arguments import add_file_options, at_least
+from podium.cli.common.output import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -37,7 +37,7 @@ from podium.cli.output import (
     skipped_line,
     table,
 )
-from podium.cli.remote import access, add_remote_command, run_client, server_of
+from podium.cli.common.remote import access, add_remote_command, run_client, server_of
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -437,7 +437,7 @@ def _row(obj: KubeObject, *, wide: bool) -> tuple[list[str], list[str]]:
             row = [name, _selector_text(obj.spec.selector), age]
         case PodDisruptionBudget():
             # kubectl's columns; ALLOWED DISRUPTIONS is <none> when no status was given (the
-            # scheduler then derives it from the matching pods, see actors/cycle/preemption.py).
+            # scheduler then derives it from the matching pods, see actors/framework/preemption.py).
             spec = obj.spec
             header = ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
             row = [

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from podium.cli.arguments import add_command_group
-from podium.cli.output import EXIT_OK, add_output_option, dump_json, err, message_doc, out
-from podium.cli.remote import add_remote_command, run_client
+from podium.cli.common.arguments import add_command_group
+from podium.cli.common.output import EXIT_OK, add_output_option, dump_json, err, message_doc, out
+from podium.cli.common.remote import add_remote_command, run_client
 
 if TYPE_CHECKING:
     from podium.protocol.client import Client

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from podium.cli.arguments import add_command, add_command_group
-from podium.cli.output import EXIT_OK, dump_json
+from podium.cli.common.arguments import add_command, add_command_group
+from podium.cli.common.output import EXIT_OK, dump_json
 
 __all__ = ["cmd_protocol_schema", "register"]
 

@@ -22,9 +22,8 @@ import re
 import sys
 from typing import NoReturn
 
-from podium.cli.arguments import add_command, at_least, duration, file_mode, positive_seconds
-from podium.cli.config import configured, podium_version
-from podium.cli.output import (
+from podium.cli.common.arguments import add_command, at_least, duration, file_mode, positive_seconds
+from podium.cli.common.output import (
     EXIT_DAMAGED,
     EXIT_DEPOSED,
     EXIT_FAILED,
@@ -32,6 +31,7 @@ from podium.cli.output import (
     EXIT_USAGE,
     err,
 )
+from podium.cli.config import configured, podium_version
 from podium.protocol.config import (
     PodiumSettings,
     leader_election_problems,

@@ -16,9 +16,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from podium.cli.arguments import add_command, add_file_options
-from podium.cli.config import configured
-from podium.cli.output import (
+from podium.cli.common.arguments import add_command, add_file_options
+from podium.cli.common.output import (
     EXIT_OK,
     Progress,
     add_output_option,
@@ -29,6 +28,7 @@ from podium.cli.output import (
     table,
     verdict_table,
 )
+from podium.cli.config import configured
 from podium.protocol.errors import LoadErrors
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from podium.actors.daemon.logs import configure as configure_logging
     from podium.actors.simulation.cluster import SimulationError, build_cluster, final_node_infos
     from podium.actors.simulation.run import simulate
-    from podium.actors.supervisor import load_plugin_set
+    from podium.actors.supervisor.supervisor import load_plugin_set
     from podium.protocol.loader import load_all
 
     as_json = args.output == "json"

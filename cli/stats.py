@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from podium.cli.output import (
+from podium.cli.common.output import (
     EXIT_OK,
     add_output_option,
     dump_json,
@@ -20,7 +20,7 @@ from podium.cli.output import (
     message_doc,
     table,
 )
-from podium.cli.remote import add_remote_command, run_client
+from podium.cli.common.remote import add_remote_command, run_client
 
 if TYPE_CHECKING:
     from podium.protocol.client import Client

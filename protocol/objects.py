@@ -608,7 +608,7 @@ class PodDisruptionBudget(
 ):
     """A PodDisruptionBudget. ``status`` is ``None`` when the object came without one (Podium
     has no disruption controller): preemption then derives the allowed disruptions itself
-    (actors/cycle/preemption.py ``disruptions_allowed``)."""
+    (actors/framework/preemption.py ``disruptions_allowed``)."""
 
     api_version: str = "policy/v1"
     metadata: ObjectMeta

@@ -99,7 +99,7 @@ INJECTIONS = [
         "podium.store.sqlite",
         SANS_IO,
     ),
-    Injection("preemption imports trio", "actors/cycle/preemption.py", "trio", SANS_IO),
+    Injection("preemption imports trio", "actors/framework/preemption.py", "trio", SANS_IO),
     # A core that imports an actor imports trio through it (no cycle or layer catches these).
     Injection(
         "the cache core imports its actor",

@@ -8,7 +8,7 @@ expires exactly at ``FinishBinding time + TTL`` on the trio clock.
 
 Owns: the :class:`~podium.actors.cache.core.SchedulerCache` (nodes, pods, assumptions,
 the objects the predicates read).
-Mailbox (:data:`~podium.actors.mail.CacheMsg`): :class:`~podium.store.mail.Recovered` and
+Mailbox (:data:`~podium.actors.mail.messages.CacheMsg`): :class:`~podium.store.mail.Recovered` and
 :class:`~podium.store.mail.Committed` (the store's stream), :class:`SnapshotRequest`,
 :class:`Assume`, :class:`FinishBinding`, :class:`Forget`, :class:`CacheStats`.
 Emits: replies only (:class:`SnapshotDelta`, :class:`AssumeReply`, :class:`CacheStatsReply`).
@@ -28,7 +28,7 @@ from typing import assert_never
 import trio
 
 from podium.actors.cache.core import SchedulerCache
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     Assume,
     AssumeReply,
     AssumeStatus,

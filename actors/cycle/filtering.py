@@ -31,7 +31,7 @@ import trio
 from podium.actors.cycle.extenders import NO_EXTENDERS, Extenders
 from podium.actors.cycle.generic_scheduler import FilterStage
 from podium.actors.framework.result import ScheduleResult
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     Decision,
     FilterMsg,
     FilterRequest,

@@ -25,12 +25,12 @@ Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing th
 Owns: the batch's snapshot (refreshed from the cache's deltas once per batch, lent to the
 filter actor and the score actor for one decision at a time and changed only between two,
 under a lock shared with explain requests) and the attempt counters.
-Mailbox (control): :class:`~podium.actors.mail.BeginScheduling`,
-:class:`~podium.actors.mail.ExplainPod`, :class:`~podium.actors.mail.ReloadPlugins`,
-:class:`~podium.actors.mail.SchedulerStats`.
+Mailbox (control): :class:`~podium.actors.mail.messages.BeginScheduling`,
+:class:`~podium.actors.mail.messages.ExplainPod`, :class:`~podium.actors.mail.messages.ReloadPlugins`,
+:class:`~podium.actors.mail.messages.SchedulerStats`.
 Emits: Pop, GiveBack and Requeue (queue); SnapshotRequest and Assume (cache); FilterRequest
 (filter actor); SetFilters/SetScorers (filter actor, score actor); BindBatch (binder);
-RecordUnschedulable and Evict (store); :class:`~podium.actors.mail.Attempted` (an observer,
+RecordUnschedulable and Evict (store); :class:`~podium.actors.mail.messages.Attempted` (an observer,
 if any).
 
 Metrics (protocol/metrics.py), per pod as one pod at a time: ``scheduler_schedule_attempts_total`` and
@@ -61,16 +61,16 @@ import trio
 
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
-from podium.actors.cycle.preemption import (
+from podium.actors.framework.interface import FilterPlugin
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.nominated import NominatedPods
+from podium.actors.framework.preemption import (
     PredicateFitCheck,
     PreemptionResult,
     fit_error_with_preemption,
 )
-from podium.actors.framework.interface import FilterPlugin
-from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
-from podium.actors.framework.nominated import NominatedPods
 from podium.actors.framework.snapshot import Snapshot, apply_delta, assumed_pod, fold_assumed
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     Assume,
     AssumeReply,
     AssumeStatus,

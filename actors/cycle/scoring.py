@@ -33,7 +33,7 @@ from podium.actors.framework.interface import SKIP, PredicateError
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
-from podium.actors.mail import Decision, ScoreMsg, ScoreRequest, SetScorers
+from podium.actors.mail.messages import Decision, ScoreMsg, ScoreRequest, SetScorers
 from podium.actors.plugins.volume_binding import VolumeBinding
 from podium.actors.runtime.mailbox import reply
 from podium.protocol import metrics

@@ -23,7 +23,7 @@ __all__ = ["Actors", "Readiness", "Recovery"]
 
 
 class Actors(Protocol):
-    """What the gate asks the runtime (:class:`podium.actors.supervisor.Runtime`)."""
+    """What the gate asks the runtime (:class:`podium.actors.supervisor.supervisor.Runtime`)."""
 
     def not_running(self) -> list[str]:
         """The actors started that are no longer running."""

@@ -39,9 +39,9 @@ from podium.actors.daemon.signals import stop_on_signal, stop_signals
 from podium.actors.daemon.stores import begin_scheduling, replica_of, store_factory
 from podium.actors.gateway.gateway import Gateway
 from podium.actors.gateway.watch import HubMsg
-from podium.actors.mail import Handles
+from podium.actors.mail.messages import Handles
 from podium.actors.runtime.tracing import Tracing, setup_tracing
-from podium.actors.supervisor import MAILBOX, Runtime, load_plugin_set
+from podium.actors.supervisor.supervisor import MAILBOX, Runtime, load_plugin_set
 from podium.protocol.config import PodiumSettings, SchedulerConfig
 
 __all__ = ["serve"]

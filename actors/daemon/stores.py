@@ -19,14 +19,14 @@ from collections.abc import Sequence
 
 import trio
 
-from podium.actors.mail import BeginScheduling, SchedulerMsg
+from podium.actors.mail.messages import BeginScheduling, SchedulerMsg
 from podium.actors.runtime.mailbox import send
-from podium.actors.supervisor import StoreFactory
+from podium.actors.supervisor.supervisor import StoreFactory
 from podium.protocol import metrics
 from podium.protocol.config import PodiumSettings, SchedulerConfig
 from podium.store.actor import StoreActor
-from podium.store.election import LeaderElection, leader_election
 from podium.store.etcd.durability import EtcdDurability, etcd_durability, etcd_store
+from podium.store.etcd.election import LeaderElection, leader_election
 from podium.store.location import EtcdLocation, SqliteLocation, parse_store_url
 from podium.store.mail import Published, StoreMsg
 from podium.store.sqlite import sqlite_durability, sqlite_store

@@ -21,8 +21,8 @@ ExtenderCall: TypeAlias = tuple[str, str, str, float, float]
 class ScheduleResult(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of one attempt: a value, never changed once made.
 
-    It travels in :class:`~podium.actors.mail.ScoreRequest` and
-    :class:`~podium.actors.mail.Decision`, so each stage that adds to it makes a new one
+    It travels in :class:`~podium.actors.mail.messages.ScoreRequest` and
+    :class:`~podium.actors.mail.messages.Decision`, so each stage that adds to it makes a new one
     (``msgspec.structs.replace``, once per stage and pod) from containers it built before:
     nobody mutates a container of a result it was handed either.
 

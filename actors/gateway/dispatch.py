@@ -25,7 +25,7 @@ from podium.actors.gateway.connection import Connection
 from podium.actors.gateway.paging import continue_token, read_continue
 from podium.actors.gateway.replies import failure, written
 from podium.actors.gateway.watch import Hub, Watches
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     CacheStats,
     CacheStatsReply,
     Explained,

@@ -71,7 +71,7 @@ from podium.actors.gateway.watch import (
     RemoveWatch,
     Watches,
 )
-from podium.actors.mail import Handles
+from podium.actors.mail.messages import Handles
 from podium.actors.runtime.mailbox import reply
 from podium.actors.runtime.tracing import DISABLED, Tracing
 from podium.protocol import metrics

@@ -39,7 +39,7 @@ Modified) is nominated to that node; it stops being nominated when a Modified cl
 it is bound (Bound, or a Modified that assigns it), deleted or preempted, or stops being
 pending. Every Popped carries the same immutable view until the nominations change.
 
-Mailbox (:data:`~podium.actors.mail.QueueMsg`): Recovered, Committed (from the store); Pop,
+Mailbox (:data:`~podium.actors.mail.messages.QueueMsg`): Recovered, Committed (from the store); Pop,
 GiveBack, Requeue (scheduler, binder); Lookup, QueueStats (gateway, operators).
 
 Emits: PoppedBatch / QueueIdle on a Pop's reply channel; LookupReply, QueueStatsReply.
@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, assert_never
 import trio
 
 from podium.actors.framework.nodeinfo import PodInfo
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     GiveBack,
     Lookup,
     LookupReply,

@@ -22,11 +22,11 @@ import trio.testing
 from podium.actors.cycle.scheduler import PluginSet
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.result import ScheduleResult
-from podium.actors.mail import Attempted, BeginScheduling
+from podium.actors.mail.messages import Attempted, BeginScheduling
 from podium.actors.queue.actor import is_pending
 from podium.actors.runtime.mailbox import ask, send
 from podium.actors.simulation.cluster import PodOutcome, SimulationError
-from podium.actors.supervisor import Runtime
+from podium.actors.supervisor.supervisor import Runtime
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.objects import KubeObject, Pod
 from podium.protocol.validation import SCHEDULING_GATED_MESSAGE

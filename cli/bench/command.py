@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from podium.cli.bench.scheduler_perf import BenchError, RunResult, plan, run_one, summarize
-from podium.cli.output import (
+from podium.cli.common.output import (
     EXIT_FAILED,
     EXIT_OK,
     Progress,

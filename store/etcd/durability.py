@@ -307,7 +307,7 @@ class EtcdDurability:
         kvs, revision = await self._range(keys.meta, None, limit=1)
         if not kvs:
             other, _ = await self._range(keys.prefix, prefix_end(keys.prefix), limit=2)
-            # The leadership key (store/election.py) may come before the store's first commit.
+            # The leadership key (store/etcd/election.py) may come before the store's first commit.
             other = [kv for kv in other if kv.key != keys.leader]
             if other:
                 raise DatabaseDamaged(

@@ -45,7 +45,7 @@ SCHEMA_VERSION = 1
 """The key layout's version, in the meta key; a newer one is refused."""
 
 LEADER_KEY = b"leader"
-"""The leadership key under the prefix (store/election.py)."""
+"""The leadership key under the prefix (store/etcd/election.py)."""
 
 _DIGITS = 20
 

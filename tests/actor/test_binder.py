@@ -15,9 +15,9 @@ import trio
 import trio.testing
 from builders import make_pod
 
-from podium.actors.binder import Binder
+from podium.actors.binder.actor import Binder
 from podium.actors.framework.nodeinfo import PodInfo
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     BindBatch,
     BindDone,
     BinderMsg,

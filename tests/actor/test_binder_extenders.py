@@ -14,9 +14,9 @@ from builders import make_pod
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from podium.actors.binder import Binder
+from podium.actors.binder.actor import Binder
 from podium.actors.cycle.extenders import Extenders
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     BindBatch,
     BindDone,
     BinderMsg,

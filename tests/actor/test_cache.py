@@ -13,7 +13,7 @@ from builders import make_node, make_pod
 
 from podium.actors.cache.actor import CacheActor
 from podium.actors.framework.nodeinfo import PodInfo
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     Assume,
     AssumeReply,
     AssumeStatus,

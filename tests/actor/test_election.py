@@ -22,9 +22,9 @@ from etcd_servers import EtcdCluster
 from podium.protocol.errors import FollowerBehind, LeadershipLost
 from podium.protocol.objects import Pod
 from podium.store.core import StoreCore
-from podium.store.election import LeaderElection, LeaderRecord
 from podium.store.etcd.client import EtcdClient, EtcdUnavailable, b64
 from podium.store.etcd.durability import READ_PAGE_BYTES, EtcdDurability
+from podium.store.etcd.election import LeaderElection, LeaderRecord
 from podium.store.etcd.keys import encode_event
 from podium.store.location import EtcdLocation, parse_store_url
 from podium.store.mail import Binding, Change

@@ -19,8 +19,8 @@ import trio
 import trio.testing
 
 from podium.protocol.errors import LeadershipLost
-from podium.store.election import LeaderElection, LeaderRecord
 from podium.store.etcd.client import EtcdClient, EtcdUnknownOutcome
+from podium.store.etcd.election import LeaderElection, LeaderRecord
 from podium.store.etcd.replies import (
     KeyValue,
     LeaseGrantReply,

@@ -23,7 +23,7 @@ from podium.actors.cycle.generic_scheduler import FilterStage
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.snapshot import Snapshot
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     Decision,
     FilterMsg,
     FilterRequest,

@@ -22,7 +22,7 @@ from podium.actors.framework.result import ScheduleResult
 from podium.actors.gateway.connection import Outboxes
 from podium.actors.gateway.gateway import Gateway
 from podium.actors.gateway.watch import FORWARD_CHUNK, AddWatch, Batch, Hub, HubMsg
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     CacheMsg,
     Decision,
     Explained,

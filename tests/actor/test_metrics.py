@@ -20,7 +20,7 @@ from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.cycle.scoring import ScoreActor
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.gateway.watch import AddWatch, Batch, Hub, WatchCursor
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     Attempted,
     BeginScheduling,
     Decision,
@@ -36,7 +36,7 @@ from podium.actors.mail import (
 )
 from podium.actors.queue.actor import QueueActor
 from podium.actors.runtime.mailbox import send
-from podium.actors.supervisor import Runtime, load_plugin_set
+from podium.actors.supervisor.supervisor import Runtime, load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.metrics import PROFILE, REGISTRY

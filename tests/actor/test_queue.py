@@ -15,7 +15,7 @@ import trio.testing
 from builders import decode, make_node, make_pod
 
 from podium.actors.framework.nodeinfo import PodInfo
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     GiveBack,
     Lookup,
     LookupReply,

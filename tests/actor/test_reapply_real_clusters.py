@@ -22,9 +22,9 @@ import pytest
 import trio
 import trio.testing
 
-from podium.actors.mail import Attempted, BeginScheduling
+from podium.actors.mail.messages import Attempted, BeginScheduling
 from podium.actors.runtime.mailbox import ask, send
-from podium.actors.supervisor import Runtime, load_plugin_set
+from podium.actors.supervisor.supervisor import Runtime, load_plugin_set
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.loader import LoadErrors, load_all
 from podium.protocol.objects import KubeObject, Node, Pod, scoped_namespace

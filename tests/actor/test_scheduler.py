@@ -28,7 +28,7 @@ from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.cycle.scheduler import NO_POLICY_FILE, PluginSet, Scheduler
 from podium.actors.cycle.scoring import ScoreActor
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     Assume,
     AssumeReply,
     AssumeStatus,

@@ -23,7 +23,7 @@ from podium.actors.framework.interface import ScorePlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
-from podium.actors.mail import Decision, ScoreMsg, ScoreRequest, SetScorers
+from podium.actors.mail.messages import Decision, ScoreMsg, ScoreRequest, SetScorers
 from podium.protocol import objects as o
 
 TIME_LIMIT = 1000.0  # virtual seconds: a hung test fails instead of jumping forever

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pytest
 import trio
 
-from podium.actors.supervisor import Runtime, load_plugin_set
+from podium.actors.supervisor.supervisor import Runtime, load_plugin_set
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.errors import DatabaseDamaged
 from podium.store.actor import StoreActor

@@ -6,7 +6,7 @@ and stops with at most one line on stderr and exit code 130, never a traceback n
 The process runs under ``python -X importtime``, whose lines (dropped before the check) say how
 far the start-up went: the test waits for a module's line, then for a delay, then interrupts.
 Python's own start-up (before the first line of ``podium`` runs) is out of reach of any program
-and is not tested: the first moment is just after ``podium.cli.output`` was imported, inside
+and is not tested: the first moment is just after ``podium.cli.common.output`` was imported, inside
 :func:`podium.cli.main.main`.
 """
 
@@ -80,8 +80,8 @@ def _interrupt(argv: list[str], moment: Moment, *, finishes: bool) -> tuple[int,
 
 
 START_UP = [
-    Moment("parsing", "podium.cli.output", 0.0),
-    Moment("importing the command group", "podium.cli.remote", 0.0),
+    Moment("parsing", "podium.cli.common.output", 0.0),
+    Moment("importing the command group", "podium.cli.common.remote", 0.0),
     Moment("importing trio", "trio._core._run", 0.0),
     Moment("importing the client", "podium.protocol.client.connection", 0.0),
     Moment("connecting", "podium.protocol.client", 0.0),
@@ -100,7 +100,7 @@ def test_ctrl_c_while_get_starts_says_at_most_one_line(daemon: Daemon, moment: M
 
 @pytest.mark.parametrize("delay_seconds", [0.0, 0.002, 0.01])
 def test_ctrl_c_while_version_starts_says_nothing(delay_seconds: float) -> None:
-    moment = Moment("version", "podium.cli.output", delay_seconds)
+    moment = Moment("version", "podium.cli.common.output", delay_seconds)
     code, lines = _interrupt(["--version"], moment, finishes=True)
     assert code == EXIT_INTERRUPTED, lines
     assert lines == []
@@ -150,6 +150,6 @@ def test_ctrl_c_ends_a_watch_inside_trio_run_with_130_and_nothing_on_stderr(
 def _node_yaml() -> str:
     import yaml
 
-    from podium.cli.output import object_doc
+    from podium.cli.common.output import object_doc
 
     return yaml.safe_dump(object_doc(make_node("n1").obj()))

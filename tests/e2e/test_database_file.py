@@ -21,8 +21,8 @@ import trio
 from builders import make_node, make_pod
 from daemon import PODIUM, Daemon, StartDaemon, start_daemon
 
+from podium.cli.common.output import EXIT_DAMAGED
 from podium.cli.db import over_allocatable
-from podium.cli.output import EXIT_DAMAGED
 from podium.protocol.client import connect
 from podium.protocol.errors import PodiumError
 from podium.store.tools import check_database

@@ -25,7 +25,7 @@ from random_cluster import HOSTNAME, RandomPick, existing_pod, incoming_pod, nod
 
 from podium.actors.simulation.cluster import SimulationError
 from podium.actors.simulation.run import simulate
-from podium.actors.supervisor import load_plugin_set
+from podium.actors.supervisor.supervisor import load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig
 

@@ -58,7 +58,7 @@ from stages import decide
 
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.cycle.preemption import PredicateFitCheck, fit_error_with_preemption, preempt
+from podium.actors.framework.preemption import PredicateFitCheck, fit_error_with_preemption, preempt
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names

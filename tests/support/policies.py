@@ -33,5 +33,5 @@ def plugins(
 
 def volume_binder() -> VolumeBinding:
     """The volume binder the score actor decides placed pods' claims with, as
-    :func:`~podium.actors.supervisor.load_plugin_set` builds it."""
+    :func:`~podium.actors.supervisor.supervisor.load_plugin_set` builds it."""
     return VolumeBinding(PluginArgs(name=names.CHECK_VOLUME_BINDING))

@@ -39,7 +39,10 @@ import msgspec
 import trio
 
 from podium.actors.cycle.extenders.client import Call, ExtenderError, HTTPExtender
-from podium.actors.cycle.preemption import (
+from podium.actors.framework.interface import fit_error_message
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.nominated import NominatedPods
+from podium.actors.framework.preemption import (
     FitCheck,
     PreemptionResult,
     PreemptionSearch,
@@ -48,9 +51,6 @@ from podium.actors.cycle.preemption import (
     more_important_pod,
     search_preemption,
 )
-from podium.actors.framework.interface import fit_error_message
-from podium.actors.framework.nodeinfo import PodInfo
-from podium.actors.framework.nominated import NominatedPods
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.protocol.extender import (

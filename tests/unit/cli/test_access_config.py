@@ -13,9 +13,9 @@ import pytest
 
 from podium.actors.daemon.access import check_access, server_ssl_context
 from podium.actors.daemon.listeners import is_loopback
+from podium.cli.common.remote import access
 from podium.cli.config import configured
 from podium.cli.main import build_parser
-from podium.cli.remote import access
 from podium.protocol.client import client_ssl_context, read_token_file
 from podium.protocol.config import (
     READ_ONLY_REQUESTS,

@@ -1,5 +1,5 @@
 """The daemon-facing subcommands (cli/objects.py, explain.py, stats.py, policy.py,
-protocol.py, over remote.py and output.py), run as ``podium`` runs them, against the fake daemon
+protocol.py, over common/remote.py and common/output.py), run as ``podium`` runs them, against the fake daemon
 of tests/support/fakeserver.py (on its own thread: each command calls ``trio.run``).
 
 Output is compared exactly; AGE is pinned by patching :func:`objects.utc_now`.
@@ -25,9 +25,9 @@ from fakeserver import FakeServer, Handler, Outgoing, fake_server_thread
 
 from podium.cli import objects
 from podium.cli import stats as stats_command
+from podium.cli.common.output import human_duration
 from podium.cli.main import EXIT_INTERRUPTED, build_parser, main
 from podium.cli.objects import resolve_kind
-from podium.cli.output import human_duration
 from podium.protocol import objects as o
 from podium.protocol import schema
 from podium.protocol.client import DEFAULT_CHUNK_SIZE, Backoff

@@ -21,8 +21,9 @@ import pytest
 from repo_paths import FIXTURES
 
 from podium.cli import main as cli_main
-from podium.cli import objects, remote
+from podium.cli import objects
 from podium.cli.benchmarks import WORKLOAD_NAMES
+from podium.cli.common import remote
 from podium.cli.main import GROUP_OF_COMMAND, build_parser
 
 NOWHERE = "127.0.0.1:1"  # nothing listens on port 1: connection refused at once
@@ -104,7 +105,7 @@ def test_the_probe_sees_heavy_imports_where_there_are_some() -> None:
     code, modules = _modules(argv)
     assert code == 0
     assert "numpy" in modules
-    assert "podium.actors.supervisor" in modules
+    assert "podium.actors.supervisor.supervisor" in modules
 
 
 # --------------------------------------------------------------------------- written out

@@ -19,7 +19,6 @@ import pytest
 from builders import make_node, make_pod
 
 from podium.actors.cycle.generic_scheduler import FilterStage
-from podium.actors.cycle.preemption import PredicateFitCheck
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     SUCCESS,
@@ -33,6 +32,7 @@ from podium.actors.framework.interface import (
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
+from podium.actors.framework.preemption import PredicateFitCheck
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import inter_pod_affinity, names, node_resources_fit

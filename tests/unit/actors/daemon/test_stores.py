@@ -8,7 +8,7 @@ import pytest
 
 from podium.actors.daemon.stores import Replica, replica_of, store_factory
 from podium.protocol.config import LeaderElectionSettings, PodiumSettings, SchedulerConfig
-from podium.store.election import LeaderRecord
+from podium.store.etcd.election import LeaderRecord
 
 ELECTED = LeaderElectionSettings(leader_elect=True, identity="r1")
 

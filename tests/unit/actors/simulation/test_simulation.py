@@ -11,7 +11,7 @@ from builders import decode, make_node, make_pod
 
 from podium.actors.simulation.cluster import PodOutcome, SimulationError, build_cluster
 from podium.actors.simulation.run import simulate
-from podium.actors.supervisor import load_plugin_set
+from podium.actors.supervisor.supervisor import load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig
 

@@ -27,8 +27,8 @@ from podium.cli.bench.scheduler_perf import (
     window_stats,
 )
 from podium.cli.bench.workload import WORKLOADS
+from podium.cli.common.output import Progress
 from podium.cli.main import build_parser, main
-from podium.cli.output import Progress
 from podium.protocol.policy import decode_policy
 
 INF = math.inf

@@ -13,7 +13,7 @@ from builders import PodBuilder, make_node, make_pod
 from podium.actors.cache.core import SchedulerCache
 from podium.actors.cycle.extenders import HTTPExtender
 from podium.actors.plugins.general_predicates import GeneralPredicates
-from podium.actors.supervisor import load_plugin_set
+from podium.actors.supervisor.supervisor import load_plugin_set
 from podium.protocol.config import decode_config
 from podium.protocol.errors import ConfigError, PolicyError
 from podium.protocol.extender import ExtenderConfig, ExtenderManagedResource

@@ -34,8 +34,8 @@ from servers import require_server
 
 from podium.actors.cycle.extenders import Extenders
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.cycle.preemption import PredicateFitCheck
 from podium.actors.framework.interface import PluginArgs
+from podium.actors.framework.preemption import PredicateFitCheck
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names

@@ -42,7 +42,6 @@ from scalar_plugins import reasons_of
 from stages import decide
 
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
-from podium.actors.cycle.preemption import PredicateFitCheck, preempt
 from podium.actors.framework import interface
 from podium.actors.framework.interface import (
     SKIP,
@@ -53,6 +52,7 @@ from podium.actors.framework.interface import (
     run_filter_columns,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.preemption import PredicateFitCheck, preempt
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.plugins import names, registry

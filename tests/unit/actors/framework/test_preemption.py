@@ -1,4 +1,4 @@
-"""Preemption's pure core (actors/cycle/preemption.py).
+"""Preemption's pure core (actors/framework/preemption.py).
 
 Rows named as in Kubernetes are ported from pkg/scheduler/core/generic_scheduler_test.go@v1.14.0
 (TestSelectNodesForPreemption, TestPickOneNodeForPreemption, TestNodesWherePreemptionMightHelp,
@@ -20,26 +20,6 @@ import pytest
 from builders import decode, make_node, make_pdb, make_pod
 
 from podium.actors.cache.core import SchedulerCache
-from podium.actors.cycle.preemption import (
-    MSG_NO_VICTIMS,
-    MSG_NOT_ELIGIBLE_NEVER,
-    MSG_NOT_ELIGIBLE_TERMINATING,
-    MSG_PREEMPTION_NOT_HELPFUL,
-    DisruptionBudget,
-    PredicateFitCheck,
-    Victims,
-    disruption_budgets,
-    disruptions_allowed,
-    filter_pods_with_pdb_violation,
-    fit_error_with_preemption,
-    more_important_pod,
-    nodes_where_preemption_might_help,
-    pick_one_node_for_preemption,
-    pod_eligible_to_preempt_others,
-    preempt,
-    select_nodes_for_preemption,
-    select_victims_on_node,
-)
 from podium.actors.framework.interface import (
     SUCCESS,
     Code,
@@ -58,6 +38,26 @@ from podium.actors.framework.nominated import (
     NominatedPods,
     add_nominated_pods,
     lower_priority_nominated_pods,
+)
+from podium.actors.framework.preemption import (
+    MSG_NO_VICTIMS,
+    MSG_NOT_ELIGIBLE_NEVER,
+    MSG_NOT_ELIGIBLE_TERMINATING,
+    MSG_PREEMPTION_NOT_HELPFUL,
+    DisruptionBudget,
+    PredicateFitCheck,
+    Victims,
+    disruption_budgets,
+    disruptions_allowed,
+    filter_pods_with_pdb_violation,
+    fit_error_with_preemption,
+    more_important_pod,
+    nodes_where_preemption_might_help,
+    pick_one_node_for_preemption,
+    pod_eligible_to_preempt_others,
+    preempt,
+    select_nodes_for_preemption,
+    select_victims_on_node,
 )
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import (

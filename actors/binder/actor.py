@@ -5,7 +5,7 @@ their own goroutine so the next pod is scheduled while earlier binds complete), 
 volume binder's ``BindPodVolumes`` (seed 003): a pod's claims are bound to the volumes chosen
 for its node in the same store transaction as the pod, so either both are durable or neither.
 
-Every scheduling batch waiting in the mailbox (:class:`~podium.actors.mail.BindBatch`, the
+Every scheduling batch waiting in the mailbox (:class:`~podium.actors.mail.messages.BindBatch`, the
 scheduler's assumed pods of one batch) goes to the store as one :class:`BindPods` batch, with
 one FinishBinding for all of them; while the store commits it, new batches gather for the
 next one. A pod whose binding the store
@@ -13,10 +13,10 @@ refuses (pod deleted or re-created, already bound, node gone, volume taken) is f
 the cache, with its volume assumptions, and requeued with backoff, as v1.14's error path does.
 
 Owns: the batch in flight.
-Mailbox: :class:`~podium.actors.mail.BindBatch` (of :class:`~podium.actors.mail.BindRequest`).
-Emits: :class:`~podium.store.mail.BindPods` (store); :class:`~podium.actors.mail.FinishBinding`
-and :class:`~podium.actors.mail.Forget` (cache); :class:`~podium.actors.mail.Requeue` (queue);
-:class:`~podium.actors.mail.BindDone` to a requester that asked.
+Mailbox: :class:`~podium.actors.mail.messages.BindBatch` (of :class:`~podium.actors.mail.messages.BindRequest`).
+Emits: :class:`~podium.store.mail.BindPods` (store); :class:`~podium.actors.mail.messages.FinishBinding`
+and :class:`~podium.actors.mail.messages.Forget` (cache); :class:`~podium.actors.mail.messages.Requeue` (queue);
+:class:`~podium.actors.mail.messages.BindDone` to a requester that asked.
 
 A binding extender (actors/cycle/extenders; v1.14 ``getBinderFunc``) binds the pods it is
 interested in first, concurrently; only those it bound go on to the store, the others are
@@ -35,7 +35,7 @@ import logging
 import trio
 
 from podium.actors.cycle.extenders import NO_EXTENDERS, Extenders
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     BindDone,
     BinderMsg,
     BindRequest,

@@ -26,7 +26,7 @@ from typing import Any
 
 import trio
 
-from podium.actors.binder import Binder
+from podium.actors.binder.actor import Binder
 from podium.actors.cache.actor import CacheActor
 from podium.actors.cycle.extenders import Extenders, tls_problem
 from podium.actors.cycle.filtering import FilterActor
@@ -34,7 +34,7 @@ from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.cycle.scheduler import PluginSet, Scheduler
 from podium.actors.cycle.scoring import ScoreActor
 from podium.actors.framework.interface import PluginArgs
-from podium.actors.mail import (
+from podium.actors.mail.messages import (
     Attempted,
     BinderMsg,
     CacheMsg,

@@ -16,8 +16,8 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from podium.cli.arguments import add_command, server_address
-from podium.cli.output import EXIT_FAILED, EXIT_USAGE, err, print_remote_error
+from podium.cli.common.arguments import add_command, server_address
+from podium.cli.common.output import EXIT_FAILED, EXIT_USAGE, err, print_remote_error
 
 if TYPE_CHECKING:
     import ssl
