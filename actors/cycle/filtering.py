@@ -7,9 +7,9 @@ columns (actors/cycle/generic_scheduler.py), so one task serves; this actor is w
 the columns across processes would go if the numbers ever call for it (issue 6 measures).
 
 Owns: the FilterStage (predicates in policy order, percentageOfNodesToScore, the start index).
-Mailbox: :class:`~podium.actors.mail.FilterRequest`, :class:`~podium.actors.mail.SetFilters`.
-Emits: :class:`~podium.actors.mail.ScoreRequest` to the score actor when some node fits,
-else the :class:`~podium.actors.mail.Decision` (FitError or error) straight to the requester.
+Mailbox: :class:`~podium.actors.mail.messages.FilterRequest`, :class:`~podium.actors.mail.messages.SetFilters`.
+Emits: :class:`~podium.actors.mail.messages.ScoreRequest` to the score actor when some node fits,
+else the :class:`~podium.actors.mail.messages.Decision` (FitError or error) straight to the requester.
 
 Extenders (actors/cycle/extenders): after the predicates, the policy's extenders with a filter verb
 narrow the feasible nodes, each in turn, awaited here (v1.14 ``findNodesThatFit``).

@@ -8,8 +8,8 @@ Kubernetes counterpart: pkg/scheduler/core/generic_scheduler.go@v1.14 ``Prioriti
 
 Owns: the ScoreStage (priorities with weights, the tie-break's random source) and the volume
 binder it decides the chosen node's volumes with (built with the plugin set, handed in).
-Mailbox: :class:`~podium.actors.mail.ScoreRequest`, :class:`~podium.actors.mail.SetScorers`.
-Emits: :class:`~podium.actors.mail.Decision` on the request's reply channel.
+Mailbox: :class:`~podium.actors.mail.messages.ScoreRequest`, :class:`~podium.actors.mail.messages.SetScorers`.
+Emits: :class:`~podium.actors.mail.messages.Decision` on the request's reply channel.
 
 Extenders (actors/cycle/extenders): with more than one feasible node, the extenders' prioritize
 verbs are called at once and awaited here; each score times its weight joins the totals.
@@ -81,7 +81,7 @@ class ScoreActor:
         inbox: its mailbox.
         stage: the priorities to start with.
         volumes: the volume binder that decides the chosen node's claims (built where the
-            plugin set is, :func:`~podium.actors.supervisor.load_plugin_set`).
+            plugin set is, :func:`~podium.actors.supervisor.supervisor.load_plugin_set`).
         extenders: the policy's extenders; their prioritize verbs add to the totals.
     """
 
