@@ -24,6 +24,8 @@ scheduler ask :func:`pod_group_key` and :func:`min_count`.
 
 from __future__ import annotations
 
+import json
+
 from podium.protocol.objects import Pod, PodGroup, namespaced_key
 from podium.protocol.validation import is_dns1123_subdomain
 
@@ -87,46 +89,62 @@ def min_count(group: PodGroup) -> int | None:
     return group.spec.min_member
 
 
+def _dollar(path: str) -> str:
+    """A field path in Podium's form: ``metadata.labels[k]`` is ``$.metadata.labels['k']`` (as
+    protocol/validation.py names a label's path)."""
+    head, sep, key = path.partition("[")
+    return f"$.{head}[{key[:-1]!r}]" if sep else f"$.{path}"
+
+
 def membership_errors(pod: Pod, old: Pod | None) -> list[tuple[str, str]]:
     """``(path, message)`` for a pod's group membership, as the API server would answer: the
     group a DNS subdomain of the pod's own namespace (a ``namespace/name`` names another
     namespace, which no form allows), one group however many forms name it, and on update
-    (``old`` given) the group unchanged (``spec.schedulingGroup`` is immutable)."""
+    (``old`` given) the group unchanged (``spec.schedulingGroup`` is immutable). The path is
+    Podium's (``$.metadata.labels['scheduling.x-k8s.io/pod-group']``), the message
+    Kubernetes' (``metadata.labels[scheduling.x-k8s.io/pod-group]: Invalid value: "a/b":
+    ...``)."""
     errors: list[tuple[str, str]] = []
     found = _sources(pod)
     for path, name in found:
+        shown = json.dumps(name)
         if "/" in name:
             errors.append(
                 (
-                    f"$.{path}",
-                    f"{path}: Invalid value: {name!r}: a pod group is in the pod's own "
+                    _dollar(path),
+                    f"{path}: Invalid value: {shown}: a pod group is in the pod's own "
                     f"namespace ({pod.metadata.namespace or 'default'}); name it without a "
                     "namespace",
                 )
             )
             continue
         errors += [
-            (f"$.{path}", f"{path}: Invalid value: {name!r}: {m}")
+            (_dollar(path), f"{path}: Invalid value: {shown}: {m}")
             for m in is_dns1123_subdomain(name)
         ]
     names = {name for _, name in found}
     if len(names) > 1:
-        listed = ", ".join(f"{path}={name!r}" for path, name in found)
+        listed = ", ".join(f"{path}={json.dumps(name)}" for path, name in found)
+        path, name = next((p, n) for p, n in found if n != found[0][1])
         errors.append(
             (
-                f"$.{found[1][0]}",
-                f"{found[1][0]}: Invalid value: a pod belongs to one pod group; it names {listed}",
+                _dollar(path),
+                f"{path}: Invalid value: {json.dumps(name)}: a pod belongs to one pod group; "
+                f"it names {listed}",
             )
         )
     if old is not None:
-        before, after = pod_group_name(old), pod_group_name(pod)
-        if before != after:
-            path = found[0][0] if found else "spec.schedulingGroup.podGroupName"
+        before, after = pod_group_source(old), pod_group_source(pod)
+        was, now = (before[1] if before else None), (after[1] if after else None)
+        if was != now:
+            # The field the put sets, or the one it dropped.
+            path = (after or before or ("spec.schedulingGroup.podGroupName", ""))[0]
+            in_group = f"pod group {json.dumps(was)}" if was is not None else "no pod group"
             errors.append(
                 (
-                    f"$.{path}",
-                    f"{path}: Invalid value: {after!r}: field is immutable (the pod was in "
-                    f"pod group {before!r})",
+                    _dollar(path),
+                    f"{path}: Invalid value: {json.dumps(now)}: field is immutable (the pod "
+                    f"was in {in_group})",
                 )
             )
     return errors

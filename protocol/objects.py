@@ -726,9 +726,15 @@ class PodGroup(_K8s, tag="PodGroup", tag_field="kind", frozen=True, kw_only=True
         if self.api_version.startswith("scheduling.k8s.io/"):
             policy = spec.scheduling_policy
             if policy is None or (policy.basic is None) == (policy.gang is None):
+                hint = (
+                    " (spec.minMember is scheduler-plugins' and Volcano's: give apiVersion "
+                    "scheduling.x-k8s.io/v1alpha1 or scheduling.volcano.sh/v1beta1)"
+                    if policy is None and spec.min_member is not None
+                    else ""
+                )
                 raise _group_error(
                     "spec.schedulingPolicy",
-                    "Invalid value: exactly one of basic or gang must be set",
+                    f"Invalid value: exactly one of basic or gang must be set{hint}",
                 )
             if policy.gang is not None and policy.gang.min_count < 1:
                 raise _group_error(

@@ -336,8 +336,8 @@ BADS = [
                 "web",
                 "$.kind",
                 "unknown kind 'Deployment'; Podium knows Node, PersistentVolume, PersistentVolumeClaim, "
-                "Pod, PodDisruptionBudget, PriorityClass, ReplicaSet, ReplicationController, Service, "
-                "StatefulSet, StorageClass",
+                "Pod, PodDisruptionBudget, PodGroup, PriorityClass, ReplicaSet, ReplicationController, "
+                "Service, StatefulSet, StorageClass",
             )
         ],
     ),
@@ -430,8 +430,8 @@ def test_every_error_of_a_file_is_reported_with_its_index() -> None:
         "  cluster.yaml: object 1 (Pod a/bad-1) at $.spec.priority: Expected `int | null`, got `str`",
         "  cluster.yaml: object 3 (Node bad-2) at $.status.allocatable['pods']: quantity '-110' is negative",
         "  cluster.yaml: object 4 (Secret creds) at $.kind: unknown kind 'Secret'; Podium knows Node, "
-        "PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, ReplicaSet, "
-        "ReplicationController, Service, StatefulSet, StorageClass",
+        "PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PodGroup, PriorityClass, "
+        "ReplicaSet, ReplicationController, Service, StatefulSet, StorageClass",
     ]
 
 
