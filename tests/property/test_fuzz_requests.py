@@ -303,6 +303,8 @@ def as_stored(sent: o.KubeObject, stored: o.KubeObject) -> o.KubeObject:
         and obj.status is None
     ):
         obj = msgspec.structs.replace(obj, status=stored.status)
+    elif isinstance(obj, o.PodGroup) and isinstance(stored, o.PodGroup) and obj.status is None:
+        obj = msgspec.structs.replace(obj, status=stored.status)
     result: o.KubeObject = obj
     return result
 
