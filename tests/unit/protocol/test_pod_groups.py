@@ -15,11 +15,12 @@ from operator import attrgetter
 
 import pytest
 from builders import make_pod
+from repo_paths import FIXTURES
 
 from podium.protocol import objects as o
 from podium.protocol.errors import LoadErrors
 from podium.protocol.gangs import membership_errors, min_count, pod_group_key
-from podium.protocol.loader import load_text
+from podium.protocol.loader import load_all, load_text
 
 
 @dataclass(frozen=True)
@@ -364,3 +365,70 @@ MEMBERSHIP = [
 def test_membership(case: Membership) -> None:
     assert pod_group_key(case.pod) == case.key
     assert membership_errors(case.pod, case.old) == case.errors
+
+
+# --------------------------------------------------------------------------- real-shaped files
+
+POD_GROUPS = FIXTURES / "real-shaped" / "pod-groups"
+
+
+@dataclass(frozen=True)
+class Dump:
+    file: str
+    skipped: dict[str, int]
+    groups: dict[str, tuple[str, int | None]]  # key -> (apiVersion, min_count)
+    members: dict[str, int]  # group key -> its pods in the file
+    loners: int  # pods in no group
+
+
+DUMPS = [
+    Dump(
+        "kubernetes-v1alpha2.json",
+        {"Job": 1},
+        {
+            "ml/eval": ("scheduling.k8s.io/v1alpha2", None),
+            "ml/train": ("scheduling.k8s.io/v1alpha2", 4),
+        },
+        {"ml/eval": 2, "ml/train": 4},
+        0,
+    ),
+    Dump(
+        "coscheduling.yaml",
+        {},
+        {
+            "default/nginx": ("scheduling.x-k8s.io/v1alpha1", 3),
+            "batch/spark-pi": ("scheduling.sigs.k8s.io/v1alpha1", 2),
+        },
+        {"default/nginx": 3, "batch/spark-pi": 2},
+        1,
+    ),
+    Dump(
+        "volcano-vcjob.yaml",
+        {"Job": 1},
+        {
+            "ml/tf-mnist-5f0c9a7e-3b1d-4c58-9a2e-7d41c0b6e2f3": (
+                "scheduling.volcano.sh/v1beta1",
+                3,
+            )
+        },
+        {"ml/tf-mnist-5f0c9a7e-3b1d-4c58-9a2e-7d41c0b6e2f3": 3},
+        0,
+    ),
+]
+
+
+@pytest.mark.parametrize("dump", DUMPS, ids=attrgetter("file"))
+def test_a_real_shaped_file_loads_its_groups_and_their_members(dump: Dump) -> None:
+    loaded = load_all([POD_GROUPS / dump.file])
+    assert dict(loaded.skipped) == dump.skipped and loaded.warnings == []
+    groups = {
+        f"{g.metadata.namespace}/{g.metadata.name}": (g.api_version, min_count(g))
+        for g in loaded.objects
+        if isinstance(g, o.PodGroup)
+    }
+    assert groups == dump.groups
+    pods = [p for p in loaded.objects if isinstance(p, o.Pod)]
+    keys = [pod_group_key(p) for p in pods]
+    assert {k: keys.count(k) for k in groups} == dump.members
+    assert keys.count(None) == dump.loners
+    assert all(membership_errors(p, None) == [] for p in pods)
