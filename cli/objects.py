@@ -741,7 +741,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     leader change from the last revision printed; after ``gone``, the difference a relist
     finds, as Added/Modified/Deleted at the list's revision."""
     try:
-        kinds = [resolve_kind(k) for k in args.kind or ()]
+        # Each kind once, in the order given (an informer lists each kind it watches).
+        kinds = list(dict.fromkeys(resolve_kind(k) for k in (*args.kinds, *(args.kind or ()))))
     except ValueError as exc:
         err(f"error: {exc}")
         return EXIT_USAGE
@@ -1004,6 +1005,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=(
             "examples:\n"
             "  podium watch\n"
+            "  podium watch podgroups pods\n"
             "  podium watch --kind pods --from-revision 1200\n"
             "  podium watch -o json | jq 'select(.type == \"Unschedulable\")'\n\n"
             "output:\n"
@@ -1013,6 +1015,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--from-revision", type=int, metavar="N", help="events after revision N (default: now)"
+    )
+    p.add_argument(
+        "kinds", nargs="*", metavar="KIND", help="only these kinds, as --kind (default: all)"
     )
     p.add_argument(
         "--kind", action="append", metavar="KIND", help="only this kind; repeatable (default: all)"

@@ -1723,3 +1723,12 @@ def test_get_pod_groups_watch_leaves_members_out(
         "train   gang     2           <unknown>\n"
         "train   gang     2           <unknown>\n"
     )
+
+
+def test_watch_takes_kinds_as_words_too(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(watch_daemon(DAMAGED))
+    assert podium("watch", "pg", "podgroups", "--kind", "po", "--server", server.address) == 1
+    watches = [r for r in server.requests if isinstance(r, Watch)]
+    assert watches[0].kinds == ["PodGroup", "Pod"]  # each once
+    assert podium("watch", "deployments") == 2
+    assert 'doesn\'t have a resource type "deployments"' in capsys.readouterr().err
