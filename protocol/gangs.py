@@ -134,7 +134,7 @@ def membership_errors(pod: Pod, old: Pod | None) -> list[tuple[str, str]]:
             )
         )
     if old is not None:
-        before, after = pod_group_source(old), pod_group_source(pod)
+        before, after = pod_group_source(old), (found[0] if found else None)
         was, now = (before[1] if before else None), (after[1] if after else None)
         if was != now:
             # The field the put sets, or the one it dropped.
