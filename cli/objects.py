@@ -41,7 +41,7 @@ from podium.cli.common.remote import access, add_remote_command, run_client, ser
 
 if TYPE_CHECKING:
     from collections import Counter
-    from collections.abc import AsyncIterator, Sequence
+    from collections.abc import AsyncIterator, Mapping, Sequence
 
     from podium.protocol.client import Client, Informer, Notification
     from podium.protocol.loader import Loaded
@@ -63,6 +63,7 @@ __all__ = [
     "pod_status",
     "register",
     "resolve_kind",
+    "resolve_ref",
     "utc_now",
 ]
 
@@ -80,6 +81,7 @@ KIND_ALIASES: dict[str, str] = {
         "StatefulSet": ("statefulsets", "statefulset", "sts"),
         "PriorityClass": ("priorityclasses", "priorityclass", "pc"),
         "PodDisruptionBudget": ("poddisruptionbudgets", "poddisruptionbudget", "pdb"),
+        "PodGroup": ("podgroups", "podgroup", "pg"),
     }.items()
     for alias in (*aliases, kind.lower())
 }
@@ -103,6 +105,35 @@ def resolve_kind(name: str) -> str:
         known = ", ".join(sorted({a for a in KIND_ALIASES if a.endswith("s")}))
         raise ValueError(f'the server doesn\'t have a resource type "{name}" (known: {known})')
     return kind
+
+
+def resolve_ref(
+    text: str, name: str | None, namespace: str | None
+) -> tuple[str, str | None, str | None]:
+    """``KIND``, ``KIND/NAME`` or ``KIND/NS/NAME`` (as ``apply`` prints an object), with the NAME
+    and ``-n`` given apart: ``(Kind, name, namespace)``.
+
+    Raises:
+        ValueError: an unknown kind, more than three parts or an empty one, a NAME given twice,
+            a namespace ``-n`` contradicts, or one for a cluster-scoped kind.
+    """
+    from podium.protocol.objects import NAMESPACED_KINDS
+
+    parts = text.split("/")
+    if len(parts) > 3 or not all(parts):
+        raise ValueError(f"{text!r} is not KIND, KIND/NAME or KIND/NAMESPACE/NAME")
+    kind = resolve_kind(parts[0])
+    if len(parts) == 1:
+        return kind, name, namespace
+    if name:
+        raise ValueError(f"{text!r} names the object already: give no NAME after it")
+    if len(parts) == 2:
+        return kind, parts[1], namespace
+    if kind not in NAMESPACED_KINDS:
+        raise ValueError(f"{kind} is cluster-scoped: give {kind.lower()}/NAME, without a namespace")
+    if namespace is not None and namespace != parts[1]:
+        raise ValueError(f"{text!r} is in namespace {parts[1]}, not {namespace} (-n)")
+    return kind, parts[2], parts[1]
 
 
 def utc_now() -> datetime:
@@ -283,16 +314,20 @@ def cmd_delete(args: argparse.Namespace) -> int:
             for o in loaded.objects
         ]
     else:
-        if not (args.kind and args.name):
-            err("error: give KIND NAME (e.g. `podium delete pod web-1`) or -f FILE")
+        name: str | None = None
+        if args.kind:
+            try:
+                kind, name, given = resolve_ref(args.kind, args.name, args.namespace)
+            except ValueError as exc:
+                err(f"error: {exc}")
+                return EXIT_USAGE
+        if not name:
+            err(
+                "error: give KIND NAME (e.g. `podium delete pod web-1`), KIND/NS/NAME "
+                "(`podium delete podgroup/ml/train`) or -f FILE"
+            )
             return EXIT_USAGE
-        try:
-            kind = resolve_kind(args.kind)
-        except ValueError as exc:
-            err(f"error: {exc}")
-            return EXIT_USAGE
-        namespace = scoped_namespace(kind, args.namespace)
-        refs = [ObjectRef(kind=kind, name=args.name, namespace=namespace)]
+        refs = [ObjectRef(kind=kind, name=name, namespace=scoped_namespace(kind, given))]
 
     async def body(client: Client) -> int:
         return _print_statuses(await client.delete(refs), args.output)
@@ -350,14 +385,21 @@ def _taints_text(node: Node) -> str:
     return ",".join(taints) or "<none>"
 
 
-def _row(obj: KubeObject, *, wide: bool) -> tuple[list[str], list[str]]:
-    """(header, row) of one object, without NAMESPACE; AGE last (then the wide columns)."""
+def _row(
+    obj: KubeObject, *, wide: bool, members: Mapping[str, int] | None = None
+) -> tuple[list[str], list[str]]:
+    """(header, row) of one object, without NAMESPACE; AGE last (then the wide columns).
+
+    ``members``: pods by the ``namespace/name`` of the group they name, for a PodGroup's
+    MEMBERS column (None leaves the column out).
+    """
     from podium.protocol.objects import (
         Node,
         PersistentVolume,
         PersistentVolumeClaim,
         Pod,
         PodDisruptionBudget,
+        PodGroup,
         PriorityClass,
         ReplicaSet,
         ReplicationController,
@@ -447,16 +489,41 @@ def _row(obj: KubeObject, *, wide: bool) -> tuple[list[str], list[str]]:
                 "<none>" if obj.status is None else str(obj.status.disruptions_allowed),
                 age,
             ]
+        case PodGroup():
+            from podium.protocol.gangs import min_count
+
+            size = min_count(obj)
+            header = ["NAME", "POLICY", "MIN-COUNT"]
+            row = [
+                name,
+                "basic" if size is None else "gang",
+                "<none>" if size is None else str(size),
+            ]
+            if members is not None:
+                key = f"{obj.metadata.namespace}/{name}"
+                header.append("MEMBERS")
+                row.append(str(members.get(key, 0)))
+            header.append("AGE")
+            row.append(age)
+            if wide:
+                header.append("API-VERSION")
+                row.append(obj.api_version)
         case _:
             assert_never(obj)
     return header, row
 
 
-def _print_table(items: Sequence[KubeObject], *, wide: bool, all_ns: bool) -> None:
+def _print_table(
+    items: Sequence[KubeObject],
+    *,
+    wide: bool,
+    all_ns: bool,
+    members: Mapping[str, int] | None = None,
+) -> None:
     rows: list[list[str]] = []
     header: list[str] = []
     for obj in items:
-        header, row = _row(obj, wide=wide)
+        header, row = _row(obj, wide=wide, members=members)
         rows.append([obj.metadata.namespace, *row] if all_ns else row)
     if all_ns:
         header = ["NAMESPACE", *header]
@@ -533,12 +600,30 @@ def _get_namespaces(args: argparse.Namespace) -> int:
     return run_client(args, body)
 
 
+async def _group_members(
+    client: Client, namespace: str | None, args: argparse.Namespace
+) -> Counter[str]:
+    """How many pods name each pod group (any form, protocol/gangs.py), from one list of the
+    pods of ``namespace`` (None: every namespace), for ``get podgroups``' MEMBERS."""
+    from collections import Counter
+
+    from podium.protocol.gangs import pod_group_key
+    from podium.protocol.objects import Pod
+
+    reply = await client.get("Pod", namespace=namespace, chunk_size=args.chunk_size)
+    return Counter(
+        key
+        for pod in reply.items
+        if isinstance(pod, Pod) and (key := pod_group_key(pod)) is not None
+    )
+
+
 def cmd_get(args: argparse.Namespace) -> int:
     """``podium get KIND [NAME]``: a table, or the objects as JSON or YAML."""
     if args.kind.lower() in NAMESPACE_ALIASES:
         return _get_namespaces(args)
     try:
-        kind = resolve_kind(args.kind)
+        kind, args.name, args.namespace = resolve_ref(args.kind, args.name, args.namespace)
     except ValueError as exc:
         err(f"error: {exc}")
         return EXIT_USAGE
@@ -603,7 +688,8 @@ def cmd_get(args: argparse.Namespace) -> int:
             where = f" in {namespace} namespace" if namespace is not None else ""
             err(f"No resources found{where}." if where else "No resources found")
             return EXIT_OK
-        _print_table(items, wide=args.output == "wide", all_ns=all_ns)
+        members = await _group_members(client, namespace, args) if kind == "PodGroup" else None
+        _print_table(items, wide=args.output == "wide", all_ns=all_ns, members=members)
         return EXIT_OK
 
     return run_client(args, body)
@@ -655,7 +741,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     leader change from the last revision printed; after ``gone``, the difference a relist
     finds, as Added/Modified/Deleted at the list's revision."""
     try:
-        kinds = [resolve_kind(k) for k in args.kind or ()]
+        # Each kind once, in the order given (an informer lists each kind it watches).
+        kinds = list(dict.fromkeys(resolve_kind(k) for k in (*args.kinds, *(args.kind or ()))))
     except ValueError as exc:
         err(f"error: {exc}")
         return EXIT_USAGE
@@ -764,8 +851,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     kinds_help = (
         "kinds: pods (po), nodes (no), persistentvolumes (pv), persistentvolumeclaims (pvc),\n"
         "  services (svc), storageclasses (sc), replicasets (rs), replicationcontrollers (rc),\n"
-        "  statefulsets (sts), priorityclasses (pc), poddisruptionbudgets (pdb), or the Kind\n"
-        "  itself (Pod)"
+        "  statefulsets (sts), priorityclasses (pc), poddisruptionbudgets (pdb),\n"
+        "  podgroups (pg), or the Kind itself (Pod)"
     )
 
     p = add_remote_command(
@@ -802,19 +889,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "delete",
         summary="delete objects by kind and name, or those of a file",
         description=(
-            "Delete one object (KIND NAME) or every object of files (-f), atomically.\n"
-            "A missing object fails the whole request (exit 1) and nothing is deleted.\n\n"
-            + kinds_help
+            "Delete one object (KIND NAME, KIND/NAME, or KIND/NS/NAME as apply prints it)\n"
+            "or every object of files (-f), atomically. A missing object fails the whole\n"
+            "request (exit 1) and nothing is deleted.\n\n" + kinds_help
         ),
         epilog=(
             "examples:\n"
             "  podium delete pod web-1\n"
             "  podium delete po web-1 -n batch\n"
             "  podium delete node n3\n"
+            "  podium delete podgroup/ml/train\n"
             "  podium delete -f pods.yaml"
         ),
     )
-    p.add_argument("kind", nargs="?", metavar="KIND", help="the kind (pod, node, pvc, ...)")
+    p.add_argument(
+        "kind",
+        nargs="?",
+        metavar="KIND",
+        help="the kind (pod, node, pvc, ...), or KIND/NAME or KIND/NS/NAME",
+    )
     p.add_argument("name", nargs="?", metavar="NAME", help="the object's name")
     p.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: default)")
     p.add_argument(
@@ -835,6 +928,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "       or Failed. -o wide adds PRIORITY, CPU, MEMORY (requests),\n"
             "       NOMINATED NODE and MESSAGE (why it is unschedulable).\n"
             "nodes: NAME STATUS PODS CPU MEMORY AGE (allocatable); -o wide adds ZONE, TAINTS.\n"
+            "podgroups (pg): NAME POLICY (gang or basic) MIN-COUNT (minCount or minMember)\n"
+            "       MEMBERS AGE; MEMBERS counts the pods naming the group in any form (one\n"
+            "       more list, of the pods; -w leaves it out); -o wide adds API-VERSION.\n"
             "namespaces (ns): NAME STATUS AGE, the namespaces the objects use and default\n"
             "       (Podium stores no Namespace objects; AGE is the oldest object's).\n"
             "-o json|yaml print a kind: List (or the object) that `podium apply` reads back.\n\n"
@@ -846,11 +942,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  podium get po -A -o wide\n"
             "  podium get pods -l app=web,tier!=db -n shop\n"
             "  podium get ns\n"
+            "  podium get pg -n ml\n"
+            "  podium get podgroup/ml/train -o yaml\n"
             "  podium get node n1 -o yaml\n"
             "  podium get nodes -o json > nodes.json"
         ),
     )
-    p.add_argument("kind", metavar="KIND", help="the kind to list (pods, nodes, pv, ...)")
+    p.add_argument(
+        "kind",
+        metavar="KIND",
+        help="the kind to list (pods, nodes, pv, ...), or KIND/NAME or KIND/NS/NAME",
+    )
     p.add_argument("name", nargs="?", metavar="NAME", help="one object's name")
     scope = p.add_mutually_exclusive_group()
     scope.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: default)")
@@ -903,6 +1005,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=(
             "examples:\n"
             "  podium watch\n"
+            "  podium watch podgroups pods\n"
             "  podium watch --kind pods --from-revision 1200\n"
             "  podium watch -o json | jq 'select(.type == \"Unschedulable\")'\n\n"
             "output:\n"
@@ -912,6 +1015,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--from-revision", type=int, metavar="N", help="events after revision N (default: now)"
+    )
+    p.add_argument(
+        "kinds", nargs="*", metavar="KIND", help="only these kinds, as --kind (default: all)"
     )
     p.add_argument(
         "--kind", action="append", metavar="KIND", help="only this kind; repeatable (default: all)"

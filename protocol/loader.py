@@ -73,6 +73,7 @@ from podium.protocol.objects import (
 )
 
 __all__ = [
+    "EVIDENCE_API_VERSIONS",
     "KIND_EVIDENCE",
     "Format",
     "Loaded",
@@ -349,6 +350,8 @@ def _load_into(
         if isinstance(inferred, _Inferred):
             loaded.warnings.append(_inferred_warning(raw, inferred, source=source, index=index))
             raw = {**raw, "kind": inferred.kind}
+            if raw.get("apiVersion") in (None, ""):
+                raw["apiVersion"] = inferred.api_version
         result = inferred if isinstance(inferred, _Failure) else _decode(raw, strict=strict)
         if isinstance(result, _Failure):
             kind, namespace, name = _identity(raw)
@@ -522,12 +525,24 @@ KIND_EVIDENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("PodDisruptionBudget", ("spec.minAvailable",)),
     ("PodDisruptionBudget", ("spec.maxUnavailable",)),
     ("PodDisruptionBudget", ("status.disruptionsAllowed",)),
+    ("PodGroup", ("spec.schedulingPolicy",)),
+    ("PodGroup", ("spec.minMember", "spec.queue")),
+    ("PodGroup", ("spec.minMember",)),
 )
 """The fields that say what an object without ``kind`` is: each (kind, fields) row holds when
 the object has every field of it. Each field belongs, among the v1 objects, to that kind alone
 (``spec.maxUnavailable`` is a Deployment's only under ``spec.strategy``; a Pod's
 ``spec.resources`` (pod-level resources) comes with ``spec.containers``, hence a PVC's
-``spec.resources`` only with ``spec.accessModes``, which a Pod has not)."""
+``spec.resources`` only with ``spec.accessModes``, which a Pod has not). A PodGroup's
+``spec.minMember`` is scheduler-plugins' or, with ``spec.queue``, Volcano's: an object without
+``apiVersion`` either is read in that form (:data:`EVIDENCE_API_VERSIONS`)."""
+
+EVIDENCE_API_VERSIONS: dict[tuple[str, ...], str] = {
+    ("spec.minMember", "spec.queue"): "scheduling.volcano.sh/v1beta1",
+    ("spec.minMember",): "scheduling.x-k8s.io/v1alpha1",
+}
+"""The ``apiVersion`` an object read by a :data:`KIND_EVIDENCE` row is given when it has none
+(otherwise its kind's default): the row's fields belong to that form of the kind."""
 
 _MISSING_KIND = (
     "missing kind: add `kind:` and `apiVersion:` (e.g. `kind: Pod` and `apiVersion: v1`)"
@@ -537,6 +552,7 @@ _MISSING_KIND = (
 class _Inferred(typing.NamedTuple):
     kind: str
     field: str
+    api_version: str
 
 
 def _has(raw: dict[str, Any], dotted: str) -> bool:
@@ -553,16 +569,19 @@ def _infer_kind(raw: Any) -> _Inferred | _Failure | None:
     or None when the object has a kind (or is no mapping: :func:`_decode` says so)."""
     if not isinstance(raw, dict) or raw.get("kind") not in (None, ""):
         return None
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, ...]] = {}
     for kind, fields in KIND_EVIDENCE:
         if kind not in found and all(_has(raw, f) for f in fields):
-            found[kind] = " and ".join(fields)
+            found[kind] = fields
     if len(found) == 1:
-        ((kind, evidence),) = found.items()
-        return _Inferred(kind, evidence)
+        ((kind, fields),) = found.items()
+        api_version = raw.get("apiVersion")
+        if not isinstance(api_version, str) or not api_version:
+            api_version = EVIDENCE_API_VERSIONS.get(fields) or _default_api_version(kind)
+        return _Inferred(kind, " and ".join(fields), api_version)
     if not found:
         return _Failure(_MISSING_KIND, "$.kind")
-    fits = ", ".join(f"a {kind}'s {evidence}" for kind, evidence in found.items())
+    fits = ", ".join(f"a {kind}'s {' and '.join(fields)}" for kind, fields in found.items())
     return _Failure(f"{_MISSING_KIND}; its fields fit more than one kind ({fits})", "$.kind")
 
 
@@ -570,14 +589,19 @@ def _inferred_warning(raw: dict[str, Any], inferred: _Inferred, *, source: str, 
     """The line that says an object without ``kind`` was read as ``inferred.kind``."""
     _, namespace, name = _identity(raw)
     what = f"{namespace}/{name}" if namespace and name else name or "unnamed"
-    api_version = next(
-        f.default for f in msgspec.structs.fields(KINDS[inferred.kind]) if f.name == "api_version"
-    )
     return (
         f"{source}: object {index} ({what}) has no kind; read as a {inferred.kind} for its "
-        f"{inferred.field} (add `kind: {inferred.kind}` and `apiVersion: {api_version}` to "
-        "say so)"
+        f"{inferred.field} (add `kind: {inferred.kind}` and `apiVersion: {inferred.api_version}` "
+        "to say so)"
     )
+
+
+def _default_api_version(kind: str) -> str:
+    """The ``apiVersion`` a kind's struct gives an object that names none."""
+    default: str = next(
+        f.default for f in msgspec.structs.fields(KINDS[kind]) if f.name == "api_version"
+    )
+    return default
 
 
 def _decode(raw: Any, *, strict: bool) -> KubeObject | _Failure | str:

@@ -29,7 +29,8 @@ Rules (docs/protocol.md, "Messages"; docs/reliability.md):
   priorityClassName is unchanged), its status (when the put has none); a claim's
   ``spec.volumeName`` and binding annotations, a volume's ``spec.claimRef``, and with either
   binding its status (also when the put has one: a dump says Pending or Available); a
-  PodDisruptionBudget's status.
+  PodDisruptionBudget's and a PodGroup's status (the scheduler writes neither: a put with a
+  status stores it, so re-applying a dump is ``unchanged``).
 - What the scheduler owns in an existing pod's status is never written by a put, whatever the
   put says: the PodScheduled condition and ``status.nominatedNodeName`` stay the stored ones
   (the API server's pod update keeps the status: pkg/registry/core/pod/strategy.go@v1.14
@@ -41,6 +42,10 @@ Rules (docs/protocol.md, "Messages"; docs/reliability.md):
 - Node ``status.allocatable`` defaults to ``status.capacity``.
 - A bound pod's spec is immutable; its status, labels and annotations may change. A pod put
   with ``spec.nodeName`` is stored bound as given.
+- Pod groups (protocol/gangs.py): a pod names at most one group, of its own namespace, and
+  keeps it (``membership_errors``). A PodGroup keeps its policy form (``schedulingPolicy.basic``,
+  ``schedulingPolicy.gang`` or ``minMember``), and its size (``gang.minCount``, ``minMember``)
+  while any member pod is bound and running. Each refusal names the field.
 - Priority admission (store/admission.py) on pod create and on a replace that changes the
   priority fields, with the classes stored or put in the same request. A second globalDefault
   PriorityClass is refused as Kubernetes does.
@@ -80,6 +85,7 @@ from typing import Literal, TypeVar
 import msgspec
 
 from podium.protocol.errors import ErrorCode, InvalidObject, PodiumError
+from podium.protocol.gangs import membership_errors, pod_group_name
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import (
     KINDS,
@@ -94,6 +100,7 @@ from podium.protocol.objects import (
     Pod,
     PodCondition,
     PodDisruptionBudget,
+    PodGroup,
     PodStatus,
     PriorityClass,
     is_terminal,
@@ -137,6 +144,7 @@ KIND_ORDER: tuple[str, ...] = (
     "StatefulSet",
     "PriorityClass",
     "PodDisruptionBudget",
+    "PodGroup",
     "Pod",
 )
 """The order of :meth:`StoreCore.all_objects`: nodes first, pods last (Recovered)."""
@@ -456,7 +464,9 @@ class StoreCore:
             check_single_default(obj, classes)
         old = tx.get(kind, (namespace, name))
         if isinstance(obj, Pod):
-            _check_gates(obj, old if isinstance(old, Pod) else None)
+            _check_pod(obj, old if isinstance(old, Pod) else None)
+        elif isinstance(obj, PodGroup) and isinstance(old, PodGroup):
+            self._check_group_update(tx, obj, old)
         if old is None:
             if isinstance(obj, Pod):
                 obj = _gated_condition(admit_pod(obj, classes))
@@ -502,6 +512,68 @@ class StoreCore:
             f"no free name for generateName {base!r} after {_NAME_ATTEMPTS} attempts; try again",
             path="$.metadata.generateName",
         )
+
+    def _check_group_update(self, tx: _Transaction, group: PodGroup, old: PodGroup) -> None:
+        """A PodGroup's update rules: its policy form stays (``_group_form``), and its size
+        stays while any member pod is bound and running (the scheduler placed those pods for
+        the size it had)."""
+        meta = group.metadata
+        form, old_form = _group_form(group), _group_form(old)
+        errors: list[tuple[str, str]] = []
+        if form != old_form:
+            value = msgspec.json.encode(group.spec.scheduling_policy).decode()
+            errors.append(
+                (
+                    "$.spec.schedulingPolicy",
+                    f"spec.schedulingPolicy: Invalid value: {value}: field is immutable: pod "
+                    f"group {meta.namespace}/{meta.name} has {_form_text(old)}; delete the group "
+                    "and create it again to change its policy",
+                )
+            )
+        elif (size := _group_size(group)) != _group_size(old) and size is not None:
+            bound = self._bound_members(tx, meta.namespace, meta.name)
+            if bound:
+                ref = f"{meta.namespace}/{meta.name}"
+                said = (
+                    f"1 member of pod group {ref} is bound to a node; the group cannot change "
+                    "under it"
+                    if bound == 1
+                    else f"{bound} members of pod group {ref} are bound to nodes; the group "
+                    "cannot change under them"
+                )
+                field = _size_field(group)
+                errors.append((f"$.{field}", f"{field}: Forbidden: {said}"))
+        _invalid("PodGroup", meta.namespace, meta, errors)
+
+    def _bound_members(self, tx: _Transaction, namespace: str, group: str) -> int:
+        """How many pods of ``namespace`` name the pod group ``group`` and are bound and not
+        finished, as this transaction sees them (committed, or staged before it)."""
+
+        def counts(pod: KubeObject | None) -> bool:
+            return (
+                isinstance(pod, Pod)
+                and bool(pod.spec.node_name)
+                and not is_terminal(pod)
+                and pod_group_name(pod) == group
+            )
+
+        keys = self._keys("Pod")
+        start = bisect.bisect_left(keys, (namespace,))
+        end = bisect.bisect_left(keys, (namespace + "\0",), start)
+        seen = set(keys[start:end])
+        bound = sum(1 for key in keys[start:end] if counts(tx.get("Pod", key)))
+        return bound + sum(
+            1
+            for (kind, ns, name), obj in tx.staged.items()
+            if kind == "Pod" and ns == namespace and (ns, name) not in seen and counts(obj)
+        )
+
+    def _keys(self, kind: str) -> list[Key]:
+        """The committed keys of a kind, sorted (kept until a key comes or goes)."""
+        keys = self._sorted_keys.get(kind)
+        if keys is None:
+            keys = self._sorted_keys[kind] = sorted(self._objects[kind])
+        return keys
 
     def _delete(self, tx: _Transaction, ref: ObjectRef) -> ObjectStatus:
         if ref.kind not in KINDS:
@@ -854,9 +926,7 @@ class StoreCore:
         if kind not in KINDS:
             raise StoreRejected("invalid", _unknown_kind(kind))
         table = self._objects[kind]
-        keys = self._sorted_keys.get(kind)
-        if keys is None:
-            keys = self._sorted_keys[kind] = sorted(table)
+        keys = self._keys(kind)
         start, end = 0, len(keys)
         if kind in NAMESPACED_KINDS and namespace is not None:
             ns = namespace_or_default(namespace)
@@ -952,18 +1022,55 @@ def _invalid(kind: str, namespace: str, meta: ObjectMeta, errors: list[tuple[str
         )
 
 
-def _check_gates(pod: Pod, old: Pod | None) -> None:
-    """Scheduling gates' rules (protocol/validation.py ``scheduling_gates_errors``)."""
+def _check_pod(pod: Pod, old: Pod | None) -> None:
+    """Scheduling gates' rules (protocol/validation.py ``scheduling_gates_errors``) and pod
+    group membership's (protocol/gangs.py ``membership_errors``), every message in one."""
+    errors: list[tuple[str, str]] = []
     gates = [g.name for g in pod.spec.scheduling_gates]
     if gates or (old is not None and old.spec.scheduling_gates):
         before = None if old is None else [g.name for g in old.spec.scheduling_gates]
-        meta = pod.metadata
-        _invalid(
-            "Pod",
-            namespace_or_default(meta.namespace),
-            meta,
-            scheduling_gates_errors(gates, pod.spec.node_name, before),
-        )
+        errors += scheduling_gates_errors(gates, pod.spec.node_name, before)
+    errors += membership_errors(pod, old)
+    meta = pod.metadata
+    _invalid("Pod", namespace_or_default(meta.namespace), meta, errors)
+
+
+_GroupForm = Literal["basic", "gang", "minMember"]
+
+
+def _group_form(group: PodGroup) -> _GroupForm:
+    """A PodGroup's policy form: Kubernetes' ``schedulingPolicy.basic`` or ``.gang``, or the
+    ``minMember`` of scheduler-plugins and Volcano (by its API group, as the struct checks it)."""
+    if not group.api_version.startswith("scheduling.k8s.io/"):
+        return "minMember"
+    policy = group.spec.scheduling_policy
+    return "gang" if policy is not None and policy.gang is not None else "basic"
+
+
+def _group_size(group: PodGroup) -> int | None:
+    """How many members must be placed at once, read in the group's own form (None: basic)."""
+    match _group_form(group):
+        case "gang":
+            policy = group.spec.scheduling_policy
+            return policy.gang.min_count if policy is not None and policy.gang else None
+        case "minMember":
+            return group.spec.min_member
+    return None
+
+
+def _size_field(group: PodGroup) -> str:
+    form = _group_form(group)
+    return "spec.minMember" if form == "minMember" else "spec.schedulingPolicy.gang.minCount"
+
+
+def _form_text(group: PodGroup) -> str:
+    """The form a stored group was created with, as an error message names it."""
+    match _group_form(group):
+        case "gang":
+            return f"schedulingPolicy.gang (minCount {_group_size(group)})"
+        case "basic":
+            return "schedulingPolicy.basic"
+    return f"minMember {group.spec.min_member} ({group.api_version})"
 
 
 def _gated_condition(pod: Pod) -> Pod:
@@ -1040,13 +1147,20 @@ def _carry_over(
             pv_spec = msgspec.structs.replace(pv_spec, claim_ref=old.spec.claim_ref)
             pv_status = old.status
         return msgspec.structs.replace(obj, spec=pv_spec, status=pv_status)
+    # As the API server's status subresource: a put without a status keeps the stored one.
     if (
         isinstance(obj, PodDisruptionBudget)
         and isinstance(old, PodDisruptionBudget)
         and obj.status is None
         and old.status is not None
     ):
-        # As the API server's status subresource: a put without a status keeps the stored one.
+        return msgspec.structs.replace(obj, status=old.status)
+    if (
+        isinstance(obj, PodGroup)
+        and isinstance(old, PodGroup)
+        and obj.status is None
+        and old.status is not None
+    ):
         return msgspec.structs.replace(obj, status=old.status)
     return obj
 

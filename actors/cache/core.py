@@ -125,6 +125,7 @@ _TABLES: dict[str, str] = {
     "StorageClass": "storage_classes",
     "PriorityClass": "priority_classes",
     "PodDisruptionBudget": "pod_disruption_budgets",
+    "PodGroup": "pod_groups",
 }
 _FIELDS = tuple(f.name for f in dataclasses.fields(ClusterObjects))
 _CLAIMS = "persistent_volume_claims"

@@ -20,6 +20,7 @@ from podium.protocol.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -48,7 +49,7 @@ _TOKENS = itertools.count(1)
 
 @dataclass(slots=True)
 class ClusterObjects:
-    """The non-node, non-pod objects predicates and priorities read.
+    """The non-node, non-pod objects predicates, priorities and pod groups read.
 
     Namespaced kinds are keyed ``namespace/name``; cluster-scoped kinds by name.
     """
@@ -62,6 +63,8 @@ class ClusterObjects:
     storage_classes: dict[str, StorageClass] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     pod_disruption_budgets: dict[str, PodDisruptionBudget] = field(default_factory=dict)
+    # Who belongs to a group and how many must fit at once: protocol/gangs.py.
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)
 
 
 def set_selector_selects(

@@ -23,6 +23,7 @@ from podium.protocol.objects import (
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
@@ -124,6 +125,7 @@ def build_cluster(
         StatefulSet: objs.stateful_sets,  # type: ignore[dict-item]
         PersistentVolumeClaim: objs.persistent_volume_claims,  # type: ignore[dict-item]
         PodDisruptionBudget: objs.pod_disruption_budgets,  # type: ignore[dict-item]
+        PodGroup: objs.pod_groups,  # type: ignore[dict-item]
     }
     for position, obj in enumerate(objects):
         match obj:

@@ -359,3 +359,71 @@ def test_every_shared_real_file_applies_unedited_one_by_one(daemon: Daemon) -> N
         assert proc.returncode == 0, (path, proc.stderr)
         said = proc.stderr.splitlines()
         assert all(line.startswith(("warning: ", "skipped ")) for line in said), said
+
+
+# --------------------------------------------------------------------------- pod groups (issue 24)
+
+POD_GROUPS = REAL / "pod-groups"
+"""A PodGroup file of each form (tests/fixtures/real-shaped/pod-groups/README.md); every group
+fits its file's nodes whole."""
+GROUP_FILES = [
+    ("kubernetes-v1alpha2.json", (), {"Job": 1}),
+    ("coscheduling.yaml", (), {}),
+    ("volcano-vcjob.yaml", ("--scheduler-name", "volcano"), {"Job": 1}),
+]
+
+
+@pytest.mark.parametrize(("file", "extra", "skipped"), GROUP_FILES, ids=lambda v: str(v))
+def test_simulate_reads_pod_groups_and_places_their_members(
+    file: str, extra: tuple[str, ...], skipped: dict[str, int]
+) -> None:
+    proc = podium("simulate", "-f", str(POD_GROUPS / file), *extra, "--seed", "1", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["skipped"] == skipped
+    assert doc["pods"] and all(p["node"] for p in doc["pods"]), doc["pods"]
+
+
+def test_apply_get_and_delete_pod_groups_of_every_form(daemon: Daemon) -> None:
+    files = [a for f, _, _ in GROUP_FILES for a in ("-f", str(POD_GROUPS / f))]
+    first = daemon.cli("apply", *files)
+    assert first.returncode == 0, first.stderr
+    created = [line for line in first.stdout.splitlines() if line.startswith("podgroup/")]
+    assert created == [
+        "podgroup/ml/eval created",
+        "podgroup/ml/train created",
+        "podgroup/default/nginx created",
+        "podgroup/batch/spark-pi created",
+        "podgroup/ml/tf-mnist-5f0c9a7e-3b1d-4c58-9a2e-7d41c0b6e2f3 created",
+    ]
+    listed = daemon.cli("get", "pg", "-A")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split()[:5] for line in listed.stdout.splitlines()]
+    assert rows == [
+        ["NAMESPACE", "NAME", "POLICY", "MIN-COUNT", "MEMBERS"],
+        ["batch", "spark-pi", "gang", "2", "2"],
+        ["default", "nginx", "gang", "3", "3"],
+        ["ml", "eval", "basic", "<none>", "2"],
+        ["ml", "tf-mnist-5f0c9a7e-3b1d-4c58-9a2e-7d41c0b6e2f3", "gang", "3", "3"],
+        ["ml", "train", "gang", "4", "4"],
+    ]
+    # Applied again, once the scheduler bound what it could: nothing changes.
+    again = daemon.cli("apply", *files, "-o", "json")
+    assert again.returncode == 0, again.stderr
+    assert {o["action"] for o in json.loads(again.stdout)["objects"]} == {"unchanged"}
+    one = daemon.cli("get", "podgroup/ml/train", "-o", "json")
+    assert one.returncode == 0, one.stderr
+    doc = json.loads(one.stdout)
+    assert (doc["apiVersion"], doc["kind"], doc["spec"]) == (
+        "scheduling.k8s.io/v1alpha2",
+        "PodGroup",
+        {"schedulingPolicy": {"gang": {"minCount": 4}}},
+    )
+    gone = daemon.cli("delete", "podgroup/ml/train")
+    assert (gone.returncode, gone.stdout) == (0, "podgroup/ml/train deleted\n"), gone.stderr
+    after = [line.split()[:2] for line in daemon.cli("get", "pg", "-n", "ml").stdout.splitlines()]
+    assert after == [
+        ["NAME", "POLICY"],
+        ["eval", "basic"],
+        ["tf-mnist-5f0c9a7e-3b1d-4c58-9a2e-7d41c0b6e2f3", "gang"],
+    ]

@@ -298,10 +298,11 @@ def as_stored(sent: o.KubeObject, stored: o.KubeObject) -> o.KubeObject:
         status = obj.status if obj.status.phase else stored.status
         obj = msgspec.structs.replace(obj, spec=spec, status=status)
     elif (
-        isinstance(obj, o.PodDisruptionBudget)
-        and isinstance(stored, o.PodDisruptionBudget)
+        isinstance(obj, o.PodDisruptionBudget | o.PodGroup)
+        and type(stored) is type(obj)
         and obj.status is None
     ):
+        # The status subresource's rule: a put without a status keeps the stored one.
         obj = msgspec.structs.replace(obj, status=stored.status)
     result: o.KubeObject = obj
     return result

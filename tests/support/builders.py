@@ -176,6 +176,21 @@ class PodBuilder:
         self.d["metadata"]["deletionTimestamp"] = timestamp
         return self
 
+    def group(self, name: str, form: str = "kubernetes") -> PodBuilder:
+        """Join pod group ``name`` in one of protocol/gangs.py's forms: ``kubernetes``
+        (``spec.schedulingGroup.podGroupName``), ``coscheduling`` (scheduler-plugins' label)
+        or ``volcano`` (Volcano's annotation)."""
+        match form:
+            case "kubernetes":
+                self._spec()["schedulingGroup"] = {"podGroupName": name}
+            case "coscheduling":
+                self.label("scheduling.x-k8s.io/pod-group", name)
+            case "volcano":
+                self.annotation("scheduling.k8s.io/group-name", name)
+            case _:
+                raise ValueError(f"unknown pod group form {form!r}")
+        return self
+
     def dict(self) -> dict[str, Any]:
         return copy.deepcopy(self.d)
 
@@ -289,12 +304,71 @@ class PdbBuilder:
         return decode(o.PodDisruptionBudget, self.d)
 
 
+class PodGroupBuilder:
+    """A PodGroup in one of its three forms:
+    ``make_pod_group("train").ns("ml").gang(4)`` (Kubernetes, scheduling.k8s.io),
+    ``.basic()``, or ``.min_member(4, "scheduling.x-k8s.io/v1alpha1")`` (scheduler-plugins;
+    ``"scheduling.volcano.sh/v1beta1"`` for Volcano's)."""
+
+    def __init__(self, name: str) -> None:
+        self.d: dict[str, Any] = {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulingPolicy": {"basic": {}}},
+        }
+
+    def ns(self, namespace: str) -> PodGroupBuilder:
+        self.d["metadata"]["namespace"] = namespace
+        return self
+
+    def gang(self, min_count: int) -> PodGroupBuilder:
+        self.d["apiVersion"] = "scheduling.k8s.io/v1alpha2"
+        self.d["spec"] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+        return self
+
+    def basic(self) -> PodGroupBuilder:
+        self.d["apiVersion"] = "scheduling.k8s.io/v1alpha2"
+        self.d["spec"] = {"schedulingPolicy": {"basic": {}}}
+        return self
+
+    def min_member(
+        self, count: int, api_version: str = "scheduling.x-k8s.io/v1alpha1"
+    ) -> PodGroupBuilder:
+        self.d["apiVersion"] = api_version
+        self.d["spec"] = {"minMember": count}
+        return self
+
+    def api_version(self, api_version: str) -> PodGroupBuilder:
+        self.d["apiVersion"] = api_version
+        return self
+
+    def spec(self, **fields: Any) -> PodGroupBuilder:
+        self.d["spec"].update(fields)
+        return self
+
+    def status(self, **fields: Any) -> PodGroupBuilder:
+        """A status as the group's own controller would write it (Podium writes none)."""
+        self.d["status"] = fields
+        return self
+
+    def dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self.d)
+
+    def obj(self) -> o.PodGroup:
+        return decode(o.PodGroup, self.d)
+
+
 def make_pod(name: str = "pod") -> PodBuilder:
     return PodBuilder(name)
 
 
 def make_pdb(name: str = "pdb") -> PdbBuilder:
     return PdbBuilder(name)
+
+
+def make_pod_group(name: str = "group") -> PodGroupBuilder:
+    return PodGroupBuilder(name)
 
 
 def make_node(name: str = "node") -> NodeBuilder:

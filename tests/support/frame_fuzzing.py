@@ -28,6 +28,7 @@ __all__ = [
     "PDB",
     "PLAIN_VALUES",
     "POD",
+    "POD_GROUP",
     "SCALARS",
     "SEEDS",
     "SHALLOW_DEPTH",
@@ -117,6 +118,12 @@ PDB: dict[str, Any] = {
     "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
 }
 CLASS: dict[str, Any] = {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100}
+POD_GROUP: dict[str, Any] = {
+    "kind": "PodGroup",
+    "apiVersion": "scheduling.k8s.io/v1alpha2",
+    "metadata": {"name": "train", "namespace": "shop"},
+    "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+}
 CLAIM: dict[str, Any] = {
     "kind": "PersistentVolumeClaim",
     "metadata": {"name": "data", "namespace": "shop"},
@@ -129,7 +136,7 @@ STORAGE: dict[str, Any] = {
 }
 
 SEEDS: list[dict[str, Any]] = [
-    {"msg": "put", "id": 1, "objects": [POD, NODE, PDB, CLASS, CLAIM, STORAGE]},
+    {"msg": "put", "id": 1, "objects": [POD, NODE, PDB, CLASS, CLAIM, STORAGE, POD_GROUP]},
     {"msg": "delete", "id": 2, "refs": [{"kind": "Pod", "name": "web-1", "namespace": "shop"}]},
     {"msg": "get", "id": 3, "kind": "Pod", "namespace": "shop", "label_selector": "app=web"},
     {"msg": "watch", "id": 4, "from_revision": 0, "kinds": ["Pod"]},

@@ -22,6 +22,7 @@ __all__ = [
     "CLAIMS",
     "CLASSES",
     "GOOD_QUANTITIES",
+    "GROUPS",
     "INT32",
     "INTEGER_TEXT",
     "INTS",
@@ -52,6 +53,7 @@ __all__ = [
     "nodes",
     "objects",
     "pod_affinity",
+    "pod_groups",
     "pods",
     "priority_classes",
     "quantities",
@@ -77,6 +79,8 @@ CLAIMS = ("data", "logs", "missing")
 CLASSES = ("high", "low", "missing", "system-node-critical")
 NAMES = ("a", "b", "web-1", "data", "high", "x" * 300, "ü", "a.b")
 NAMESPACES = ("", "default", "shop")
+GROUPS = ("train", "eval", "shop/train", "Train", "")
+"""Pod group names a pod may give (another namespace's and a bad one included)."""
 LABEL_KEYS = (
     "app",
     "disk",
@@ -307,7 +311,30 @@ def kind(name: str, body: dict[str, Any], **meta: Any) -> st.SearchStrategy[dict
     )
 
 
-pods = kind(
+# A pod joins a group in any of protocol/gangs.py's forms, now and then in two of them.
+_membership = st.fixed_dictionaries(
+    {},
+    optional={
+        "schedulingGroup": st.fixed_dictionaries({"podGroupName": st.sampled_from(GROUPS)}),
+        "labels": st.fixed_dictionaries({"scheduling.x-k8s.io/pod-group": st.sampled_from(GROUPS)}),
+        "annotations": st.fixed_dictionaries(
+            {"scheduling.k8s.io/group-name": st.sampled_from(GROUPS)}
+        ),
+    },
+)
+
+
+def _join(pod: dict[str, Any], membership: dict[str, Any]) -> dict[str, Any]:
+    pod = {**pod, "metadata": dict(pod["metadata"])}
+    if "schedulingGroup" in membership:
+        pod["spec"] = {**pod.get("spec", {}), "schedulingGroup": membership["schedulingGroup"]}
+    for field in ("labels", "annotations"):
+        if field in membership:
+            pod["metadata"][field] = {**pod["metadata"].get(field, {}), **membership[field]}
+    return pod
+
+
+_pods = kind(
     "Pod",
     {
         "spec": st.tuples(
@@ -350,6 +377,7 @@ pods = kind(
         ),
     },
 )
+pods = st.tuples(_pods, st.sampled_from([{}] * 3) | _membership).map(lambda p: _join(*p))
 nodes = kind(
     "Node",
     {
@@ -476,6 +504,51 @@ budgets = kind(
         ),
     },
 )
+# Mostly a size each form accepts, now and then one it refuses (0, negative, past int32).
+_sizes = st.sampled_from([1, 2, 3, 8]) | INTS
+_policies = st.sampled_from([{"basic": {}}, {}, {"basic": {}, "gang": {"minCount": 2}}]) | (
+    _sizes.map(lambda n: {"gang": {"minCount": n}})
+)
+pod_groups = st.sampled_from(
+    [
+        "scheduling.k8s.io/v1alpha2",
+        "scheduling.k8s.io/v1alpha2",
+        "scheduling.k8s.io/v1beta1",
+        "scheduling.x-k8s.io/v1alpha1",
+        "scheduling.x-k8s.io/v1alpha1",
+        "scheduling.volcano.sh/v1beta1",
+        "scheduling.volcano.sh/v1beta1",
+        "example.com/v1",
+    ]
+).flatmap(
+    lambda api_version: st.fixed_dictionaries(
+        {
+            "kind": st.just("PodGroup"),
+            "apiVersion": st.just(api_version),
+            "metadata": metadata(GROUPS[:2]),
+            "spec": st.fixed_dictionaries(
+                {"schedulingPolicy": _policies}
+                if api_version.startswith("scheduling.k8s.io/")
+                else {"minMember": _sizes},
+                optional={
+                    "scheduleTimeoutSeconds": _sizes,
+                    "minResources": resource_lists,
+                    "queue": st.sampled_from(["default", ""]),
+                    "priorityClassName": st.sampled_from(CLASSES),
+                },
+            ),
+        },
+        optional={
+            "status": st.fixed_dictionaries(
+                {},
+                optional={
+                    "phase": st.sampled_from(["Pending", "Running", ""]),
+                    "running": INTS,
+                },
+            )
+        },
+    )
+)
 # one_of() would fold the repeats into one branch: sampled_from keeps the weights.
 objects = st.sampled_from(
     [
@@ -495,6 +568,7 @@ objects = st.sampled_from(
         replica_sets,
         priority_classes,
         budgets,
+        pod_groups,
     ]
 ).flatmap(lambda strategy: strategy)
 

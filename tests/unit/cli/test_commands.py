@@ -20,14 +20,14 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
-from builders import decode, make_node, make_pod
+from builders import decode, make_node, make_pod, make_pod_group
 from fakeserver import FakeServer, Handler, Outgoing, fake_server_thread
 
 from podium.cli import objects
 from podium.cli import stats as stats_command
 from podium.cli.common.output import human_duration
 from podium.cli.main import EXIT_INTERRUPTED, build_parser, main
-from podium.cli.objects import resolve_kind
+from podium.cli.objects import resolve_kind, resolve_ref
 from podium.protocol import objects as o
 from podium.protocol import schema
 from podium.protocol.client import DEFAULT_CHUNK_SIZE, Backoff
@@ -1468,6 +1468,10 @@ def test_help_teaches_with_examples(
         ("sts", "StatefulSet"),
         ("pc", "PriorityClass"),
         ("pdb", "PodDisruptionBudget"),
+        ("pg", "PodGroup"),
+        ("podgroups", "PodGroup"),
+        ("podgroup", "PodGroup"),
+        ("PodGroup", "PodGroup"),
         ("priorityclasses", "PriorityClass"),
         ("persistentvolumeclaim", "PersistentVolumeClaim"),
     ],
@@ -1507,3 +1511,224 @@ DURATION_CASES = [
 @pytest.mark.parametrize(("seconds", "want"), DURATION_CASES)
 def test_human_duration(seconds: int, want: str) -> None:
     assert human_duration(seconds) == want
+
+
+# --------------------------------------------------------------------------- pod groups
+
+
+def pod_groups() -> list[o.KubeObject]:
+    """Groups of the three forms in two namespaces, and pods naming them in any form."""
+    return [
+        stamped(make_pod_group("train").ns("ml").gang(3), THREE_MINUTES_AGO),
+        stamped(make_pod_group("serve").ns("ml").basic(), FOUR_DAYS_AGO),
+        stamped(
+            make_pod_group("tf").ns("ml").min_member(2, "scheduling.volcano.sh/v1beta1"),
+            THREE_MINUTES_AGO,
+        ),
+        stamped(make_pod_group("nginx").ns("web").min_member(4), THREE_MINUTES_AGO),
+        make_pod("w0").ns("ml").group("train").obj(),
+        make_pod("w1").ns("ml").group("train", "coscheduling").obj(),
+        make_pod("w2").ns("ml").group("train", "volcano").node("n1").obj(),
+        make_pod("t0").ns("ml").group("tf", "volcano").obj(),
+        make_pod("lone").ns("ml").obj(),
+        make_pod("n0").ns("web").group("nginx", "coscheduling").obj(),
+    ]
+
+
+@dataclass(frozen=True)
+class GroupGet:
+    name: str
+    argv: tuple[str, ...]
+    want: str
+    pods_from: tuple[str | None, ...]  # the namespace of each list of the pods (None: all)
+
+
+GROUP_GETS = [
+    GroupGet(
+        "a namespace's groups, each with its members in any form",
+        ("get", "pg", "-n", "ml"),
+        "NAME    POLICY   MIN-COUNT   MEMBERS   AGE\n"
+        "serve   basic    <none>      0         4d\n"
+        "tf      gang     2           1         3m\n"
+        "train   gang     3           3         3m\n",
+        ("ml",),
+    ),
+    GroupGet(
+        "every namespace",
+        ("get", "podgroups", "-A"),
+        "NAMESPACE   NAME    POLICY   MIN-COUNT   MEMBERS   AGE\n"
+        "ml          serve   basic    <none>      0         4d\n"
+        "ml          tf      gang     2           1         3m\n"
+        "ml          train   gang     3           3         3m\n"
+        "web         nginx   gang     4           1         3m\n",
+        (None,),
+    ),
+    GroupGet(
+        "one, as apply names it",
+        ("get", "podgroup/ml/train"),
+        "NAME    POLICY   MIN-COUNT   MEMBERS   AGE\ntrain   gang     3           3         3m\n",
+        ("ml",),
+    ),
+    GroupGet(
+        "wide names the form",
+        ("get", "pg", "nginx", "-n", "web", "-o", "wide"),
+        "NAME    POLICY   MIN-COUNT   MEMBERS   AGE   API-VERSION\n"
+        "nginx   gang     4           1         3m    scheduling.x-k8s.io/v1alpha1\n",
+        ("web",),
+    ),
+    GroupGet("json lists no pods", ("get", "pg", "-n", "ml", "-o", "json"), "", ()),
+]
+
+
+class SortedDaemon(Daemon):
+    """Lists sorted by (namespace, name), as the store answers."""
+
+    def __call__(self, request: ClientMessage) -> Sequence[Outgoing]:
+        replies = super().__call__(request)
+        return [
+            msgspec.structs.replace(
+                r, items=sorted(r.items, key=lambda x: (x.metadata.namespace, x.metadata.name))
+            )
+            if isinstance(r, GetReply)
+            else r
+            for r in replies
+        ]
+
+
+@pytest.mark.parametrize("case", GROUP_GETS, ids=attrgetter("name"))
+def test_get_pod_groups(serve: Any, capsys: pytest.CaptureFixture[str], case: GroupGet) -> None:
+    server = serve(SortedDaemon(pod_groups()))
+    assert podium(*case.argv, "--server", server.address) == 0
+    out = capsys.readouterr().out
+    if case.want:
+        assert out == case.want
+    else:
+        assert [x["metadata"]["name"] for x in json.loads(out)["items"]] == [
+            "serve",
+            "tf",
+            "train",
+        ]
+    gets = [r for r in server.requests if isinstance(r, Get)]
+    assert gets[0].kind == "PodGroup"
+    assert [(r.kind, r.namespace) for r in gets[1:]] == [("Pod", ns) for ns in case.pods_from]
+
+
+def test_get_pod_groups_of_an_empty_namespace_lists_no_pods(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(SortedDaemon(pod_groups()))
+    assert podium("get", "pg", "-n", "empty", "--server", server.address) == 0
+    assert capsys.readouterr().err == "No resources found in empty namespace.\n"
+    assert [r.kind for r in server.requests if isinstance(r, Get)] == ["PodGroup"]
+
+
+def test_apply_and_delete_pod_groups(
+    serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(Daemon([]))
+    path = write(
+        tmp_path / "gang.yaml",
+        [
+            make_pod_group("train").ns("ml").gang(2).dict(),
+            make_pod("w0").ns("ml").group("train").dict(),
+        ],
+    )
+    assert podium("apply", "-f", path, "--server", server.address) == 0
+    assert capsys.readouterr().out == "podgroup/ml/train created\npod/ml/w0 configured\n"
+    for argv in (
+        ("podgroup/ml/train",),
+        ("pg", "train", "-n", "ml"),
+        ("podgroups/train", "-n", "ml"),
+        ("PodGroup/ml/train", "-n", "ml"),
+    ):
+        assert podium("delete", *argv, "--server", server.address) == 0
+    assert podium("delete", "pod/web-1", "--server", server.address) == 0
+    assert podium("delete", "node/n1", "--server", server.address) == 0
+    assert capsys.readouterr().out == (
+        "podgroup/ml/train deleted\n" * 4 + "pod/default/web-1 deleted\nnode/n1 deleted\n"
+    )
+    refs = [r.refs for r in server.requests if isinstance(r, Delete)]
+    assert refs == [[ObjectRef(kind="PodGroup", name="train", namespace="ml")]] * 4 + [
+        [ObjectRef(kind="Pod", name="web-1", namespace="default")],
+        [ObjectRef(kind="Node", name="n1", namespace="")],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ("podgroup/ml/train/x",),
+            "'podgroup/ml/train/x' is not KIND, KIND/NAME or KIND/NAMESPACE/NAME",
+        ),
+        (("podgroup//train",), "'podgroup//train' is not KIND, KIND/NAME or KIND/NAMESPACE/NAME"),
+        (("podgroup/ml/train", "other"), "'podgroup/ml/train' names the object already"),
+        (
+            ("podgroup/ml/train", "-n", "web"),
+            "'podgroup/ml/train' is in namespace ml, not web (-n)",
+        ),
+        (("node/x/n1",), "Node is cluster-scoped: give node/NAME, without a namespace"),
+        (("deployment/web",), 'the server doesn\'t have a resource type "deployment"'),
+        (("pg",), "give KIND NAME"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else " ".join(v),
+)
+def test_a_bad_reference_is_a_usage_error(
+    argv: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert podium("delete", *argv) == 2
+    assert message in capsys.readouterr().err
+    if argv != ("pg",):
+        assert podium("get", *argv) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_resolve_ref() -> None:
+    assert resolve_ref("pg", "train", "ml") == ("PodGroup", "train", "ml")
+    assert resolve_ref("pg/train", None, None) == ("PodGroup", "train", None)
+    assert resolve_ref("pg/ml/train", None, None) == ("PodGroup", "train", "ml")
+    assert resolve_ref("po", None, None) == ("Pod", None, None)
+
+
+def test_get_pod_groups_watch_leaves_members_out(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    group = make_pod_group("train").ns("ml")
+
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        if isinstance(request, Get):
+            assert (request.kind, request.namespace) == ("PodGroup", "ml")
+            return [GetReply(id=request.id, revision=40, items=[group.gang(2).obj()])]
+        assert isinstance(request, Watch)
+        assert request.kinds == ["PodGroup"]
+        i = request.id
+        return [
+            WatchReply(id=i, revision=40),
+            _ev(
+                i,
+                41,
+                "Deleted",
+                kind="PodGroup",
+                namespace="ml",
+                name="train",
+                object=group.gang(2).obj(),
+            ),
+            msgspec.structs.replace(DAMAGED, id=i),
+        ]
+
+    server = serve(handler)
+    assert podium("get", "pg", "-n", "ml", "-w", "--server", server.address) == 1
+    assert capsys.readouterr().out == (
+        "NAME    POLICY   MIN-COUNT   AGE\n"
+        "train   gang     2           <unknown>\n"
+        "train   gang     2           <unknown>\n"
+    )
+
+
+def test_watch_takes_kinds_as_words_too(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve(watch_daemon(DAMAGED))
+    assert podium("watch", "pg", "podgroups", "--kind", "po", "--server", server.address) == 1
+    watches = [r for r in server.requests if isinstance(r, Watch)]
+    assert watches[0].kinds == ["PodGroup", "Pod"]  # each once
+    assert podium("watch", "deployments") == 2
+    assert 'doesn\'t have a resource type "deployments"' in capsys.readouterr().err

@@ -55,6 +55,8 @@ def test_holds_resources_and_is_terminal(case: PodCase) -> None:
         ("Pod", None, "default"),
         ("Pod", "team-a", "team-a"),
         ("PodDisruptionBudget", "", "default"),
+        ("PodGroup", "", "default"),
+        ("PodGroup", "ml", "ml"),
         ("Node", "", ""),
         ("Node", "team-a", ""),
         ("PriorityClass", "default", ""),

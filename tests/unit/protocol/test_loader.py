@@ -130,6 +130,10 @@ def test_json_and_yaml_of_one_cluster_load_equal() -> None:
 # --------------------------------------------------------------------------- shapes
 
 
+_REQUIRED = {"PodGroup": "\nspec: {schedulingPolicy: {basic: {}}}"}
+"""What a kind cannot be without (a Kubernetes PodGroup names its policy)."""
+
+
 @dataclass(frozen=True)
 class Shape:
     name: str
@@ -182,7 +186,10 @@ SHAPES = [
     ),
     Shape(
         "every kind",
-        "\n---\n".join(f"kind: {kind}\nmetadata: {{name: x}}" for kind in sorted(o.KINDS)),
+        "\n---\n".join(
+            f"kind: {kind}\nmetadata: {{name: x}}" + _REQUIRED.get(kind, "")
+            for kind in sorted(o.KINDS)
+        ),
         [(kind, "default" if kind in o.NAMESPACED_KINDS else "", "x") for kind in sorted(o.KINDS)],
     ),
 ]
@@ -329,8 +336,8 @@ BADS = [
                 "web",
                 "$.kind",
                 "unknown kind 'Deployment'; Podium knows Node, PersistentVolume, PersistentVolumeClaim, "
-                "Pod, PodDisruptionBudget, PriorityClass, ReplicaSet, ReplicationController, Service, "
-                "StatefulSet, StorageClass",
+                "Pod, PodDisruptionBudget, PodGroup, PriorityClass, ReplicaSet, ReplicationController, "
+                "Service, StatefulSet, StorageClass",
             )
         ],
     ),
@@ -423,8 +430,8 @@ def test_every_error_of_a_file_is_reported_with_its_index() -> None:
         "  cluster.yaml: object 1 (Pod a/bad-1) at $.spec.priority: Expected `int | null`, got `str`",
         "  cluster.yaml: object 3 (Node bad-2) at $.status.allocatable['pods']: quantity '-110' is negative",
         "  cluster.yaml: object 4 (Secret creds) at $.kind: unknown kind 'Secret'; Podium knows Node, "
-        "PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, ReplicaSet, "
-        "ReplicationController, Service, StatefulSet, StorageClass",
+        "PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PodGroup, PriorityClass, "
+        "ReplicaSet, ReplicationController, Service, StatefulSet, StorageClass",
     ]
 
 
@@ -726,7 +733,64 @@ KINDLESS = [
         "PodDisruptionBudget",
         "spec.minAvailable",
     ),
+    Kindless(
+        "a Kubernetes PodGroup by its spec.schedulingPolicy",
+        {**_META, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}},
+        "PodGroup",
+        "spec.schedulingPolicy",
+    ),
+    Kindless(
+        "a Volcano PodGroup by its spec.minMember and spec.queue",
+        {**_META, "spec": {"minMember": 2, "queue": "default"}},
+        "PodGroup",
+        "spec.minMember and spec.queue",
+    ),
+    Kindless(
+        "a scheduler-plugins PodGroup by its spec.minMember",
+        {**_META, "spec": {"minMember": 2, "scheduleTimeoutSeconds": 10}},
+        "PodGroup",
+        "spec.minMember",
+    ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "api_version", "want"),
+    [
+        ({"schedulingPolicy": {"basic": {}}}, None, "scheduling.k8s.io/v1alpha2"),
+        ({"minMember": 2, "queue": "q"}, None, "scheduling.volcano.sh/v1beta1"),
+        ({"minMember": 2}, None, "scheduling.x-k8s.io/v1alpha1"),
+        ({"minMember": 2}, "", "scheduling.x-k8s.io/v1alpha1"),
+        # The object's own apiVersion is kept (and named in the warning).
+        ({"minMember": 2}, "scheduling.volcano.sh/v1beta1", "scheduling.volcano.sh/v1beta1"),
+        (
+            {"minMember": 2, "queue": "q"},
+            "scheduling.sigs.k8s.io/v1alpha1",
+            "scheduling.sigs.k8s.io/v1alpha1",
+        ),
+    ],
+)
+def test_a_pod_group_without_kind_is_read_in_the_form_its_fields_say(
+    spec: dict[str, object], api_version: str | None, want: str, tmp_path: Path
+) -> None:
+    raw: dict[str, object] = {"metadata": {"name": "g", "namespace": "ml"}, "spec": spec}
+    if api_version is not None:
+        raw["apiVersion"] = api_version
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(raw))
+    loaded = load_all([path])
+    [group] = loaded.objects
+    assert isinstance(group, o.PodGroup) and group.api_version == want
+    [warning] = loaded.warnings
+    assert warning.endswith(f"(add `kind: PodGroup` and `apiVersion: {want}` to say so)")
+
+
+def test_a_kindless_object_with_a_wrong_api_version_type_is_refused_not_fixed() -> None:
+    raw = {"apiVersion": 7, "metadata": {"name": "g"}, "spec": {"minMember": 2}}
+    with pytest.raises(LoadErrors) as caught:
+        load_text(json.dumps(raw), source="g.json")
+    [error] = caught.value.errors
+    assert (error.kind, error.path) == ("PodGroup", "$.apiVersion")
 
 
 @pytest.mark.parametrize("case", KINDLESS, ids=attrgetter("name"))

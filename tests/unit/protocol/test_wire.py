@@ -167,6 +167,25 @@ INVALID = [
         "quantity '-1' is negative at $.pod.spec.overhead['cpu']",
     ),
     Invalid(
+        "a pod group's rule names its field",
+        {
+            "msg": "put",
+            "id": 8,
+            "objects": [
+                {
+                    "kind": "PodGroup",
+                    "apiVersion": "scheduling.volcano.sh/v1beta1",
+                    "metadata": {"name": "g", "namespace": "ml"},
+                    "spec": {"minMember": 0},
+                }
+            ],
+        },
+        8,
+        "$.objects[0].spec.minMember",
+        "spec.minMember: Invalid value: 0: must be greater than zero at "
+        "$.objects[0].spec.minMember",
+    ),
+    Invalid(
         "unknown msg names the tag and the requests",
         {"msg": "nope", "id": 3},
         3,
@@ -228,7 +247,8 @@ INVALID = [
         "$.objects[0].kind",
         "unknown kind 'Deployment' at $.objects[0].kind; expected one of Node, Pod, "
         "PersistentVolume, PersistentVolumeClaim, StorageClass, Service, "
-        "ReplicationController, ReplicaSet, StatefulSet, PriorityClass, PodDisruptionBudget",
+        "ReplicationController, ReplicaSet, StatefulSet, PriorityClass, PodDisruptionBudget, "
+        "PodGroup",
     ),
     Invalid(
         "simulate takes only a pod",
@@ -363,7 +383,7 @@ REJECTED = [
         {"msg": "put", "id": 4, "objects": [{"kind": "Widget", "metadata": {"name": "w"}}]},
         "widget w: unknown kind 'Widget'; expected one of Node, Pod, PersistentVolume, "
         "PersistentVolumeClaim, StorageClass, Service, ReplicationController, ReplicaSet, "
-        "StatefulSet, PriorityClass, PodDisruptionBudget; nothing was written",
+        "StatefulSet, PriorityClass, PodDisruptionBudget, PodGroup; nothing was written",
         "$.objects[0].kind",
         [
             w.ObjectError(
@@ -374,7 +394,7 @@ REJECTED = [
                 path="$.kind",
                 message="unknown kind 'Widget'; expected one of Node, Pod, PersistentVolume, "
                 "PersistentVolumeClaim, StorageClass, Service, ReplicationController, ReplicaSet, "
-                "StatefulSet, PriorityClass, PodDisruptionBudget",
+                "StatefulSet, PriorityClass, PodDisruptionBudget, PodGroup",
             )
         ],
     ),

@@ -924,3 +924,51 @@ def test_recover_rebuilds_everything_and_reports_vanished_nodes() -> None:
     assert d.order == ["n1", "n2"] and d.removed == ["old"]
     assert sorted(ni.name for ni in d.nodes) == ["n1", "n2"]
     assert d.objects is not None and d.objects.services == {"default/s": svc}
+
+
+def _one_of(kind: str) -> o.KubeObject:
+    """An object of ``kind`` with only what the kind cannot be without."""
+    required: dict[str, Any] = {
+        "PodGroup": {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    }
+    meta = {"name": "x", "namespace": "ml"} if kind in o.NAMESPACED_KINDS else {"name": "x"}
+    result: o.KubeObject = decode(o.KINDS[kind], {"metadata": meta, **required.get(kind, {})})
+    return result
+
+
+@pytest.mark.parametrize("kind", sorted(set(o.KINDS) - {"Node", "Pod"}))
+def test_every_kind_the_store_keeps_has_a_table_in_the_objects(kind: str) -> None:
+    # Recovered carries every stored object: none may make the cache fall over, and each is
+    # there for the plugins (and pod groups for the queue and the scheduler) to read.
+    obj = _one_of(kind)
+    key = "ml/x" if kind in o.NAMESPACED_KINDS else "x"
+    cache = SchedulerCache()
+    cache.recover([node("n1"), obj])
+    tables = {
+        name: table
+        for name in type(cache.objects).__dataclass_fields__
+        if key in (table := getattr(cache.objects, name))
+    }
+    assert list(tables.values()) == [{key: obj}], tables
+    cache.apply_change(change("Deleted", obj), 0.0)
+    assert all(key not in getattr(cache.objects, name) for name in tables)
+    cache.apply_change(change("Added", obj), 0.0)
+    assert [getattr(cache.objects, name) for name in tables] == [{key: obj}]
+
+
+def test_pod_groups_follow_the_store() -> None:
+    cache = SchedulerCache()
+    group = _one_of("PodGroup")
+    cache.apply_change(change("Added", group), 0.0)
+    assert cache.objects.pod_groups == {"ml/x": group}
+    bigger = decode(
+        o.PodGroup,
+        {
+            "metadata": {"name": "x", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}},
+        },
+    )
+    cache.apply_change(change("Modified", bigger), 0.0)
+    assert cache.objects.pod_groups == {"ml/x": bigger}
+    cache.apply_change(change("Deleted", bigger), 0.0)
+    assert cache.objects.pod_groups == {}

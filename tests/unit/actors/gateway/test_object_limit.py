@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from builders import make_node, make_pod
+from builders import make_node, make_pod, make_pod_group
 
 from podium.actors.gateway.object_limit import MAX_EXPANSION, too_large
 from podium.protocol.framing import Codec
@@ -88,3 +88,20 @@ def test_a_frame_under_the_limit_may_hold_an_object_over_it() -> None:
     refusal = too_large(msg, frame_bytes=len(payload), limit=40_000)
     assert refusal is not None
     assert refusal.path == "$.objects[0]"
+
+
+def test_a_pod_group_over_the_limit_is_refused_as_any_kind() -> None:
+    group = (
+        make_pod_group("tf")
+        .ns("ml")
+        .min_member(2, "scheduling.volcano.sh/v1beta1")
+        .spec(minResources={f"example.com/r{i}": "1" for i in range(400)})
+        .obj()
+    )
+    size = len(encode_msgpack(group))
+    assert size > 4096
+    refusal = too_large(_put(make_pod("ok").obj(), group), frame_bytes=size, limit=4096)
+    assert refusal is not None and refusal.path == "$.objects[1]"
+    assert [(e.kind, e.namespace, e.name, e.path) for e in refusal.errors] == [
+        ("PodGroup", "ml", "tf", "$")
+    ]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from builders import decode, make_node, make_pod
+from builders import decode, make_node, make_pod, make_pod_group
 
 from podium.actors.simulation.cluster import PodOutcome, SimulationError, build_cluster
 from podium.actors.simulation.run import simulate
@@ -208,3 +208,28 @@ def test_preemption_policy_never_keeps_the_pod_pending() -> None:
     assert outcome.node is None and not outcome.preempted
     assert outcome.message is not None
     assert outcome.message.startswith("0/1 nodes are available: 1 Insufficient cpu. preemption: ")
+
+
+def test_pod_groups_are_cluster_objects_and_their_pods_are_scheduled() -> None:
+    # PodGroups are read and kept for the scheduler; their pods are placed as today.
+    group = make_pod_group("train").ns("ml").gang(2).obj()
+    volcano = make_pod_group("tf").ns("ml").min_member(2, "scheduling.volcano.sh/v1beta1").obj()
+    objs = [
+        _node("n1", "a"),
+        group,
+        volcano,
+        make_pod("w0").ns("ml").req(cpu="1").group("train").obj(),
+        make_pod("w1").ns("ml").req(cpu="1").group("tf", "volcano").obj(),
+    ]
+    cluster = build_cluster(objs)
+    assert cluster.objects.pod_groups == {"ml/train": group, "ml/tf": volcano}
+    assert [(x.pod.name, x.node) for x in run(objs)] == [("w0", "n1"), ("w1", "n1")]
+
+
+def test_a_pod_naming_a_group_in_another_namespace_is_refused_with_its_field() -> None:
+    objs = [_node("n1", "a"), make_pod("w0").ns("ml").group("other/train").obj()]
+    with pytest.raises(SimulationError) as caught:
+        run(objs)
+    [(at, reason, path)] = caught.value.objects
+    assert (at, path) == (1, "$.spec.schedulingGroup.podGroupName")
+    assert "a pod group is in the pod's own namespace (ml)" in reason
