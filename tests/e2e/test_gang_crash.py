@@ -170,6 +170,10 @@ class Forks:
         self._stdin = process.stdin
         self._lines = _Lines(process.stdout)
 
+    async def started(self) -> None:
+        """Once the server has imported everything and reads commands."""
+        assert await self._lines.line() == "forks"
+
     async def ask(self, command: str, answer: str) -> str:
         await self._stdin.send_all(f"{command}\n".encode())
         word, _, rest = (await self._lines.line()).partition(" ")
@@ -230,7 +234,7 @@ def test_kill_9_during_gang_binds_leaves_every_group_whole_or_unbound(
         try:
             forks = Forks(process)
             with trio.fail_after(30):
-                assert await forks._lines.line() == "forks"
+                await forks.started()
             for run in range(KILLS):
                 await _run_once(forks, url, run, rng, ledger, tmp_path / f"binder-{run}.out")
                 _check(ledger, await _recover(url))
