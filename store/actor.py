@@ -12,8 +12,13 @@ so no reply and no published change ever precedes the commit of what it reports.
 write affects only itself; reads are answered in batch order (reflecting the writes before
 them) and released with the other replies. A batch the durability refuses for what it is
 (:class:`~podium.protocol.errors.CommitRefused`: an object too large for etcd) is taken back
-from the core and served again a message at a time (a bind batch a binding at a time), so
-only the write that cannot be stored is rejected, with that code; the daemon goes on.
+from the core and served again a message at a time (a bind batch a binding at a time, but a
+pod group's bindings together: a group is never split), so only the write that cannot be
+stored is rejected, with that code; the daemon goes on.
+
+A bind batch's pod groups (:attr:`~podium.store.mail.Binding.group`) are all or nothing in
+the core (one transaction each, :meth:`~podium.store.core.StoreCore.bind`) and so in the
+durability: a batch is one commit, whole or not at all, on every backend.
 
 Where the committed state lives is a component, not a subclass: a :class:`Durability` loads
 the state at start, makes each batch durable and reads the part of the event log the core no
@@ -52,9 +57,10 @@ from podium.actors.runtime.mailbox import drain, reply, send
 from podium.protocol import metrics
 from podium.protocol.errors import CommitRefused, DatabaseDamaged, FollowerBehind, StoreError
 from podium.protocol.objects import KubeObject
-from podium.store.core import StoreCore, StoreRejected
+from podium.store.core import StoreCore, StoreRejected, bind_units
 from podium.store.mail import (
     BindFailure,
+    Binding,
     BindPods,
     BindResult,
     Change,
@@ -513,7 +519,8 @@ class StoreActor:
     async def _serve_refused(self, batch: list[StoreMsg], refused: CommitRefused) -> None:
         """Serve a batch whose commit the durability refused as a request (its size): each
         message again alone, so that only the write that cannot be stored is rejected; a
-        bind batch's bindings each alone (the others of it still commit)."""
+        bind batch's units each alone (a lone binding, or every binding of one pod group:
+        a group is never split), so the others of it still commit."""
         if len(batch) > 1:
             for msg in batch:
                 await self._serve([msg])
@@ -522,13 +529,20 @@ class StoreActor:
         log.warning("the store refused a write: %s", refused)
         failure = StoreRejected(refused.code, str(refused)).failure()
         match msg:
-            case BindPods() if len(msg.bindings) > 1:
-                await self._bind_one_by_one(msg)
             case BindPods():
-                failed = [
-                    BindFailure(binding=b, code=refused.code, message=str(refused))
-                    for b in msg.bindings
-                ]
+                units = bind_units(msg.bindings)
+                if len(units) > 1:
+                    await self._bind_unit_by_unit(msg, units)
+                    return
+                # One lone binding, or one pod group: refused whole.
+                (unit,) = units
+                cause = str(refused)
+                if unit[0].group:
+                    cause = (
+                        f"pod group {unit[0].group}: its {len(unit)} bindings were refused "
+                        f"together, none is bound: {refused}"
+                    )
+                failed = [BindFailure(binding=b, code=refused.code, message=cause) for b in unit]
                 self._reply_bound(msg.reply, self.core.revision, failed)
             case WriteObjects() | Evict():
                 reply(msg.reply, failure)
@@ -539,14 +553,16 @@ class StoreActor:
             case _:
                 assert_never(msg)
 
-    async def _bind_one_by_one(self, msg: BindPods) -> None:
-        """Commit each binding of ``msg`` alone and answer it once, as its batch would be."""
+    async def _bind_unit_by_unit(self, msg: BindPods, units: list[list[Binding]]) -> None:
+        """Commit each unit of ``msg`` (:func:`~podium.store.core.bind_units`: a lone binding,
+        or a pod group's bindings together) alone and answer ``msg`` once, as its batch would
+        be."""
         revision = self.core.revision
         failed: list[BindFailure] = []
         seconds = 0.0
-        for binding in msg.bindings:
+        for unit in units:
             tx, rx = trio.open_memory_channel[BindResult | StoreFailure](1)
-            await self._serve([BindPods(bindings=[binding], reply=tx)])
+            await self._serve([BindPods(bindings=unit, reply=tx)])
             result = rx.receive_nowait()
             assert isinstance(result, BindResult)  # a bind is never refused whole
             revision = max(revision, result.revision)

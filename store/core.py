@@ -52,8 +52,10 @@ Rules (docs/protocol.md, "Messages"; docs/reliability.md):
 - One write is atomic: every object is checked first and one :class:`ObjectError` is collected
   per bad object; any error and nothing is written. Deleting a missing object fails the request
   with ``not_found``. Deleting a node leaves its pods.
-- Each binding of a bind batch stands alone: a refused one changes nothing of its own (its
-  volumes included) and the others still commit.
+- Each lone binding of a bind batch stands alone: a refused one changes nothing of its own
+  (its volumes included) and the others still commit. The bindings of one pod group
+  (``Binding.group``) are one transaction: if any member is refused, none of the group is
+  bound (their volumes included), and every member fails, the others naming the one refused.
 - An eviction is one transaction: the preemptor must exist with its uid and be unbound, or
   nothing is written; victims gone, re-created or moved since are skipped; the preemptor's
   nomination is written only when it changes.
@@ -126,6 +128,8 @@ __all__ = [
     "KIND_ORDER",
     "StoreCore",
     "StoreRejected",
+    "bind_units",
+    "group_failures",
 ]
 
 ANNOTATION_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -168,7 +172,8 @@ class StoreRejected(PodiumError):
     A whole request (its reply is :meth:`failure`), or one object or binding of it: a write
     collects its objects' refusals into one of the request (``errors``, one per object, each
     with the object's ``path``); a refused binding becomes a
-    :class:`~podium.store.mail.BindFailure` and the others of its batch still commit.
+    :class:`~podium.store.mail.BindFailure` and the others of its batch still commit (but
+    for the other members of its pod group, which fail with it).
 
     Args:
         code: the ErrorReply code (invalid, not_found, conflict, gone).
@@ -235,8 +240,38 @@ def _claim_key(claim: str, default_namespace: str) -> Key:
     return (namespace, name) if sep else (default_namespace, claim)
 
 
+def bind_units(bindings: Sequence[Binding]) -> list[list[Binding]]:
+    """The bindings of a batch as they stand or fall: each lone binding alone, the bindings
+    of one pod group together (at the place of the group's first member, in their order)."""
+    units: list[list[Binding]] = []
+    groups: dict[str, list[Binding]] = {}
+    for binding in bindings:
+        if not binding.group:
+            units.append([binding])
+        elif (members := groups.get(binding.group)) is not None:
+            members.append(binding)
+        else:
+            groups[binding.group] = members = [binding]
+            units.append(members)
+    return units
+
+
+def group_failures(
+    unit: Sequence[Binding], cause: Binding, code: ErrorCode, message: str
+) -> list[BindFailure]:
+    """Every binding of ``unit`` refused because ``cause`` was (``message``, ``code``): the
+    cause with its own message, each other member of its pod group with one naming the group
+    and the cause."""
+    who = f"{namespace_or_default(cause.namespace)}/{cause.name}"
+    because = f"pod group {cause.group}: not bound, because {who} could not be: {message}"
+    return [
+        BindFailure(binding=b, code=code, message=message if b is cause else because) for b in unit
+    ]
+
+
 class _Transaction:
-    """The staged effect of one write or one binding over the committed objects.
+    """The staged effect of one write, one binding or one pod group's bindings over the
+    committed objects.
 
     Revisions are handed out in order from the committed revision; nothing touches the core
     until :meth:`StoreCore._commit`, so an abandoned transaction leaves no trace.
@@ -646,7 +681,8 @@ class StoreCore:
     # ----------------------------------------------------------------------- bindings
 
     def bind(self, bindings: Sequence[Binding]) -> tuple[int, list[Change], list[BindFailure]]:
-        """Bind each pod (with its volumes) to its node; each binding stands alone.
+        """Bind each pod (with its volumes) to its node; a lone binding stands alone, the
+        bindings of one pod group stand or fall together.
 
         For a binding: the pod must exist with that uid, be unbound, not terminating and not
         terminated, and the node must exist. Each claim of ``volumes`` must exist and be unbound
@@ -655,10 +691,20 @@ class StoreCore:
         each volume then its claim (Modified), each provisioned claim (Modified), then the pod
         (Bound, with ``spec.nodeName`` and condition PodScheduled=True).
 
+        The bindings naming one :attr:`~podium.store.mail.Binding.group` are one transaction,
+        applied where the group's first member stands, its members in their order (each sees
+        what the ones before it staged: two members cannot take one volume). The first member
+        refused ends it: nothing of the group is applied, that member fails with its own
+        reason, and every other member with ``pod group NS/NAME: not bound, because NS/POD
+        could not be: <reason>`` (the same code).
+
         Returns:
             The revision after the batch, the changes, and the refused bindings (``not_found``
-            or ``conflict``, naming the pod, the node and why).
+            or ``conflict``, naming the pod, the node and why; a group's together, where its
+            first member stands).
         """
+        if any(b.group for b in bindings):
+            return self._bind_groups(bindings)
         changes: list[Change] = []
         failed: list[BindFailure] = []
         for binding in bindings:
@@ -670,6 +716,26 @@ class StoreCore:
                 continue
             self._commit(tx)
             changes.extend(tx.changes)
+        return self._revision, changes, failed
+
+    def _bind_groups(
+        self, bindings: Sequence[Binding]
+    ) -> tuple[int, list[Change], list[BindFailure]]:
+        """:meth:`bind` for a batch with pod groups: one transaction per unit (a lone
+        binding, or every binding of one group)."""
+        changes: list[Change] = []
+        failed: list[BindFailure] = []
+        for unit in bind_units(bindings):
+            tx = _Transaction(self)
+            for binding in unit:
+                try:
+                    self._bind_one(tx, binding)
+                except StoreRejected as exc:
+                    failed += group_failures(unit, binding, exc.code, exc.message)
+                    break
+            else:
+                self._commit(tx)
+                changes.extend(tx.changes)
         return self._revision, changes, failed
 
     def _bind_one(self, tx: _Transaction, b: Binding) -> None:

@@ -152,6 +152,9 @@ class Binding(_Mail, frozen=True, kw_only=True):
         node: where it goes.
         volumes: claim key (``namespace/name``) -> PersistentVolume name to bind it to.
         provisions: claim keys to annotate ``volume.kubernetes.io/selected-node: <node>``.
+        group: the pod group (``namespace/name``) this binding is all-or-nothing with: the
+            bindings of one :class:`BindPods` that name the same group commit together, in
+            one transaction, or none of them does ("": a lone pod, committed on its own).
     """
 
     namespace: str
@@ -160,11 +163,17 @@ class Binding(_Mail, frozen=True, kw_only=True):
     node: str
     volumes: dict[str, str] = {}
     provisions: list[str] = []
+    group: str = ""
 
 
 class BindFailure(_Mail, frozen=True, kw_only=True):
     """A binding the store refused (pod gone, re-created, already bound; node gone; volume
-    taken); the others of its batch still commit."""
+    taken); the others of its batch still commit, but for the members of its pod group.
+
+    When one member of a group is refused, none of the group is bound: that member's failure
+    says why (its own code and message), each other member's names the group and that member
+    (``pod group ml/train: not bound, because ml/worker-3 could not be: ...``, the same code).
+    """
 
     binding: Binding
     code: ErrorCode
@@ -180,7 +189,14 @@ class BindResult(_Mail, frozen=True, kw_only=True):
 
 
 class BindPods(_Mail, frozen=True, kw_only=True):
-    """Commit a batch of bindings (each Bound change published only after the commit)."""
+    """Commit a batch of bindings (each Bound change published only after the commit).
+
+    A lone binding commits or fails on its own; the bindings naming one pod group
+    (:attr:`Binding.group`) commit all or none, in the same durable commit (so after a crash
+    either every member is bound or none is). A group is applied where its first member
+    stands in ``bindings``, its members in their order. All-or-nothing holds within one
+    message: a group's members sent in two BindPods are two groups to the store.
+    """
 
     bindings: list[Binding]
     reply: trio.MemorySendChannel[BindResult | StoreFailure]

@@ -6,7 +6,8 @@ durable, watchers resume from a revision, and a compacted revision answers ``410
 :class:`SqliteDurability` is the :class:`~podium.store.actor.Durability` the daemon's store
 actor holds: the actor applies each batch to the :class:`~podium.store.core.StoreCore`, then
 **commits** it here — every change of the batch in one SQLite transaction (group commit: many
-client writes and bindings per transaction, one hand-over to the database thread) — then
+client writes and bindings per transaction, one hand-over to the database thread; a pod
+group's bindings, all or none, among them) — then
 publishes and releases the replies. So no acknowledgement and no published change (a Bound
 event included) ever precedes the durability of what it reports. A commit that fails stops the
 daemon (fail-stop): the core is ahead of the disk, and the only truthful state is the one a

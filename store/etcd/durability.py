@@ -40,8 +40,10 @@ several transactions, in this order::
 The first transaction whose meta says ``revision=R`` commits the batch; before it the event
 keys above the revision are leftovers, which :meth:`EtcdDurability.load` deletes; after it the
 object keys may lag the log, and load replays the events from ``applied`` to ``revision``
-onto them. A bind stays atomic with its volume updates and an eviction is one transaction
-either way: the log holds all of a batch or none of it.
+onto them. A bind stays atomic with its volume updates, a pod group's bindings with each other,
+and an eviction is one transaction either way: the log holds all of a batch or none of it, so
+no etcd limit bounds how many changes a batch (a gang of 256 members with their claims: 768)
+may hold.
 
 **A batch etcd cannot take.** A change whose event key alone is over the request limit is
 refused before anything is sent; a transaction etcd refuses for what it is (its size, its

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
+import msgspec
 import pytest
 import trio
 from builders import make_node, make_pod
@@ -304,3 +305,115 @@ async def test_the_kept_log_is_read_in_pages_then_the_cores_memory_answers_whole
         # Pages of the kept log (a page's end is only known by asking again), then the
         # core's memory (it keeps changes after 6) whole.
         assert pages == [([1, 2], True), ([3, 4], True), ([5, 6], True), ([7], False)]
+
+
+def _pv(name: str) -> o.PersistentVolume:
+    data = {"kind": "PersistentVolume", "metadata": {"name": name}, "spec": {}}
+    return msgspec.convert(data, o.PersistentVolume, dec_hook=o.dec_hook)
+
+
+def _pvc(name: str) -> o.PersistentVolumeClaim:
+    data = {"kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "ml"}}
+    return msgspec.convert(data, o.PersistentVolumeClaim, dec_hook=o.dec_hook)
+
+
+async def test_pod_groups_are_kept_whole_or_not_at_all_across_a_restart(
+    store_backend: Backend,
+) -> None:
+    """One bind batch: a gang with its claims that commits, a gang one of whose members is
+    refused (none of it is written, its volume included), and lone pods beside them."""
+    async with running(store_backend) as s:
+        written = await s.write(
+            [
+                _node("n1"),
+                _pv("pv0"),
+                _pv("pv1"),
+                _pvc("c0"),
+                _pvc("c1"),
+                make_pod("w0").ns("ml").pvc("c0").obj(),
+                make_pod("w1").ns("ml").obj(),
+                make_pod("e0").ns("ml").pvc("c1").obj(),
+                make_pod("e1").ns("ml").obj(),
+                make_pod("lone").ns("ml").obj(),
+            ]
+        )
+        assert isinstance(written, WriteResult)
+        uid = {st.name: st.uid for st in written.objects}
+
+        def member(name: str, group: str, node: str = "n1", **volumes: str) -> Binding:
+            claims = {f"ml/{claim}": pv for claim, pv in volumes.items()}
+            return Binding(
+                namespace="ml", name=name, uid=uid[name], node=node, volumes=claims, group=group
+            )
+
+        bindings = [
+            member("e0", "ml/eval", c1="pv1"),
+            member("w0", "ml/train", c0="pv0"),
+            member("lone", ""),
+            member("e1", "ml/eval", node="gone"),
+            member("w1", "ml/train"),
+        ]
+        bound = await s.bind(bindings)
+        assert isinstance(bound, BindResult)
+        assert [(f.binding.name, f.code) for f in bound.failed] == [
+            ("e0", "not_found"),
+            ("e1", "not_found"),
+        ]
+        assert bound.failed[0].message == (
+            "pod group ml/eval: not bound, because ml/e1 could not be: node gone not found; "
+            "cannot bind pod ml/e1 to it"
+        )
+    async with running(store_backend) as s:
+        recovered = await s.published.receive()
+        assert isinstance(recovered, Recovered)
+        assert recovered.revision == 10 + 5
+        pods = {
+            p.metadata.name: p.spec.node_name for p in recovered.objects if isinstance(p, o.Pod)
+        }
+        claims = {
+            c.metadata.name: c.spec.volume_name
+            for c in recovered.objects
+            if isinstance(c, o.PersistentVolumeClaim)
+        }
+        assert pods == {"e0": "", "e1": "", "lone": "n1", "w0": "n1", "w1": "n1"}
+        assert claims == {"c0": "pv0", "c1": ""}
+    # The log: the writes, then group ml/train whole (pv0, c0, w0, w1), then the lone pod.
+    assert store_backend.event_types()[10:] == ["Modified", "Modified", "Bound", "Bound", "Bound"]
+
+
+async def test_a_gang_of_256_with_its_claims_commits_whole_and_survives_a_restart(
+    store_backend: Backend,
+) -> None:
+    """256 members, each with a claim: 768 changes in one bind (on etcd, 1536 operations:
+    several transactions under one commit point, store/etcd/durability.py)."""
+    size = 256
+    async with running(store_backend) as s:
+        written = await s.write(
+            [_node(f"n{i}") for i in range(4)]
+            + [_pv(f"pv{i}") for i in range(size)]
+            + [_pvc(f"c{i}") for i in range(size)]
+            + [make_pod(f"w{i}").ns("ml").pvc(f"c{i}").obj() for i in range(size)]
+        )
+        assert isinstance(written, WriteResult)
+        uid = {st.name: st.uid for st in written.objects}
+        bound = await s.bind(
+            [
+                Binding(
+                    namespace="ml",
+                    name=f"w{i}",
+                    uid=uid[f"w{i}"],
+                    node=f"n{i % 4}",
+                    volumes={f"ml/c{i}": f"pv{i}"},
+                    group="ml/train",
+                )
+                for i in range(size)
+            ]
+        )
+        assert isinstance(bound, BindResult) and not bound.failed
+        assert bound.revision == 4 + 3 * size + 3 * size
+    async with running(store_backend) as s:
+        recovered = await s.published.receive()
+        assert isinstance(recovered, Recovered)
+        assert recovered.revision == 4 + 6 * size
+        pods = [p for p in recovered.objects if isinstance(p, o.Pod)]
+        assert len(pods) == size and all(p.spec.node_name for p in pods)

@@ -23,14 +23,14 @@ from etcd_servers import EtcdCluster
 from store_backends import etcd_range
 
 from podium.protocol.errors import CommitRefused, DatabaseDamaged, StoreError
-from podium.protocol.objects import Container
+from podium.protocol.objects import Container, PersistentVolume, PersistentVolumeClaim, Pod
 from podium.store import tuning
 from podium.store.core import StoreCore
 from podium.store.etcd.client import EtcdUnknownOutcome
 from podium.store.etcd.durability import EtcdDurability
 from podium.store.etcd.replies import Reply
 from podium.store.location import EtcdLocation, parse_store_url
-from podium.store.mail import Change
+from podium.store.mail import Binding, Change
 
 
 @pytest.fixture
@@ -443,3 +443,104 @@ async def test_a_transaction_etcd_refuses_commits_nothing_and_leaves_no_keys(
         await again.close()
     assert (state.revision, sorted(o.metadata.name for o in state.objects)) == (2, ["a", "b"])
     assert (_meta(location)["revision"], _meta(location)["applied"]) == (2, 2)
+
+
+def _gang(core: StoreCore, size: int) -> tuple[list[Change], list[Change]]:
+    """A gang of ``size`` members, each with its claim on a volume of its own: the changes
+    that write it (nodes, volumes, claims, pods), and those of its one bind (3 a member)."""
+    claims = [
+        msgspec.convert(
+            {"kind": "PersistentVolumeClaim", "metadata": {"name": f"c{i}", "namespace": "ml"}},
+            PersistentVolumeClaim,
+        )
+        for i in range(size)
+    ]
+    volumes = [
+        msgspec.convert(
+            {"kind": "PersistentVolume", "metadata": {"name": f"pv{i}"}}, PersistentVolume
+        )
+        for i in range(size)
+    ]
+    pods = [make_pod(f"w{i}").ns("ml").pvc(f"c{i}").obj() for i in range(size)]
+    nodes = _nodes(core, ["n1"])
+    _, statuses, written = core.write([*volumes, *claims, *pods], [])
+    uids = {s.name: s.uid for s in statuses}
+    _, bound, failed = core.bind(
+        [
+            Binding(
+                namespace="ml",
+                name=f"w{i}",
+                uid=uids[f"w{i}"],
+                node="n1",
+                volumes={f"ml/c{i}": f"pv{i}"},
+                group="ml/train",
+            )
+            for i in range(size)
+        ]
+    )
+    assert not failed
+    return nodes + written, bound
+
+
+@pytest.mark.parametrize(
+    ("txns_through", "bound"),
+    [
+        # 256 members with a claim each: 768 changes, 768 event keys then 768 object keys, 127
+        # operations beside the meta key in each of 13 txns (--max-txn-ops 128, the default
+        # of etcd and of EtcdDurability); the 7th holds the last event keys: the commit point.
+        pytest.param(0, 0, id="nothing written"),
+        pytest.param(6, 0, id="every event key but the last few: no commit point"),
+        pytest.param(7, 256, id="the commit point: replayed at start"),
+        pytest.param(10, 256, id="some object keys: replayed at start"),
+        pytest.param(None, 256, id="all 13 transactions"),
+    ],
+)
+async def test_a_gang_past_the_txn_bounds_is_one_commit_a_crash_binds_all_or_none(
+    location: EtcdLocation, txns_through: int | None, bound: int
+) -> None:
+    """A pod group's bind is one batch: however many etcd transactions it takes, one of them
+    is its commit point, so a crash at any transaction leaves every member bound (with its
+    volume) or none. No etcd bound limits a gang's size (issue 24)."""
+    core = StoreCore()
+    with trio.fail_after(20):
+        first = EtcdDurability(location)
+        await first.load()
+        written, binds = _gang(core, 256)
+        await first.commit(written)
+        await first.close()
+        assert len(binds) == 768
+        durability = EtcdDurability(location)
+        await durability.load()
+        txns = 0
+        send = durability._client.call
+
+        async def counting(
+            op: str, path: str, body: dict[str, Any], reply_type: type[Reply], **kw: bool
+        ) -> Reply:
+            nonlocal txns
+            if path == "/v3/kv/txn" and "compare" in body:
+                if txns == txns_through:
+                    raise _Crash
+                txns += 1
+                assert len(body["success"]) <= 128
+            return await send(op, path, body, reply_type, **kw)
+
+        durability._client.call = counting  # type: ignore[method-assign]  # a dying fake
+        if txns_through is None:
+            await durability.commit(binds)
+            assert txns == 13
+        else:
+            with pytest.raises(_Crash):
+                await durability.commit(binds)
+        await durability.close()
+        again = EtcdDurability(location)
+        state = await again.load()
+        await again.close()
+    pods = [p for p in state.objects if isinstance(p, Pod)]
+    claims = [c for c in state.objects if isinstance(c, PersistentVolumeClaim)]
+    pvs = [v for v in state.objects if isinstance(v, PersistentVolume)]
+    assert len(pods) == len(claims) == len(pvs) == 256
+    assert sum(1 for p in pods if p.spec.node_name) == bound
+    assert sum(1 for c in claims if c.spec.volume_name) == bound
+    assert sum(1 for v in pvs if v.spec.claim_ref is not None) == bound
+    assert state.revision == 1 + 768 + (768 if bound else 0)

@@ -17,6 +17,7 @@ from builders import make_node, make_pod
 
 from podium.protocol import metrics
 from podium.protocol.errors import CommitRefused, StoreError
+from podium.protocol.objects import Pod
 from podium.store.actor import Recovery, StoreActor
 from podium.store.core import StoreCore
 from podium.store.mail import (
@@ -238,6 +239,104 @@ async def test_a_bind_the_component_refuses_fails_alone_and_its_batch_commits(
     assert bound is not None and bound.spec.node_name == "n1"  # type: ignore[union-attr]  # a Pod
     unbound = h.store.core.get("Pod", "default", "p2")
     assert unbound is not None and unbound.spec.node_name == ""  # type: ignore[union-attr]  # a Pod
+
+
+async def _pending(h: Harness, *names: str) -> dict[str, str]:
+    """Write node n1 and a pending pod per name; their uids by name."""
+    await _written(h, "n1")
+    tx, rx = trio.open_memory_channel[Any](1)
+    h.inbox.send_nowait(WriteObjects(puts=[make_pod(n).obj() for n in names], reply=tx))
+    written = await rx.receive()
+    assert isinstance(written, WriteResult)
+    return {s.name: s.uid for s in written.objects}
+
+
+def _bindings(uids: dict[str, str], groups: dict[str, str]) -> list[Binding]:
+    return [
+        Binding(namespace="default", name=name, uid=uid, node="n1", group=groups.get(name, ""))
+        for name, uid in uids.items()
+    ]
+
+
+def _bound(h: Harness) -> list[str]:
+    pods = h.store.core.read("Pod")[1]
+    return sorted(p.metadata.name for p in pods if isinstance(p, Pod) and p.spec.node_name)
+
+
+async def test_a_refused_bind_batch_is_split_by_pod_group_never_inside_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The durability refuses the batch for one member's change: the batch is served again a
+    unit at a time (each group whole, each lone binding alone); the group holding the refused
+    change fails whole, every member with the refusal, and the rest commits."""
+    durability = FakeDurability()
+    async with running(durability) as h:
+        uids = await _pending(h, "a1", "a2", "lone", "b1", "b2", "lone2")
+        groups = {"a1": "default/a", "a2": "default/a", "b1": "default/b", "b2": "default/b"}
+        bindings = _bindings(uids, groups)
+        durability.too_large.add("b2")
+        tx, rx = trio.open_memory_channel[Any](1)
+        h.inbox.send_nowait(BindPods(bindings=bindings, reply=tx))
+        result = await rx.receive()
+        assert _bound(h) == ["a1", "a2", "lone", "lone2"]
+    assert isinstance(result, BindResult)
+    why = (
+        "pod group default/b: its 2 bindings were refused together, none is bound: "
+        "b2 is too large for the store"
+    )
+    assert result.failed == [
+        BindFailure(binding=bindings[3], code="too_large", message=why),
+        BindFailure(binding=bindings[4], code="too_large", message=why),
+    ]
+    # The node, the pods, then the units that could be stored: group a, lone, lone2.
+    assert durability.commits == [[1], [2, 3, 4, 5, 6, 7], [8, 9], [10], [11]]
+    assert result.revision == 11
+
+
+async def test_a_refused_pod_group_alone_fails_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A bind of one group the durability refuses is not split: every member fails with the
+    refusal, nothing is committed, and the store goes on."""
+    durability = FakeDurability()
+    async with running(durability) as h:
+        uids = await _pending(h, "a1", "a2", "a3")
+        bindings = _bindings(uids, dict.fromkeys(uids, "ml/train"))
+        durability.too_large.add("a2")
+        tx, rx = trio.open_memory_channel[Any](1)
+        h.inbox.send_nowait(BindPods(bindings=bindings, reply=tx))
+        result = await rx.receive()
+        assert _bound(h) == []
+        assert h.store.core.revision == 4
+        await _written(h, "n2")
+    assert isinstance(result, BindResult)
+    assert [(f.binding, f.code) for f in result.failed] == [(b, "too_large") for b in bindings]
+    assert {f.message for f in result.failed} == {
+        "pod group ml/train: its 3 bindings were refused together, none is bound: "
+        "a2 is too large for the store"
+    }
+    assert durability.commits == [[1], [2, 3, 4], [5]]
+
+
+async def test_a_refused_batch_of_messages_keeps_each_bind_s_groups_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Several messages refused together are served a message at a time; the bind among them
+    then commits its group whole (the refused change was another message's)."""
+    durability = FakeDurability()
+    async with running(durability) as h:
+        uids = await _pending(h, "a1", "a2")
+        bindings = _bindings(uids, dict.fromkeys(uids, "ml/train"))
+        durability.too_large.add("big")
+        write, written = _write("big")
+        tx, rx = trio.open_memory_channel[Any](1)
+        h.inbox.send_nowait(write)
+        h.inbox.send_nowait(BindPods(bindings=bindings, reply=tx))
+        refused, result = await written.receive(), await rx.receive()
+        assert _bound(h) == ["a1", "a2"]
+    assert isinstance(refused, StoreFailure) and refused.code == "too_large"
+    assert result == BindResult(revision=5, failed=[], commit_seconds=result.commit_seconds)
+    assert durability.commits == [[1], [2, 3], [4, 5]]
 
 
 async def test_a_commit_is_waited_for_while_the_store_drains(
