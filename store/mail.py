@@ -152,6 +152,9 @@ class Binding(_Mail, frozen=True, kw_only=True):
         node: where it goes.
         volumes: claim key (``namespace/name``) -> PersistentVolume name to bind it to.
         provisions: claim keys to annotate ``volume.kubernetes.io/selected-node: <node>``.
+        group: the pod group (``namespace/name``) this binding is one member of: the
+            bindings of one :class:`BindPods` with the same non-empty group commit in one
+            transaction or all fail (each member a :class:`BindFailure`); "" stands alone.
     """
 
     namespace: str
@@ -160,6 +163,7 @@ class Binding(_Mail, frozen=True, kw_only=True):
     node: str
     volumes: dict[str, str] = {}
     provisions: list[str] = []
+    group: str = ""
 
 
 class BindFailure(_Mail, frozen=True, kw_only=True):
