@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from builders import decode, make_node, make_pod
+from gangs import member, pod_group
 
 from podium.actors.simulation.cluster import PodOutcome, SimulationError, build_cluster
 from podium.actors.simulation.run import simulate
@@ -208,3 +209,22 @@ def test_preemption_policy_never_keeps_the_pod_pending() -> None:
     assert outcome.node is None and not outcome.preempted
     assert outcome.message is not None
     assert outcome.message.startswith("0/1 nodes are available: 1 Insufficient cpu. preemption: ")
+
+
+def test_members_of_a_gang_short_of_min_count_are_reported_waiting() -> None:
+    """The queue holds them (issue 24): never tried, but reported pending with why, as gated
+    pods are, instead of missing from the outcomes."""
+    members = [member(f"w{i}", "train") for i in range(2)]
+    lost = member("x0", "missing")
+    fits = [member(f"f{i}", "fits") for i in range(2)]
+    outcomes = run(
+        [_node("n1", "a"), pod_group("train", 3), pod_group("fits", 2), *members, lost, *fits]
+    )
+    got = {o.pod.key: (o.node is not None, o.message, o.attempts) for o in outcomes}
+    assert got == {
+        "ml/f0": (True, None, 1),
+        "ml/f1": (True, None, 1),
+        "ml/w0": (False, "waiting for pod group ml/train: 2 of 3 pods exist", 0),
+        "ml/w1": (False, "waiting for pod group ml/train: 2 of 3 pods exist", 0),
+        "ml/x0": (False, "waiting for pod group ml/missing: the group does not exist", 0),
+    }
