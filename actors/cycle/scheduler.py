@@ -93,6 +93,7 @@ from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
 from podium.actors.framework.preemption import (
+    PREEMPT_NEVER,
     PredicateFitCheck,
     PreemptionResult,
     fit_error_with_preemption,
@@ -547,15 +548,20 @@ class Scheduler:
             end=trio.current_time(),
         )
 
+    def _would_preempt(self, pod: PodInfo) -> bool:
+        """Whether a pod that fits nowhere would have preemption tried for it (on, and the
+        pod's ``preemptionPolicy`` is not Never)."""
+        return self._preemption and pod.pod.spec.preemption_policy != PREEMPT_NEVER
+
     async def _gang_unschedulable(self, gang: GangBatch, outcomes: list[_Outcome], fit: int) -> str:
         """Fewer members fit than the gang needs: none is placed; the group goes back to the
         queue as one unit and every member is told why (:func:`gang_message`)."""
         unfit = [o for o in outcomes if o.decision.node is None]
         error = any(o.decision.result.error for o in unfit)
         why: Literal["error", "unschedulable"] = "error" if error else "unschedulable"
-        message = gang_message(
-            gang, len(outcomes), fit, unfit, preemption=self._preemption and not error
-        )
+        # Preemption would have been tried for a pod: on, no error, a member allowed to preempt.
+        preempting = not error and any(self._would_preempt(o.popped.pod) for o in unfit)
+        message = gang_message(gang, len(outcomes), fit, unfit, preemption=preempting)
         plugins = frozenset().union(*(o.decision.result.failed_plugins for o in unfit))
         await send(
             self._queue,
@@ -676,7 +682,7 @@ class Scheduler:
         for o in outcomes:
             if o.decision.node is None:
                 result = o.decision.result
-                if self._preemption and not result.error and result.message:
+                if not result.error and result.message and self._would_preempt(o.popped.pod):
                     note = f" preemption: not tried for a member of pod group {gang.key}."
                     told = msgspec.structs.replace(result, message=result.message + note)
                     o.decision = msgspec.structs.replace(o.decision, result=told)

@@ -493,16 +493,39 @@ async def test_the_store_refusing_a_groups_bindings_forgets_and_requeues_them_as
         assert await c.assumed() == 0
 
 
-@pytest.mark.parametrize("preemption", [True, False], ids=["preemption", "no-preemption"])
+@pytest.mark.parametrize(
+    ("disabled", "never", "noted"),
+    [(False, False, True), (True, False, False), (False, True, False)],
+    ids=["preemption", "no-preemption", "preemption-policy-never"],
+)
 async def test_the_preemption_note_appears_only_when_preemption_would_run(
-    autojump_clock: trio.testing.MockClock, preemption: bool
+    autojump_clock: trio.testing.MockClock, disabled: bool, never: bool, noted: bool
 ) -> None:
-    workers = [member(f"w{i}", "train", cpu="3") for i in range(2)]
-    async with running(
-        cpu_node("n0", "4"), pod_group("train", 2), *workers, disable_preemption=not preemption
-    ) as c:
+    """Said only where a pod would have had preemption tried: not with preemption off, nor
+    for members whose class says ``preemptionPolicy: Never``."""
+    batch = decode(
+        o.PriorityClass,
+        {
+            "kind": "PriorityClass",
+            "metadata": {"name": "batch"},
+            "value": 10,
+            "preemptionPolicy": "Never" if never else "PreemptLowerPriority",
+        },
+    )
+    workers = [
+        make_pod(f"w{i}")
+        .ns("ml")
+        .uid(f"uid-ml-w{i}")
+        .req(cpu="3")
+        .spec(schedulingGroup={"podGroupName": "train"}, priorityClassName="batch")
+        .obj()
+        for i in range(2)
+    ]
+    objects = [batch, cpu_node("n0", "4"), pod_group("train", 2), *workers]
+    async with running(*objects, disable_preemption=disabled) as c:
         message = condition_message((await c.pods())["w1"])
-        assert message.endswith("preemption is not tried for pod groups yet") is preemption
+        assert message.startswith("pod group ml/train: 1 of 2 members fit")
+        assert message.endswith("preemption is not tried for pod groups yet") is noted
 
 
 # --------------------------------------------------------------------------- explain
