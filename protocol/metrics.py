@@ -39,6 +39,9 @@ podium_recovery_duration_seconds                      gauge
 podium_extender_request_duration_seconds              histogram  extender, verb,   exp(0.0001,2,16)
                                                                  result
 podium_extender_errors_total                          counter    extender, verb
+podium_pod_groups_waiting                             gauge
+podium_pod_group_attempts_total                       counter    result
+podium_pod_group_scheduling_duration_seconds          histogram                    exp(0.01,2,20)
 process_* (ProcessCollector)
 ====================================================  =========  ================  =================
 
@@ -49,7 +52,8 @@ also exported as ``scheduler_scheduler_cache_size``, the name of the releases th
 subsystem twice, so older dashboards still find it. Both are set by :func:`set_cache_size`.
 
 Label values: ``profile`` is always ``default-scheduler``; ``result`` scheduled, unschedulable,
-error (an assume the cache refused counts as error, as Kubernetes counts an assume failure);
+error (an assume the cache refused counts as error, as Kubernetes counts an assume failure; the
+same three for a pod group's attempts);
 ``queue`` active, backoff, unschedulable; ``extension_point`` Filter, Score, Reserve, PreBind,
 Bind; ``status`` Success, Unschedulable, Error; ``plugin`` the canonical predicate or priority
 name; ``type`` (protocol) the request's wire tag, or ``frame`` for a frame that could not be
@@ -103,6 +107,12 @@ __all__ = [
     "PENDING_UNSCHEDULABLE",
     "PLUGIN_EXECUTION_DURATION",
     "PLUGIN_METRICS_SAMPLE_PERCENT",
+    "POD_GROUPS_WAITING",
+    "POD_GROUP_ATTEMPTS",
+    "POD_GROUP_ATTEMPTS_ERROR",
+    "POD_GROUP_ATTEMPTS_SCHEDULED",
+    "POD_GROUP_ATTEMPTS_UNSCHEDULABLE",
+    "POD_GROUP_SCHEDULING_DURATION",
     "POD_SCHEDULING_ATTEMPTS",
     "POD_SCHEDULING_SLI_DURATION",
     "PREEMPTION_ATTEMPTS",
@@ -351,6 +361,27 @@ LEADER_TRANSITIONS: Final = Counter(
     "Times this replica became leader.",
     registry=REGISTRY,
 )
+POD_GROUPS_WAITING: Final = Gauge(
+    "podium_pod_groups_waiting",
+    "Pod groups (gangs) whose pending members wait before the scheduling queue: the group "
+    "does not exist yet, or it has fewer pods than its minCount.",
+    registry=REGISTRY,
+)
+POD_GROUP_ATTEMPTS: Final = Counter(
+    "podium_pod_group_attempts_total",
+    "Attempts to place a pod group's members all or nothing in one batch, by result: "
+    "'scheduled' (at least minCount placed, assumed and handed to the binder), "
+    "'unschedulable' (fewer fit: none placed), 'error' (the cache refused a member).",
+    ["result"],
+    registry=REGISTRY,
+)
+POD_GROUP_SCHEDULING_DURATION: Final = Histogram(
+    "podium_pod_group_scheduling_duration_seconds",
+    "Seconds from a pod group's quorum (the group exists with minCount pods) to the bind of "
+    "the last member its placing attempt placed, retries included.",
+    buckets=exponential_buckets(0.01, 2, 20),
+    registry=REGISTRY,
+)
 RECOVERY_DURATION: Final = Gauge(
     "podium_recovery_duration_seconds",
     "How long the last start's recovery took (0 for the in-memory store).",
@@ -370,6 +401,10 @@ ATTEMPT_DURATION_UNSCHEDULABLE: Final = SCHEDULING_ATTEMPT_DURATION.labels(
     result="unschedulable", profile=PROFILE
 )
 ATTEMPT_DURATION_ERROR: Final = SCHEDULING_ATTEMPT_DURATION.labels(result="error", profile=PROFILE)
+
+POD_GROUP_ATTEMPTS_SCHEDULED: Final = POD_GROUP_ATTEMPTS.labels(result="scheduled")
+POD_GROUP_ATTEMPTS_UNSCHEDULABLE: Final = POD_GROUP_ATTEMPTS.labels(result="unschedulable")
+POD_GROUP_ATTEMPTS_ERROR: Final = POD_GROUP_ATTEMPTS.labels(result="error")
 
 
 def _extension_point(point: str, status: str) -> Histogram:

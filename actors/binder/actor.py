@@ -12,10 +12,17 @@ next one. A pod whose binding the store
 refuses (pod deleted or re-created, already bound, node gone, volume taken) is forgotten by
 the cache, with its volume assumptions, and requeued with backoff, as v1.14's error path does.
 
+A gang's members carry their group (``BindRequest.group``) into their bindings
+(``Binding.group``): the store commits a group's bindings of one BindPods in one transaction or
+refuses them all. When it refuses a group's members, each is forgotten by the cache and the
+group is requeued once, as a unit (:class:`~podium.actors.mail.messages.RequeueGroup`), never
+member by member.
+
 Owns: the batch in flight.
 Mailbox: :class:`~podium.actors.mail.messages.BindBatch` (of :class:`~podium.actors.mail.messages.BindRequest`).
 Emits: :class:`~podium.store.mail.BindPods` (store); :class:`~podium.actors.mail.messages.FinishBinding`
-and :class:`~podium.actors.mail.messages.Forget` (cache); :class:`~podium.actors.mail.messages.Requeue` (queue);
+and :class:`~podium.actors.mail.messages.Forget` (cache); :class:`~podium.actors.mail.messages.Requeue`
+and :class:`~podium.actors.mail.messages.RequeueGroup` (queue);
 :class:`~podium.actors.mail.messages.BindDone` to a requester that asked.
 
 A binding extender (actors/cycle/extenders; v1.14 ``getBinderFunc``) binds the pods it is
@@ -44,6 +51,7 @@ from podium.actors.mail.messages import (
     Forget,
     QueueMsg,
     Requeue,
+    RequeueGroup,
 )
 from podium.actors.runtime.mailbox import ask, receive_batch, reply, send
 from podium.actors.runtime.tracing import (
@@ -121,6 +129,7 @@ class Binder:
                 node=r.node,
                 volumes=r.volumes,
                 provisions=r.provisions,
+                group=r.group,
             )
             for r in batch
             if r.pod.pod.metadata.uid not in refused
@@ -142,6 +151,8 @@ class Binder:
             failed = {f.binding.uid: f.message for f in result.failed}
         failed.update(refused)
         commit_seconds = 0.0 if isinstance(result, StoreFailure) else result.commit_seconds
+        # The members of each group the store refused, requeued once per group below.
+        groups: dict[str, list[BindRequest]] = {}
         for r in batch:
             message = failed.get(r.pod.pod.metadata.uid)
             if r.trace is not None:
@@ -160,6 +171,24 @@ class Binder:
                 metrics.BIND_ERROR.observe(seconds)
                 log.warning("binding pod %s to node %s failed: %s", r.pod.key, r.node, message)
                 await send(self._cache, Forget(key=r.pod.key))
-                await send(self._queue, Requeue(pod=r.pod, cycle=r.cycle, why="error"))
+                if r.group:
+                    groups.setdefault(r.group, []).append(r)
+                else:
+                    await send(self._queue, Requeue(pod=r.pod, cycle=r.cycle, why="error"))
             if r.done is not None:
                 reply(r.done, BindDone(key=r.pod.key, ok=message is None, message=message or ""))
+        for group, members in groups.items():
+            log.warning(
+                "the store refused the bindings of pod group %s (%d members): requeued as one",
+                group,
+                len(members),
+            )
+            await send(
+                self._queue,
+                RequeueGroup(
+                    key=group,
+                    pods=[r.pod for r in members],
+                    cycle=members[0].cycle,
+                    why="error",
+                ),
+            )

@@ -15,6 +15,10 @@ Emits: replies only (:class:`SnapshotDelta`, :class:`AssumeReply`, :class:`Cache
 Metrics: ``scheduler_cache_size{type}`` (nodes, pods, assumed_pods; also under its older name
 ``scheduler_scheduler_cache_size``), set after each batch of mail.
 
+An Assume with ``atomic`` (a gang's members) is all or nothing: when any pod is refused, the
+ones assumed by the same message are forgotten again before the answer, which says
+``conflict`` for them and names the refused pod.
+
 Error handling: a :class:`~podium.protocol.errors.CacheStateError` (a wrong transition, from
 a message or from the store's stream) is logged and, for Assume, answered with status
 ``error``; it never stops the actor.
@@ -149,7 +153,36 @@ class CacheActor:
         # The nodes only this batch's own earlier pods changed since the decisions' snapshot
         # (with ``folded``, their fit is not checked again: the decisions saw those pods).
         batch: dict[str, int] | None = {} if msg.folded else None
-        return AssumeReply(statuses=[self._assume_one(a, msg.generation, batch) for a in msg.pods])
+        statuses = [self._assume_one(a, msg.generation, batch) for a in msg.pods]
+        if msg.atomic:
+            statuses = self._all_or_nothing(msg.pods, statuses)
+        return AssumeReply(statuses=statuses)
+
+    def _all_or_nothing(
+        self, pods: list[Assumption], statuses: list[AssumeStatus]
+    ) -> list[AssumeStatus]:
+        """A gang's Assume: when any pod was refused, the ones assumed are forgotten again
+        (nodes and volume assumptions as before the message) and answered ``conflict``, naming
+        the first refused pod and why."""
+        refused = next(
+            ((a, s) for a, s in zip(pods, statuses, strict=True) if s.status != "assumed"), None
+        )
+        if refused is None:
+            return statuses
+        pod, why = refused
+        rolled_back = AssumeStatus(
+            status="conflict",
+            message=f"not assumed: the cache refused {pod.pod.key} of its pod group "
+            f"({why.message})",
+        )
+        answer = []
+        for a, s in zip(pods, statuses, strict=True):
+            if s.status == "assumed":
+                self.core.forget(a.pod.key)
+                answer.append(rolled_back)
+            else:
+                answer.append(s)
+        return answer
 
     def _assume_one(
         self, a: Assumption, generation: int, batch: dict[str, int] | None

@@ -79,8 +79,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from podium.actors.framework.interface import FilterPlugin, PluginArgs, run_filter
 from podium.actors.framework.node_tree import NodeTree
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo, Resource
@@ -89,13 +87,17 @@ from podium.actors.framework.zones import zone_key
 from podium.actors.plugins import names
 from podium.actors.plugins.node_ports import PodFitsHostPorts
 from podium.actors.plugins.node_resources_fit import PodFitsResources
-from podium.actors.plugins.volume_binding import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
+from podium.actors.plugins.volume_binding import (
+    ANN_SELECTED_NODE,
+    bound_claim,
+    claimed_volume,
+    selected_claim,
+)
 from podium.protocol.errors import AlreadyAssumed, CacheStateError, NotAssumed
 from podium.protocol.objects import (
     NAMESPACED_KINDS,
     KubeObject,
     Node,
-    ObjectReference,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -130,7 +132,6 @@ _TABLES: dict[str, str] = {
 _FIELDS = tuple(f.name for f in dataclasses.fields(ClusterObjects))
 _CLAIMS = "persistent_volume_claims"
 _VOLUMES = "persistent_volumes"
-_BIND_COMPLETED_VALUE = "yes"  # pv_controller.go@v1.14 annBindCompleted's value
 _MAX_TOMBSTONES = 4096
 """Removed-node tombstones kept; a request older than the oldest dropped gets a full snapshot."""
 
@@ -610,7 +611,8 @@ class SchedulerCache:
     # ------------------------------------------------------------------ the store's stream
 
     def recover(self, objects: Iterable[KubeObject]) -> None:
-        """Rebuild from the store's whole state (``Recovered``); assumed pods are dropped."""
+        """Rebuild from the store's whole state (``Recovered``); assumed pods are dropped, and
+        kinds no predicate reads (PodGroups) skipped."""
         gen = self._bump()
         for name in self._tree.list():
             self._removed.pop(name, None)
@@ -637,7 +639,7 @@ class SchedulerCache:
             elif isinstance(obj, Pod):
                 if obj.spec.node_name:
                     self.add_pod(obj)
-            else:
+            elif type(obj).__name__ in _TABLES:
                 self.add_object(obj)
 
     def apply_change(self, change: Change, now: float) -> None:
@@ -862,44 +864,12 @@ class SchedulerCache:
         made: list[tuple[str, str]] = []
         for claim_key, pv_name in volumes.items():
             claim = claims[claim_key]
-            pv = pvs[pv_name]
-            namespace, _, name = claim_key.partition("/")
-            bound_claim = msgspec.structs.replace(
-                claim,
-                metadata=msgspec.structs.replace(
-                    claim.metadata,
-                    annotations={
-                        **claim.metadata.annotations,
-                        ANN_BIND_COMPLETED: _BIND_COMPLETED_VALUE,
-                    },
-                ),
-                spec=msgspec.structs.replace(claim.spec, volume_name=pv_name),
-            )
-            bound_pv = msgspec.structs.replace(
-                pv,
-                spec=msgspec.structs.replace(
-                    pv.spec,
-                    claim_ref=ObjectReference(
-                        kind="PersistentVolumeClaim",
-                        namespace=namespace,
-                        name=name,
-                        uid=claim.metadata.uid,
-                    ),
-                ),
-            )
-            self._set_assumed(_CLAIMS, claim_key, key, bound_claim)
-            self._set_assumed(_VOLUMES, pv_name, key, bound_pv)
+            claimed = claimed_volume(pvs[pv_name], claim_key, claim.metadata.uid)
+            self._set_assumed(_CLAIMS, claim_key, key, bound_claim(claim, pv_name))
+            self._set_assumed(_VOLUMES, pv_name, key, claimed)
             made += [(_CLAIMS, claim_key), (_VOLUMES, pv_name)]
         for claim_key in provisions:
-            claim = claims[claim_key]
-            selected = msgspec.structs.replace(
-                claim,
-                metadata=msgspec.structs.replace(
-                    claim.metadata,
-                    annotations={**claim.metadata.annotations, ANN_SELECTED_NODE: node},
-                ),
-            )
-            self._set_assumed(_CLAIMS, claim_key, key, selected)
+            self._set_assumed(_CLAIMS, claim_key, key, selected_claim(claims[claim_key], node))
             made.append((_CLAIMS, claim_key))
         self._objects_gen = self._bump()
         return tuple(made)

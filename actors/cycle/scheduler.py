@@ -19,6 +19,33 @@ counted as attempts) and comes first in the next batch, after the pods decided b
 bound (the queue's cycle numbers then compare as one pod at a time). The pods not yet decided
 when ``batch_max_seconds`` has passed go back too.
 
+A gang (issue 24: a Popped batch with ``group``, all the members its unit holds) is decided the
+same way, one member after another on one snapshot with every predicate, priority, extender
+and volume rule a lone pod gets, each placement folded in before the next, but all or nothing,
+with no time bound and no preemption (not built for gangs yet: a member's message says so when
+preemption would have been tried). What :mod:`podium.actors.queue.batching` says a fold does not
+carry is exact here: pod (anti-)affinity and spreading keep their counts against the snapshot's
+journal of node changes and the NodeInfo objects, which a fold changes like any other node
+change (the next member sees the earlier ones: the actor tests place members with
+anti-affinity to each other on distinct nodes); and a member's volume decision is folded into
+the snapshot's objects (:func:`~podium.actors.plugins.volume_binding.fold_volume_decision`,
+the claims bound and volumes taken as the cache's assume makes them), so the next member's
+claims do not pick the same volume. Then:
+
+- at least ``min_count - bound`` placed: one Assume with ``atomic`` (the cache takes all or
+  none), GroupPlaced to the queue, the members that did not fit requeued as ordinary
+  unschedulable pods (the group has its minCount), one BindBatch whose requests carry the group
+  (the binder's bindings carry it, and the store binds them in one transaction or refuses them
+  all); a refused Assume undoes every fold and requeues the group as one unit (conflict, or
+  error);
+- fewer: every fold is undone (each node put back as before the gang's first fold on it, the
+  objects as before), nothing is assumed or bound, the group goes back to the queue as one
+  unit (RequeueGroup) and every member's condition says why (:func:`gang_message`: ``pod group
+  ml/train: 6 of 8 members fit, minCount 8; ml/worker-6: 0/10 nodes are available: ...``).
+
+Each member still counts as one attempt in the per-pod metrics; the gang's attempt counts in
+``podium_pod_group_attempts_total{result}`` and is one ``pod_group_attempt`` span.
+
 Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing the candidates
 (actors/cycle/extenders), and every extender call of an attempt becomes a span of its trace.
 
@@ -28,7 +55,8 @@ under a lock shared with explain requests) and the attempt counters.
 Mailbox (control): :class:`~podium.actors.mail.messages.BeginScheduling`,
 :class:`~podium.actors.mail.messages.ExplainPod`, :class:`~podium.actors.mail.messages.ReloadPlugins`,
 :class:`~podium.actors.mail.messages.SchedulerStats`.
-Emits: Pop, GiveBack and Requeue (queue); SnapshotRequest and Assume (cache); FilterRequest
+Emits: Pop, GiveBack, Requeue, RequeueGroup and GroupPlaced (queue); SnapshotRequest and Assume
+(cache); FilterRequest
 (filter actor); SetFilters/SetScorers (filter actor, score actor); BindBatch (binder);
 RecordUnschedulable and Evict (store); :class:`~podium.actors.mail.messages.Attempted` (an observer,
 if any).
@@ -65,11 +93,18 @@ from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
 from podium.actors.framework.preemption import (
+    PREEMPT_NEVER,
     PredicateFitCheck,
     PreemptionResult,
     fit_error_with_preemption,
 )
-from podium.actors.framework.snapshot import Snapshot, apply_delta, assumed_pod, fold_assumed
+from podium.actors.framework.snapshot import (
+    ClusterObjects,
+    Snapshot,
+    apply_delta,
+    assumed_pod,
+    fold_assumed,
+)
 from podium.actors.mail.messages import (
     Assume,
     AssumeReply,
@@ -87,7 +122,9 @@ from podium.actors.mail.messages import (
     ExplainPod,
     FilterMsg,
     FilterRequest,
+    GangBatch,
     GiveBack,
+    GroupPlaced,
     Pop,
     Popped,
     PoppedBatch,
@@ -96,6 +133,7 @@ from podium.actors.mail.messages import (
     Reloaded,
     ReloadPlugins,
     Requeue,
+    RequeueGroup,
     SchedulerMsg,
     SchedulerStats,
     SchedulerStatsReply,
@@ -105,7 +143,7 @@ from podium.actors.mail.messages import (
     SnapshotDelta,
     SnapshotRequest,
 )
-from podium.actors.plugins.volume_binding import VolumeBinding
+from podium.actors.plugins.volume_binding import VolumeBinding, fold_volume_decision
 from podium.actors.runtime.mailbox import ask, reply, send
 from podium.actors.runtime.tracing import (
     ASSUME,
@@ -132,7 +170,7 @@ from podium.store.mail import (
     Victim,
 )
 
-__all__ = ["NO_POLICY_FILE", "PluginSet", "Scheduler"]
+__all__ = ["GANG_LISTED", "NO_POLICY_FILE", "PluginSet", "Scheduler", "gang_message"]
 
 log = logging.getLogger("podium.scheduler")
 
@@ -432,8 +470,239 @@ class Scheduler:
         if isinstance(popped, QueueIdle):
             return False
         with contextlib.ExitStack() as traces:
-            await self._batch(popped.pods, trio.current_time(), traces)
+            if popped.group is not None:
+                await self._gang(popped.pods, popped.group, trio.current_time(), traces)
+            else:
+                await self._batch(popped.pods, trio.current_time(), traces)
         return True
+
+    # ------------------------------------------------------------------ gangs
+
+    async def _gang(
+        self,
+        pods: list[Popped],
+        gang: GangBatch,
+        popped_at: float,
+        traces: contextlib.ExitStack,
+    ) -> None:
+        """Decide a gang's members one after another on one snapshot, each placement folded in
+        before the next (its NodeInfo change, and its volume decision into the snapshot's
+        objects), with no time bound and no preemption; then all or nothing: at least
+        ``min_count - bound`` placed are assumed in one atomic Assume and bound in one
+        BindBatch carrying the group, else every fold is undone and the group requeued."""
+        needed = gang.min_count - gang.bound
+        outcomes: list[_Outcome] = []
+        # Node -> its NodeInfo before the gang's first fold on it; the objects before any.
+        before: dict[str, NodeInfo] = {}
+        result = "unschedulable"
+        async with self._lock:
+            snapshot = await self._refresh()
+            objects = snapshot.objects
+            refreshed = trio.current_time()
+            for i, popped in enumerate(pods):
+                started = trio.current_time()
+                attempt = traces.enter_context(
+                    self._tracing.attempt(
+                        popped.pod.key,
+                        links=popped.links,
+                        arrived_at=popped.arrived_at,
+                        popped_at=popped_at if i == 0 else started,
+                        attempts=popped.attempts,
+                    )
+                )
+                decision = await self._decide(
+                    popped.pod,
+                    snapshot,
+                    dry=False,
+                    explain=self._explain_attempts,
+                    nominated=popped.nominated,
+                )
+                decided = trio.current_time()
+                if attempt.sampled:
+                    _record_stages(attempt, decision, started, decided)
+                _observe_stages(decision)
+                outcome = _Outcome(popped, decision, attempt, started, finished=decided)
+                node = decision.node
+                if node is not None:
+                    outcome.assumed = assumed_pod(popped.pod, node)
+                    folded = fold_assumed(snapshot, popped.pod, node, assumed=outcome.assumed)
+                    before.setdefault(node, folded)
+                    snapshot.objects = fold_volume_decision(
+                        snapshot.objects, node, decision.volumes, decision.provisions
+                    )
+                outcomes.append(outcome)
+            for o in outcomes:
+                o.started -= (refreshed - popped_at) / len(outcomes)
+            placed = [o for o in outcomes if o.decision.node is not None]
+            if len(placed) >= needed:
+                result = await self._commit_gang(gang, outcomes, placed, snapshot, before, objects)
+            else:
+                _undo(snapshot, before, objects)
+                result = await self._gang_unschedulable(gang, outcomes, len(placed))
+        self._tracing.group_attempt(
+            gang.key,
+            members=len(pods),
+            placed=len(placed) if result == "scheduled" else 0,
+            result=result,
+            start=popped_at,
+            end=trio.current_time(),
+        )
+
+    def _would_preempt(self, pod: PodInfo) -> bool:
+        """Whether a pod that fits nowhere would have preemption tried for it (on, and the
+        pod's ``preemptionPolicy`` is not Never)."""
+        return self._preemption and pod.pod.spec.preemption_policy != PREEMPT_NEVER
+
+    async def _gang_unschedulable(self, gang: GangBatch, outcomes: list[_Outcome], fit: int) -> str:
+        """Fewer members fit than the gang needs: none is placed; the group goes back to the
+        queue as one unit and every member is told why (:func:`gang_message`)."""
+        unfit = [o for o in outcomes if o.decision.node is None]
+        error = any(o.decision.result.error for o in unfit)
+        why: Literal["error", "unschedulable"] = "error" if error else "unschedulable"
+        # Preemption would have been tried for a pod: on, no error, a member allowed to preempt.
+        preempting = not error and any(self._would_preempt(o.popped.pod) for o in unfit)
+        message = gang_message(gang, len(outcomes), fit, unfit, preemption=preempting)
+        plugins = frozenset().union(*(o.decision.result.failed_plugins for o in unfit))
+        await send(
+            self._queue,
+            RequeueGroup(
+                key=gang.key,
+                pods=[o.popped.pod for o in outcomes],
+                cycle=outcomes[0].popped.cycle,
+                why=why,
+                plugins=plugins,
+            ),
+        )
+        now = trio.current_time()
+        for o in outcomes:
+            pod, result = o.popped.pod, o.decision.result
+            await send(
+                self._store,
+                RecordUnschedulable(
+                    namespace=pod.namespace,
+                    name=pod.name,
+                    uid=pod.pod.metadata.uid,
+                    message=message,
+                ),
+            )
+            o.attempt.outcome(
+                why,
+                nodes_examined=result.evaluated,
+                nodes_feasible=result.feasible,
+                message=message,
+            )
+            told = msgspec.structs.replace(result, message=message)
+            o.decision = msgspec.structs.replace(o.decision, result=told)
+            o.status = why
+            o.finished = now
+        log.debug(
+            "pod group %s: %d of %d members fit, fewer than needed", gang.key, fit, len(outcomes)
+        )
+        (
+            metrics.POD_GROUP_ATTEMPTS_ERROR if error else metrics.POD_GROUP_ATTEMPTS_UNSCHEDULABLE
+        ).inc()
+        for o in outcomes:
+            await self._report(o)
+        return why
+
+    async def _commit_gang(
+        self,
+        gang: GangBatch,
+        outcomes: list[_Outcome],
+        placed: list[_Outcome],
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        objects: ClusterObjects,
+    ) -> str:
+        """Enough members fit: assume the placed ones all or nothing, then hand them to the
+        binder in one BindBatch carrying the group; the members that did not fit are requeued
+        as ordinary unschedulable pods. A refused assume undoes every fold and requeues the
+        group as one unit."""
+        reserving = trio.current_time()
+        assumptions = [
+            Assumption(
+                pod=o.popped.pod,
+                node=o.node,
+                volumes=o.decision.volumes,
+                provisions=o.decision.provisions,
+                assumed=o.assumed,
+            )
+            for o in placed
+        ]
+        assumed: AssumeReply = await ask(
+            self._cache,
+            lambda r: Assume(
+                pods=assumptions,
+                generation=snapshot.generation,
+                reply=r,
+                folded=True,
+                atomic=True,
+            ),
+        )
+        reserved = trio.current_time()
+        share = (reserved - reserving) / len(placed)
+        for o in placed:
+            o.attempt.record(ASSUME, reserving, reserved)
+            o.finished += share
+        refused = [s for s in assumed.statuses if s.status != "assumed"]
+        if refused:
+            _undo(snapshot, before, objects)
+            error = any(s.status == "error" for s in refused)
+            why: Literal["conflict", "error"] = "error" if error else "conflict"
+            log.warning("pod group %s was not assumed: %s", gang.key, refused[0].message)
+            await send(
+                self._queue,
+                RequeueGroup(
+                    key=gang.key,
+                    pods=[o.popped.pod for o in outcomes],
+                    cycle=outcomes[0].popped.cycle,
+                    why=why,
+                ),
+            )
+            statuses = dict(zip((o.popped.pod.key for o in placed), assumed.statuses, strict=True))
+            for o in outcomes:
+                result = o.decision.result
+                status = statuses.get(o.popped.pod.key)
+                if status is not None:
+                    metrics.RESERVE_ERROR.observe(share)
+                o.attempt.outcome(
+                    why,
+                    node=o.decision.node,
+                    nodes_examined=result.evaluated,
+                    nodes_feasible=result.feasible,
+                    message=status.message if status is not None else refused[0].message,
+                )
+                o.status = why
+            metrics.POD_GROUP_ATTEMPTS_ERROR.inc()
+            for o in outcomes:
+                await self._report(o)
+            return "error"
+        # The group first, so that the queue counts them placed before anything else of them.
+        await send(self._queue, GroupPlaced(key=gang.key, pods=[o.popped.pod for o in placed]))
+        for o in outcomes:
+            if o.decision.node is None:
+                result = o.decision.result
+                if not result.error and result.message and self._would_preempt(o.popped.pod):
+                    note = f" preemption: not tried for a member of pod group {gang.key}."
+                    told = msgspec.structs.replace(result, message=result.message + note)
+                    o.decision = msgspec.structs.replace(o.decision, result=told)
+                await self._unschedulable(o)
+        done_to, done = trio.open_memory_channel[BindDone](len(placed))
+        binds: list[BindRequest] = []
+        for o, status in zip(placed, assumed.statuses, strict=True):
+            to = done_to if self._sync_binds else None
+            bind = await self._reserved(o, status, snapshot, before, share, to, group=gang.key)
+            assert bind is not None  # every member was assumed
+            binds.append(bind)
+        await send(self._binder, BindBatch(requests=binds))
+        metrics.POD_GROUP_ATTEMPTS_SCHEDULED.inc()
+        log.debug("pod group %s: %d of %d members placed", gang.key, len(placed), len(outcomes))
+        for o in outcomes:
+            await self._report(o)
+        if self._sync_binds:
+            for _ in binds:
+                await done.receive()
+        return "scheduled"
 
     async def _batch(
         self, pods: list[Popped], popped_at: float, traces: contextlib.ExitStack
@@ -515,16 +784,7 @@ class Scheduler:
         )
         decided = trio.current_time()
         if attempt.sampled:
-            filtered = deciding + decision.filter_seconds
-            attempt.record(FILTER, deciding, filtered)
-            scored = filtered
-            if decision.score_seconds is not None:
-                scored = min(filtered + decision.score_seconds, decided)
-                attempt.record(SCORE, filtered, scored)
-            attempt.record(SELECT, scored, decided)
-            for extender, verb, outcome, start, end in decision.result.extender_calls:
-                attributes = {EXTENDER: extender, RESULT: outcome}
-                attempt.record(extender_span(verb), start, end, attributes)
+            _record_stages(attempt, decision, deciding, decided)
         if decision.node is not None:
             return _Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None
@@ -645,6 +905,8 @@ class Scheduler:
         before: dict[str, NodeInfo],
         seconds: float,
         done: trio.MemorySendChannel[BindDone] | None,
+        *,
+        group: str = "",
     ) -> BindRequest | None:
         """One pod's assume answer: its bind, or None when the cache refused it (requeued)."""
         pod, result = o.popped.pod, o.decision.result
@@ -686,6 +948,7 @@ class Scheduler:
             attempts=o.popped.attempts,
             arrived_at=o.popped.arrived_at,
             trace=self._tracing.carrier_of(o.attempt),
+            group=group,
         )
 
     async def _report(self, o: _Outcome) -> None:
@@ -735,6 +998,43 @@ class _Outcome:
         return self.decision.node
 
 
+def _record_stages(attempt: Attempt, decision: Decision, deciding: float, decided: float) -> None:
+    """A sampled attempt's filter, score and select spans, and its extender calls."""
+    filtered = deciding + decision.filter_seconds
+    attempt.record(FILTER, deciding, filtered)
+    scored = filtered
+    if decision.score_seconds is not None:
+        scored = min(filtered + decision.score_seconds, decided)
+        attempt.record(SCORE, filtered, scored)
+    attempt.record(SELECT, scored, decided)
+    for extender, verb, outcome, start, end in decision.result.extender_calls:
+        attributes = {EXTENDER: extender, RESULT: outcome}
+        attempt.record(extender_span(verb), start, end, attributes)
+
+
+GANG_LISTED = 3
+"""Members that did not fit a gang's message names, before "and N more"."""
+
+
+def gang_message(
+    gang: GangBatch, tried: int, fit: int, unfit: Sequence[_Outcome], *, preemption: bool
+) -> str:
+    """What every member of a gang that did not fit is told: ``pod group ml/train: 6 of 8
+    members fit, minCount 8; ml/worker-6: 0/10 nodes are available: ...`` (the first
+    :data:`GANG_LISTED` members that did not fit with their FitError, then how many more), and
+    with ``preemption`` (it would have been tried for a pod) that it is not tried for gangs."""
+    head = f"pod group {gang.key}: {fit} of {tried} members fit, minCount {gang.min_count}"
+    if gang.bound:
+        head += f" ({gang.bound} bound already)"
+    parts = [head]
+    parts += [f"{o.popped.pod.key}: {o.decision.result.message}" for o in unfit[:GANG_LISTED]]
+    if len(unfit) > GANG_LISTED:
+        parts.append(f"and {len(unfit) - GANG_LISTED} more")
+    if preemption:
+        parts.append("preemption is not tried for pod groups yet")
+    return "; ".join(parts)
+
+
 def _changes_the_store(preemption: PreemptionResult) -> bool:
     """Whether carrying ``preemption`` out writes anything: it evicts (and nominates), or
     clears a nomination (a pod it names is nominated now)."""
@@ -778,6 +1078,14 @@ _ATTEMPT_METRICS = {
     "error": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
     "conflict": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
 }
+
+
+def _undo(snapshot: Snapshot, before: dict[str, NodeInfo], objects: ClusterObjects) -> None:
+    """Take a gang's folds back out of the snapshot: each node as before its first fold, and
+    the objects as before any volume decision (the cache assumed none of them)."""
+    for info in before.values():
+        snapshot.replace_node_info(info)
+    snapshot.objects = objects
 
 
 def _observe_stages(decision: Decision) -> None:

@@ -283,6 +283,19 @@ class Dispatcher:
                     explain=False,
                 ),
             )
+        if looked.queue == "waiting":
+            # A gang member held before the queue (the GangScheduling PreEnqueue): not for the
+            # scheduler to try until its group exists with minCount pods.
+            return ExplainReply(
+                id=msg.id,
+                revision=read.revision,
+                placement=placement(
+                    info,
+                    ScheduleResult(message=looked.message),
+                    attempts=looked.attempts,
+                    explain=False,
+                ),
+            )
         explained: Explained = await ask(
             h.scheduler, lambda r: ExplainPod(pod=info, explain=True, reply=r)
         )

@@ -57,7 +57,9 @@ __all__ = [
     "FilterRequest",
     "FinishBinding",
     "Forget",
+    "GangBatch",
     "GiveBack",
+    "GroupPlaced",
     "Handles",
     "Lookup",
     "LookupReply",
@@ -71,6 +73,7 @@ __all__ = [
     "ReloadPlugins",
     "Reloaded",
     "Requeue",
+    "RequeueGroup",
     "SchedulerMsg",
     "SchedulerStats",
     "SchedulerStatsReply",
@@ -132,10 +135,30 @@ class Popped(_Mail, frozen=True, kw_only=True):
     nominated: NominatedPods | None = None
 
 
+class GangBatch(_Mail, frozen=True, kw_only=True):
+    """The pod group a :class:`PoppedBatch` holds the members of (protocol/gangs.py).
+
+    Attributes:
+        key: the group's ``namespace/name``.
+        min_count: its minCount (``minMember``).
+        bound: its members bound, or placed and awaiting their binds, before this pop: at
+            least ``min_count - bound`` of the batch's pods must fit, or none is placed.
+    """
+
+    key: str
+    min_count: int
+    bound: int
+
+
 class PoppedBatch(_Mail, frozen=True, kw_only=True):
-    """The pods to schedule now, one after another in this order (never empty)."""
+    """The pods to schedule now, one after another in this order (never empty).
+
+    ``group``: the batch is a gang's members, all it holds whatever ``max_pods`` asked (a
+    gang is decided whole, and never shares a batch with other pods); None for other pods.
+    """
 
     pods: list[Popped]
+    group: GangBatch | None = None
 
 
 class GiveBack(_Mail, frozen=True, kw_only=True):
@@ -171,6 +194,35 @@ class Requeue(_Mail, frozen=True, kw_only=True):
     plugins: frozenset[str] = frozenset()
 
 
+class RequeueGroup(_Mail, frozen=True, kw_only=True):
+    """Give a gang's members back as one unit (the group ``key``, ``namespace/name``).
+
+    From the scheduler when fewer than the needed members fit (``unschedulable``, or ``error``
+    when a member's attempt failed) or the cache refused one of them (``conflict``, or
+    ``error``); from the binder when the store refused the group's bindings (``error``). The
+    ``pods`` still in flight rejoin the group's unit, which is requeued once, as a pod would be
+    (backoff by the group's attempts; ``conflict`` straight to activeQ). ``plugins``: the
+    predicates that rejected a member, counted for each member while the unit is
+    unschedulable.
+    """
+
+    key: str
+    pods: list[PodInfo]
+    cycle: int
+    why: Literal["unschedulable", "error", "conflict"]
+    plugins: frozenset[str] = frozenset()
+
+
+class GroupPlaced(_Mail, frozen=True, kw_only=True):
+    """A gang attempt placed ``pods`` (assumed, handed to the binder), at least as many as the
+    group needed: they count as placed until bound, the group's other members popped with
+    them are requeued as ordinary pods (each with its own Requeue, which follows), and its
+    members that arrive now schedule as ordinary pods."""
+
+    key: str
+    pods: list[PodInfo]
+
+
 class Lookup(_Mail, frozen=True, kw_only=True):
     """Is the pod ``key`` (namespace/name) pending, and how many attempts has it had?"""
 
@@ -180,10 +232,12 @@ class Lookup(_Mail, frozen=True, kw_only=True):
 
 class LookupReply(_Mail, frozen=True, kw_only=True):
     """``queue`` is active, backoff, unschedulable, in_flight, gated (the pod has scheduling
-    gates), or None when not pending."""
+    gates), waiting (a gang member held before the queue: ``message`` says why, e.g.
+    ``waiting for pod group ml/train: 5 of 8 pods exist``), or None when not pending."""
 
-    queue: Literal["active", "backoff", "unschedulable", "in_flight", "gated"] | None
+    queue: Literal["active", "backoff", "unschedulable", "in_flight", "gated", "waiting"] | None
     attempts: int
+    message: str = ""
 
 
 class QueueStats(_Mail, frozen=True, kw_only=True):
@@ -197,7 +251,17 @@ class QueueStatsReply(_Mail, frozen=True, kw_only=True):
     in_flight: int
 
 
-QueueMsg: TypeAlias = Recovered | Committed | Pop | GiveBack | Requeue | Lookup | QueueStats
+QueueMsg: TypeAlias = (
+    Recovered
+    | Committed
+    | Pop
+    | GiveBack
+    | Requeue
+    | RequeueGroup
+    | GroupPlaced
+    | Lookup
+    | QueueStats
+)
 
 
 # --------------------------------------------------------------------------- node cache
@@ -239,6 +303,10 @@ class Assume(_Mail, frozen=True, kw_only=True):
     """Each pod was decided with the batch's earlier pods folded in (the scheduler's batches
     are): a node that changed after ``generation`` only by those pods' assumes is what the
     decision saw and is not checked again."""
+    atomic: bool = False
+    """All or nothing (a gang's members): when the cache refuses any pod, it assumes none
+    (the ones it took are forgotten again) and answers ``conflict`` for the others, naming the
+    refused pod."""
 
 
 class AssumeStatus(_Mail, frozen=True, kw_only=True):
@@ -388,6 +456,9 @@ class BindRequest(_Mail, frozen=True, kw_only=True):
     attempts: int = 1
     arrived_at: float | None = None
     trace: dict[str, str] | None = None
+    group: str = ""
+    """The pod group (``namespace/name``) whose members of this batch the store binds all or
+    none (``Binding.group``); "" for a pod bound on its own."""
 
 
 class BindBatch(_Mail, frozen=True, kw_only=True):

@@ -43,10 +43,13 @@ order).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from podium.actors.framework.interface import (
     NODE_NOT_FOUND,
@@ -63,6 +66,7 @@ from podium.actors.plugins import names
 from podium.actors.plugins.claims import claim_class, pv_class
 from podium.protocol.labels import label_selector_matches, node_selector_term_matches
 from podium.protocol.objects import (
+    ObjectReference,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -79,6 +83,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANN_BIND_COMPLETED",
     "ANN_SELECTED_NODE",
+    "BIND_COMPLETED_VALUE",
     "ERR_UNBOUND_IMMEDIATE",
     "ERR_VOLUME_BIND_CONFLICT",
     "ERR_VOLUME_NODE_CONFLICT",
@@ -88,8 +93,12 @@ __all__ = [
     "PodClaims",
     "PodVolumes",
     "VolumeBinding",
+    "bound_claim",
+    "claimed_volume",
+    "fold_volume_decision",
     "pod_passes_basic_checks",
     "pv_node_affinity_matches",
+    "selected_claim",
 ]
 
 NAME = names.CHECK_VOLUME_BINDING
@@ -100,6 +109,7 @@ ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BIND_COMPLETED_VALUE = "yes"  # pv_controller.go@v1.14 annBindCompleted's value
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
 _FILESYSTEM = "Filesystem"
 _STORAGE = "storage"
@@ -418,3 +428,64 @@ def _can_provision(
 
 
 FACTORIES: dict[str, Callable[[PluginArgs], VolumeBinding]] = {NAME: VolumeBinding}
+
+
+# --------------------------------------------------------------------------- assumed decisions
+
+
+def bound_claim(claim: PersistentVolumeClaim, pv_name: str) -> PersistentVolumeClaim:
+    """The claim as assuming its binding to ``pv_name`` leaves it: ``spec.volumeName`` and
+    ``pv.kubernetes.io/bind-completed`` set (the cache's assume, a gang's fold)."""
+    meta = claim.metadata
+    annotations = {**meta.annotations, ANN_BIND_COMPLETED: BIND_COMPLETED_VALUE}
+    return msgspec.structs.replace(
+        claim,
+        metadata=msgspec.structs.replace(meta, annotations=annotations),
+        spec=msgspec.structs.replace(claim.spec, volume_name=pv_name),
+    )
+
+
+def claimed_volume(pv: PersistentVolume, claim_key: str, claim_uid: str) -> PersistentVolume:
+    """The volume as assuming its binding to the claim ``claim_key`` leaves it:
+    ``spec.claimRef`` set."""
+    namespace, _, name = claim_key.partition("/")
+    ref = ObjectReference(
+        kind="PersistentVolumeClaim", namespace=namespace, name=name, uid=claim_uid
+    )
+    return msgspec.structs.replace(pv, spec=msgspec.structs.replace(pv.spec, claim_ref=ref))
+
+
+def selected_claim(claim: PersistentVolumeClaim, node: str) -> PersistentVolumeClaim:
+    """The claim as assuming its provisioning on ``node`` leaves it:
+    ``volume.kubernetes.io/selected-node`` set."""
+    meta = claim.metadata
+    annotations = {**meta.annotations, ANN_SELECTED_NODE: node}
+    return msgspec.structs.replace(
+        claim, metadata=msgspec.structs.replace(meta, annotations=annotations)
+    )
+
+
+def fold_volume_decision(
+    objects: ClusterObjects, node: str, volumes: Mapping[str, str], provisions: Sequence[str]
+) -> ClusterObjects:
+    """``objects`` with a placed pod's volume decision assumed, as the cache's assume makes it
+    (the claims bound to their volumes, the volumes claimed, the provisioned claims given their
+    node): a new ClusterObjects whose two changed tables are new dicts, ``objects`` untouched
+    (the snapshot's objects are shared with the cache). ``objects`` itself when the decision
+    binds nothing. A gang's batch folds each member's decision in, so the next member's claims
+    see the volumes the earlier ones took."""
+    if not volumes and not provisions:
+        return objects
+    claims = dict(objects.persistent_volume_claims)
+    pvs = dict(objects.persistent_volumes)
+    for claim_key, pv_name in volumes.items():
+        claim, pv = claims.get(claim_key), pvs.get(pv_name)
+        if claim is None or pv is None:
+            continue  # the cache's assume refuses it (a conflict)
+        claims[claim_key] = bound_claim(claim, pv_name)
+        pvs[pv_name] = claimed_volume(pv, claim_key, claim.metadata.uid)
+    for claim_key in provisions:
+        claim = claims.get(claim_key)
+        if claim is not None:
+            claims[claim_key] = selected_claim(claim, node)
+    return dataclasses.replace(objects, persistent_volume_claims=claims, persistent_volumes=pvs)

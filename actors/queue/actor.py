@@ -16,9 +16,10 @@ Pod Modified, pending before only           delete (and, when it became bound, a
 Pod Modified, pending after only            add
 Pod Deleted / Preempted, pending            delete
 Pod Bound                                   delete (it was in flight) + assigned pod added
+                                            (a member: one more of its group bound)
 Pod Unschedulable                           nothing (status only)
 bound pod Added, or Modified while active   assigned pod added (v1.14 AssignedPodAdded/Updated)
-bound pod Deleted / Preempted               move all
+bound pod Deleted / Preempted               move all (a member: one fewer bound)
 bound pod Modified to terminated            move all (it holds no resources any more)
 Node Added                                  move all
 Node Modified                               move all when no pod is unschedulable or a
@@ -27,8 +28,18 @@ Node Modified                               move all when no pod is unschedulabl
 PersistentVolume(Claim) Added / Modified    move all
 Service Added / Modified / Deleted          move all
 StorageClass Added, WaitForFirstConsumer    move all
+PodGroup Added / Modified / Deleted         the group's waiting members let in once it has
+                                            minCount pods, released (basic), or held again
 anything else                               nothing
 ==========================================  ===================================================
+
+Pod groups (see :mod:`podium.actors.queue.core`): a gang's members wait before the queue until
+their group exists with minCount pods, then go as one unit; a Pop whose head is a unit is
+answered with all its members and :class:`~podium.actors.mail.messages.GangBatch`. The waiting
+is not written to the store: a gang of 128 arriving would cost a write per arrival for every
+member waiting (O(n^2)), and the count changes with each; :class:`Lookup` answers it instead
+(``waiting for pod group ml/train: 5 of 8 pods exist``), which ``podium explain`` shows. Once a
+gang attempt fails, every member's PodScheduled condition says why (the scheduler records it).
 
 Owns: a :class:`~podium.actors.queue.core.SchedulingQueue`, the nominated pods
 (:class:`~podium.actors.queue.core.Nominations`, v1.14 ``PriorityQueue.nominatedPods``)
@@ -40,7 +51,8 @@ it is bound (Bound, or a Modified that assigns it), deleted or preempted, or sto
 pending. Every Popped carries the same immutable view until the nominations change.
 
 Mailbox (:data:`~podium.actors.mail.messages.QueueMsg`): Recovered, Committed (from the store); Pop,
-GiveBack, Requeue (scheduler, binder); Lookup, QueueStats (gateway, operators).
+GiveBack, Requeue, RequeueGroup (scheduler, binder), GroupPlaced (scheduler); Lookup, QueueStats
+(gateway, operators).
 
 Emits: PoppedBatch / QueueIdle on a Pop's reply channel; LookupReply, QueueStatsReply.
 
@@ -62,7 +74,10 @@ Kubernetes' event names (PodAdd, ScheduleAttemptFailure, BackoffComplete,
 UnschedulableTimeout, NodeAdd, NodeUpdate, AssignedPodAdd, AssignedPodDelete, PvAdd, PvUpdate,
 PvcAdd, PvcUpdate, ServiceAdd, ServiceUpdate, ServiceDelete, StorageClassAdd);
 ``scheduler_unschedulable_pods{plugin}``: each pod in the unschedulable set counts once under
-every predicate that rejected it (the Requeue's ``plugins``).
+every predicate that rejected it (the Requeue's ``plugins``). The pods of units count as pods in
+each of these (a unit reaching its quorum: PodAdd for each member). ``podium_pod_groups_waiting``:
+the groups whose members wait for their quorum; ``podium_pod_group_scheduling_duration_seconds``:
+from a group's quorum to the Bound of the last member its placing attempt placed.
 """
 
 from __future__ import annotations
@@ -75,7 +90,9 @@ import trio
 
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail.messages import (
+    GangBatch,
     GiveBack,
+    GroupPlaced,
     Lookup,
     LookupReply,
     Pop,
@@ -86,12 +103,21 @@ from podium.actors.mail.messages import (
     QueueStats,
     QueueStatsReply,
     Requeue,
+    RequeueGroup,
 )
 from podium.actors.queue.batching import decided_alone
 from podium.actors.queue.core import Nominations, QueueName, SchedulingQueue
 from podium.actors.runtime.mailbox import receive_batch, reply
 from podium.protocol import metrics
-from podium.protocol.objects import Node, Pod, StorageClass, holds_resources, pod_key
+from podium.protocol.objects import (
+    Node,
+    Pod,
+    PodGroup,
+    StorageClass,
+    holds_resources,
+    namespaced_key,
+    pod_key,
+)
 from podium.protocol.quantity import Quantity
 from podium.store.mail import Change, Committed, Recovered
 
@@ -278,6 +304,12 @@ class QueueActor:
         metrics.PENDING_ACTIVE.set(core.active_count)
         metrics.PENDING_BACKOFF.set(core.backoff_count)
         metrics.PENDING_UNSCHEDULABLE.set(core.unschedulable_count)
+        metrics.POD_GROUPS_WAITING.set(core.waiting_groups)
+        activated = core.take_activated()
+        if activated:
+            _incoming("active", "PodAdd", activated)
+        for _, seconds in core.take_completed():
+            metrics.POD_GROUP_SCHEDULING_DURATION.observe(seconds)
         tracked = self._unschedulable_plugins
         if len(tracked) > core.unschedulable_count:
             # Some tracked pods left the unschedulable set (a move, an update): every entry
@@ -314,19 +346,22 @@ class QueueActor:
             self._count_moved(event, moved, backoff)
 
     def _assigned_pod_added(self, pod: PodInfo, now: float) -> None:
+        self.core.assigned_member(pod, now)
         backoff = self.core.backoff_count
         moved = self.core.assigned_pod_added(pod, now)
         if moved:
             self._count_moved("AssignedPodAdd", moved, backoff)
 
     def _add(self, pod: PodInfo, now: float) -> None:
-        self.core.add(pod, now)
-        if self.core.lookup(pod.key)[0] == "active":  # not a gated pod
+        core = self.core
+        core.add(pod, now)
+        # Not a gated pod, nor a held gang member (counted when its unit enters activeQ).
+        if core.lookup(pod.key)[0] == "active" and not core.held(pod.key):
             _incoming("active", "PodAdd")
 
-    def _delete(self, pod: PodInfo) -> None:
+    def _delete(self, pod: PodInfo, now: float, *, bound: bool = False) -> None:
         where, _ = self.core.lookup(pod.key)
-        if self.core.delete(pod) and where == "unschedulable":
+        if self.core.delete(pod, now, bound=bound) and where == "unschedulable":
             self._untrack(pod.key)
 
     # ------------------------------------------------------------------ mail
@@ -348,6 +383,10 @@ class QueueActor:
                 # Not counted as incoming: to the metrics the pod never left activeQ.
                 for key in keys:
                     self.core.cancel_pop(key)
+            case RequeueGroup():
+                self._requeue_group(msg, now)
+            case GroupPlaced(key=group, pods=pods):
+                self.core.group_placed(group, pods, now)
             case Requeue(pod=pod, cycle=cycle, why=why, plugins=plugins):
                 went: QueueName | None
                 if why == "conflict":
@@ -356,13 +395,14 @@ class QueueActor:
                     went = self.core.add_unschedulable_if_not_present(pod, cycle, now)
                 if went is None:
                     log.debug("requeue of %s dropped: it is no longer in flight", pod.key)
-                else:
+                elif went != "waiting":
                     _incoming(went, "ScheduleAttemptFailure")
                     if went == "unschedulable":
                         self._track(pod.key, plugins)
             case Lookup(key=key, reply=answer_to):
                 where, attempts = self.core.lookup(key)
-                reply(answer_to, LookupReply(queue=where, attempts=attempts))
+                message = self.core.waiting_message(key)
+                reply(answer_to, LookupReply(queue=where, attempts=attempts, message=message))
             case QueueStats(reply=answer_to):
                 core = self.core
                 reply(
@@ -377,13 +417,32 @@ class QueueActor:
             case _:
                 assert_never(msg)
 
+    def _requeue_group(self, msg: RequeueGroup, now: float) -> None:
+        went, count = self.core.requeue_group(msg.key, msg.pods, msg.cycle, msg.why, now)
+        if went is None:
+            log.debug("requeue of pod group %s dropped: no member is in flight", msg.key)
+            return
+        if went != "waiting":
+            _incoming(went, "ScheduleAttemptFailure", count)
+        if went == "unschedulable":
+            for member in msg.pods:
+                if self.core.lookup(member.key)[0] == "unschedulable":
+                    self._track(member.key, msg.plugins)
+
     def _recover(self, objects: list[KubeObject], now: float) -> None:
-        """Every pending pod, in the order given, and nothing else."""
+        """Every pending pod, in the order given, the pod groups, and the bound members of
+        each group."""
         for obj in objects:
-            if isinstance(obj, Pod) and is_pending(obj, self.scheduler_name):
-                info = PodInfo(obj)
-                self._add(info, now)
-                self.nominations.set(info)
+            if isinstance(obj, Pod):
+                if is_pending(obj, self.scheduler_name):
+                    info = PodInfo(obj)
+                    self._add(info, now)
+                    self.nominations.set(info)
+                elif _is_assigned(obj):
+                    self.core.assigned_member(PodInfo(obj), now)
+            elif isinstance(obj, PodGroup):
+                key = namespaced_key(obj.metadata.namespace, obj.metadata.name)
+                self.core.group_changed(key, obj, now)
 
     def _apply(self, change: Change, now: float) -> None:
         obj = change.object
@@ -391,6 +450,10 @@ class QueueActor:
             self._apply_pod(change, obj, now)
             return
         core = self.core
+        if change.kind == "PodGroup":
+            group = obj if isinstance(obj, PodGroup) and change.type != "Deleted" else None
+            core.group_changed(namespaced_key(change.namespace, change.name), group, now)
+            return
         event = _MOVE_EVENTS.get((change.kind, change.type), "")
         match change.kind, change.type:
             case "Node", "Added":
@@ -452,22 +515,25 @@ class QueueActor:
                     return
                 # Bound, terminating, finished or not ours any more: no longer nominated.
                 self.nominations.delete(key)
+                assigned = _is_assigned(pod)
                 if was_pending or info.key in core:
-                    self._delete(info)
-                if _is_assigned(pod):
+                    self._delete(info, now, bound=assigned)
+                if assigned:
                     self._assigned_pod_added(info, now)
                 elif old is not None and _is_assigned(old):
+                    core.unassigned_member(info, now)
                     self._move_all("AssignedPodDelete", now)
             case "Deleted" | "Preempted":
                 info = PodInfo(pod)
                 self.nominations.delete(key)
-                self._delete(info)
+                self._delete(info, now)
                 if pod.spec.node_name:
+                    core.unassigned_member(info, now)
                     self._move_all("AssignedPodDelete", now)
             case "Bound":
                 info = PodInfo(pod)
                 self.nominations.delete(key)
-                self._delete(info)
+                self._delete(info, now, bound=True)
                 self._assigned_pod_added(info, now)
             case "Unschedulable":
                 pass
@@ -489,7 +555,7 @@ class QueueActor:
             # A batch of one while a bind could change what the next pop gives (an affinity
             # waiter moved) or nominations are in play (see podium.actors.queue.batching).
             batch_of_one = bool(self.nominations) or core.has_affinity_waiters
-            queued = core.pop_batch(now, 1 if batch_of_one else pop.max_pods, _alone)
+            queued, gang = core.pop_batch(now, 1 if batch_of_one else pop.max_pods, _alone)
             if not queued:  # pragma: no cover - active_count says there is one
                 return
             self._parked = None
@@ -505,7 +571,10 @@ class QueueActor:
                         nominated=nominated,
                     )
                     for q in queued
-                ]
+                ],
+                group=None
+                if gang is None
+                else GangBatch(key=gang.key, min_count=gang.min_count, bound=gang.bound),
             )
             try:
                 pop.reply.send_nowait(answer)

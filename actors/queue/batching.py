@@ -18,6 +18,11 @@ nominations exist (the nominated pods' view leaves out every pod in flight, and 
 time only the one being decided) or unschedulable pods wait for an assigned pod to match their
 affinity (a bind between two pops could move one ahead of the next). The scheduler ends a
 batch itself after a pod whose preemption evicted pods or cleared nominations.
+
+None of this applies to a gang's batch (the queue hands out a gang's members whole, alone):
+the scheduler decides them with affinity and spreading counted against the snapshot's journal,
+which sees each fold, and folds each member's volume decision into the snapshot's objects
+(:mod:`podium.actors.cycle.scheduler`).
 """
 
 from __future__ import annotations

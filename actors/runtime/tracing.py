@@ -20,6 +20,12 @@ the binder; the protocol request that submitted the pod is linked, not a parent)
     ├── bind            the binder: hand-off → the store's answer (after the attempt ended)
     └── commit          the store's part of it (the commit seconds it reports)
 
+A gang's attempt (all its members decided in one batch) is one more root span of its own,
+beside its members' attempts::
+
+    pod_group_attempt   podium.pod_group, podium.members, podium.placed, podium.result
+                        pop → the group's assume answered (or its members requeued)
+
 Costs: a sampled span costs 25-60 us (STYLE.md), so spans are per phase, never per node or
 plugin. Measured with timeit for one attempt's helper calls (attempt, three records, a phase,
 the outcome, carrier_of, and the binder's two span_from; SDK 1.45, a noisy 2-core machine):
@@ -97,6 +103,7 @@ __all__ = [
     "DISABLED",
     "EXTENDER",
     "FILTER",
+    "GROUP_ATTEMPT",
     "NODE",
     "NO_ATTEMPT",
     "OBJECTS",
@@ -129,6 +136,7 @@ SELECT = "select"
 ASSUME = "assume"
 BIND = "bind"
 COMMIT = "commit"
+GROUP_ATTEMPT = "pod_group_attempt"
 PUT = "Put"  # the gateway's request span, which each submitted pod's attempt links to
 
 # Attribute names.
@@ -140,6 +148,9 @@ NODES_EXAMINED = "podium.nodes_examined"
 NODES_FEASIBLE = "podium.nodes_feasible"
 EXTENDER = "podium.extender"
 OBJECTS = "podium.objects"
+POD_GROUP = "podium.pod_group"
+MEMBERS = "podium.members"
+PLACED = "podium.placed"
 
 
 def extender_span(verb: str) -> str:
@@ -472,6 +483,26 @@ class Tracing:
         if not trace_id:
             return NO_ATTEMPT
         return _SampledAttempt(self, trace_id, pod_key, links, arrived_at, popped_at, attempts)
+
+    def group_attempt(
+        self, key: str, *, members: int, placed: int, result: str, start: float, end: float
+    ) -> None:
+        """Record one gang attempt as a root span from ``start`` to ``end`` (trio clock): the
+        group ``key``, how many members it decided and placed, and its result (scheduled,
+        unschedulable, error). Sampled like an attempt; nothing when tracing is off."""
+        if not self.enabled:
+            return
+        trace_id = self._sampled_trace_id()
+        if not trace_id:
+            return
+        attributes: dict[str, AttributeValue] = {
+            POD_GROUP: key,
+            MEMBERS: members,
+            PLACED: placed,
+            RESULT: result,
+        }
+        span = self._start(GROUP_ATTEMPT, _ROOT, start, attributes, trace_id=trace_id)
+        span.end(end_time=self.wall_ns(end))
 
     def carrier_of(self, attempt: Attempt) -> Carrier | None:
         """The attempt's context for the BindRequest (None when unsampled): the binder records

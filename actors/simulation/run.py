@@ -6,14 +6,15 @@ idle: nothing active and nothing backing off. Two modes make the run repeatable:
 committed before the next cycle starts (so the queue sees every placement before it hands out
 the next pod, whatever order trio runs tasks in), and the clock is trio's MockClock with
 autojump, so backoff waits take no real time. Pods that fit nowhere stay in the unschedulable
-set; the run ends with them reported, and so are the pods with scheduling gates, which the
-queue never hands out.
+set; the run ends with them reported, and so are the pods with scheduling gates, and the
+members of pod groups that never reached minCount pods (or whose group is not in the dump),
+which the queue never hands out.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import msgspec
 import trio
@@ -28,7 +29,8 @@ from podium.actors.runtime.mailbox import ask, send
 from podium.actors.simulation.cluster import PodOutcome, SimulationError
 from podium.actors.supervisor.supervisor import Runtime
 from podium.protocol.config import SchedulerConfig
-from podium.protocol.objects import KubeObject, Pod
+from podium.protocol.gangs import min_count, pod_group_key
+from podium.protocol.objects import KubeObject, Pod, PodGroup, holds_resources, namespaced_key
 from podium.protocol.validation import SCHEDULING_GATED_MESSAGE
 from podium.store.actor import StoreActor
 from podium.store.core import StoreCore
@@ -68,6 +70,7 @@ async def _simulate(
     outcomes: dict[str, PodOutcome] = {}
     rejected: StoreFailure | None = None
     gated: list[PodOutcome] = []
+    stored: list[KubeObject] = []
     async with trio.open_nursery() as nursery:
         handles = await nursery.start(runtime.run)
         try:
@@ -79,6 +82,7 @@ async def _simulate(
                     rejected = written
                 else:
                     gated = _gated(objects, written, config.scheduler_name)
+                    stored = _as_stored(objects, written)
             if rejected is None:
                 await send(handles.scheduler, BeginScheduling())
         finally:
@@ -111,7 +115,52 @@ async def _simulate(
         raise SimulationError(
             "\n".join(lines), objects=[(e.index, e.message, e.path) for e in rejected.errors]
         )
-    return [*outcomes.values(), *gated]
+    waiting = _waiting(stored, outcomes.keys(), config.scheduler_name)
+    return [*outcomes.values(), *gated, *waiting]
+
+
+def _as_stored(objects: Sequence[KubeObject], written: WriteResult) -> list[KubeObject]:
+    """The objects under the namespace and name the store gave them (generateName)."""
+    named: list[KubeObject] = []
+    for obj, status in zip(objects, written.objects, strict=False):
+        meta = msgspec.structs.replace(obj.metadata, name=status.name, namespace=status.namespace)
+        named.append(msgspec.structs.replace(obj, metadata=meta))
+    return named
+
+
+def _waiting(
+    objects: Sequence[KubeObject], reported: Collection[str], scheduler_name: str
+) -> list[PodOutcome]:
+    """The pending members of pod groups that were never tried (the queue held them: the group
+    is not in the dump, or has fewer pods than its minCount), reported as pending with the
+    queue's reason, ``waiting for pod group ml/train: 5 of 8 pods exist``."""
+    groups = {
+        namespaced_key(o.metadata.namespace, o.metadata.name): o
+        for o in objects
+        if isinstance(o, PodGroup)
+    }
+    members: dict[str, list[Pod]] = {}
+    exist: dict[str, int] = {}
+    for obj in objects:
+        if not isinstance(obj, Pod) or (key := pod_group_key(obj)) is None:
+            continue
+        if is_pending(obj, scheduler_name) and not obj.spec.scheduling_gates:
+            members.setdefault(key, []).append(obj)
+            exist[key] = exist.get(key, 0) + 1
+        elif obj.spec.node_name and holds_resources(obj):
+            exist[key] = exist.get(key, 0) + 1
+    outcomes = []
+    for key, pods in members.items():
+        group = groups.get(key)
+        if group is None:
+            message = f"waiting for pod group {key}: the group does not exist"
+        else:
+            message = f"waiting for pod group {key}: {exist[key]} of {min_count(group)} pods exist"
+        for pod in pods:
+            info = PodInfo(pod)
+            if info.key not in reported:
+                outcomes.append(PodOutcome(info, None, message, 0, ScheduleResult(message=message)))
+    return outcomes
 
 
 def _gated(

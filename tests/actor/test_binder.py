@@ -27,6 +27,7 @@ from podium.actors.mail.messages import (
     Forget,
     QueueMsg,
     Requeue,
+    RequeueGroup,
 )
 from podium.store.mail import (
     BindFailure,
@@ -305,3 +306,32 @@ async def test_closing_the_mailbox_stops_the_binder_and_closes_its_peers(
     async with running() as h:
         await h.bind(pod("web"), "n1")
     assert trio.current_time() == COMMIT_SECONDS
+
+
+async def test_a_groups_refused_bindings_are_forgotten_and_the_group_requeued_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A gang's members carry their group into their bindings; when the store refuses them
+    (all together, as it refuses a group), each is forgotten and the group requeued as one
+    unit, while a pod bound on its own beside them is requeued as a pod."""
+    members = [pod(f"w{i}") for i in range(3)]
+    alone = pod("alone")
+    async with running(refuse("uid-w0", "uid-w1", "uid-w2", "uid-alone")) as h:
+        requests = [BindRequest(pod=p, node="n1", cycle=4, group="default/g") for p in members]
+        h.inbox.send_nowait(
+            BindBatch(requests=[*requests, BindRequest(pod=alone, node="n2", cycle=5)])
+        )
+        await trio.testing.wait_all_tasks_blocked()
+    ((_, sent),) = h.peers.store
+    assert [(b.name, b.group) for b in sent.bindings] == [
+        ("w0", "default/g"),
+        ("w1", "default/g"),
+        ("w2", "default/g"),
+        ("alone", ""),
+    ]
+    forgotten = [m.key for m in h.peers.cache if isinstance(m, Forget)]
+    assert forgotten == ["default/w0", "default/w1", "default/w2", "default/alone"]
+    assert h.peers.queue == [
+        Requeue(pod=alone, cycle=5, why="error"),
+        RequeueGroup(key="default/g", pods=members, cycle=4, why="error"),
+    ]

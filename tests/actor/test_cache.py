@@ -26,6 +26,7 @@ from podium.actors.mail.messages import (
     SnapshotDelta,
     SnapshotRequest,
 )
+from podium.actors.runtime.mailbox import ask
 from podium.protocol import objects as o
 from podium.store.mail import Change, Committed, Recovered
 
@@ -331,3 +332,35 @@ async def test_the_actor_stops_when_its_mailbox_is_closed(
             await nursery.start(CacheActor(recv).run)
             await send.aclose()
     assert trio.current_time() == 0.0
+
+
+async def test_an_atomic_assume_refused_for_one_pod_assumes_none(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    tx, rx = trio.open_memory_channel[CacheMsg](16)
+    cache = CacheActor(rx)
+    cache.core.add_node(make_node("n0").capacity(cpu="4", memory="8Gi", pods=110).obj())
+    pods = [
+        PodInfo(make_pod(f"w{i}").ns("ml").uid(f"uid-w{i}").req(cpu="1").obj()) for i in range(3)
+    ]
+    assumptions = [
+        Assumption(pod=pods[0], node="n0"),
+        Assumption(pod=pods[1], node="n0"),
+        Assumption(pod=pods[2], node="gone"),  # a node the cache does not have: a conflict
+    ]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(cache.run)
+        answer: AssumeReply = await ask(
+            tx, lambda r: Assume(pods=assumptions, generation=1, reply=r, atomic=True)
+        )
+        assert cache.core.assumed_count == 0
+        assert cache.core.dump().pods == {}
+        assert [s.status for s in answer.statuses] == ["conflict"] * 3
+        assert answer.statuses[0].message == (
+            "not assumed: the cache refused ml/w2 of its pod group (node gone is not in the "
+            "cache; cannot assume pod ml/w2 on it)"
+        )
+        # Without atomic, the same assumptions take the two that fit.
+        answer = await ask(tx, lambda r: Assume(pods=assumptions, generation=1, reply=r))
+        assert [s.status for s in answer.statuses] == ["assumed", "assumed", "conflict"]
+        await tx.aclose()

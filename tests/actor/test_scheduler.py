@@ -41,7 +41,9 @@ from podium.actors.mail.messages import (
     Explained,
     ExplainPod,
     FilterMsg,
+    GangBatch,
     GiveBack,
+    GroupPlaced,
     Pop,
     Popped,
     PoppedBatch,
@@ -50,6 +52,7 @@ from podium.actors.mail.messages import (
     Reloaded,
     ReloadPlugins,
     Requeue,
+    RequeueGroup,
     SchedulerMsg,
     SchedulerStats,
     ScoreMsg,
@@ -513,3 +516,90 @@ async def test_a_control_mailbox_closed_before_scheduling_began_stops_the_schedu
         await h.control.aclose()
         assert [report async for report in h.reports] == []
     assert h.peers.log == []
+
+
+# --------------------------------------------------------------------------- gangs
+
+
+def gang(*pods: o.Pod, min_count: int, bound: int = 0) -> PoppedBatch:
+    popped = [Popped(pod=PodInfo(p), cycle=9, attempts=1, arrived_at=0.0) for p in pods]
+    return PoppedBatch(
+        pods=popped, group=GangBatch(key="default/g", min_count=min_count, bound=bound)
+    )
+
+
+async def test_a_gang_is_assumed_atomically_and_bound_with_its_group(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Enough fit (2 of 3, minCount 3 with 1 bound): one atomic Assume, GroupPlaced before the
+    requeue of the one that did not fit, one BindBatch whose requests carry the group."""
+    a, b, c = (pod(name, cpu="2") for name in "abc")
+    async with running(two_nodes(), preemption=False, batch_max_seconds=0.0) as h:
+        h.to_pop.send_nowait(gang(a, b, c, min_count=3, bound=1))
+        reports = [await h.reports.receive() for _ in range(3)]
+        await trio.testing.wait_all_tasks_blocked()
+    assert [(r.pod.name, r.status) for r in reports] == [
+        ("a", "scheduled"),
+        ("b", "scheduled"),
+        ("c", "unschedulable"),
+    ]
+    _, assume = h.peers.got("cache")
+    assert assume.atomic and [x.pod.name for x in assume.pods] == ["a", "b"]
+    placed, requeued = [m for m in h.peers.got("queue") if not isinstance(m, Pop)]
+    assert isinstance(placed, GroupPlaced)
+    assert (placed.key, [p.name for p in placed.pods]) == ("default/g", ["a", "b"])
+    assert isinstance(requeued, Requeue) and requeued.pod.name == "c"
+    (bound,) = h.peers.got("binder")
+    assert [(r.pod.name, r.group) for r in bound.requests] == [
+        ("a", "default/g"),
+        ("b", "default/g"),
+    ]
+
+
+async def test_a_gang_the_cache_refuses_is_undone_and_requeued_as_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    a, b = (pod(name, cpu="2") for name in "ab")
+    async with running(two_nodes(), preemption=False) as h:
+        h.peers.assume = "conflict"
+        h.to_pop.send_nowait(gang(a, b, min_count=2))
+        reports = [await h.reports.receive() for _ in range(2)]
+        # The snapshot is as before the gang: the next pod sees n1 free.
+        h.peers.assume = "assumed"
+        report = await h.attempt(pod("big", cpu="4"))
+    assert [(r.pod.name, r.status) for r in reports] == [("a", "conflict"), ("b", "conflict")]
+    (requeued,) = [m for m in h.peers.got("queue") if isinstance(m, RequeueGroup)]
+    assert (requeued.key, [p.name for p in requeued.pods], requeued.why) == (
+        "default/g",
+        ["a", "b"],
+        "conflict",
+    )
+    assert h.peers.got("store") == []
+    assert [r.pod.name for b in h.peers.got("binder") for r in b.requests] == ["big"]
+    assert (report.status, report.node) == ("scheduled", "n1")
+
+
+async def test_a_gang_that_does_not_fit_is_undone_and_each_member_told_why(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    a, b, c = (pod(name, cpu="2") for name in "abc")
+    async with running(two_nodes()) as h:
+        h.to_pop.send_nowait(gang(a, b, c, min_count=3))
+        reports = [await h.reports.receive() for _ in range(3)]
+        report = await h.attempt(pod("big", cpu="4"))
+    message = (
+        "pod group default/g: 2 of 3 members fit, minCount 3; "
+        "default/c: 0/2 nodes are available: 2 Insufficient cpu.; "
+        "preemption is not tried for pod groups yet"
+    )
+    assert [(r.pod.name, r.status, r.node, r.result.message) for r in reports] == [
+        (name, "unschedulable", None, message) for name in "abc"
+    ]
+    assumes = [m for m in h.peers.got("cache") if isinstance(m, Assume)]
+    assert [[x.pod.name for x in m.pods] for m in assumes] == [["big"]]
+    records = [m for m in h.peers.got("store") if isinstance(m, RecordUnschedulable)]
+    assert [(r.name, r.message) for r in records] == [(n, message) for n in "abc"]
+    (requeued,) = [m for m in h.peers.got("queue") if isinstance(m, RequeueGroup)]
+    assert (requeued.why, requeued.plugins) == ("unschedulable", frozenset({"PodFitsResources"}))
+    # Every fold was undone: n1 is free for the next pod.
+    assert (report.status, report.node) == ("scheduled", "n1")

@@ -27,6 +27,7 @@ from podium.actors.runtime.tracing import (
     COMMIT,
     DISABLED,
     FILTER,
+    GROUP_ATTEMPT,
     NO_ATTEMPT,
     QUEUE_WAIT,
     SCORE,
@@ -372,3 +373,24 @@ async def test_aclose_flushes_the_batch_and_shuts_down_in_a_thread() -> None:
     assert not tracing.enabled
     assert tracing.attempt(POD, arrived_at=now, popped_at=now) is NO_ATTEMPT
     await tracing.aclose()  # twice is harmless
+
+
+async def test_a_gang_attempt_is_one_root_span_with_its_group(autojump_clock: object) -> None:
+    tracing, exporter = traced()
+    tracing.group_attempt(
+        "ml/train", members=8, placed=0, result="unschedulable", start=0.5, end=1.0
+    )
+    DISABLED.group_attempt("ml/train", members=8, placed=8, result="scheduled", start=0, end=1)
+    (span,) = exporter.get_finished_spans()
+    assert (span.name, span.parent, span.start_time, span.end_time) == (
+        GROUP_ATTEMPT,
+        None,
+        ns(0.5),
+        ns(1.0),
+    )
+    assert dict(span.attributes or {}) == {
+        "podium.pod_group": "ml/train",
+        "podium.members": 8,
+        "podium.placed": 0,
+        "podium.result": "unschedulable",
+    }

@@ -1,0 +1,419 @@
+"""The scheduling queue with pod groups, under the autojump clock (issue 24, points 2 and 5).
+
+A gang's pending members wait before the queue until their PodGroup exists with minCount pods
+(Kubernetes' GangScheduling PreEnqueue, v1.35+), then go to activeQ as one unit ordered by
+priority, then the group's creation (scheduler-plugins' Coscheduling QueueSort); a Pop whose
+head is a unit answers all its members and nothing else; requeues, backoff and moves apply to
+the unit whole. ``basic`` groups, and members beyond a gang's bound minCount, are ordinary pods.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import trio
+import trio.testing
+from builders import make_node, make_pod
+from gangs import member, pod_group
+
+from podium.actors.mail.messages import (
+    GangBatch,
+    GroupPlaced,
+    Lookup,
+    LookupReply,
+    Pop,
+    PoppedBatch,
+    QueueIdle,
+    QueueMsg,
+    Requeue,
+    RequeueGroup,
+)
+from podium.actors.queue.actor import QueueActor
+from podium.protocol import objects as o
+from podium.protocol.metrics import REGISTRY
+from podium.protocol.wire import EventType
+from podium.store.mail import Change, Committed, Recovered
+
+_revisions = itertools.count(1)
+
+
+def change(
+    type_: EventType, obj: o.KubeObject, old: o.KubeObject | None = None, node: str = ""
+) -> Change:
+    return Change(
+        revision=next(_revisions),
+        type=type_,
+        kind=type(obj).__name__,
+        namespace=obj.metadata.namespace,
+        name=obj.metadata.name,
+        object=obj,
+        old=old,
+        node=node,
+    )
+
+
+@dataclass
+class Harness:
+    inbox: trio.MemorySendChannel[QueueMsg]
+    actor: QueueActor
+
+    def commit(self, *changes: Change) -> None:
+        self.inbox.send_nowait(Committed(revision=changes[-1].revision, changes=list(changes)))
+
+    def send(self, msg: QueueMsg) -> None:
+        self.inbox.send_nowait(msg)
+
+    async def pop(self, max_pods: int = 1, *, idle_ok: bool = False) -> PoppedBatch | QueueIdle:
+        reply_to, answer = trio.open_memory_channel[PoppedBatch | QueueIdle](1)
+        self.send(Pop(reply=reply_to, idle_ok=idle_ok, max_pods=max_pods))
+        return await answer.receive()
+
+    async def batch(self, max_pods: int = 1) -> PoppedBatch:
+        got = await self.pop(max_pods)
+        assert isinstance(got, PoppedBatch)
+        return got
+
+    async def lookup(self, key: str) -> LookupReply:
+        reply_to, answer = trio.open_memory_channel[LookupReply](1)
+        self.send(Lookup(key=key, reply=reply_to))
+        return await answer.receive()
+
+    async def requeue_group(
+        self, got: PoppedBatch, why: Literal["unschedulable", "error", "conflict"]
+    ) -> None:
+        assert got.group is not None
+        self.send(
+            RequeueGroup(
+                key=got.group.key, pods=[p.pod for p in got.pods], cycle=got.pods[0].cycle, why=why
+            )
+        )
+        await trio.testing.wait_all_tasks_blocked()
+
+    async def settle(self) -> None:
+        await trio.testing.wait_all_tasks_blocked()
+
+
+@asynccontextmanager
+async def running(**kwargs: Any) -> AsyncIterator[Harness]:
+    tx, rx = trio.open_memory_channel[QueueMsg](1024)
+    actor = QueueActor(rx, **kwargs)
+    with trio.fail_after(1000):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run)
+            yield Harness(tx, actor)
+            tx.close()
+
+
+def names(got: PoppedBatch) -> list[str]:
+    return [p.pod.name for p in got.pods]
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+TRAIN = "ml/train"
+
+
+# --------------------------------------------------------------------------- quorum
+
+
+async def test_members_wait_until_the_group_exists_with_min_count_pods(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        assert await h.lookup("ml/w0") == LookupReply(
+            queue="waiting",
+            attempts=0,
+            message="waiting for pod group ml/train: the group does not exist",
+        )
+        h.commit(change("Added", pod_group("train", 3)))
+        assert await h.lookup("ml/w1") == LookupReply(
+            queue="waiting",
+            attempts=0,
+            message="waiting for pod group ml/train: 2 of 3 pods exist",
+        )
+        assert sample("podium_pod_groups_waiting") == 1
+        # Never popped while waiting: the queue is idle.
+        assert await h.pop(idle_ok=True) == QueueIdle(unschedulable=0)
+        h.commit(change("Added", member("w2", "train")))
+        got = await h.batch(max_pods=1)  # a gang is decided whole, whatever max_pods says
+        assert names(got) == ["w0", "w1", "w2"]
+        assert got.group == GangBatch(key=TRAIN, min_count=3, bound=0)
+        assert [(p.cycle, p.attempts) for p in got.pods] == [(1, 1)] * 3
+        assert await h.lookup("ml/w2") == LookupReply(queue="in_flight", attempts=1)
+        assert sample("podium_pod_groups_waiting") == 0
+
+
+async def test_quorum_counts_bound_members_and_a_group_arriving_last(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    bound = member("w0", "train", node="n1")
+    async with running() as h:
+        h.send(Recovered(revision=1, objects=[bound, member("w1", "train")]))
+        h.commit(change("Added", member("w2", "train")))
+        await h.settle()
+        assert (await h.lookup("ml/w1")).queue == "waiting"
+        h.commit(change("Added", pod_group("train", 3)))
+        got = await h.batch()
+        assert names(got) == ["w1", "w2"]
+        assert got.group == GangBatch(key=TRAIN, min_count=3, bound=1)
+
+
+async def test_a_member_deleted_while_waiting_lowers_the_count(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 3)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        h.commit(change("Deleted", member("w0", "train")))
+        assert (await h.lookup("ml/w1")).message == (
+            "waiting for pod group ml/train: 1 of 3 pods exist"
+        )
+        assert await h.lookup("ml/w0") == LookupReply(queue=None, attempts=0)
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in (2, 3)))
+        assert names(await h.batch()) == ["w1", "w2", "w3"]
+
+
+async def test_a_member_deleted_after_the_quorum_sends_the_unit_back_to_waiting(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        await h.settle()
+        assert (await h.lookup("ml/w0")).queue == "active"
+        h.commit(change("Deleted", member("w1", "train")))
+        assert (await h.lookup("ml/w0")).message == (
+            "waiting for pod group ml/train: 1 of 2 pods exist"
+        )
+        assert await h.pop(idle_ok=True) == QueueIdle(unschedulable=0)
+
+
+async def test_a_deleted_group_sends_its_members_back_to_waiting_for_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        got = await h.batch()
+        await h.requeue_group(got, "unschedulable")
+        assert (await h.lookup("ml/w0")).queue == "unschedulable"
+        h.commit(change("Deleted", pod_group("train", 2)))
+        assert await h.lookup("ml/w1") == LookupReply(
+            queue="waiting",
+            attempts=1,
+            message="waiting for pod group ml/train: the group does not exist",
+        )
+        assert await h.pop(idle_ok=True) == QueueIdle(unschedulable=0)
+        h.commit(change("Added", pod_group("train", 2)))
+        assert names(await h.batch()) == ["w0", "w1"]
+
+
+async def test_gated_members_do_not_count_until_their_gates_are_removed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    gated = (
+        make_pod("w1")
+        .ns("ml")
+        .uid("uid-ml-w1")
+        .req(cpu="1")
+        .spec(schedulingGroup={"podGroupName": "train"}, schedulingGates=[{"name": "wait"}])
+        .obj()
+    )
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 2)), change("Added", member("w0", "train")))
+        h.commit(change("Added", gated))
+        assert (await h.lookup("ml/w0")).message.endswith("1 of 2 pods exist")
+        assert (await h.lookup("ml/w1")).queue == "gated"
+        h.commit(change("Modified", member("w1", "train"), old=gated))
+        assert names(await h.batch()) == ["w0", "w1"]
+
+
+# --------------------------------------------------------------------------- order
+
+
+async def test_units_are_ordered_by_priority_then_the_groups_creation(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Coscheduling's QueueSort: priority, then the group's creationTimestamp, then its key.
+    Recovered at once, the groups share the queue's clock: b, created first, goes first."""
+    objects: list[o.KubeObject] = [
+        pod_group("a", 1, created="2026-01-01T00:00:02Z"),
+        pod_group("b", 1, created="2026-01-01T00:00:01Z"),
+        pod_group("c", 1, created="2026-01-01T00:00:01Z"),
+        pod_group("urgent", 1, created="2026-01-01T00:00:09Z"),
+        member("a0", "a"),
+        member("b0", "b"),
+        member("c0", "c"),
+        member("u0", "urgent", priority=100),
+    ]
+    async with running() as h:
+        h.send(Recovered(revision=1, objects=objects))
+        order = []
+        for _ in range(4):
+            got = await h.batch(8)
+            assert got.group is not None
+            order.append(got.group.key)
+    assert order == ["ml/urgent", "ml/b", "ml/c", "ml/a"]
+
+
+async def test_a_gang_never_shares_a_batch_and_takes_its_place_among_pods(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def plain(name: str, priority: int = 0) -> o.Pod:
+        pod: o.Pod = make_pod(name).ns("ml").uid(f"uid-{name}").priority(priority).obj()
+        return pod
+
+    async with running() as h:
+        h.commit(change("Added", plain("early")), change("Added", plain("high", 10)))
+        await trio.sleep(1)
+        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        await trio.sleep(1)
+        h.commit(change("Added", plain("late")))
+        batches = [await h.batch(8) for _ in range(3)]
+    assert [names(b) for b in batches] == [["high", "early"], ["w0", "w1"], ["late"]]
+    assert [b.group is not None for b in batches] == [False, True, False]
+
+
+# --------------------------------------------------------------------------- requeue
+
+
+async def test_a_unit_is_requeued_and_moved_whole_with_the_groups_backoff(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        got = await h.batch()
+        added = sample("scheduler_queue_incoming_pods_total", queue="backoff", event="NodeAdd")
+        await h.requeue_group(got, "unschedulable")
+        assert [(await h.lookup(f"ml/w{i}")).queue for i in range(2)] == ["unschedulable"] * 2
+        assert sample("scheduler_pending_pods", queue="unschedulable") == 2
+        await trio.sleep(0.5)
+        h.commit(change("Added", make_node("n1").obj()))  # a node: the unit moves, backing off
+        await h.settle()
+        assert (await h.lookup("ml/w1")).queue == "backoff"
+        assert (
+            sample("scheduler_queue_incoming_pods_total", queue="backoff", event="NodeAdd")
+            == added + 2
+        )
+        again = await h.batch()
+        assert trio.current_time() == 1.0  # the group's first backoff: 1 s
+        assert [p.attempts for p in again.pods] == [2, 2]
+        # A move request during the attempt: the unit goes to backoffQ, its second backoff 2 s.
+        h.commit(change("Added", make_node("n2").obj()))
+        await h.requeue_group(again, "error")
+        third = await h.batch()
+        assert trio.current_time() == 3.0
+        assert names(third) == ["w0", "w1"]
+
+
+async def test_a_conflict_requeues_the_unit_straight_to_active(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        got = await h.batch()
+        await h.requeue_group(got, "conflict")
+        again = await h.batch()
+        assert trio.current_time() == 0.0 and names(again) == ["w0", "w1"]
+
+
+async def test_members_that_arrive_during_an_attempt_join_the_requeued_unit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        got = await h.batch()
+        h.commit(change("Added", member("w2", "train")))
+        assert (await h.lookup("ml/w2")).message == (
+            "waiting for pod group ml/train: its other members are being scheduled"
+        )
+        await h.requeue_group(got, "conflict")
+        assert names(await h.batch()) == ["w0", "w1", "w2"]
+
+
+# --------------------------------------------------------------------------- placed
+
+
+async def test_members_beyond_a_placed_gang_are_ordinary_pods(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The gang placed w0 and w1 (minCount 2) and not w2: w2 is requeued on its own, and w3,
+    arriving after, is an ordinary pod; once both placed members are bound, the histogram of
+    the group's time from quorum to its last bind gets one sample."""
+    count = sample("podium_pod_group_scheduling_duration_seconds_count")
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(3)))
+        got = await h.batch()
+        assert names(got) == ["w0", "w1", "w2"]
+        w0, w1, w2 = (p.pod for p in got.pods)
+        h.send(GroupPlaced(key=TRAIN, pods=[w0, w1]))
+        h.send(Requeue(pod=w2, cycle=got.pods[2].cycle, why="unschedulable"))
+        h.commit(change("Added", member("w3", "train")))
+        plain = await h.batch(8)
+        assert names(plain) == ["w3"] and plain.group is None
+        assert (await h.lookup("ml/w2")).queue == "unschedulable"
+        await trio.sleep(2)
+        for pod in (w0, w1):
+            h.commit(change("Bound", member(pod.name, "train", node="n1"), old=pod.pod, node="n1"))
+        await h.settle()
+        assert sample("podium_pod_group_scheduling_duration_seconds_count") == count + 1
+        assert sample("podium_pod_group_scheduling_duration_seconds_sum") >= 2.0
+
+
+async def test_a_group_the_store_refused_is_held_again_with_its_ordinary_members(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The binder gives the placed members back (the store refused the group's bindings): the
+    group holds its members again, w2 (requeued on its own meanwhile) included, as one unit."""
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(3)))
+        got = await h.batch()
+        w0, w1, w2 = (p.pod for p in got.pods)
+        h.send(GroupPlaced(key=TRAIN, pods=[w0, w1]))
+        h.send(Requeue(pod=w2, cycle=got.pods[0].cycle, why="unschedulable"))
+        await h.settle()
+        h.send(RequeueGroup(key=TRAIN, pods=[w0, w1], cycle=got.pods[0].cycle, why="error"))
+        await h.settle()
+        assert [(await h.lookup(f"ml/w{i}")).queue for i in range(3)] == ["unschedulable"] * 3
+        h.commit(change("Added", make_node("n1").obj()))
+        again = await h.batch()
+        assert names(again) == ["w0", "w1", "w2"] and again.group is not None
+
+
+async def test_a_basic_groups_pods_are_ordinary_pods(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pod_group("web", None)))
+        h.commit(*(change("Added", member(f"p{i}", "web")) for i in range(3)))
+        got = await h.batch(2)
+        assert names(got) == ["p0", "p1"] and got.group is None
+        assert await h.lookup("ml/p2") == LookupReply(queue="active", attempts=0)
+
+
+async def test_a_pop_answer_that_cannot_be_delivered_leaves_the_unit_active(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with running() as h:
+        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        reply_to, answer = trio.open_memory_channel[PoppedBatch | QueueIdle](0)
+        h.send(Pop(reply=reply_to, max_pods=1))  # nobody receives: send_nowait would block
+        await h.settle()
+        assert await h.lookup("ml/w0") == LookupReply(queue="active", attempts=0)
+        answer.close()
+        got = await h.batch()
+        assert names(got) == ["w0", "w1"] and [p.attempts for p in got.pods] == [1, 1]

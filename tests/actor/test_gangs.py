@@ -1,0 +1,548 @@
+"""Gang scheduling through the daemon's own actors (issue 24, points 2, 3 and 5), under the
+autojump clock: the runtime of ``podium serve`` on an in-memory store, the store's mailbox
+recorded (and, for one test, a group's bindings refused).
+
+A gang's members are decided in one batch, each placement folded in before the next; at least
+``minCount - bound`` placed are assumed all or nothing and bound in one BindPods whose
+bindings carry the group; fewer, and none is assumed or bound, each member told why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+from builders import decode, make_node, make_pod
+from gangs import member, pod_group
+
+from podium.actors.gateway.connection import Connection
+from podium.actors.gateway.dispatch import Dispatcher
+from podium.actors.gateway.watch import Hub, Watches
+from podium.actors.mail.messages import (
+    Attempted,
+    BeginScheduling,
+    CacheStats,
+    CacheStatsReply,
+    Handles,
+    Lookup,
+    LookupReply,
+)
+from podium.actors.runtime.mailbox import ask, send
+from podium.actors.supervisor.supervisor import Runtime, load_plugin_set
+from podium.protocol import objects as o
+from podium.protocol.config import SchedulerConfig
+from podium.protocol.metrics import REGISTRY
+from podium.protocol.wire import Explain, ExplainReply, ObjectRef
+from podium.store.core import StoreCore
+from podium.store.mail import (
+    BindFailure,
+    BindPods,
+    BindResult,
+    Published,
+    ReadObjects,
+    ReadResult,
+    StoreFailure,
+    StoreMsg,
+    WriteObjects,
+    WriteResult,
+)
+from podium.store.memory import memory_store
+
+GPU = "nvidia.com/gpu"
+
+
+def gpu_node(name: str, gpus: int = 2) -> o.Node:
+    node: o.Node = (
+        make_node(name)
+        .capacity_map({"cpu": "16", "memory": "64Gi", "pods": 110, GPU: gpus})
+        .label("kubernetes.io/hostname", name)
+        .obj()
+    )
+    return node
+
+
+def gpu_worker(name: str, group: str = "train") -> o.Pod:
+    pod: o.Pod = (
+        make_pod(name)
+        .ns("ml")
+        .uid(f"uid-ml-{name}")
+        .req_map({"cpu": "1", GPU: "1"})
+        .spec(schedulingGroup={"podGroupName": group})
+        .obj()
+    )
+    return pod
+
+
+def cpu_node(name: str, cpu: str) -> o.Node:
+    node: o.Node = (
+        make_node(name)
+        .capacity(cpu=cpu, memory="64Gi", pods=110)
+        .label("kubernetes.io/hostname", name)
+        .obj()
+    )
+    return node
+
+
+class RecordingStore:
+    """The in-memory store behind a relay that records every BindPods; with ``refuse``, the
+    first BindPods holding a group's bindings is answered with every one of them failed
+    (as the store refuses a group all together), and nothing is committed."""
+
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[StoreMsg],
+        subscribers: Sequence[trio.MemorySendChannel[Published]],
+        *,
+        refuse: bool,
+        binds: list[BindPods],
+    ) -> None:
+        self._inbox = inbox
+        self._to_store, from_relay = trio.open_memory_channel[StoreMsg](math.inf)
+        self._store = memory_store(from_relay, subscribers, StoreCore())
+        self._refuse = refuse
+        self.binds = binds
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self._store.run)
+            task_status.started()
+            async with self._inbox, self._to_store:
+                async for msg in self._inbox:
+                    if isinstance(msg, BindPods):
+                        self.binds.append(msg)
+                        if self._refuse and any(b.group for b in msg.bindings):
+                            self._refuse = False
+                            failed = [
+                                BindFailure(binding=b, code="conflict", message="refused")
+                                for b in msg.bindings
+                            ]
+                            msg.reply.send_nowait(BindResult(revision=0, failed=failed))
+                            continue
+                    await self._to_store.send(msg)
+
+
+@dataclass
+class Cluster:
+    handles: Handles
+    reports: trio.MemoryReceiveChannel[Attempted]
+    binds: list[BindPods]
+    attempts: list[Attempted] = field(default_factory=list)
+
+    async def put(self, *objects: o.KubeObject) -> None:
+        written: WriteResult | StoreFailure = await ask(
+            self.handles.store, lambda r: WriteObjects(puts=list(objects), reply=r)
+        )
+        assert isinstance(written, WriteResult), written
+
+    async def delete(self, *pods: o.Pod) -> None:
+        refs = [
+            ObjectRef(kind="Pod", namespace=p.metadata.namespace, name=p.metadata.name)
+            for p in pods
+        ]
+        written: WriteResult | StoreFailure = await ask(
+            self.handles.store, lambda r: WriteObjects(deletes=refs, reply=r)
+        )
+        assert isinstance(written, WriteResult), written
+
+    async def settle(self) -> None:
+        await trio.testing.wait_all_tasks_blocked()
+        while True:
+            try:
+                self.attempts.append(self.reports.receive_nowait())
+            except trio.WouldBlock:
+                return
+
+    async def pods(self, namespace: str = "ml") -> dict[str, o.Pod]:
+        read: ReadResult | StoreFailure = await ask(
+            self.handles.store, lambda r: ReadObjects(kind="Pod", namespace=namespace, reply=r)
+        )
+        assert isinstance(read, ReadResult)
+        return {p.metadata.name: p for p in read.items if isinstance(p, o.Pod)}
+
+    async def placed(self, namespace: str = "ml") -> dict[str, str]:
+        """Pod name -> node, for the bound pods."""
+        return {
+            n: p.spec.node_name for n, p in (await self.pods(namespace)).items() if p.spec.node_name
+        }
+
+    async def assumed(self) -> int:
+        stats: CacheStatsReply = await ask(self.handles.cache, lambda r: CacheStats(reply=r))
+        return stats.assumed
+
+    async def lookup(self, key: str) -> LookupReply:
+        return await ask(self.handles.queue, lambda r: Lookup(key=key, reply=r))
+
+
+def condition_message(pod: o.Pod) -> str:
+    for c in pod.status.conditions:
+        if c.type == "PodScheduled":
+            return c.message
+    return ""
+
+
+@asynccontextmanager
+async def running(
+    *objects: o.KubeObject, refuse: bool = False, **config: Any
+) -> AsyncIterator[Cluster]:
+    """The runtime on a recording in-memory store, ``objects`` put, scheduling begun."""
+    cfg = dataclasses.replace(SchedulerConfig(), **config)
+    binds: list[BindPods] = []
+
+    def store(
+        inbox: trio.MemoryReceiveChannel[StoreMsg],
+        subscribers: Sequence[trio.MemorySendChannel[Published]],
+    ) -> RecordingStore:
+        return RecordingStore(inbox, subscribers, refuse=refuse, binds=binds)
+
+    reports_tx, reports_rx = trio.open_memory_channel[Attempted](math.inf)
+    runtime = Runtime(cfg, load_plugin_set(cfg), store, reports=reports_tx, seed=1)
+    with trio.fail_after(10_000):
+        async with trio.open_nursery() as nursery:
+            handles = await nursery.start(runtime.run)
+            cluster = Cluster(handles, reports_rx, binds)
+            if objects:
+                await cluster.put(*objects)
+            await send(handles.scheduler, BeginScheduling())
+            await cluster.settle()
+            yield cluster
+            runtime.stop()
+            await handles.aclose()
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+# --------------------------------------------------------------------------- all or nothing
+
+
+async def test_a_gang_of_8_with_room_for_6_waits_whole_then_binds_in_one_commit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The issue's "done when": a PodGroup of 8 GPU workers, minCount 8, on room for 6: none
+    bound, none assumed, each member told why; two GPU nodes added: all 8 bound in one
+    BindPods whose bindings carry the group, within a second."""
+    unschedulable = sample("podium_pod_group_attempts_total", result="unschedulable")
+    workers = [gpu_worker(f"w{i}") for i in range(8)]
+    nodes = [gpu_node(f"gpu-{i}") for i in range(3)]
+    async with running(*nodes, pod_group("train", 8), *workers) as c:
+        assert await c.placed() == {}
+        assert await c.assumed() == 0
+        assert c.binds == []
+        want = (
+            "pod group ml/train: 6 of 8 members fit, minCount 8; "
+            f"ml/w6: 0/3 nodes are available: 3 Insufficient {GPU}.; "
+            f"ml/w7: 0/3 nodes are available: 3 Insufficient {GPU}.; "
+            "preemption is not tried for pod groups yet"
+        )
+        pods = await c.pods()
+        assert {condition_message(pods[f"w{i}"]) for i in range(8)} == {want}
+        assert [(a.pod.name, a.status) for a in c.attempts] == [
+            (f"w{i}", "unschedulable") for i in range(8)
+        ]
+        assert (await c.lookup("ml/w3")).queue == "unschedulable"
+        assert sample("podium_pod_group_attempts_total", result="unschedulable") == (
+            unschedulable + 1
+        )
+
+        await trio.sleep(60)
+        added = trio.current_time()
+        await c.put(gpu_node("gpu-3"), gpu_node("gpu-4"))
+        await c.settle()
+        placed = await c.placed()
+        assert sorted(placed) == [f"w{i}" for i in range(8)]
+        assert trio.current_time() - added <= 1.0
+        [bind] = c.binds
+        assert sorted(b.name for b in bind.bindings) == sorted(placed)
+        assert {b.group for b in bind.bindings} == {"ml/train"}
+        assert await c.assumed() == 0  # every assumed member was confirmed
+
+
+async def test_anti_affinity_between_members_of_one_gang_is_respected(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Each member refuses a node holding another (required anti-affinity on the hostname):
+    folded in one after another, three members take three nodes; a gang of four on those three
+    nodes fits 3 of 4 and none is bound."""
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "ring"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+    nodes = [cpu_node(f"n{i}", "8") for i in range(3)]
+    three = [member(f"a{i}", "three", labels={"app": "ring"}, affinity=anti) for i in range(3)]
+    async with running(*nodes, pod_group("three", 3), *three) as c:
+        placed = await c.placed()
+        assert sorted(placed) == ["a0", "a1", "a2"]
+        assert sorted(placed.values()) == ["n0", "n1", "n2"]
+    four = [
+        member(f"b{i}", "four", ns="other", labels={"app": "ring"}, affinity=anti) for i in range(4)
+    ]
+    async with running(*nodes, pod_group("four", 4, ns="other"), *four) as c:
+        assert await c.placed("other") == {}
+        message = condition_message((await c.pods("other"))["b3"])
+        assert message.startswith(
+            "pod group other/four: 3 of 4 members fit, minCount 4; other/b3: "
+        )
+        assert "didn't match pod affinity/anti-affinity" in message
+
+
+async def test_spreading_between_members_of_one_gang_is_respected(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    """maxSkew 1 over two zones (DoNotSchedule, in a policy with EvenPodsSpread): each member
+    counts the ones folded before it, so four members land two and two although zone a has
+    the room, and the lower load, for all of them."""
+    policy = tmp_path / "policy.json"
+    policy.write_text(
+        json.dumps(
+            {
+                "kind": "Policy",
+                "apiVersion": "v1",
+                "predicates": [{"name": "PodFitsResources"}, {"name": "EvenPodsSpread"}],
+                "priorities": [{"name": "LeastRequestedPriority", "weight": 1}],
+            }
+        )
+    )
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "spread"}},
+        }
+    ]
+    nodes = [
+        make_node(name).capacity(cpu=cpu, memory="64Gi", pods=110).label("zone", zone).obj()
+        for name, cpu, zone in (("a0", "8", "a"), ("a1", "8", "a"), ("b0", "2", "b"))
+    ]
+    members = [
+        make_pod(f"s{i}")
+        .ns("ml")
+        .uid(f"uid-ml-s{i}")
+        .req(cpu="1")
+        .label("app", "spread")
+        .spec(schedulingGroup={"podGroupName": "spread"}, topologySpreadConstraints=spread)
+        .obj()
+        for i in range(4)
+    ]
+    async with running(*nodes, pod_group("spread", 4), *members, policy_file=str(policy)) as c:
+        placed = await c.placed()
+        zones = sorted(placed[f"s{i}"][0] for i in range(4))
+        assert zones == ["a", "a", "b", "b"]
+
+
+async def test_two_gangs_that_fit_one_at_a_time_place_one_and_the_other_waits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Pod by pod, two gangs of 4 on room for 4 can end 2 + 2, both stuck; here the first
+    (by creation, then key) is placed whole, the second told why, and placed once the first
+    is gone."""
+    first = [member(f"a{i}", "a") for i in range(4)]
+    second = [member(f"b{i}", "b") for i in range(4)]
+    async with running(
+        cpu_node("n0", "2"),
+        cpu_node("n1", "2"),
+        pod_group("a", 4),
+        pod_group("b", 4),
+        *second,
+        *first,
+    ) as c:
+        assert sorted(await c.placed()) == ["a0", "a1", "a2", "a3"]
+        message = condition_message((await c.pods())["b0"])
+        assert message.startswith("pod group ml/b: 0 of 4 members fit, minCount 4; ml/b0: ")
+        await c.delete(*first)
+        await trio.sleep(1)  # b's backoff after its attempt at 0
+        await c.settle()
+        assert sorted(await c.placed()) == ["b0", "b1", "b2", "b3"]
+        assert all(len({b.group for b in bind.bindings}) == 1 for bind in c.binds)
+
+
+async def test_members_beyond_min_count_that_do_not_fit_are_requeued_as_pods(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    workers = [member(f"w{i}", "train") for i in range(5)]
+    async with running(cpu_node("n0", "4"), pod_group("train", 3), *workers) as c:
+        placed = await c.placed()
+        assert sorted(placed) == ["w0", "w1", "w2", "w3"]
+        [bind] = c.binds
+        assert {b.group for b in bind.bindings} == {"ml/train"}
+        assert (await c.lookup("ml/w4")).queue == "unschedulable"
+        assert condition_message((await c.pods())["w4"]) == (
+            "0/1 nodes are available: 1 Insufficient cpu. "
+            "preemption: not tried for a member of pod group ml/train."
+        )
+        # Another member now: the group has minCount bound, so it is an ordinary pod.
+        await c.delete(workers[0])
+        await c.put(member("w5", "train"))
+        await c.settle()
+        assert "w5" in await c.placed()
+        assert c.binds[-1].bindings[0].group == ""
+
+
+async def test_a_basic_groups_pods_are_scheduled_as_ordinary_pods(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pods = [member(f"p{i}", "web") for i in range(3)]
+    async with running(cpu_node("n0", "2"), pod_group("web", None), *pods) as c:
+        assert sorted(await c.placed()) == ["p0", "p1"]
+        assert {b.group for bind in c.binds for b in bind.bindings} == {""}
+        assert condition_message((await c.pods())["p2"]).startswith("0/1 nodes are available")
+
+
+async def test_members_claims_see_the_volumes_earlier_members_took(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """One local volume, two members each claiming one (WaitForFirstConsumer): the first
+    member's choice is folded into the objects, so the second finds no volume, and the gang
+    is unschedulable, rather than both choosing the same volume and the cache refusing it."""
+    local = decode(
+        o.StorageClass,
+        {
+            "kind": "StorageClass",
+            "metadata": {"name": "local"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        },
+    )
+    volume = decode(
+        o.PersistentVolume,
+        {
+            "kind": "PersistentVolume",
+            "metadata": {"name": "pv0"},
+            "spec": {
+                "capacity": {"storage": "10Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "local",
+            },
+        },
+    )
+
+    def claim(name: str) -> o.PersistentVolumeClaim:
+        pvc: o.PersistentVolumeClaim = decode(
+            o.PersistentVolumeClaim,
+            {
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": "ml"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "local",
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+        )
+        return pvc
+
+    def with_claim(name: str) -> o.Pod:
+        pod = member(name, "data")
+        volumes = [
+            o.Volume(
+                name="d",
+                persistent_volume_claim=o.PersistentVolumeClaimVolumeSource(claim_name=f"c-{name}"),
+            )
+        ]
+        return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, volumes=volumes))
+
+    objects = [local, volume, claim("c-d0"), claim("c-d1"), cpu_node("n0", "4")]
+    async with running(*objects, pod_group("data", 2), with_claim("d0"), with_claim("d1")) as c:
+        assert await c.placed() == {}
+        assert await c.assumed() == 0
+        message = condition_message((await c.pods())["d1"])
+        assert message.startswith("pod group ml/data: 1 of 2 members fit, minCount 2; ml/d1: ")
+        assert "didn't find available persistent volumes to bind" in message
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+async def test_the_store_refusing_a_groups_bindings_forgets_and_requeues_them_as_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    workers = [member(f"w{i}", "train") for i in range(3)]
+    async with running(cpu_node("n0", "4"), pod_group("train", 3), *workers, refuse=True) as c:
+        # The first BindPods was refused whole: the members were forgotten by the cache and the
+        # group requeued once, as a unit among the unschedulable pods (a refused bind is
+        # AddUnschedulableIfNotPresent, as for a pod).
+        [first] = c.binds
+        assert [b.group for b in first.bindings] == ["ml/train"] * 3
+        assert await c.placed() == {}
+        assert await c.assumed() == 0
+        assert [(await c.lookup(f"ml/w{i}")).queue for i in range(3)] == ["unschedulable"] * 3
+        assert [(await c.lookup(f"ml/w{i}")).attempts for i in range(3)] == [1, 1, 1]
+        # The leftover flush retries it (unschedulable for over 5 minutes, at the 330 s tick).
+        await trio.sleep(400)
+        await c.settle()
+        _, second = c.binds
+        assert sorted(b.name for b in second.bindings) == ["w0", "w1", "w2"]
+        assert sorted(await c.placed()) == ["w0", "w1", "w2"]
+        assert await c.assumed() == 0
+
+
+@pytest.mark.parametrize(
+    ("disabled", "never", "noted"),
+    [(False, False, True), (True, False, False), (False, True, False)],
+    ids=["preemption", "no-preemption", "preemption-policy-never"],
+)
+async def test_the_preemption_note_appears_only_when_preemption_would_run(
+    autojump_clock: trio.testing.MockClock, disabled: bool, never: bool, noted: bool
+) -> None:
+    """Said only where a pod would have had preemption tried: not with preemption off, nor
+    for members whose class says ``preemptionPolicy: Never``."""
+    batch = decode(
+        o.PriorityClass,
+        {
+            "kind": "PriorityClass",
+            "metadata": {"name": "batch"},
+            "value": 10,
+            "preemptionPolicy": "Never" if never else "PreemptLowerPriority",
+        },
+    )
+    workers = [
+        make_pod(f"w{i}")
+        .ns("ml")
+        .uid(f"uid-ml-w{i}")
+        .req(cpu="3")
+        .spec(schedulingGroup={"podGroupName": "train"}, priorityClassName="batch")
+        .obj()
+        for i in range(2)
+    ]
+    objects = [batch, cpu_node("n0", "4"), pod_group("train", 2), *workers]
+    async with running(*objects, disable_preemption=disabled) as c:
+        message = condition_message((await c.pods())["w1"])
+        assert message.startswith("pod group ml/train: 1 of 2 members fit")
+        assert message.endswith("preemption is not tried for pod groups yet") is noted
+
+
+# --------------------------------------------------------------------------- explain
+
+
+async def test_explain_says_why_a_member_waits(autojump_clock: trio.testing.MockClock) -> None:
+    """``podium explain`` of a member held before the queue: the queue's Lookup says why, and
+    the scheduler is not asked (the pod is not for it to try yet)."""
+    async with running(cpu_node("n0", "4"), pod_group("train", 3), member("w0", "train")) as c:
+        dispatcher = Dispatcher(
+            c.handles, Hub(), cast(Watches, None), connections=lambda: 0, started=0.0
+        )
+        reply = await dispatcher.handle(
+            cast(Connection, None), Explain(id=1, name="w0", namespace="ml")
+        )
+        assert isinstance(reply, ExplainReply)
+        assert (reply.placement.node, reply.placement.message) == (
+            None,
+            "waiting for pod group ml/train: 1 of 3 pods exist",
+        )

@@ -1,0 +1,204 @@
+"""The queue core with pod groups under random operations: every pending pod is in exactly one
+place, the counts the gauges read add up, and no group is ever handed out partly.
+
+Random streams of what the actor feeds the core (members and plain pods added, updated and
+deleted, groups put and deleted, pops, a gang's outcome: requeued as a unit, or placed with
+its other members requeued one by one, the placed ones bound or given back by the binder;
+moves, flushes, the clock) are replayed against :class:`SchedulingQueue`, and after every step
+the invariants below are checked against what ``lookup`` says of each pod (and a waiting
+member's message: its group never waits with minCount pods).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from builders import make_pod
+from gangs import pod_group
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.queue.core import PoppedGang, QueuedPodInfo, SchedulingQueue
+
+GROUPS = ("a", "b", "c")
+
+
+def pod(name: str, group: str | None, priority: int, label: str = "") -> PodInfo:
+    b = make_pod(name).ns("ml").uid(f"uid-{name}").priority(priority)
+    if group is not None:
+        b.spec(schedulingGroup={"podGroupName": group})
+    if label:
+        b.label("v", label)
+    return b.info()
+
+
+class World:
+    """The queue, and what the test knows of each pod and group."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.q = SchedulingQueue()
+        self.now = 0.0
+        self.pending: dict[str, PodInfo] = {}
+        self.groups: dict[str, int | None] = {}  # group -> minCount (None: basic)
+        self.in_flight: list[tuple[list[QueuedPodInfo], PoppedGang | None]] = []
+        self.placed: list[tuple[str, list[PodInfo], int]] = []  # (group, pods, cycle)
+        self.names = 0
+
+    # ---------------------------------------------------------------- steps
+
+    def step(self) -> None:
+        rng = self.rng
+        action = rng.choice(
+            [
+                self.add,
+                self.add,
+                self.add,
+                self.delete,
+                self.update,
+                self.put_group,
+                self.put_group,
+                self.delete_group,
+                self.pop,
+                self.pop,
+                self.outcome,
+                self.outcome,
+                self.bind_or_refuse,
+                self.move,
+                self.tick,
+            ]
+        )
+        action()
+
+    def add(self) -> None:
+        self.names += 1
+        group = self.rng.choice([*GROUPS, None])
+        p = pod(f"p{self.names}", group, self.rng.choice((0, 0, 5)))
+        self.pending[p.key] = p
+        self.q.add(p, self.now)
+
+    def delete(self) -> None:
+        if self.pending:
+            key = self.rng.choice(sorted(self.pending))
+            p = self.pending.pop(key)
+            self.q.delete(p, self.now)
+            self.placed = [(g, [x for x in ps if x.key != key], c) for g, ps, c in self.placed]
+
+    def update(self) -> None:
+        if self.pending:
+            key = self.rng.choice(sorted(self.pending))
+            old = self.pending[key]
+            group = old.pod.spec.scheduling_group
+            new = pod(
+                old.name,
+                group.pod_group_name if group is not None else None,
+                self.rng.choice((0, 5)),
+                label=str(self.rng.randint(0, 9)),
+            )
+            self.pending[key] = new
+            self.q.update(old, new, self.now)
+
+    def put_group(self) -> None:
+        name = self.rng.choice(GROUPS)
+        min_count = self.rng.choice((None, 1, 2, 3, 4))
+        self.groups[name] = min_count
+        self.q.group_changed(f"ml/{name}", pod_group(name, min_count), self.now)
+
+    def delete_group(self) -> None:
+        if self.groups:
+            name = self.rng.choice(sorted(self.groups))
+            del self.groups[name]
+            self.q.group_changed(f"ml/{name}", None, self.now)
+
+    def pop(self) -> None:
+        popped, gang = self.q.pop_batch(self.now, self.rng.randint(1, 4), lambda _: False)
+        assert popped or self.q.active_count == 0, "activeQ holds what no pop hands out"
+        if popped:
+            if gang is not None:
+                # A gang is its unit's members only, all of one group.
+                groups = {p.pod.pod.spec.scheduling_group for p in popped}
+                assert len(groups) == 1 and None not in groups
+                (group,) = groups
+                assert group is not None and f"ml/{group.pod_group_name}" == gang.key
+            else:
+                for p in popped:
+                    assert not self.q.held(p.pod.key)
+            self.in_flight.append((popped, gang))
+
+    def outcome(self) -> None:
+        if not self.in_flight:
+            return
+        popped, gang = self.in_flight.pop(self.rng.randrange(len(self.in_flight)))
+        pods = [self.pending.get(p.pod.key, p.pod) for p in popped]
+        cycle = popped[0].cycle
+        why = self.rng.choice(("unschedulable", "error", "conflict"))
+        if gang is None:
+            for p, queued in zip(pods, popped, strict=True):
+                if self.rng.random() < 0.5:
+                    self.q.requeue_conflict(p, self.now)
+                else:
+                    self.q.add_unschedulable_if_not_present(p, queued.cycle, self.now)
+            return
+        if self.rng.random() < 0.5:
+            self.q.requeue_group(gang.key, pods, cycle, why, self.now)
+            return
+        placed = [p for p in pods if self.rng.random() < 0.7]
+        self.q.group_placed(gang.key, placed, self.now)
+        for p in pods:
+            if p not in placed:
+                self.q.add_unschedulable_if_not_present(p, cycle, self.now)
+        self.placed.append((gang.key, placed, cycle))
+
+    def bind_or_refuse(self) -> None:
+        if not self.placed:
+            return
+        key, pods, cycle = self.placed.pop(self.rng.randrange(len(self.placed)))
+        if self.rng.random() < 0.7:
+            for p in pods:
+                if p.key in self.pending:
+                    del self.pending[p.key]
+                    self.q.delete(p, self.now, bound=True)
+        else:
+            self.q.requeue_group(key, pods, cycle, "error", self.now)
+
+    def move(self) -> None:
+        self.q.move_all_to_active_queue(self.now)
+
+    def tick(self) -> None:
+        self.now += self.rng.choice((0.5, 1.0, 31.0, 301.0))
+        self.q.flush_backoff_completed(self.now)
+        self.q.flush_unschedulable_leftover(self.now)
+
+    # ---------------------------------------------------------------- invariants
+
+    def check(self) -> None:
+        q = self.q
+        where = Counter(q.lookup(key)[0] for key in self.pending)
+        assert None not in where, "a pending pod the queue lost"
+        assert len(q) == len(self.pending)
+        assert where["active"] == q.active_count
+        assert where["backoff"] == q.backoff_count
+        assert where["unschedulable"] == q.unschedulable_count
+        assert where["in_flight"] == q.in_flight_count
+        waiting = {key for key in self.pending if q.lookup(key)[0] == "waiting"}
+        for key in waiting:
+            message = q.waiting_message(key)
+            assert message.startswith("waiting for pod group "), message
+            if message.endswith(" pods exist"):
+                # Never waiting with its quorum: fewer pods than minCount.
+                exist, _, rest = message.rpartition(": ")[2].partition(" of ")
+                assert int(exist) < int(rest.split()[0]), message
+        for key in self.pending:
+            if q.lookup(key)[0] != "waiting":
+                assert q.waiting_message(key) == ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 120))
+def test_random_operations_keep_every_pod_in_one_place(seed: int, steps: int) -> None:
+    world = World(random.Random(seed))
+    for _ in range(steps):
+        world.step()
+        world.check()
