@@ -27,16 +27,19 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "KINDS",
     "NAMESPACED_KINDS",
+    "POD_GROUP_API_VERSIONS",
     "TERMINAL_PHASES",
     "AWSElasticBlockStoreVolumeSource",
     "Affinity",
     "AzureDiskVolumeSource",
+    "BasicSchedulingPolicy",
     "CSIPersistentVolumeSource",
     "CinderVolumeSource",
     "Container",
     "ContainerImage",
     "ContainerPort",
     "GCEPersistentDiskVolumeSource",
+    "GangSchedulingPolicy",
     "ISCSIVolumeSource",
     "IntOrPercent",
     "KubeObject",
@@ -60,7 +63,13 @@ __all__ = [
     "PodDisruptionBudget",
     "PodDisruptionBudgetSpec",
     "PodDisruptionBudgetStatus",
+    "PodGroup",
+    "PodGroupCondition",
+    "PodGroupSchedulingPolicy",
+    "PodGroupSpec",
+    "PodGroupStatus",
     "PodSchedulingGate",
+    "PodSchedulingGroup",
     "PreferredSchedulingTerm",
     "PriorityClass",
     "RBDVolumeSource",
@@ -345,6 +354,13 @@ class PodSchedulingGate(_K8s, frozen=True, kw_only=True):
     name: str
 
 
+class PodSchedulingGroup(_K8s, frozen=True, kw_only=True):
+    """``spec.schedulingGroup`` (Kubernetes v1.35+, GenericWorkload): the PodGroup of the pod's
+    own namespace it belongs to (protocol/gangs.py reads every form of membership)."""
+
+    pod_group_name: str = ""
+
+
 class PodSpec(_K8s, frozen=True, kw_only=True):
     containers: list[Container] = []
     init_containers: list[Container] = []
@@ -361,6 +377,7 @@ class PodSpec(_K8s, frozen=True, kw_only=True):
     host_network: bool = False
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     scheduling_gates: list[PodSchedulingGate] = []
+    scheduling_group: PodSchedulingGroup | None = None
 
 
 class PodCondition(_K8s, frozen=True, kw_only=True):
@@ -616,6 +633,122 @@ class PodDisruptionBudget(
     status: PodDisruptionBudgetStatus | None = None
 
 
+# --------------------------------------------------------------------------- pod groups
+
+POD_GROUP_API_VERSIONS = (
+    "scheduling.k8s.io/v1alpha2",
+    "scheduling.k8s.io/v1alpha3",
+    "scheduling.k8s.io/v1beta1",
+    "scheduling.x-k8s.io/v1alpha1",
+    "scheduling.sigs.k8s.io/v1alpha1",
+    "scheduling.volcano.sh/v1beta1",
+)
+"""The PodGroup forms Podium reads: Kubernetes' own (``spec.schedulingPolicy``; v1alpha2 as of
+v1.36, v1alpha3 and v1beta1 after it, one shape), scheduler-plugins' Coscheduling
+(``spec.minMember``; ``scheduling.sigs.k8s.io`` is its name before v0.24) and Volcano's
+(``spec.minMember``)."""
+
+
+class GangSchedulingPolicy(_K8s, frozen=True, kw_only=True):
+    """scheduling.k8s.io ``GangSchedulingPolicy``: all-or-nothing for at least ``minCount``."""
+
+    min_count: Int32 = 0
+
+
+class BasicSchedulingPolicy(_K8s, frozen=True, kw_only=True):
+    """scheduling.k8s.io ``BasicSchedulingPolicy``: each pod scheduled on its own."""
+
+
+class PodGroupSchedulingPolicy(_K8s, frozen=True, kw_only=True):
+    """Exactly one of ``basic`` and ``gang``."""
+
+    basic: BasicSchedulingPolicy | None = None
+    gang: GangSchedulingPolicy | None = None
+
+
+class PodGroupSpec(_K8s, frozen=True, kw_only=True):
+    """The union of the three forms' specs: ``schedulingPolicy`` (Kubernetes), ``minMember``,
+    ``scheduleTimeoutSeconds`` and ``minResources`` (scheduler-plugins), ``minMember``, ``queue``
+    and ``minResources`` (Volcano); ``priorityClassName`` in all of them."""
+
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    priority_class_name: str = ""
+    priority: Int32 | None = None
+    min_member: Int32 | None = None
+    schedule_timeout_seconds: Int32 | None = None
+    min_resources: ResourceList = {}
+    queue: str = ""
+
+
+class PodGroupCondition(_K8s, frozen=True, kw_only=True):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+
+
+class PodGroupStatus(_K8s, frozen=True, kw_only=True):
+    """What a dump's PodGroup says of itself (Podium reads it back unchanged; it writes no
+    PodGroup status)."""
+
+    phase: str = ""
+    conditions: list[PodGroupCondition] = []
+    scheduled: Int32 = 0
+    running: Int32 = 0
+    succeeded: Int32 = 0
+    failed: Int32 = 0
+
+
+def _group_error(path: str, message: str) -> ValueError:
+    # The path below the object is joined to msgspec's by protocol.errors.split_validation_message.
+    return ValueError(f"{path}: {message} - at `.{path}`")
+
+
+class PodGroup(_K8s, tag="PodGroup", tag_field="kind", frozen=True, kw_only=True):
+    """A group of pods scheduled together (protocol/gangs.py: who belongs, and how many must fit
+    at once). One struct reads every form of :data:`POD_GROUP_API_VERSIONS`; a form's rule on
+    its size holds at decode, with the field it names."""
+
+    api_version: str = "scheduling.k8s.io/v1alpha2"
+    metadata: ObjectMeta
+    spec: PodGroupSpec = PodGroupSpec()
+    status: PodGroupStatus | None = None
+
+    def __post_init__(self) -> None:
+        if self.api_version not in POD_GROUP_API_VERSIONS:
+            supported = ", ".join(f'"{v}"' for v in POD_GROUP_API_VERSIONS)
+            raise _group_error(
+                "apiVersion",
+                f'Unsupported value: "{self.api_version}": supported values: {supported}',
+            )
+        spec = self.spec
+        if self.api_version.startswith("scheduling.k8s.io/"):
+            policy = spec.scheduling_policy
+            if policy is None or (policy.basic is None) == (policy.gang is None):
+                raise _group_error(
+                    "spec.schedulingPolicy",
+                    "Invalid value: exactly one of basic or gang must be set",
+                )
+            if policy.gang is not None and policy.gang.min_count < 1:
+                raise _group_error(
+                    "spec.schedulingPolicy.gang.minCount",
+                    f"Invalid value: {policy.gang.min_count}: must be greater than zero",
+                )
+            return
+        if spec.min_member is None:
+            raise _group_error("spec.minMember", "Required value")
+        if spec.min_member < 1:
+            raise _group_error(
+                "spec.minMember", f"Invalid value: {spec.min_member}: must be greater than zero"
+            )
+        if spec.schedule_timeout_seconds is not None and spec.schedule_timeout_seconds < 1:
+            raise _group_error(
+                "spec.scheduleTimeoutSeconds",
+                f"Invalid value: {spec.schedule_timeout_seconds}: must be greater than zero",
+            )
+
+
 KubeObject: TypeAlias = (
     Node
     | Pod
@@ -628,6 +761,7 @@ KubeObject: TypeAlias = (
     | StatefulSet
     | PriorityClass
     | PodDisruptionBudget
+    | PodGroup
 )
 
 KINDS: dict[str, type[KubeObject]] = {
@@ -644,6 +778,7 @@ KINDS: dict[str, type[KubeObject]] = {
         StatefulSet,
         PriorityClass,
         PodDisruptionBudget,
+        PodGroup,
     )
 }
 NAMESPACED_KINDS = frozenset(
@@ -655,6 +790,7 @@ NAMESPACED_KINDS = frozenset(
         "ReplicaSet",
         "StatefulSet",
         "PodDisruptionBudget",
+        "PodGroup",
     }
 )
 

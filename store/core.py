@@ -137,6 +137,7 @@ KIND_ORDER: tuple[str, ...] = (
     "StatefulSet",
     "PriorityClass",
     "PodDisruptionBudget",
+    "PodGroup",
     "Pod",
 )
 """The order of :meth:`StoreCore.all_objects`: nodes first, pods last (Recovered)."""

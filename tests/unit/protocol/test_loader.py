@@ -130,6 +130,10 @@ def test_json_and_yaml_of_one_cluster_load_equal() -> None:
 # --------------------------------------------------------------------------- shapes
 
 
+_REQUIRED = {"PodGroup": "\nspec: {schedulingPolicy: {basic: {}}}"}
+"""What a kind cannot be without (a Kubernetes PodGroup names its policy)."""
+
+
 @dataclass(frozen=True)
 class Shape:
     name: str
@@ -182,7 +186,10 @@ SHAPES = [
     ),
     Shape(
         "every kind",
-        "\n---\n".join(f"kind: {kind}\nmetadata: {{name: x}}" for kind in sorted(o.KINDS)),
+        "\n---\n".join(
+            f"kind: {kind}\nmetadata: {{name: x}}" + _REQUIRED.get(kind, "")
+            for kind in sorted(o.KINDS)
+        ),
         [(kind, "default" if kind in o.NAMESPACED_KINDS else "", "x") for kind in sorted(o.KINDS)],
     ),
 ]
