@@ -463,7 +463,16 @@ def run_one(
         daemon.stop_cleanly(STOP_SECONDS)
         restarted = ServeProcess.start_in(directory, *flags, ready_timeout=START_SECONDS)
         restart = restarted.started_seconds
-        recovery = _scrape(restarted.metrics).recovery_seconds
+        try:
+            recovery = _scrape(restarted.metrics).recovery_seconds
+        except OSError as exc:
+            # Ready, then gone: it died recovering the run's cluster. Say so, with its log.
+            with contextlib.suppress(DaemonError):
+                restarted.stop(STOP_SECONDS)
+            raise DaemonError(
+                f"podium serve, restarted on the run's database, did not answer /metrics "
+                f"({exc}):\n{restarted.log_tail()}"
+            ) from exc
         restarted.stop_cleanly(STOP_SECONDS)
     assert before is not None and after is not None
     return RunResult(
