@@ -39,7 +39,7 @@ import math
 import statistics
 import tempfile
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ from podium.cli.bench.workload import (
     PODS_PER_NODE,
     WORKLOADS,
     ZONES,
+    Gangs,
     Workload,
     make_node,
     make_pods,
@@ -62,12 +63,19 @@ from podium.cli.bench.workload import (
 from podium.protocol import objects as o
 from podium.protocol.client import Client, RemoteError, connect
 from podium.protocol.errors import PodiumError
+from podium.protocol.gangs import pod_group_key
 from podium.protocol.wire import ObjectRef
 
 __all__ = [
+    "SETTLE_SECONDS",
     "BenchError",
+    "GangReport",
+    "GangTracker",
+    "PartlyBoundError",
     "RunResult",
+    "check_gangs",
     "histogram_quantile",
+    "nearest_rank",
     "plan",
     "run_one",
     "summarize",
@@ -81,6 +89,10 @@ WINDOW_SECONDS = 1.0
 STALL_SECONDS = 60.0
 """A run with no measured pod bound for this long fails (a scheduler that stopped)."""
 
+SETTLE_SECONDS = 3.0
+"""A gang run whose remaining gangs no longer fit ends after this long without a bind
+(:meth:`GangTracker.ended`)."""
+
 START_SECONDS = 300.0
 """The longest a daemon may take to print its ready line (a restart first recovers the whole
 cluster from its database)."""
@@ -93,6 +105,11 @@ class BenchError(PodiumError):
     """A benchmark run could not complete: its setup took too long, its pods stopped binding,
     or it asks for more pods than its cluster can place. (A daemon that does not start or stop
     raises :class:`~podium.cli.bench.process.DaemonError`.)"""
+
+
+class PartlyBoundError(BenchError):
+    """A gang workload's run ended with a pod group partly bound: some of its members bound
+    and the others not, which all-or-nothing forbids (the run's figures are not reported)."""
 
 
 # --------------------------------------------------------------------------- statistics
@@ -180,6 +197,219 @@ def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> floa
 
 def _median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
+
+
+# --------------------------------------------------------------------------- gangs
+
+
+def nearest_rank(values: Sequence[float], p: int) -> float:
+    """Percentile ``p`` of ``values`` as scheduler_perf takes it from its windows: the value at
+    index ``ceil(len * p / 100) - 1`` of the sorted list (NaN when there is none)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(math.ceil(len(ordered) * p / 100) - 1, 0)]
+
+
+@dataclass
+class GangReport:
+    """A gang workload's groups at the end of a run.
+
+    Attributes:
+        gang_size: pods per gang (each group's ``minCount``).
+        ask_percent: what the gangs ask, in percent of the free CPU (before rounding down to
+            whole gangs).
+        free_cpu: the CPUs free for the measured pods when they were created.
+        groups: the groups created.
+        fully_bound, partly_bound, not_bound: the groups with every member bound, with some
+            but not all, with none (``partly_bound`` is 0 in any reported run).
+        pods_bound: measured pods bound.
+        last_pod_to_bound_ms: p50 and p99 (:func:`nearest_rank`) over the fully bound groups
+            of the time from the reply to the Put that carried a group's last pod to the Bound
+            event of its last member to bind (NaN when no group was fully bound).
+        partly: ``namespace/name (bound of members)`` of each partly bound group, for the
+            error that fails the run (not in the JSON).
+    """
+
+    gang_size: int
+    ask_percent: int
+    free_cpu: int
+    groups: int
+    fully_bound: int
+    partly_bound: int
+    not_bound: int
+    pods_bound: int
+    last_pod_to_bound_ms: dict[str, float]
+    partly: list[str] = field(default_factory=list)
+
+    def counts(self) -> str:
+        """The groups by outcome, for people."""
+        return (
+            f"{self.fully_bound} of {self.groups} pod groups fully bound, "
+            f"{self.partly_bound} partly bound, {self.not_bound} not bound"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "gang_size": self.gang_size,
+            "ask_percent": self.ask_percent,
+            "free_cpu": self.free_cpu,
+            "groups": self.groups,
+            "fully_bound": self.fully_bound,
+            "partly_bound": self.partly_bound,
+            "not_bound": self.not_bound,
+            "pods_bound": self.pods_bound,
+            "last_pod_to_bound_ms": self.last_pod_to_bound_ms,
+        }
+
+
+class GangTracker:
+    """A gang workload's groups as their pods are created and bound, and where its run ends.
+
+    Sans-IO: the measurement tells it each Put reply (:meth:`created`), the end of the Puts
+    (:meth:`all_created`) and each measured pod's Bound event (:meth:`bound`), each with the
+    time it saw it; :meth:`ended` and :meth:`report` answer from that alone. A pod's group is
+    the one it names (``spec.schedulingGroup``, :func:`~podium.protocol.gangs.pod_group_key`).
+
+    The end of a run. A workload whose gangs all fit ends, as any other, when every measured
+    pod is bound: here when every group is fully bound. One that asks more than the cluster
+    holds never gets there, so its run ends once both
+
+    - the cluster has no room left for the smallest remaining gang: the free CPU when the
+      pods were created, less one CPU per measured pod bound, is below the fewest members any
+      group not fully bound still lacks (every pod asks 1 CPU and a node holds whole CPUs, so
+      that many free CPUs are that many places, wherever they are); and
+    - no measured pod was bound for :data:`SETTLE_SECONDS` (counted from the last Put's reply
+      if it came later).
+
+    The settle time lets the binds already on their way arrive before the groups are counted.
+    A gang's members are bound in one store transaction, but their Bound events reach this
+    watch a little after the daemon decided, and perhaps over more than one frame: counted at
+    once, a gang bound at the last moment would show as not bound, or as partly bound when
+    only some of its events had come. A few seconds is far above that delay (milliseconds)
+    and short beside a run. Until both hold the run goes on, and :data:`STALL_SECONDS` without
+    a bind while a gang still has room fails it as a stall, as it fails any other workload.
+    Neither rule waits for a gang that cannot fit to be retried: nothing is deleted in these
+    runs, so its room never comes.
+
+    Args:
+        pods: the measured pods (each naming its group).
+        free: the CPUs free for them, one CPU a pod (the room of :meth:`ended`).
+        settle: the quiet time of :meth:`ended`.
+    """
+
+    def __init__(self, pods: Iterable[o.Pod], free: int, settle: float = SETTLE_SECONDS) -> None:
+        self.free = free
+        self.settle = settle
+        self.group_of: dict[tuple[str, str], str] = {}
+        self.members: dict[str, int] = {}
+        for pod in pods:
+            group = pod_group_key(pod)
+            if group is not None:
+                self.group_of[(pod.metadata.namespace, pod.metadata.name)] = group
+                self.members[group] = self.members.get(group, 0) + 1
+        self.bound_members: dict[str, int] = {}
+        self.last_created: dict[str, float] = {}
+        self.completed: dict[str, float] = {}
+        self.pods_bound = 0
+        self.last_bind: float | None = None
+        self.created_all: float | None = None
+
+    def created(self, objects: Iterable[o.KubeObject], now: float) -> None:
+        """A Put reply at ``now`` said ``objects`` exist: a group whose pod is among them had
+        its last pod created so far at ``now`` (the Puts go one after the other)."""
+        for obj in objects:
+            if isinstance(obj, o.Pod):
+                group = self.group_of.get((obj.metadata.namespace, obj.metadata.name))
+                if group is not None:
+                    self.last_created[group] = now
+
+    def all_created(self, now: float) -> None:
+        """The last Put was answered at ``now``."""
+        self.created_all = now
+
+    def bound(self, key: tuple[str, str], now: float) -> None:
+        """Pod ``(namespace, name)`` was seen bound at ``now`` (once per pod)."""
+        group = self.group_of.get(key)
+        if group is None:
+            return
+        self.pods_bound += 1
+        self.last_bind = now
+        count = self.bound_members.get(group, 0) + 1
+        self.bound_members[group] = count
+        if count == self.members[group]:
+            self.completed[group] = now
+
+    def room(self) -> int:
+        """Free CPUs left: places for that many more measured pods."""
+        return self.free - self.pods_bound
+
+    def smallest_need(self) -> int | None:
+        """The fewest members a group not fully bound still lacks; None when every group is."""
+        needs = [
+            size - self.bound_members.get(group, 0)
+            for group, size in self.members.items()
+            if group not in self.completed
+        ]
+        return min(needs) if needs else None
+
+    def ended(self, now: float) -> bool:
+        """Whether the run ends at ``now`` (the class's rule)."""
+        if self.created_all is None:
+            return False
+        need = self.smallest_need()
+        if need is None:
+            return True
+        quiet_since = max(self.created_all, self.last_bind or self.created_all)
+        return self.room() < need and now - quiet_since >= self.settle
+
+    def report(self, gangs: Gangs) -> GangReport:
+        """The groups as they stand (``gangs``: what the workload asked)."""
+        partly = sorted(
+            f"{group} ({self.bound_members[group]} of {size})"
+            for group, size in self.members.items()
+            if 0 < self.bound_members.get(group, 0) < size
+        )
+        # A Bound event can reach the watch's connection before the Put's reply reaches the
+        # putter's: such a group counts as bound when its last pod was created (0 ms).
+        waits = [
+            max(done - self.last_created[group], 0.0) * 1000
+            for group, done in self.completed.items()
+            if group in self.last_created
+        ]
+        full = len(self.completed)
+        return GangReport(
+            gang_size=gangs.size,
+            ask_percent=gangs.ask_percent,
+            free_cpu=self.free,
+            groups=len(self.members),
+            fully_bound=full,
+            partly_bound=len(partly),
+            not_bound=len(self.members) - full - len(partly),
+            pods_bound=self.pods_bound,
+            last_pod_to_bound_ms={"p50": nearest_rank(waits, 50), "p99": nearest_rank(waits, 99)},
+            partly=partly,
+        )
+
+
+def check_gangs(name: str, nodes: int, report: GangReport, gangs: Gangs) -> None:
+    """Fail a gang run that broke all-or-nothing, or whose gangs all fit and did not all bind.
+
+    Raises:
+        PartlyBoundError: a group ended partly bound (the first ten are named).
+        BenchError: the gangs fit the cluster and not every group ended fully bound.
+    """
+    if report.partly_bound:
+        named = ", ".join(report.partly[:10]) + (" ..." if len(report.partly) > 10 else "")
+        groups = "pod group" if report.partly_bound == 1 else "pod groups"
+        raise PartlyBoundError(
+            f"{name} at {nodes} nodes: {report.partly_bound} {groups} ended PARTLY BOUND, "
+            f"which all-or-nothing forbids: {named} ({report.counts()})"
+        )
+    if not gangs.overfull and report.fully_bound != report.groups:
+        raise BenchError(
+            f"{name} at {nodes} nodes: its gangs fit the cluster, yet {report.counts()}"
+        )
 
 
 # --------------------------------------------------------------------------- metrics

@@ -29,6 +29,8 @@ __all__ = [
     "HOSTNAME_KEY",
     "LARGE_CPU_POD",
     "NODE_AFFINITY_POD",
+    "NODE_CPU",
+    "ONE_CPU_POD",
     "PODS_PER_NODE",
     "PUT_BATCH",
     "SIZES",
@@ -36,8 +38,11 @@ __all__ = [
     "WORKLOADS",
     "ZONES",
     "ZONE_KEY",
+    "Gangs",
     "Workload",
+    "free_cpu",
     "make_node",
+    "make_pod_group",
     "make_pods",
     "put_all",
     "spreading_policy",
@@ -143,6 +148,9 @@ SPREADING_POD = _pod_template(
     },
     {"color": "blue"},
 )
+# The gang workloads' pod: pod-default.yaml asking 1 CPU (a node holds four) and a little memory
+# (four hold 1 GiB of a node's 32: CPU alone decides where they fit).
+ONE_CPU_POD = _pod_template({}, cpu="1", memory="256Mi")
 # config/templates/pod-high-priority-large-cpu.yaml (churn): fits nowhere, tries preemption
 CHURN_POD = msgspec.structs.replace(
     LARGE_CPU_POD,
@@ -182,6 +190,9 @@ class Workload:
         per_namespace: the most measured pods one namespace can place, for a node count
             (None: no bound but ``capacity``); more measured pods than that go to further
             namespaces (:meth:`measured_pods`).
+        gangs: for a gang workload, its gangs (the measured pods are then whole gangs, each
+            a PodGroup created before its members: :meth:`measured_objects`); None for the
+            others.
     """
 
     name: str
@@ -196,6 +207,7 @@ class Workload:
     namespaces: tuple[str, str] = ("default", "default")
     capacity: Callable[[int], int] = lambda n: n * PODS_PER_NODE
     per_namespace: Callable[[int], int] | None = None
+    gangs: Gangs | None = None
 
     def measured_namespaces(self, nodes: int, count: int) -> list[str]:
         """The namespaces ``count`` measured pods at ``nodes`` nodes go to: the measured
@@ -208,6 +220,8 @@ class Workload:
     def measured_pods(self, nodes: int, count: int) -> list[o.Pod]:
         """The ``count`` measured pods at ``nodes`` nodes: ``pod-0``... in each of
         :meth:`measured_namespaces`, shared out evenly (the first ones take the remainder)."""
+        if self.gangs is not None:
+            return [obj for obj in self.measured_objects(nodes, count) if isinstance(obj, o.Pod)]
         spaces = self.measured_namespaces(nodes, count)
         per = -(-count // len(spaces))
         pods: list[o.Pod] = []
@@ -215,10 +229,69 @@ class Workload:
             pods += make_pods(self.measured_pod, "pod", namespace, min(per, count - len(pods)))
         return pods
 
+    def measured_objects(self, nodes: int, count: int) -> list[o.KubeObject]:
+        """What the measured phase creates, in order: :meth:`measured_pods`; for a gang
+        workload, ``count // gangs.size`` gangs in the measured namespace, each its PodGroup
+        ``gang-G`` (:func:`make_pod_group`) followed by its members ``gang-G-0``... (joined by
+        ``spec.schedulingGroup.podGroupName``). Put :data:`PUT_BATCH` at a time, a gang's
+        members may span two Puts, as a client's would."""
+        if self.gangs is None:
+            return list(self.measured_pods(nodes, count))
+        namespace, size = self.namespaces[1], self.gangs.size
+        spec = self.measured_pod.spec
+        objects: list[o.KubeObject] = []
+        for g in range(count // size):
+            group = f"gang-{g}"
+            objects.append(make_pod_group(group, namespace, size))
+            member = msgspec.structs.replace(
+                self.measured_pod,
+                spec=msgspec.structs.replace(
+                    spec, scheduling_group=o.PodSchedulingGroup(pod_group_name=group)
+                ),
+            )
+            objects += make_pods(member, group, namespace, size)
+        return objects
+
 
 SIZES = (500, 1000, 5000)
 PODS_PER_NODE = 40
 """100m pods on a 4-CPU node."""
+NODE_CPU = 4
+"""CPUs of a node (:func:`make_node`): as many :data:`ONE_CPU_POD` as it holds."""
+
+
+@dataclass(frozen=True)
+class Gangs:
+    """A gang workload's gangs.
+
+    The cluster has no initial pods, so what is free is every node's :data:`NODE_CPU`, and
+    as many 1-CPU pods fit as there are free CPUs whatever the nodes they land on (initial
+    pods of 100m spread over the nodes would leave each 3.x CPUs, of which only three hold a
+    1-CPU pod: "free CPU" would then overstate the room, and 0.8x of it might not fit).
+
+    Attributes:
+        size: pods per gang, each of 1 CPU; the group's ``minCount``.
+        ask_percent: the gangs together ask this percent of the free CPU, rounded down to
+            whole gangs (80: they all fit; 150: about a third cannot).
+    """
+
+    size: int
+    ask_percent: int
+
+    def groups(self, nodes: int) -> int:
+        """How many gangs at ``nodes`` nodes: ``ask_percent`` of the free CPU in whole gangs."""
+        return free_cpu(nodes) * self.ask_percent // (100 * self.size)
+
+    @property
+    def overfull(self) -> bool:
+        """Whether the gangs ask more than the cluster has (some cannot be placed)."""
+        return self.ask_percent > 100
+
+
+def free_cpu(nodes: int) -> int:
+    """The CPUs free for a gang workload's pods at ``nodes`` nodes (no initial pods)."""
+    return nodes * NODE_CPU
+
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -312,6 +385,21 @@ def make_node(index: int, zone: str) -> o.Node:
     )
 
 
+def make_pod_group(name: str, namespace: str, min_count: int) -> o.PodGroup:
+    """A Kubernetes PodGroup (``scheduling.k8s.io/v1alpha2``): all-or-nothing for
+    ``min_count`` pods (``spec.schedulingPolicy.gang.minCount``)."""
+    return msgspec.convert(
+        {
+            "kind": "PodGroup",
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        },
+        o.PodGroup,
+        dec_hook=o.dec_hook,
+    )
+
+
 def make_pods(template: o.Pod, prefix: str, namespace: str, count: int) -> list[o.Pod]:
     """``count`` copies of ``template`` named ``prefix-0`` ... in ``namespace``."""
     meta = template.metadata
@@ -324,7 +412,15 @@ def make_pods(template: o.Pod, prefix: str, namespace: str, count: int) -> list[
     ]
 
 
-async def put_all(client: Client, objects: Sequence[o.KubeObject]) -> None:
-    """Put ``objects`` :data:`PUT_BATCH` at a time, as a client loading a cluster would."""
+async def put_all(
+    client: Client,
+    objects: Sequence[o.KubeObject],
+    on_reply: Callable[[Sequence[o.KubeObject]], None] | None = None,
+) -> None:
+    """Put ``objects`` :data:`PUT_BATCH` at a time, as a client loading a cluster would;
+    ``on_reply`` is told each batch as its reply arrives (the objects now exist)."""
     for start in range(0, len(objects), PUT_BATCH):
-        await client.put(objects[start : start + PUT_BATCH])
+        batch = objects[start : start + PUT_BATCH]
+        await client.put(batch)
+        if on_reply is not None:
+            on_reply(batch)
