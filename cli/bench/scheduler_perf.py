@@ -22,6 +22,13 @@ and size:
 - after the run, a restart on the same database: ``recovery_seconds`` (the daemon's own
   ``podium_recovery_duration_seconds``) and ``restart_seconds`` (start to ready line).
 
+A gang workload (issue 24: each gang a PodGroup whose pods must be placed all or nothing)
+reports besides, under ``gangs`` (:class:`GangTracker`, :class:`GangReport`): how many groups
+ended fully bound, partly bound and not bound, and the p50/p99 of a group's time from its last
+pod's creation to its last member's bind. A group left partly bound fails the run
+(:class:`PartlyBoundError`); where its run ends is :meth:`GangTracker.ended`'s rule, as the
+gangs may ask more than the cluster holds.
+
 The workloads and their objects are :mod:`podium.cli.bench.workload`'s; the command line,
 progress bar and table are ``podium bench``'s (:mod:`podium.cli.bench.command`).
 
@@ -56,6 +63,7 @@ from podium.cli.bench.workload import (
     ZONES,
     Gangs,
     Workload,
+    free_cpu,
     make_node,
     make_pods,
     put_all,
@@ -469,6 +477,7 @@ class RunResult:
     windows: list[float] = field(default_factory=list)
     recovery_seconds: float | None = None
     restart_seconds: float | None = None
+    gangs: GangReport | None = None
 
     @property
     def windowed(self) -> bool:
@@ -476,9 +485,14 @@ class RunResult:
         return bool(self.windows)
 
     @property
+    def pods_bound(self) -> int:
+        """Measured pods bound: all of them, but in a gang run whose gangs do not all fit."""
+        return self.gangs.pods_bound if self.gangs is not None else self.pods
+
+    @property
     def overall(self) -> float:
-        """Measured pods over the measured wall time."""
-        return self.pods / self.duration_seconds if self.duration_seconds > 0 else 0.0
+        """Measured pods bound over the measured wall time."""
+        return self.pods_bound / self.duration_seconds if self.duration_seconds > 0 else 0.0
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -497,6 +511,8 @@ class RunResult:
         if self.recovery_seconds is not None:
             out["recovery_seconds"] = self.recovery_seconds
             out["restart_seconds"] = self.restart_seconds
+        if self.gangs is not None:
+            out["gangs"] = self.gangs.as_json()
         return out
 
 
@@ -550,15 +566,44 @@ class _Churn:
 
 class _BindingCounter:
     """Counts the measured pods' Bound events on a watch, resuming where the daemon says when
-    it cuts the watch off for falling behind (as any client must)."""
+    it cuts the watch off for falling behind (as any client must); in a gang run, tells
+    ``gangs`` each bind too."""
 
-    def __init__(self, wanted: set[tuple[str, str]], progress: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        wanted: set[tuple[str, str]],
+        progress: Callable[[int], None],
+        gangs: GangTracker | None = None,
+    ) -> None:
         self.wanted = wanted
         self.progress = progress
+        self.gangs = gangs
         self.bound = 0
+        self.ended = False
 
     async def run(self, client: Client, from_revision: int) -> None:
-        """Return when every wanted pod is bound, or after :data:`STALL_SECONDS` without one."""
+        """Return when every wanted pod is bound, or after :data:`STALL_SECONDS` without one;
+        in a gang run also when :meth:`GangTracker.ended` says so (then :attr:`ended`)."""
+        gangs = self.gangs
+        if gangs is None:
+            await self._count(client, from_revision)
+            return
+        async with trio.open_nursery() as nursery:
+
+            async def end_when_settled() -> None:
+                # Polled: the rule turns on the clock (the settle time), not on an event.
+                while not gangs.ended(trio.current_time()):  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+                self.ended = True
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(end_when_settled)
+            await self._count(client, from_revision)
+            # Returned: every measured pod bound (the run's end), or stalled.
+            self.ended = self.ended or not self.wanted or gangs.ended(trio.current_time())
+            nursery.cancel_scope.cancel()
+
+    async def _count(self, client: Client, from_revision: int) -> None:
         revision = from_revision
         with trio.CancelScope(deadline=trio.current_time() + STALL_SECONDS) as stall:
             while self.wanted:
@@ -570,6 +615,8 @@ class _BindingCounter:
                             if event.type == "Bound" and key in self.wanted:
                                 self.wanted.discard(key)
                                 self.bound += 1
+                                if self.gangs is not None:
+                                    self.gangs.bound(key, trio.current_time())
                                 stall.deadline = trio.current_time() + STALL_SECONDS
                                 self.progress(self.bound)
                                 if not self.wanted:
@@ -587,8 +634,8 @@ async def _measure(
     nodes: int,
     measured: int,
     progress: Callable[[int], None],
-) -> tuple[list[float], float, _Metrics | None, _Metrics | None]:
-    """Load the cluster, then measure: returns (windows, seconds, metrics before, after)."""
+) -> _Measured:
+    """Load the cluster, then measure."""
     init_ns, measured_ns = workload.namespaces
     async with connect(server) as client:
         base = await client.stats()
@@ -607,14 +654,32 @@ async def _measure(
             )
         before = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
         pods = workload.measured_pods(nodes, measured)
-        counter = _BindingCounter({(p.metadata.namespace, p.metadata.name) for p in pods}, progress)
+        gangs = None if workload.gangs is None else GangTracker(pods, free_cpu(nodes))
+        counter = _BindingCounter(
+            {(p.metadata.namespace, p.metadata.name) for p in pods}, progress, gangs
+        )
         samples: list[tuple[float, int]] = []
         from_revision = (await client.stats()).revision
+        created = trio.Event()
         async with connect(server) as watcher, trio.open_nursery() as nursery:
             began = trio.current_time()
             if workload.churn:
                 nursery.start_soon(_Churn(measured_ns).run, client)
-            nursery.start_soon(put_all, client, pods)
+            if gangs is None:
+                nursery.start_soon(put_all, client, pods)
+            else:
+                tracker = gangs
+
+                async def create() -> None:
+                    # Each group before its members; each reply timed as it arrives.
+                    objects = workload.measured_objects(nodes, measured)
+                    await put_all(
+                        client, objects, lambda b: tracker.created(b, trio.current_time())
+                    )
+                    tracker.all_created(trio.current_time())
+                    created.set()
+
+                nursery.start_soon(create)
 
             async def sample() -> None:
                 # A ticker, as scheduler_perf's: ticks at fixed times, each sample timed when
@@ -628,14 +693,49 @@ async def _measure(
             nursery.start_soon(sample)
             await counter.run(watcher, from_revision)
             seconds = trio.current_time() - began
+            if gangs is not None:
+                # Every reply in (the last binds may come before the last reply), and the
+                # time to the last bind: the settle time after it is no scheduling.
+                with trio.move_on_after(STALL_SECONDS):
+                    await created.wait()
+                if gangs.last_bind is not None:
+                    seconds = gangs.last_bind - began
             nursery.cancel_scope.cancel()
-        if counter.wanted:
+        report = None
+        if gangs is not None:
+            assert workload.gangs is not None
+            report = gangs.report(workload.gangs)
+            if not counter.ended:
+                raise BenchError(
+                    f"{workload.name} at {nodes} nodes stalled: {report.counts()}; none bound "
+                    f"in the last {STALL_SECONDS:.0f} s while the cluster has room for "
+                    f"{gangs.room()} pods and the smallest remaining gang lacks "
+                    f"{gangs.smallest_need()}"
+                )
+            check_gangs(workload.name, nodes, report, workload.gangs)
+        elif counter.wanted:
             raise BenchError(
                 f"{workload.name} at {nodes} nodes stalled: {counter.bound} of {measured} pods "
                 f"bound, none in the last {STALL_SECONDS:.0f} s"
             )
         after = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
-        return throughput_windows(samples), seconds, before, after
+        return _Measured(throughput_windows(samples), seconds, before, after, report)
+
+
+@dataclass
+class _Measured:
+    """What :func:`_measure` returns: the 1 s windows, the measured seconds, the metrics before
+    and after (None with ``--server``), and a gang workload's groups."""
+
+    windows: list[float]
+    seconds: float
+    before: _Metrics | None
+    after: _Metrics | None
+    gangs: GangReport | None
+
+    def throughput(self, measured: int) -> dict[str, float]:
+        bound = measured if self.gangs is None else self.gangs.pods_bound
+        return _throughput(self.windows, bound, self.seconds)
 
 
 def _latency(before: _Metrics | None, after: _Metrics | None) -> dict[str, float]:
@@ -658,19 +758,18 @@ def run_one(
     ``progress`` is told how many measured pods are bound so far; ``serve_args`` go to the
     daemon after the workload's own flags."""
     if server is not None:
-        windows, seconds, before, after = trio.run(
-            _measure, server, None, workload, nodes, measured, progress
-        )
+        got = trio.run(_measure, server, None, workload, nodes, measured, progress)
         return RunResult(
             workload.name,
             nodes,
             measured,
-            _throughput(windows, measured, seconds),
-            _latency(before, after),
+            got.throughput(measured),
+            _latency(got.before, got.after),
             0,
             0.0,
-            seconds,
-            windows,
+            got.seconds,
+            got.windows,
+            gangs=got.gangs,
         )
     with tempfile.TemporaryDirectory(prefix="podium-bench-") as tmp:
         directory = Path(tmp)
@@ -682,7 +781,7 @@ def run_one(
         flags += serve_args
         daemon = ServeProcess.start_in(directory, *flags, ready_timeout=START_SECONDS)
         try:
-            windows, seconds, before, after = trio.run(
+            got = trio.run(
                 _measure, daemon.address, daemon.metrics, workload, nodes, measured, progress
             )
             peak = daemon.peak_rss_bytes()
@@ -704,19 +803,21 @@ def run_one(
                 f"({exc}):\n{restarted.log_tail()}"
             ) from exc
         restarted.stop_cleanly(STOP_SECONDS)
+    before, after = got.before, got.after
     assert before is not None and after is not None
     return RunResult(
         workload.name,
         nodes,
         measured,
-        _throughput(windows, measured, seconds),
+        got.throughput(measured),
         _latency(before, after),
         peak,
         after.cpu_seconds - before.cpu_seconds,
-        seconds,
-        windows,
+        got.seconds,
+        got.windows,
         recovery,
         restart,
+        got.gangs,
     )
 
 
@@ -742,7 +843,32 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, Any]:
     recoveries = [r.recovery_seconds for r in runs if r.recovery_seconds is not None]
     if recoveries:
         out["recovery_seconds"] = _median(recoveries)
+    gangs = [r.gangs for r in runs if r.gangs is not None]
+    if gangs:
+        out["gangs"] = _summarize_gangs(gangs)
     return out
+
+
+def _summarize_gangs(reports: Sequence[GangReport]) -> dict[str, Any]:
+    """A gang workload's groups over its runs: the median of each count and time (the most
+    partly bound groups of any run, which is 0: a run with one fails)."""
+    first = reports[0]
+
+    def count(values: Sequence[int]) -> float:
+        middle = _median(values)
+        return int(middle) if middle.is_integer() else middle
+
+    return {
+        **first.as_json(),
+        "fully_bound": count([r.fully_bound for r in reports]),
+        "partly_bound": max(r.partly_bound for r in reports),
+        "not_bound": count([r.not_bound for r in reports]),
+        "pods_bound": count([r.pods_bound for r in reports]),
+        "last_pod_to_bound_ms": {
+            k: _median([r.last_pod_to_bound_ms[k] for r in reports])
+            for k in first.last_pod_to_bound_ms
+        },
+    }
 
 
 def plan(
@@ -752,20 +878,33 @@ def plan(
     workload) at ``nodes`` (else each of its sizes) with ``pods`` measured pods (else its own
     count).
 
+    A gang workload's measured pods are whole gangs; one whose gangs ask more than the
+    cluster holds (:attr:`~podium.cli.bench.workload.Gangs.overfull`) is not held to its
+    capacity.
+
     Raises:
         BenchError: a run asks for more measured pods than its cluster can place, or for more
-            pods (initial and measured) than its nodes hold (raised as the plan reaches it:
-            list the plan to check every run before the first).
+            pods (initial and measured) than its nodes hold, or (a gang workload) for no whole
+            gang or a ``pods`` that is not whole gangs (raised as the plan reaches it: list the
+            plan to check every run before the first).
     """
     for name in workload_names or list(WORKLOADS):
         workload = WORKLOADS[name]
         sizes = (nodes,) if nodes else workload.sizes
         for size in sizes:
             measured = pods or workload.measured(size)
+            if workload.gangs is not None:
+                _check_gangs_plan(workload, workload.gangs, size, measured, given=bool(pods))
+                if workload.gangs.overfull:
+                    yield workload, size, measured  # more than the cluster holds, on purpose
+                    continue
             if measured > workload.capacity(size):
+                most = workload.capacity(size)
+                if workload.gangs is not None:
+                    most -= most % workload.gangs.size  # whole gangs
                 raise BenchError(
-                    f"{name} at {size} nodes can place at most {workload.capacity(size)} "
-                    f"measured pods; use --pods {workload.capacity(size)} or fewer, or more nodes"
+                    f"{name} at {size} nodes can place at most {most} "
+                    f"measured pods; use --pods {most} or fewer, or more nodes"
                 )
             init = workload.init(size) if workload.init_binds else 0
             if init + measured > size * PODS_PER_NODE:
@@ -776,3 +915,26 @@ def plan(
                     f"{size} nodes); use more nodes"
                 )
             yield workload, size, measured
+
+
+def _check_gangs_plan(
+    workload: Workload, gangs: Gangs, nodes: int, measured: int, *, given: bool
+) -> None:
+    """Refuse a gang run of no whole gang: too few nodes for one, or ``--pods`` that is not a
+    whole number of gangs."""
+    name, size = workload.name, gangs.size
+    if given and measured % size:
+        whole = max(measured // size, 1) * size
+        raise BenchError(
+            f"{name} creates whole gangs of {size} pods: use --pods {whole} (a multiple of "
+            f"{size}), not {measured}"
+        )
+    if measured < size:
+        fewest = 1
+        while gangs.groups(fewest) < 1:
+            fewest += 1
+        raise BenchError(
+            f"{name} at {nodes} nodes asks for no gang: {gangs.ask_percent} % of its "
+            f"{free_cpu(nodes)} free CPUs is less than one gang of {size} pods of 1 CPU; use "
+            f"--nodes {fewest} or more"
+        )

@@ -3,7 +3,9 @@ generator create, and the table of workloads.
 
 Kubernetes counterpart: ``test/integration/scheduler_perf/config/performance-config.yaml`` and
 its templates (``config/templates/node-default.yaml``, ``pod-default.yaml``, the affinity,
-spreading and large-CPU pods), at v1.14's pod shape.
+spreading and large-CPU pods), at v1.14's pod shape. The gang workloads (issue 24 point 8:
+``Gang8``... and their baseline ``OneCPUPods``) have no scheduler_perf counterpart: their pods
+join Kubernetes' own PodGroups (``scheduling.k8s.io/v1alpha2``, ``spec.schedulingGroup``).
 
 Owns: nothing; the templates are frozen objects and :func:`put_all` writes through the caller's
 client.
@@ -24,8 +26,11 @@ from podium.protocol.client import Client
 __all__ = [
     "AFFINITY_POD",
     "ANTI_AFFINITY_POD",
+    "BASELINE_WORKLOAD",
     "CHURN_POD",
     "DEFAULT_POD",
+    "GANG_NAMESPACE",
+    "GANG_SIZES",
     "HOSTNAME_KEY",
     "LARGE_CPU_POD",
     "NODE_AFFINITY_POD",
@@ -258,6 +263,14 @@ PODS_PER_NODE = 40
 """100m pods on a 4-CPU node."""
 NODE_CPU = 4
 """CPUs of a node (:func:`make_node`): as many :data:`ONE_CPU_POD` as it holds."""
+GANG_SIZES = (500, 5000)
+"""The gang workloads' node counts (issue 24 point 8)."""
+BASELINE_WORKLOAD = "OneCPUPods"
+"""The gang workloads' pods without groups: the gangs' pods/s are reported over its."""
+GANG_NAMESPACE = "gang"
+"""The one namespace of every gang workload's pods and groups (scheduler-plugins'
+Coscheduling lists every pod of a group's namespace on each attempt: one namespace is its
+hardest case, and the issue's)."""
 
 
 @dataclass(frozen=True)
@@ -291,6 +304,20 @@ class Gangs:
 def free_cpu(nodes: int) -> int:
     """The CPUs free for a gang workload's pods at ``nodes`` nodes (no initial pods)."""
     return nodes * NODE_CPU
+
+
+def _gang_workload(name: str, size: int, ask_percent: int) -> Workload:
+    gangs = Gangs(size, ask_percent)
+    return Workload(
+        name,
+        GANG_SIZES,
+        measured=lambda n: gangs.groups(n) * gangs.size,
+        init=lambda n: 0,
+        measured_pod=ONE_CPU_POD,
+        namespaces=(GANG_NAMESPACE, GANG_NAMESPACE),
+        capacity=free_cpu,
+        gangs=gangs,
+    )
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -367,6 +394,22 @@ WORKLOADS: dict[str, Workload] = {
             measured_pod=DEFAULT_POD,
             churn=True,
         ),
+        # Issue 24: the gangs' baseline, the same pods without groups (0.8x the free CPU).
+        Workload(
+            BASELINE_WORKLOAD,
+            GANG_SIZES,
+            measured=lambda n: free_cpu(n) * 80 // 100,
+            init=lambda n: 0,
+            measured_pod=ONE_CPU_POD,
+            namespaces=(GANG_NAMESPACE, GANG_NAMESPACE),
+            capacity=free_cpu,
+        ),
+        _gang_workload("Gang8", 8, 80),
+        _gang_workload("Gang32", 32, 80),
+        _gang_workload("Gang128", 128, 80),
+        _gang_workload("Gang8Overfull", 8, 150),
+        _gang_workload("Gang32Overfull", 32, 150),
+        _gang_workload("Gang128Overfull", 128, 150),
     )
 }
 

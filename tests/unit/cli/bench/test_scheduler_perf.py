@@ -1,27 +1,39 @@
 """The gang workloads' measurement (issue 24 point 8): a group's time from its last pod's
 creation to its last bind, groups fully, partly and not bound, the failure of a partly bound
-one, and where a run ends.
+one, where a run ends, and the plan of gang runs.
 
 (scheduler_perf's windows, quantiles and plan: tests/unit/cli/bench/test_bench.py.)"""
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
 
 import msgspec
 import pytest
+import trio
+import trio.testing
 
+from podium.cli.bench import scheduler_perf as perf
 from podium.cli.bench.scheduler_perf import (
+    SETTLE_SECONDS,
+    STALL_SECONDS,
     BenchError,
     GangReport,
     GangTracker,
     PartlyBoundError,
+    RunResult,
     check_gangs,
     nearest_rank,
+    plan,
+    summarize,
 )
 from podium.cli.bench.workload import ONE_CPU_POD, Gangs, make_pod_group, make_pods
 from podium.protocol import objects as o
+from podium.protocol.wire import Event
 
 NS = "gang"
 
@@ -221,3 +233,168 @@ def test_the_need_of_a_partly_bound_group_is_what_it_still_lacks() -> None:
     assert (tracker.room(), tracker.smallest_need()) == (0, 2)
     assert tracker.ended(4.0)
     assert tracker.report(Gangs(4, 150)).partly == ["gang/c (2 of 4)"]
+
+
+# --------------------------------------------------------------------------- the watch
+
+
+class _FakeWatcher:
+    """A client whose one watch delivers ``binds`` at their times, then nothing."""
+
+    def __init__(self, binds: Sequence[tuple[float, o.Pod]]) -> None:
+        self.binds = binds
+
+    @contextlib.asynccontextmanager
+    async def watch(self, from_revision: int, kinds: Sequence[str]) -> AsyncIterator[Any]:
+        async with contextlib.aclosing(self._events(from_revision)) as events:
+            yield events
+
+    async def _events(self, revision: int) -> AsyncIterator[Event]:
+        for at, pod in self.binds:
+            await trio.sleep_until(at)
+            revision += 1
+            yield Event(id=1, revision=revision, type="Bound", kind="Pod",
+                        namespace=pod.metadata.namespace, name=pod.metadata.name)  # fmt: skip
+        await trio.sleep_forever()
+
+
+def _count(
+    tracker: GangTracker, pods: list[o.Pod], binds: Sequence[tuple[float, o.Pod]]
+) -> tuple[Any, float]:
+    """Run the measurement's binding counter on a mock clock: (the counter, when it returned)."""
+    counter = perf._BindingCounter({_key(p) for p in pods}, lambda _: None, tracker)
+
+    async def main() -> float:
+        tracker.all_created(trio.current_time())
+        await counter.run(cast(Any, _FakeWatcher(binds)), 0)
+        return trio.current_time()
+
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    return counter, trio.run(main, clock=clock)
+
+
+def test_the_counter_ends_an_overfull_run_by_the_rule() -> None:
+    tracker, gangs = _overfull()
+    pods = [p for g in gangs for p in g]
+    counter, ended_at = _count(tracker, pods, [(1.0, p) for p in gangs[0] + gangs[1]])
+    assert counter.ended and counter.bound == 8
+    assert 1.0 + SETTLE_SECONDS <= ended_at < 1.0 + SETTLE_SECONDS + 0.1
+
+
+def test_the_counter_ends_a_run_whose_groups_all_bound_at_the_last_bind() -> None:
+    gangs = [_members(g, 4) for g in ("a", "b")]
+    pods = [p for g in gangs for p in g]
+    tracker = GangTracker(pods, free=10)
+    counter, ended_at = _count(tracker, pods, [(2.0, p) for p in pods])
+    assert counter.ended and ended_at == pytest.approx(2.0)
+    assert tracker.report(Gangs(4, 80)).fully_bound == 2
+
+
+def test_the_counter_stalls_when_a_gang_has_room_and_no_bind_comes() -> None:
+    tracker, gangs = _overfull()
+    pods = [p for g in gangs for p in g]
+    counter, ended_at = _count(tracker, pods, [(1.0, p) for p in gangs[0]])
+    assert not counter.ended
+    assert ended_at == pytest.approx(1.0 + STALL_SECONDS)
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def test_an_overfull_gang_run_is_not_held_to_the_clusters_capacity() -> None:
+    ((workload, nodes, pods),) = plan(["Gang32Overfull"], 500, None)
+    assert (workload.name, nodes, pods) == ("Gang32Overfull", 500, 2976)
+    assert pods > workload.capacity(500)
+
+
+def test_the_gang_workloads_default_to_their_two_sizes() -> None:
+    assert [(w.name, n, p) for w, n, p in plan(["Gang128", "OneCPUPods"], None, None)] == [
+        ("Gang128", 500, 1536),
+        ("Gang128", 5000, 16000),
+        ("OneCPUPods", 500, 1600),
+        ("OneCPUPods", 5000, 16000),
+    ]
+
+
+@dataclass(frozen=True)
+class PlanCase:
+    name: str
+    workload: str
+    nodes: int
+    pods: int | None
+    want: str
+
+
+PLAN_CASES = [
+    PlanCase(
+        "pods not whole gangs", "Gang8", 30, 60,
+        "Gang8 creates whole gangs of 8 pods: use --pods 56 (a multiple of 8), not 60",
+    ),
+    PlanCase(
+        "fewer pods than one gang", "Gang32", 30, 8,
+        "Gang32 creates whole gangs of 32 pods: use --pods 32 (a multiple of 32), not 8",
+    ),
+    PlanCase(
+        "too few nodes for one gang", "Gang128", 30, None,
+        "Gang128 at 30 nodes asks for no gang: 80 % of its 120 free CPUs is less than one "
+        "gang of 128 pods of 1 CPU; use --nodes 40 or more",
+    ),
+    PlanCase(
+        "more gangs than fit, at 0.8x", "Gang32", 30, 128,
+        "Gang32 at 30 nodes can place at most 96 measured pods; use --pods 96 or fewer",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", PLAN_CASES, ids=lambda c: c.name)
+def test_a_gang_run_of_no_whole_gang_is_refused_before_running(case: PlanCase) -> None:
+    with pytest.raises(BenchError) as caught:
+        list(plan([case.workload], case.nodes, case.pods))
+    assert case.want in str(caught.value)
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _run(gangs: GangReport | None, pods: int = 56, seconds: float = 0.5) -> RunResult:
+    return RunResult(
+        "Gang8Overfull" if gangs else "OneCPUPods", 10, pods,
+        dict.fromkeys(("average", "p50", "p90", "p99"), 80.0), {"p50": 1.0, "p90": 2.0, "p99": 3.0},
+        0, 0.0, seconds, [], gangs=gangs,
+    )  # fmt: skip
+
+
+def test_a_gang_runs_json_has_its_groups_and_others_have_none() -> None:
+    report = _report(ask_percent=150, groups=7, fully_bound=5, not_bound=2, pods_bound=40)
+    gang = _run(report)
+    assert gang.as_json()["gangs"] == report.as_json()
+    assert "partly" not in gang.as_json()["gangs"]
+    # Its overall rate is of the pods that bound, not of those created.
+    assert (gang.pods_bound, gang.overall) == (40, 80.0)
+    plain = _run(None, pods=32)
+    assert "gangs" not in plain.as_json()
+    assert (plain.pods_bound, plain.overall) == (32, 64.0)
+    assert "gangs" not in summarize([plain])
+
+
+def test_a_gang_summary_takes_the_median_of_its_runs() -> None:
+    runs = [
+        _run(_report(fully_bound=f, not_bound=7 - f, groups=7, pods_bound=8 * f,
+                     last_pod_to_bound_ms={"p50": p50, "p99": 2 * p50}))
+        for f, p50 in ((5, 10.0), (4, 30.0), (5, 20.0))
+    ]  # fmt: skip
+    gangs = summarize(runs)["gangs"]
+    assert gangs == {
+        "gang_size": 8,
+        "ask_percent": 80,
+        "free_cpu": 40,
+        "groups": 7,
+        "fully_bound": 5,
+        "partly_bound": 0,
+        "not_bound": 2,
+        "pods_bound": 40,
+        "last_pod_to_bound_ms": {"p50": 20.0, "p99": 40.0},
+    }
+    assert isinstance(gangs["fully_bound"], int)
+    halves = summarize(runs[:2])["gangs"]
+    assert (halves["fully_bound"], halves["pods_bound"]) == (4.5, 36)
