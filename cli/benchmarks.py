@@ -18,9 +18,9 @@ from pathlib import Path
 from podium.cli.common.arguments import add_command, at_least
 from podium.cli.common.output import add_output_option
 
-__all__ = ["WORKLOAD_NAMES", "register"]
+__all__ = ["GANG_WORKLOADS", "SCHEDULER_PERF_WORKLOADS", "WORKLOAD_NAMES", "register"]
 
-WORKLOAD_NAMES = (
+SCHEDULER_PERF_WORKLOADS = (
     "SchedulingBasic",
     "SchedulingPodAntiAffinity",
     "SchedulingPodAffinity",
@@ -29,6 +29,20 @@ WORKLOAD_NAMES = (
     "Unschedulable",
     "SchedulingWithMixedChurn",
 )
+"""scheduler_perf's workloads."""
+
+GANG_WORKLOADS = {
+    "OneCPUPods": "the gangs' pods without groups, 0.8x the free CPU (their baseline)",
+    "Gang8": "gangs of 8 pods of 1 CPU (PodGroup minCount 8), 0.8x the free CPU: all fit",
+    "Gang32": "gangs of 32, 0.8x the free CPU",
+    "Gang128": "gangs of 128, 0.8x the free CPU",
+    "Gang8Overfull": "gangs of 8, 1.5x the free CPU: those that do not fit stay unbound",
+    "Gang32Overfull": "gangs of 32, 1.5x the free CPU",
+    "Gang128Overfull": "gangs of 128, 1.5x the free CPU",
+}
+"""The gang workloads (issue 24) and their line in the help."""
+
+WORKLOAD_NAMES = (*SCHEDULER_PERF_WORKLOADS, *GANG_WORKLOADS)
 """The names of :data:`podium.cli.bench.workload.WORKLOADS`, in its order (a test keeps them
 equal), for ``--workload``'s choices and the help."""
 
@@ -51,10 +65,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "initial pods through the protocol, then create the measured pods as a client would\n"
             "and count their bindings. Reports throughput in 1 s windows (average, p50/p90/p99,\n"
             "as scheduler_perf computes it), scheduling-attempt latency from the daemon's\n"
-            "histogram, the daemon's peak RSS and CPU seconds, and its recovery time on restart."
+            "histogram, the daemon's peak RSS and CPU seconds, and its recovery time on restart.\n"
+            "Gang workloads also report their pod groups fully, partly (the run fails) and not\n"
+            "bound, and the p50/p99 time from a group's last pod created to its last member bound."
         ),
         epilog=(
-            "workloads: " + ", ".join(WORKLOAD_NAMES) + "\n\n"
+            "workloads: " + ", ".join(SCHEDULER_PERF_WORKLOADS) + "\n\n"
+            "gang workloads (issue 24; 500 and 5000 nodes, no initial pods, one namespace):\n"
+            + "".join(f"  {name:<18}{line}\n" for name, line in GANG_WORKLOADS.items())
+            + "\n"
             "examples:\n"
             "  podium bench                                        # every workload, every size\n"
             "  podium bench --workload SchedulingBasic --nodes 5000 --runs 3\n"
@@ -62,6 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  podium bench --server 127.0.0.1:7070 --workload SchedulingBasic --nodes 500\n"
             "  podium bench --workload SchedulingBasic --nodes 500 -o json > base.json\n"
             "  podium bench --workload SchedulingBasic --nodes 500 --compare base.json\n"
+            "  podium bench --workload OneCPUPods --workload Gang32 --nodes 5000   # and the ratio\n"
             "\nWith --server the daemon must be empty; latency, RSS, CPU and recovery are not "
             "measured (they need the daemon's metrics and process)."
         ),

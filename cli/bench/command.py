@@ -7,7 +7,9 @@ label-filter`` and friends) and its ``dataItems`` JSON.
 Owns: nothing.
 Emits: a progress bar (pods bound, the rate over the last second) on stderr when it is a
 terminal, and one line per finished run on stderr; a table or JSON on stdout, with ratios
-against a saved JSON run (``--compare``).
+against a saved JSON run (``--compare``). Gang workloads (issue 24) add a second table of their
+groups (:func:`render_gang_table`) and, in the JSON, a ``gangs`` object per result; the other
+workloads' output is as it was.
 
 The flags are :mod:`podium.cli.benchmarks`', which imports this module only when the command
 runs (the benchmarks import the actors' plugin names and the bench's daemons).
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from podium.cli.bench.scheduler_perf import BenchError, RunResult, plan, run_one, summarize
+from podium.cli.bench.workload import BASELINE_WORKLOAD
 from podium.cli.common.output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -35,12 +38,16 @@ from podium.protocol.errors import ErrorCode
 
 __all__ = [
     "COMPARED",
+    "COMPARED_GANGS",
     "BaselineError",
+    "add_baseline_ratios",
     "cmd_bench",
     "compare",
     "cpu_per_pod_ms",
     "load_baseline",
     "render_comparison",
+    "render_gang_comparison",
+    "render_gang_table",
     "render_table",
     "run_line",
 ]
@@ -81,6 +88,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             # a long machine-read run still shows that it moves.
             err(run_line(label, result))
         results.append(summarize(runs))
+    add_baseline_ratios(results)
     if base is not None:
         for summary in results:
             saved = base[(summary["workload"], summary["nodes"])]
@@ -89,23 +97,33 @@ def cmd_bench(args: argparse.Namespace) -> int:
         dump_json({"results": _json_safe(results)})
     else:
         out(render_table(results))
+        if gangs := render_gang_table(results):
+            out()
+            out(gangs)
         if base is not None:
             out()
             out(render_comparison(results, str(args.compare)))
+            if gangs := render_gang_comparison(results, str(args.compare)):
+                out()
+                out(gangs)
     return EXIT_OK
 
 
 def run_line(label: str, result: RunResult) -> str:
-    """What a finished run prints on stderr."""
+    """What a finished run prints on stderr (a gang run: how many of its pods bound, and its
+    groups by outcome)."""
     how = (
         f"{len(result.windows)} windows"
         if result.windowed
         else "too short for a 1 s window: overall rate"
     )
-    return (
-        f"{label}: {result.pods} pods bound in {result.duration_seconds:.1f} s, "
+    bound = result.pods_bound
+    pods = f"{bound}" if bound == result.pods else f"{bound} of {result.pods}"
+    line = (
+        f"{label}: {pods} pods bound in {result.duration_seconds:.1f} s, "
         f"{result.throughput['average']:,.0f} pods/s ({how})"
     )
+    return line if result.gangs is None else f"{line}; {result.gangs.counts()}"
 
 
 def _fmt(value: float, digits: int = 0) -> str:
@@ -164,6 +182,57 @@ def render_table(results: Sequence[dict[str, Any]]) -> str:
     return _columns(rows)
 
 
+def add_baseline_ratios(results: Sequence[dict[str, Any]]) -> None:
+    """Give each gang result ``gangs.throughput_vs_one_cpu_pods``: its pods/s (window average)
+    over :data:`~podium.cli.bench.workload.BASELINE_WORKLOAD`'s at the same size in the same
+    invocation (the same pods without groups; NaN when that was not run)."""
+    base = {
+        r["nodes"]: r["throughput"]["average"]
+        for r in results
+        if r["workload"] == BASELINE_WORKLOAD
+    }
+    for r in results:
+        if "gangs" in r:
+            saved = base.get(r["nodes"])
+            r["gangs"]["throughput_vs_one_cpu_pods"] = (
+                r["throughput"]["average"] / saved if saved else math.nan
+            )
+
+
+def render_gang_table(results: Sequence[dict[str, Any]]) -> str:
+    """The gang workloads' groups, a row per workload and size; ``""`` when none ran. ``ASK
+    %`` is what the gangs ask of the free CPU, ``FULL``, ``PARTLY`` and ``NONE`` the groups
+    fully, partly (never: the run fails) and not bound, ``GROUP P50/P99 MS`` the time from a
+    group's last pod's creation to its last member's bind, ``VS OneCPUPods`` the pods/s over
+    the same pods' without groups (run in the same invocation)."""
+    rows: list[Sequence[str]] = [
+        ("GANGS", "NODES", "SIZE", "ASK %", "GROUPS", "FULL", "PARTLY", "NONE", "PODS BOUND",
+         "GROUP P50 MS", "GROUP P99 MS", f"VS {BASELINE_WORKLOAD}"),
+    ]  # fmt: skip
+    for r in results:
+        g = r.get("gangs")
+        if g is None:
+            continue
+        wait = g["last_pod_to_bound_ms"]
+        rows.append(
+            (
+                r["workload"],
+                str(r["nodes"]),
+                str(g["gang_size"]),
+                str(g["ask_percent"]),
+                str(g["groups"]),
+                _fmt(g["fully_bound"]),
+                _fmt(g["partly_bound"]),
+                _fmt(g["not_bound"]),
+                _fmt(g["pods_bound"]),
+                _fmt(wait["p50"], 1),
+                _fmt(wait["p99"], 1),
+                _ratio(g.get("throughput_vs_one_cpu_pods", math.nan)),
+            )
+        )
+    return _columns(rows) if len(rows) > 1 else ""
+
+
 def _columns(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
@@ -187,6 +256,9 @@ class BaselineError(BenchError):
 
 COMPARED = ("pods_per_second", "attempt_p99_ms", "cpu_per_pod_ms", "peak_rss_bytes")
 """The figures ``--compare`` puts beside the saved run's, as ratios new / saved."""
+COMPARED_GANGS = ("group_p50_ms", "group_p99_ms")
+"""And for a gang workload: the p50 and p99 of a group's time from its last pod to its last
+bind."""
 
 
 def load_baseline(
@@ -240,13 +312,26 @@ def _figures(result: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def _gang_figures(result: dict[str, Any]) -> dict[str, float]:
+    wait = (result.get("gangs") or {}).get("last_pod_to_bound_ms") or {}
+    return {
+        key: float(value) if isinstance(value := wait.get(q), int | float) else math.nan
+        for key, q in zip(COMPARED_GANGS, ("p50", "p99"), strict=True)
+    }
+
+
 def compare(result: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
-    """Ratios new / saved of :data:`COMPARED` (NaN where either run lacks the figure: a run
-    with ``--server`` measures no latency, CPU or RSS)."""
+    """Ratios new / saved of :data:`COMPARED`, and of :data:`COMPARED_GANGS` for a gang
+    workload (NaN where either run lacks the figure: a run with ``--server`` measures no
+    latency, CPU or RSS)."""
     new, old = _figures(result), _figures(saved)
+    keys: tuple[str, ...] = COMPARED
+    if "gangs" in result:
+        new, old = {**new, **_gang_figures(result)}, {**old, **_gang_figures(saved)}
+        keys += COMPARED_GANGS
     return {
         key: new[key] / old[key] if old[key] and not math.isnan(old[key]) else math.nan
-        for key in COMPARED
+        for key in keys
     }
 
 
@@ -274,6 +359,31 @@ def render_comparison(results: Sequence[dict[str, Any]], path: str) -> str:
             )
         )
     return _columns(rows)
+
+
+def render_gang_comparison(results: Sequence[dict[str, Any]], path: str) -> str:
+    """``--compare``'s table of the gang workloads' figures (their pods/s are in
+    :func:`render_comparison`'s): the p50 and p99 of a group's time from its last pod to its
+    last bind, beside their ratio to the saved run's (above 1 is slower); ``""`` when no gang
+    workload ran."""
+    rows: list[Sequence[str]] = [
+        (f"GANGS VS {path}", "NODES", "GROUP P50 MS", "RATIO", "GROUP P99 MS", "RATIO"),
+    ]
+    for r in results:
+        if "gangs" not in r:
+            continue
+        wait, c = r["gangs"]["last_pod_to_bound_ms"], r["compare"]
+        rows.append(
+            (
+                r["workload"],
+                str(r["nodes"]),
+                _fmt(wait["p50"], 1),
+                _ratio(c["group_p50_ms"]),
+                _fmt(wait["p99"], 1),
+                _ratio(c["group_p99_ms"]),
+            )
+        )
+    return _columns(rows) if len(rows) > 1 else ""
 
 
 def _ratio(value: float) -> str:

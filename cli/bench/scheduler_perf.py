@@ -22,6 +22,13 @@ and size:
 - after the run, a restart on the same database: ``recovery_seconds`` (the daemon's own
   ``podium_recovery_duration_seconds``) and ``restart_seconds`` (start to ready line).
 
+A gang workload (issue 24: each gang a PodGroup whose pods must be placed all or nothing)
+reports besides, under ``gangs`` (:class:`GangTracker`, :class:`GangReport`): how many groups
+ended fully bound, partly bound and not bound, and the p50/p99 of a group's time from its last
+pod's creation to its last member's bind. A group left partly bound fails the run
+(:class:`PartlyBoundError`); where its run ends is :meth:`GangTracker.ended`'s rule, as the
+gangs may ask more than the cluster holds.
+
 The workloads and their objects are :mod:`podium.cli.bench.workload`'s; the command line,
 progress bar and table are ``podium bench``'s (:mod:`podium.cli.bench.command`).
 
@@ -39,7 +46,7 @@ import math
 import statistics
 import tempfile
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +61,9 @@ from podium.cli.bench.workload import (
     PODS_PER_NODE,
     WORKLOADS,
     ZONES,
+    Gangs,
     Workload,
+    free_cpu,
     make_node,
     make_pods,
     put_all,
@@ -62,12 +71,19 @@ from podium.cli.bench.workload import (
 from podium.protocol import objects as o
 from podium.protocol.client import Client, RemoteError, connect
 from podium.protocol.errors import PodiumError
+from podium.protocol.gangs import pod_group_key
 from podium.protocol.wire import ObjectRef
 
 __all__ = [
+    "SETTLE_SECONDS",
     "BenchError",
+    "GangReport",
+    "GangTracker",
+    "PartlyBoundError",
     "RunResult",
+    "check_gangs",
     "histogram_quantile",
+    "nearest_rank",
     "plan",
     "run_one",
     "summarize",
@@ -81,6 +97,10 @@ WINDOW_SECONDS = 1.0
 STALL_SECONDS = 60.0
 """A run with no measured pod bound for this long fails (a scheduler that stopped)."""
 
+SETTLE_SECONDS = 3.0
+"""A gang run whose remaining gangs no longer fit ends after this long without a bind
+(:meth:`GangTracker.ended`)."""
+
 START_SECONDS = 300.0
 """The longest a daemon may take to print its ready line (a restart first recovers the whole
 cluster from its database)."""
@@ -93,6 +113,11 @@ class BenchError(PodiumError):
     """A benchmark run could not complete: its setup took too long, its pods stopped binding,
     or it asks for more pods than its cluster can place. (A daemon that does not start or stop
     raises :class:`~podium.cli.bench.process.DaemonError`.)"""
+
+
+class PartlyBoundError(BenchError):
+    """A gang workload's run ended with a pod group partly bound: some of its members bound
+    and the others not, which all-or-nothing forbids (the run's figures are not reported)."""
 
 
 # --------------------------------------------------------------------------- statistics
@@ -182,6 +207,219 @@ def _median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
+# --------------------------------------------------------------------------- gangs
+
+
+def nearest_rank(values: Sequence[float], p: int) -> float:
+    """Percentile ``p`` of ``values`` as scheduler_perf takes it from its windows: the value at
+    index ``ceil(len * p / 100) - 1`` of the sorted list (NaN when there is none)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(math.ceil(len(ordered) * p / 100) - 1, 0)]
+
+
+@dataclass
+class GangReport:
+    """A gang workload's groups at the end of a run.
+
+    Attributes:
+        gang_size: pods per gang (each group's ``minCount``).
+        ask_percent: what the gangs ask, in percent of the free CPU (before rounding down to
+            whole gangs).
+        free_cpu: the CPUs free for the measured pods when they were created.
+        groups: the groups created.
+        fully_bound, partly_bound, not_bound: the groups with every member bound, with some
+            but not all, with none (``partly_bound`` is 0 in any reported run).
+        pods_bound: measured pods bound.
+        last_pod_to_bound_ms: p50 and p99 (:func:`nearest_rank`) over the fully bound groups
+            of the time from the reply to the Put that carried a group's last pod to the Bound
+            event of its last member to bind (NaN when no group was fully bound).
+        partly: ``namespace/name (bound of members)`` of each partly bound group, for the
+            error that fails the run (not in the JSON).
+    """
+
+    gang_size: int
+    ask_percent: int
+    free_cpu: int
+    groups: int
+    fully_bound: int
+    partly_bound: int
+    not_bound: int
+    pods_bound: int
+    last_pod_to_bound_ms: dict[str, float]
+    partly: list[str] = field(default_factory=list)
+
+    def counts(self) -> str:
+        """The groups by outcome, for people."""
+        return (
+            f"{self.fully_bound} of {self.groups} pod groups fully bound, "
+            f"{self.partly_bound} partly bound, {self.not_bound} not bound"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "gang_size": self.gang_size,
+            "ask_percent": self.ask_percent,
+            "free_cpu": self.free_cpu,
+            "groups": self.groups,
+            "fully_bound": self.fully_bound,
+            "partly_bound": self.partly_bound,
+            "not_bound": self.not_bound,
+            "pods_bound": self.pods_bound,
+            "last_pod_to_bound_ms": self.last_pod_to_bound_ms,
+        }
+
+
+class GangTracker:
+    """A gang workload's groups as their pods are created and bound, and where its run ends.
+
+    Sans-IO: the measurement tells it each Put reply (:meth:`created`), the end of the Puts
+    (:meth:`all_created`) and each measured pod's Bound event (:meth:`bound`), each with the
+    time it saw it; :meth:`ended` and :meth:`report` answer from that alone. A pod's group is
+    the one it names (``spec.schedulingGroup``, :func:`~podium.protocol.gangs.pod_group_key`).
+
+    The end of a run. A workload whose gangs all fit ends, as any other, when every measured
+    pod is bound: here when every group is fully bound. One that asks more than the cluster
+    holds never gets there, so its run ends once both
+
+    - the cluster has no room left for the smallest remaining gang: the free CPU when the
+      pods were created, less one CPU per measured pod bound, is below the fewest members any
+      group not fully bound still lacks (every pod asks 1 CPU and a node holds whole CPUs, so
+      that many free CPUs are that many places, wherever they are); and
+    - no measured pod was bound for :data:`SETTLE_SECONDS` (counted from the last Put's reply
+      if it came later).
+
+    The settle time lets the binds already on their way arrive before the groups are counted.
+    A gang's members are bound in one store transaction, but their Bound events reach this
+    watch a little after the daemon decided, and perhaps over more than one frame: counted at
+    once, a gang bound at the last moment would show as not bound, or as partly bound when
+    only some of its events had come. A few seconds is far above that delay (milliseconds)
+    and short beside a run. Until both hold the run goes on, and :data:`STALL_SECONDS` without
+    a bind while a gang still has room fails it as a stall, as it fails any other workload.
+    Neither rule waits for a gang that cannot fit to be retried: nothing is deleted in these
+    runs, so its room never comes.
+
+    Args:
+        pods: the measured pods (each naming its group).
+        free: the CPUs free for them, one CPU a pod (the room of :meth:`ended`).
+        settle: the quiet time of :meth:`ended`.
+    """
+
+    def __init__(self, pods: Iterable[o.Pod], free: int, settle: float = SETTLE_SECONDS) -> None:
+        self.free = free
+        self.settle = settle
+        self.group_of: dict[tuple[str, str], str] = {}
+        self.members: dict[str, int] = {}
+        for pod in pods:
+            group = pod_group_key(pod)
+            if group is not None:
+                self.group_of[(pod.metadata.namespace, pod.metadata.name)] = group
+                self.members[group] = self.members.get(group, 0) + 1
+        self.bound_members: dict[str, int] = {}
+        self.last_created: dict[str, float] = {}
+        self.completed: dict[str, float] = {}
+        self.pods_bound = 0
+        self.last_bind: float | None = None
+        self.created_all: float | None = None
+
+    def created(self, objects: Iterable[o.KubeObject], now: float) -> None:
+        """A Put reply at ``now`` said ``objects`` exist: a group whose pod is among them had
+        its last pod created so far at ``now`` (the Puts go one after the other)."""
+        for obj in objects:
+            if isinstance(obj, o.Pod):
+                group = self.group_of.get((obj.metadata.namespace, obj.metadata.name))
+                if group is not None:
+                    self.last_created[group] = now
+
+    def all_created(self, now: float) -> None:
+        """The last Put was answered at ``now``."""
+        self.created_all = now
+
+    def bound(self, key: tuple[str, str], now: float) -> None:
+        """Pod ``(namespace, name)`` was seen bound at ``now`` (once per pod)."""
+        group = self.group_of.get(key)
+        if group is None:
+            return
+        self.pods_bound += 1
+        self.last_bind = now
+        count = self.bound_members.get(group, 0) + 1
+        self.bound_members[group] = count
+        if count == self.members[group]:
+            self.completed[group] = now
+
+    def room(self) -> int:
+        """Free CPUs left: places for that many more measured pods."""
+        return self.free - self.pods_bound
+
+    def smallest_need(self) -> int | None:
+        """The fewest members a group not fully bound still lacks; None when every group is."""
+        needs = [
+            size - self.bound_members.get(group, 0)
+            for group, size in self.members.items()
+            if group not in self.completed
+        ]
+        return min(needs) if needs else None
+
+    def ended(self, now: float) -> bool:
+        """Whether the run ends at ``now`` (the class's rule)."""
+        if self.created_all is None:
+            return False
+        need = self.smallest_need()
+        if need is None:
+            return True
+        quiet_since = max(self.created_all, self.last_bind or self.created_all)
+        return self.room() < need and now - quiet_since >= self.settle
+
+    def report(self, gangs: Gangs) -> GangReport:
+        """The groups as they stand (``gangs``: what the workload asked)."""
+        partly = sorted(
+            f"{group} ({self.bound_members[group]} of {size})"
+            for group, size in self.members.items()
+            if 0 < self.bound_members.get(group, 0) < size
+        )
+        # A Bound event can reach the watch's connection before the Put's reply reaches the
+        # putter's: such a group counts as bound when its last pod was created (0 ms).
+        waits = [
+            max(done - self.last_created[group], 0.0) * 1000
+            for group, done in self.completed.items()
+            if group in self.last_created
+        ]
+        full = len(self.completed)
+        return GangReport(
+            gang_size=gangs.size,
+            ask_percent=gangs.ask_percent,
+            free_cpu=self.free,
+            groups=len(self.members),
+            fully_bound=full,
+            partly_bound=len(partly),
+            not_bound=len(self.members) - full - len(partly),
+            pods_bound=self.pods_bound,
+            last_pod_to_bound_ms={"p50": nearest_rank(waits, 50), "p99": nearest_rank(waits, 99)},
+            partly=partly,
+        )
+
+
+def check_gangs(name: str, nodes: int, report: GangReport, gangs: Gangs) -> None:
+    """Fail a gang run that broke all-or-nothing, or whose gangs all fit and did not all bind.
+
+    Raises:
+        PartlyBoundError: a group ended partly bound (the first ten are named).
+        BenchError: the gangs fit the cluster and not every group ended fully bound.
+    """
+    if report.partly_bound:
+        named = ", ".join(report.partly[:10]) + (" ..." if len(report.partly) > 10 else "")
+        groups = "pod group" if report.partly_bound == 1 else "pod groups"
+        raise PartlyBoundError(
+            f"{name} at {nodes} nodes: {report.partly_bound} {groups} ended PARTLY BOUND, "
+            f"which all-or-nothing forbids: {named} ({report.counts()})"
+        )
+    if not gangs.overfull and report.fully_bound != report.groups:
+        raise BenchError(
+            f"{name} at {nodes} nodes: its gangs fit the cluster, yet {report.counts()}"
+        )
+
+
 # --------------------------------------------------------------------------- metrics
 
 
@@ -239,6 +477,7 @@ class RunResult:
     windows: list[float] = field(default_factory=list)
     recovery_seconds: float | None = None
     restart_seconds: float | None = None
+    gangs: GangReport | None = None
 
     @property
     def windowed(self) -> bool:
@@ -246,9 +485,14 @@ class RunResult:
         return bool(self.windows)
 
     @property
+    def pods_bound(self) -> int:
+        """Measured pods bound: all of them, but in a gang run whose gangs do not all fit."""
+        return self.gangs.pods_bound if self.gangs is not None else self.pods
+
+    @property
     def overall(self) -> float:
-        """Measured pods over the measured wall time."""
-        return self.pods / self.duration_seconds if self.duration_seconds > 0 else 0.0
+        """Measured pods bound over the measured wall time."""
+        return self.pods_bound / self.duration_seconds if self.duration_seconds > 0 else 0.0
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -267,6 +511,8 @@ class RunResult:
         if self.recovery_seconds is not None:
             out["recovery_seconds"] = self.recovery_seconds
             out["restart_seconds"] = self.restart_seconds
+        if self.gangs is not None:
+            out["gangs"] = self.gangs.as_json()
         return out
 
 
@@ -320,15 +566,44 @@ class _Churn:
 
 class _BindingCounter:
     """Counts the measured pods' Bound events on a watch, resuming where the daemon says when
-    it cuts the watch off for falling behind (as any client must)."""
+    it cuts the watch off for falling behind (as any client must); in a gang run, tells
+    ``gangs`` each bind too."""
 
-    def __init__(self, wanted: set[tuple[str, str]], progress: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        wanted: set[tuple[str, str]],
+        progress: Callable[[int], None],
+        gangs: GangTracker | None = None,
+    ) -> None:
         self.wanted = wanted
         self.progress = progress
+        self.gangs = gangs
         self.bound = 0
+        self.ended = False
 
     async def run(self, client: Client, from_revision: int) -> None:
-        """Return when every wanted pod is bound, or after :data:`STALL_SECONDS` without one."""
+        """Return when every wanted pod is bound, or after :data:`STALL_SECONDS` without one;
+        in a gang run also when :meth:`GangTracker.ended` says so (then :attr:`ended`)."""
+        gangs = self.gangs
+        if gangs is None:
+            await self._count(client, from_revision)
+            return
+        async with trio.open_nursery() as nursery:
+
+            async def end_when_settled() -> None:
+                # Polled: the rule turns on the clock (the settle time), not on an event.
+                while not gangs.ended(trio.current_time()):  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+                self.ended = True
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(end_when_settled)
+            await self._count(client, from_revision)
+            # Returned: every measured pod bound (the run's end), or stalled.
+            self.ended = self.ended or not self.wanted or gangs.ended(trio.current_time())
+            nursery.cancel_scope.cancel()
+
+    async def _count(self, client: Client, from_revision: int) -> None:
         revision = from_revision
         with trio.CancelScope(deadline=trio.current_time() + STALL_SECONDS) as stall:
             while self.wanted:
@@ -340,6 +615,8 @@ class _BindingCounter:
                             if event.type == "Bound" and key in self.wanted:
                                 self.wanted.discard(key)
                                 self.bound += 1
+                                if self.gangs is not None:
+                                    self.gangs.bound(key, trio.current_time())
                                 stall.deadline = trio.current_time() + STALL_SECONDS
                                 self.progress(self.bound)
                                 if not self.wanted:
@@ -357,8 +634,8 @@ async def _measure(
     nodes: int,
     measured: int,
     progress: Callable[[int], None],
-) -> tuple[list[float], float, _Metrics | None, _Metrics | None]:
-    """Load the cluster, then measure: returns (windows, seconds, metrics before, after)."""
+) -> _Measured:
+    """Load the cluster, then measure."""
     init_ns, measured_ns = workload.namespaces
     async with connect(server) as client:
         base = await client.stats()
@@ -377,14 +654,32 @@ async def _measure(
             )
         before = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
         pods = workload.measured_pods(nodes, measured)
-        counter = _BindingCounter({(p.metadata.namespace, p.metadata.name) for p in pods}, progress)
+        gangs = None if workload.gangs is None else GangTracker(pods, free_cpu(nodes))
+        counter = _BindingCounter(
+            {(p.metadata.namespace, p.metadata.name) for p in pods}, progress, gangs
+        )
         samples: list[tuple[float, int]] = []
         from_revision = (await client.stats()).revision
+        created = trio.Event()
         async with connect(server) as watcher, trio.open_nursery() as nursery:
             began = trio.current_time()
             if workload.churn:
                 nursery.start_soon(_Churn(measured_ns).run, client)
-            nursery.start_soon(put_all, client, pods)
+            if gangs is None:
+                nursery.start_soon(put_all, client, pods)
+            else:
+                tracker = gangs
+
+                async def create() -> None:
+                    # Each group before its members; each reply timed as it arrives.
+                    objects = workload.measured_objects(nodes, measured)
+                    await put_all(
+                        client, objects, lambda b: tracker.created(b, trio.current_time())
+                    )
+                    tracker.all_created(trio.current_time())
+                    created.set()
+
+                nursery.start_soon(create)
 
             async def sample() -> None:
                 # A ticker, as scheduler_perf's: ticks at fixed times, each sample timed when
@@ -398,14 +693,49 @@ async def _measure(
             nursery.start_soon(sample)
             await counter.run(watcher, from_revision)
             seconds = trio.current_time() - began
+            if gangs is not None:
+                # Every reply in (the last binds may come before the last reply), and the
+                # time to the last bind: the settle time after it is no scheduling.
+                with trio.move_on_after(STALL_SECONDS):
+                    await created.wait()
+                if gangs.last_bind is not None:
+                    seconds = gangs.last_bind - began
             nursery.cancel_scope.cancel()
-        if counter.wanted:
+        report = None
+        if gangs is not None:
+            assert workload.gangs is not None
+            report = gangs.report(workload.gangs)
+            if not counter.ended:
+                raise BenchError(
+                    f"{workload.name} at {nodes} nodes stalled: {report.counts()}; none bound "
+                    f"in the last {STALL_SECONDS:.0f} s while the cluster has room for "
+                    f"{gangs.room()} pods and the smallest remaining gang lacks "
+                    f"{gangs.smallest_need()}"
+                )
+            check_gangs(workload.name, nodes, report, workload.gangs)
+        elif counter.wanted:
             raise BenchError(
                 f"{workload.name} at {nodes} nodes stalled: {counter.bound} of {measured} pods "
                 f"bound, none in the last {STALL_SECONDS:.0f} s"
             )
         after = await trio.to_thread.run_sync(_scrape, metrics) if metrics else None
-        return throughput_windows(samples), seconds, before, after
+        return _Measured(throughput_windows(samples), seconds, before, after, report)
+
+
+@dataclass
+class _Measured:
+    """What :func:`_measure` returns: the 1 s windows, the measured seconds, the metrics before
+    and after (None with ``--server``), and a gang workload's groups."""
+
+    windows: list[float]
+    seconds: float
+    before: _Metrics | None
+    after: _Metrics | None
+    gangs: GangReport | None
+
+    def throughput(self, measured: int) -> dict[str, float]:
+        bound = measured if self.gangs is None else self.gangs.pods_bound
+        return _throughput(self.windows, bound, self.seconds)
 
 
 def _latency(before: _Metrics | None, after: _Metrics | None) -> dict[str, float]:
@@ -428,19 +758,18 @@ def run_one(
     ``progress`` is told how many measured pods are bound so far; ``serve_args`` go to the
     daemon after the workload's own flags."""
     if server is not None:
-        windows, seconds, before, after = trio.run(
-            _measure, server, None, workload, nodes, measured, progress
-        )
+        got = trio.run(_measure, server, None, workload, nodes, measured, progress)
         return RunResult(
             workload.name,
             nodes,
             measured,
-            _throughput(windows, measured, seconds),
-            _latency(before, after),
+            got.throughput(measured),
+            _latency(got.before, got.after),
             0,
             0.0,
-            seconds,
-            windows,
+            got.seconds,
+            got.windows,
+            gangs=got.gangs,
         )
     with tempfile.TemporaryDirectory(prefix="podium-bench-") as tmp:
         directory = Path(tmp)
@@ -452,7 +781,7 @@ def run_one(
         flags += serve_args
         daemon = ServeProcess.start_in(directory, *flags, ready_timeout=START_SECONDS)
         try:
-            windows, seconds, before, after = trio.run(
+            got = trio.run(
                 _measure, daemon.address, daemon.metrics, workload, nodes, measured, progress
             )
             peak = daemon.peak_rss_bytes()
@@ -463,21 +792,32 @@ def run_one(
         daemon.stop_cleanly(STOP_SECONDS)
         restarted = ServeProcess.start_in(directory, *flags, ready_timeout=START_SECONDS)
         restart = restarted.started_seconds
-        recovery = _scrape(restarted.metrics).recovery_seconds
+        try:
+            recovery = _scrape(restarted.metrics).recovery_seconds
+        except OSError as exc:
+            # Ready, then gone: it died recovering the run's cluster. Say so, with its log.
+            with contextlib.suppress(DaemonError):
+                restarted.stop(STOP_SECONDS)
+            raise DaemonError(
+                f"podium serve, restarted on the run's database, did not answer /metrics "
+                f"({exc}):\n{restarted.log_tail()}"
+            ) from exc
         restarted.stop_cleanly(STOP_SECONDS)
+    before, after = got.before, got.after
     assert before is not None and after is not None
     return RunResult(
         workload.name,
         nodes,
         measured,
-        _throughput(windows, measured, seconds),
+        got.throughput(measured),
         _latency(before, after),
         peak,
         after.cpu_seconds - before.cpu_seconds,
-        seconds,
-        windows,
+        got.seconds,
+        got.windows,
         recovery,
         restart,
+        got.gangs,
     )
 
 
@@ -503,7 +843,32 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, Any]:
     recoveries = [r.recovery_seconds for r in runs if r.recovery_seconds is not None]
     if recoveries:
         out["recovery_seconds"] = _median(recoveries)
+    gangs = [r.gangs for r in runs if r.gangs is not None]
+    if gangs:
+        out["gangs"] = _summarize_gangs(gangs)
     return out
+
+
+def _summarize_gangs(reports: Sequence[GangReport]) -> dict[str, Any]:
+    """A gang workload's groups over its runs: the median of each count and time (the most
+    partly bound groups of any run, which is 0: a run with one fails)."""
+    first = reports[0]
+
+    def count(values: Sequence[int]) -> float:
+        middle = _median(values)
+        return int(middle) if middle.is_integer() else middle
+
+    return {
+        **first.as_json(),
+        "fully_bound": count([r.fully_bound for r in reports]),
+        "partly_bound": max(r.partly_bound for r in reports),
+        "not_bound": count([r.not_bound for r in reports]),
+        "pods_bound": count([r.pods_bound for r in reports]),
+        "last_pod_to_bound_ms": {
+            k: _median([r.last_pod_to_bound_ms[k] for r in reports])
+            for k in first.last_pod_to_bound_ms
+        },
+    }
 
 
 def plan(
@@ -513,20 +878,33 @@ def plan(
     workload) at ``nodes`` (else each of its sizes) with ``pods`` measured pods (else its own
     count).
 
+    A gang workload's measured pods are whole gangs; one whose gangs ask more than the
+    cluster holds (:attr:`~podium.cli.bench.workload.Gangs.overfull`) is not held to its
+    capacity.
+
     Raises:
         BenchError: a run asks for more measured pods than its cluster can place, or for more
-            pods (initial and measured) than its nodes hold (raised as the plan reaches it:
-            list the plan to check every run before the first).
+            pods (initial and measured) than its nodes hold, or (a gang workload) for no whole
+            gang or a ``pods`` that is not whole gangs (raised as the plan reaches it: list the
+            plan to check every run before the first).
     """
     for name in workload_names or list(WORKLOADS):
         workload = WORKLOADS[name]
         sizes = (nodes,) if nodes else workload.sizes
         for size in sizes:
             measured = pods or workload.measured(size)
+            if workload.gangs is not None:
+                _check_gangs_plan(workload, workload.gangs, size, measured, given=bool(pods))
+                if workload.gangs.overfull:
+                    yield workload, size, measured  # more than the cluster holds, on purpose
+                    continue
             if measured > workload.capacity(size):
+                most = workload.capacity(size)
+                if workload.gangs is not None:
+                    most -= most % workload.gangs.size  # whole gangs
                 raise BenchError(
-                    f"{name} at {size} nodes can place at most {workload.capacity(size)} "
-                    f"measured pods; use --pods {workload.capacity(size)} or fewer, or more nodes"
+                    f"{name} at {size} nodes can place at most {most} "
+                    f"measured pods; use --pods {most} or fewer, or more nodes"
                 )
             init = workload.init(size) if workload.init_binds else 0
             if init + measured > size * PODS_PER_NODE:
@@ -537,3 +915,26 @@ def plan(
                     f"{size} nodes); use more nodes"
                 )
             yield workload, size, measured
+
+
+def _check_gangs_plan(
+    workload: Workload, gangs: Gangs, nodes: int, measured: int, *, given: bool
+) -> None:
+    """Refuse a gang run of no whole gang: too few nodes for one, or ``--pods`` that is not a
+    whole number of gangs."""
+    name, size = workload.name, gangs.size
+    if given and measured % size:
+        whole = max(measured // size, 1) * size
+        raise BenchError(
+            f"{name} creates whole gangs of {size} pods: use --pods {whole} (a multiple of "
+            f"{size}), not {measured}"
+        )
+    if measured < size:
+        fewest = 1
+        while gangs.groups(fewest) < 1:
+            fewest += 1
+        raise BenchError(
+            f"{name} at {nodes} nodes asks for no gang: {gangs.ask_percent} % of its "
+            f"{free_cpu(nodes)} free CPUs is less than one gang of {size} pods of 1 CPU; use "
+            f"--nodes {fewest} or more"
+        )

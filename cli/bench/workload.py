@@ -3,7 +3,9 @@ generator create, and the table of workloads.
 
 Kubernetes counterpart: ``test/integration/scheduler_perf/config/performance-config.yaml`` and
 its templates (``config/templates/node-default.yaml``, ``pod-default.yaml``, the affinity,
-spreading and large-CPU pods), at v1.14's pod shape.
+spreading and large-CPU pods), at v1.14's pod shape. The gang workloads (issue 24 point 8:
+``Gang8``... and their baseline ``OneCPUPods``) have no scheduler_perf counterpart: their pods
+join Kubernetes' own PodGroups (``scheduling.k8s.io/v1alpha2``, ``spec.schedulingGroup``).
 
 Owns: nothing; the templates are frozen objects and :func:`put_all` writes through the caller's
 client.
@@ -24,11 +26,16 @@ from podium.protocol.client import Client
 __all__ = [
     "AFFINITY_POD",
     "ANTI_AFFINITY_POD",
+    "BASELINE_WORKLOAD",
     "CHURN_POD",
     "DEFAULT_POD",
+    "GANG_NAMESPACE",
+    "GANG_SIZES",
     "HOSTNAME_KEY",
     "LARGE_CPU_POD",
     "NODE_AFFINITY_POD",
+    "NODE_CPU",
+    "ONE_CPU_POD",
     "PODS_PER_NODE",
     "PUT_BATCH",
     "SIZES",
@@ -36,8 +43,11 @@ __all__ = [
     "WORKLOADS",
     "ZONES",
     "ZONE_KEY",
+    "Gangs",
     "Workload",
+    "free_cpu",
     "make_node",
+    "make_pod_group",
     "make_pods",
     "put_all",
     "spreading_policy",
@@ -143,6 +153,9 @@ SPREADING_POD = _pod_template(
     },
     {"color": "blue"},
 )
+# The gang workloads' pod: pod-default.yaml asking 1 CPU (a node holds four) and a little memory
+# (four hold 1 GiB of a node's 32: CPU alone decides where they fit).
+ONE_CPU_POD = _pod_template({}, cpu="1", memory="256Mi")
 # config/templates/pod-high-priority-large-cpu.yaml (churn): fits nowhere, tries preemption
 CHURN_POD = msgspec.structs.replace(
     LARGE_CPU_POD,
@@ -182,6 +195,9 @@ class Workload:
         per_namespace: the most measured pods one namespace can place, for a node count
             (None: no bound but ``capacity``); more measured pods than that go to further
             namespaces (:meth:`measured_pods`).
+        gangs: for a gang workload, its gangs (the measured pods are then whole gangs, each
+            a PodGroup created before its members: :meth:`measured_objects`); None for the
+            others.
     """
 
     name: str
@@ -196,6 +212,7 @@ class Workload:
     namespaces: tuple[str, str] = ("default", "default")
     capacity: Callable[[int], int] = lambda n: n * PODS_PER_NODE
     per_namespace: Callable[[int], int] | None = None
+    gangs: Gangs | None = None
 
     def measured_namespaces(self, nodes: int, count: int) -> list[str]:
         """The namespaces ``count`` measured pods at ``nodes`` nodes go to: the measured
@@ -208,6 +225,8 @@ class Workload:
     def measured_pods(self, nodes: int, count: int) -> list[o.Pod]:
         """The ``count`` measured pods at ``nodes`` nodes: ``pod-0``... in each of
         :meth:`measured_namespaces`, shared out evenly (the first ones take the remainder)."""
+        if self.gangs is not None:
+            return [obj for obj in self.measured_objects(nodes, count) if isinstance(obj, o.Pod)]
         spaces = self.measured_namespaces(nodes, count)
         per = -(-count // len(spaces))
         pods: list[o.Pod] = []
@@ -215,10 +234,91 @@ class Workload:
             pods += make_pods(self.measured_pod, "pod", namespace, min(per, count - len(pods)))
         return pods
 
+    def measured_objects(self, nodes: int, count: int) -> list[o.KubeObject]:
+        """What the measured phase creates, in order: :meth:`measured_pods`; for a gang
+        workload, ``count // gangs.size`` gangs in the measured namespace, each its PodGroup
+        ``gang-G`` (:func:`make_pod_group`) followed by its members ``gang-G-0``... (joined by
+        ``spec.schedulingGroup.podGroupName``). Put :data:`PUT_BATCH` at a time, a gang's
+        members may span two Puts, as a client's would."""
+        if self.gangs is None:
+            return list(self.measured_pods(nodes, count))
+        namespace, size = self.namespaces[1], self.gangs.size
+        spec = self.measured_pod.spec
+        objects: list[o.KubeObject] = []
+        for g in range(count // size):
+            group = f"gang-{g}"
+            objects.append(make_pod_group(group, namespace, size))
+            member = msgspec.structs.replace(
+                self.measured_pod,
+                spec=msgspec.structs.replace(
+                    spec, scheduling_group=o.PodSchedulingGroup(pod_group_name=group)
+                ),
+            )
+            objects += make_pods(member, group, namespace, size)
+        return objects
+
 
 SIZES = (500, 1000, 5000)
 PODS_PER_NODE = 40
 """100m pods on a 4-CPU node."""
+NODE_CPU = 4
+"""CPUs of a node (:func:`make_node`): as many :data:`ONE_CPU_POD` as it holds."""
+GANG_SIZES = (500, 5000)
+"""The gang workloads' node counts (issue 24 point 8)."""
+BASELINE_WORKLOAD = "OneCPUPods"
+"""The gang workloads' pods without groups: the gangs' pods/s are reported over its."""
+GANG_NAMESPACE = "gang"
+"""The one namespace of every gang workload's pods and groups (scheduler-plugins'
+Coscheduling lists every pod of a group's namespace on each attempt: one namespace is its
+hardest case, and the issue's)."""
+
+
+@dataclass(frozen=True)
+class Gangs:
+    """A gang workload's gangs.
+
+    The cluster has no initial pods, so what is free is every node's :data:`NODE_CPU`, and
+    as many 1-CPU pods fit as there are free CPUs whatever the nodes they land on (initial
+    pods of 100m spread over the nodes would leave each 3.x CPUs, of which only three hold a
+    1-CPU pod: "free CPU" would then overstate the room, and 0.8x of it might not fit).
+
+    Attributes:
+        size: pods per gang, each of 1 CPU; the group's ``minCount``.
+        ask_percent: the gangs together ask this percent of the free CPU, rounded down to
+            whole gangs (80: they all fit; 150: about a third cannot).
+    """
+
+    size: int
+    ask_percent: int
+
+    def groups(self, nodes: int) -> int:
+        """How many gangs at ``nodes`` nodes: ``ask_percent`` of the free CPU in whole gangs."""
+        return free_cpu(nodes) * self.ask_percent // (100 * self.size)
+
+    @property
+    def overfull(self) -> bool:
+        """Whether the gangs ask more than the cluster has (some cannot be placed)."""
+        return self.ask_percent > 100
+
+
+def free_cpu(nodes: int) -> int:
+    """The CPUs free for a gang workload's pods at ``nodes`` nodes (no initial pods)."""
+    return nodes * NODE_CPU
+
+
+def _gang_workload(name: str, size: int, ask_percent: int) -> Workload:
+    gangs = Gangs(size, ask_percent)
+    return Workload(
+        name,
+        GANG_SIZES,
+        measured=lambda n: gangs.groups(n) * gangs.size,
+        init=lambda n: 0,
+        measured_pod=ONE_CPU_POD,
+        namespaces=(GANG_NAMESPACE, GANG_NAMESPACE),
+        capacity=free_cpu,
+        gangs=gangs,
+    )
+
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -294,6 +394,22 @@ WORKLOADS: dict[str, Workload] = {
             measured_pod=DEFAULT_POD,
             churn=True,
         ),
+        # Issue 24: the gangs' baseline, the same pods without groups (0.8x the free CPU).
+        Workload(
+            BASELINE_WORKLOAD,
+            GANG_SIZES,
+            measured=lambda n: free_cpu(n) * 80 // 100,
+            init=lambda n: 0,
+            measured_pod=ONE_CPU_POD,
+            namespaces=(GANG_NAMESPACE, GANG_NAMESPACE),
+            capacity=free_cpu,
+        ),
+        _gang_workload("Gang8", 8, 80),
+        _gang_workload("Gang32", 32, 80),
+        _gang_workload("Gang128", 128, 80),
+        _gang_workload("Gang8Overfull", 8, 150),
+        _gang_workload("Gang32Overfull", 32, 150),
+        _gang_workload("Gang128Overfull", 128, 150),
     )
 }
 
@@ -312,6 +428,21 @@ def make_node(index: int, zone: str) -> o.Node:
     )
 
 
+def make_pod_group(name: str, namespace: str, min_count: int) -> o.PodGroup:
+    """A Kubernetes PodGroup (``scheduling.k8s.io/v1alpha2``): all-or-nothing for
+    ``min_count`` pods (``spec.schedulingPolicy.gang.minCount``)."""
+    return msgspec.convert(
+        {
+            "kind": "PodGroup",
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        },
+        o.PodGroup,
+        dec_hook=o.dec_hook,
+    )
+
+
 def make_pods(template: o.Pod, prefix: str, namespace: str, count: int) -> list[o.Pod]:
     """``count`` copies of ``template`` named ``prefix-0`` ... in ``namespace``."""
     meta = template.metadata
@@ -324,7 +455,15 @@ def make_pods(template: o.Pod, prefix: str, namespace: str, count: int) -> list[
     ]
 
 
-async def put_all(client: Client, objects: Sequence[o.KubeObject]) -> None:
-    """Put ``objects`` :data:`PUT_BATCH` at a time, as a client loading a cluster would."""
+async def put_all(
+    client: Client,
+    objects: Sequence[o.KubeObject],
+    on_reply: Callable[[Sequence[o.KubeObject]], None] | None = None,
+) -> None:
+    """Put ``objects`` :data:`PUT_BATCH` at a time, as a client loading a cluster would;
+    ``on_reply`` is told each batch as its reply arrives (the objects now exist)."""
     for start in range(0, len(objects), PUT_BATCH):
-        await client.put(objects[start : start + PUT_BATCH])
+        batch = objects[start : start + PUT_BATCH]
+        await client.put(batch)
+        if on_reply is not None:
+            on_reply(batch)

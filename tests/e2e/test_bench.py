@@ -22,7 +22,12 @@ def _bench(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_workload_runs_and_reports_the_documented_json() -> None:
-    names = [n for n in WORKLOADS if n != "SchedulingPodAntiAffinity"]
+    # The gang workloads (issue 24) create whole gangs of PodGroups, which the daemon places all
+    # or nothing only once the scheduling side lands: not here (their report is unit-tested in
+    # tests/unit/cli/bench). Their baseline, OneCPUPods, is plain pods and runs here.
+    names = [
+        n for n, w in WORKLOADS.items() if n != "SchedulingPodAntiAffinity" and w.gangs is None
+    ]
     args = [a for n in names for a in ("--workload", n)]
     done = _bench(*args, "--nodes", "30", "--pods", "60", "-o", "json")
     assert done.returncode == 0, done.stderr
