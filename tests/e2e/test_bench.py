@@ -22,9 +22,7 @@ def _bench(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_workload_runs_and_reports_the_documented_json() -> None:
-    # The gang workloads (issue 24) create whole gangs of PodGroups, which the daemon places all
-    # or nothing only once the scheduling side lands: not here (their report is unit-tested in
-    # tests/unit/cli/bench). Their baseline, OneCPUPods, is plain pods and runs here.
+    # The gang workloads have a test of their own (below): their sizes are whole gangs.
     names = [
         n for n, w in WORKLOADS.items() if n != "SchedulingPodAntiAffinity" and w.gangs is None
     ]
@@ -44,6 +42,27 @@ def test_every_workload_runs_and_reports_the_documented_json() -> None:
         assert r["recovery_seconds"] >= 0
         (run,) = r["runs"]
         assert run["duration_seconds"] > 0 and run["restart_seconds"] > 0
+
+
+def test_gang_workloads_bind_whole_groups_or_none() -> None:
+    # 40 nodes hold 160 one-CPU pods: Gang8 asks 0.8x (16 gangs, all of them bound), Gang8Overfull
+    # 1.5x (30 gangs, of which 20 fit); a group partly bound would fail the run.
+    args = ["--workload", "Gang8", "--workload", "Gang8Overfull", "--workload", "OneCPUPods"]
+    done = _bench(*args, "--nodes", "40", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    gangs = {r["workload"]: r.get("gangs") for r in json.loads(done.stdout)["results"]}
+    fit, overfull = gangs["Gang8"], gangs["Gang8Overfull"]
+    assert gangs["OneCPUPods"] is None
+    assert (fit["groups"], fit["fully_bound"], fit["partly_bound"], fit["not_bound"]) == (
+        16,
+        16,
+        0,
+        0,
+    )
+    assert (overfull["groups"], overfull["fully_bound"], overfull["partly_bound"]) == (30, 20, 0)
+    assert overfull["not_bound"] == 10 and overfull["pods_bound"] == 160
+    assert 0 < fit["last_pod_to_bound_ms"]["p50"] <= fit["last_pod_to_bound_ms"]["p99"]
+    assert fit["throughput_vs_one_cpu_pods"] > 0
 
 
 def test_a_table_for_people_with_repeated_runs() -> None:
