@@ -27,6 +27,7 @@ import os
 import struct
 import tempfile
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -176,6 +177,8 @@ def _serve(workdir: Path) -> Iterator[Served]:
             ) as response:
                 ready = response.status
         except OSError as exc:
+            if isinstance(exc, urllib.error.HTTPError):
+                exc.close()  # it holds the response's socket
             ready = str(exc)
         code, err = daemon.stop(timeout=30)
         # The daemon's own account first: if it died, that is the story.

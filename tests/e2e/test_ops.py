@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tomllib
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -462,8 +463,14 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 async def _fetch(url: str, socket_timeout: float = 5.0) -> bytes:
     def get() -> bytes:
-        with _OPENER.open(url, timeout=socket_timeout) as response:
-            return response.read()  # type: ignore[no-any-return]
+        try:
+            with _OPENER.open(url, timeout=socket_timeout) as response:
+                return response.read()  # type: ignore[no-any-return]
+        except urllib.error.HTTPError as exc:
+            # It holds the response's socket (Prometheus answers 503 while it starts): closed
+            # here, or it warns as unclosed whenever it is collected, in whatever test runs then.
+            exc.close()
+            raise
 
     return await trio.to_thread.run_sync(get, abandon_on_cancel=True)
 

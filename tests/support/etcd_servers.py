@@ -206,6 +206,9 @@ class EtcdCluster:
         """The member's ``/v3/maintenance/status``, or None when it does not answer."""
         try:
             return self.post(member, "/v3/maintenance/status", {})
+        except urllib.error.HTTPError as exc:
+            exc.close()  # it holds the response's socket
+            return None
         except (urllib.error.URLError, OSError):
             return None
 

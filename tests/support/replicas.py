@@ -155,6 +155,9 @@ def leader_of(daemon: Daemon) -> bool:
     try:
         with urllib.request.urlopen(f"http://{daemon.metrics}/metrics", timeout=2) as answer:
             text = answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        exc.close()  # it holds the response's socket
+        return False
     except (urllib.error.URLError, OSError):
         return False
     return "\npodium_leader 1.0\n" in text
