@@ -38,6 +38,7 @@ every one with the module that defines it (tests/test_exception_tree.py holds it
     ├── SimulationError            invalid      actors/simulation/cluster.py (also a ValueError)
     ├── DaemonError                internal     cli/bench/process.py
     ├── BenchError                 internal     cli/bench/scheduler_perf.py
+    │   ├── PartlyBoundError       internal     cli/bench/scheduler_perf.py
     │   └── BaselineError          invalid      cli/bench/command.py
     ├── RemoteError                varies       protocol/client/errors.py
     └── ClientConnectionError      unavailable  protocol/client/errors.py (also a ConnectionError)
@@ -70,7 +71,8 @@ What they mean, by branch:
   a plugin module missing or not matching the registry; ``SimulationError`` is input
   ``podium simulate`` cannot run.
 - Tools: ``DaemonError`` is a ``podium serve`` child that did not start or stop;
-  ``BenchError`` a benchmark run that could not complete; ``BaselineError`` a saved run
+  ``BenchError`` a benchmark run that could not complete (``PartlyBoundError``: a gang
+  workload ended with a pod group partly bound); ``BaselineError`` a saved run
   (``podium bench --compare``) that cannot be read or lacks what this run measures.
 - The client's (podium.protocol.client): ``RemoteError`` is the daemon's ``ErrorReply`` (its code
   is the reply's); ``ClientConnectionError`` and its kinds, a connection that could not be
