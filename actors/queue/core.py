@@ -870,8 +870,10 @@ class SchedulingQueue:
         of the same priority that arrived after the group was created (on the queue's clock); a
         tie goes to the pod.
         """
+        # Backoffs ended by ``now`` first, whatever activeQ holds: a unit whose backoff has
+        # just ended may be the head.
+        self.flush_backoff_completed(now)
         if self._active_units:
-            self.flush_backoff_completed(now)
             unit = self._head_unit()
             if unit is not None and self._unit_first(unit, self._head_active()):
                 return self._pop_unit(unit)
