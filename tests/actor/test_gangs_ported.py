@@ -697,3 +697,25 @@ async def test_scheduling_group_missing_pod_group_is_reconsidered_once_created(
         await c.put(pod_group("train", 2))
         assert sorted(await c.bound("ml")) == ["s0", "w0", "w1"]
         assert c.bound_together() == [["w0", "w1"]]
+
+
+async def test_gang_scheduling_min_count_decreased_requeues_the_gang(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """gangscheduling_test.go@037891575693 Test_isSchedulableAfterPodGroupUpdated, "minCount
+    decreased matches target pod": Queue. A gang of 3 on room for 2 fails and waits among the
+    unschedulable pods; its PodGroup put again with minCount 2 (allowed: no member is bound)
+    retries it at once, and two members bind, not after the 5-minute flush."""
+    workers = [pod(f"w{i}", "ml", "train") for i in range(3)]
+    async with gang_cluster(
+        node("2"), pod_group("train", 3), *workers, disable_preemption=True
+    ) as c:
+        assert await c.bound("ml") == {}
+        assert (await c.lookup("ml/w0")).queue == "unschedulable"
+        await trio.sleep(60)
+        changed = trio.current_time()
+        await c.put(pod_group("train", 2))
+        assert sorted(await c.bound("ml")) == ["w0", "w1"]
+        assert trio.current_time() - changed <= 1.0
+        assert c.bound_together() == [["w0", "w1"]]
+        assert (await c.lookup("ml/w2")).queue == "unschedulable"

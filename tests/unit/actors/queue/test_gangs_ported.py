@@ -674,6 +674,82 @@ def test_gang_scheduling_hint_after_pod_group_updated(case: HintCase) -> None:
     _run_hint(case, [_default(f"s{i}", group.pod_group_name, ns=ns) for i in (1, 2)])
 
 
+@dataclass(frozen=True)
+class UpdatedCase:
+    """A Test_isSchedulableAfterPodGroupUpdated row where the pod is what a queueing hint is
+    asked about: unschedulable, its gang (3 pods, minCount 3) tried and failed. ``queue``:
+    the source's hint; in Podium ``Queue`` is the unit leaving the unschedulable pods for
+    activeQ (or backoffQ), ``QueueSkip`` its not going there."""
+
+    name: str
+    group: str  # the pod's group, in ns1
+    updated: tuple[str, str, int]  # the group put: namespace, name, minCount
+    queue: bool
+    after: str  # where the pod is then
+
+
+UNSCHEDULABLE_UPDATED = [
+    UpdatedCase("minCount decreased matches target pod", "pg", ("ns1", "pg", 2), True, "active"),
+    # Raised above the pods there are, the members wait for more (not tried before).
+    UpdatedCase("minCount increased matches target pod", "pg", ("ns1", "pg", 4), False, "waiting"),
+    UpdatedCase(
+        "minCount unchanged matches target pod", "pg", ("ns1", "pg", 3), False, "unschedulable"
+    ),
+    UpdatedCase(
+        "minCount decreased but pod group name doesn't match target pod",
+        "pg-other",
+        ("ns1", "pg", 2),
+        False,
+        "unschedulable",
+    ),
+    UpdatedCase(
+        "minCount decreased but pod group namespace doesn't match target pod",
+        "pg",
+        ("ns-other", "pg", 2),
+        False,
+        "unschedulable",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", UNSCHEDULABLE_UPDATED, ids=attrgetter("name"))
+def test_gang_scheduling_hint_after_pod_group_updated_unschedulable(case: UpdatedCase) -> None:
+    q = SchedulingQueue()
+    for ns, name in {("ns1", case.group), case.updated[:2]}:
+        q.group_changed(f"{ns}/{name}", pod_group(name, 3, ns=ns), 0.0)
+    pods = [_default(p, case.group, ns="ns1") for p in ("p", "s1", "s2")]
+    for p in pods:
+        q.add(p, 0.0)
+    popped, gang = q.pop_batch(0.0, 1, lambda _: False)
+    assert gang is not None and len(popped) == 3
+    assert q.requeue_group(gang.key, pods, popped[0].cycle, "unschedulable", 0.0)[0] == (
+        "unschedulable"
+    )
+    ns, name, count = case.updated
+    q.group_changed(f"{ns}/{name}", pod_group(name, count, ns=ns), 30.0)  # backoff long over
+    assert q.lookup(pods[0].key)[0] == case.after
+    if case.queue:
+        [(names, unit)] = drain(q, 30.0)
+        assert unit is not None and (sorted(names), unit.min_count) == (["p", "s1", "s2"], count)
+
+
+def test_gang_scheduling_hint_min_count_decreased_in_flight() -> None:
+    """ "minCount decreased" while the gang is being tried: the attempt, decided for the old
+    minCount, fails; the unit goes straight back to activeQ, as a pod updated in flight does
+    (Kubernetes records the event in flight and its hint requeues the pod)."""
+    q = SchedulingQueue()
+    q.group_changed("ns1/pg", pod_group("pg", 3, ns="ns1"), 0.0)
+    pods = [_default(p, "pg", ns="ns1") for p in ("p", "s1", "s2")]
+    for p in pods:
+        q.add(p, 0.0)
+    popped, gang = q.pop_batch(0.0, 1, lambda _: False)
+    assert gang is not None
+    q.group_changed("ns1/pg", pod_group("pg", 2, ns="ns1"), 0.5)
+    assert q.requeue_group(gang.key, pods, popped[0].cycle, "unschedulable", 1.0) == ("active", 3)
+    [(_, unit)] = drain(q, 1.0)
+    assert unit is not None and unit.min_count == 2
+
+
 def test_gang_scheduling_hint_after_basic_pod_group_updated() -> None:
     """Test_isSchedulableAfterPodGroupUpdated, "update Basic policy": QueueSkip. A basic
     group's pods are ordinary pods, queued as soon as their group exists; an update of the
