@@ -82,7 +82,8 @@ activeQ but members of the group's **unit**::
 * A unit is requeued, backed off, moved (move all, an assigned pod matching a member's
   affinity, the leftover flush) and given back (a Pop answer that could not be delivered) as
   one pod would be, with the group's own attempts and backoff; a member's update moves it as
-  an update moves a pod.
+  an update moves a pod, and so does the group's minCount lowered (for an unschedulable unit,
+  or one in flight whose attempt then fails).
 * Once minCount members are placed or bound (:meth:`SchedulingQueue.group_placed`, then
   Bound), the group is *released*: its members schedule as ordinary pods (a ``basic`` group's
   always do). If the binder gives placed members back (:meth:`SchedulingQueue.requeue_group`:
@@ -679,7 +680,10 @@ class SchedulingQueue:
         """The PodGroup ``key`` (``namespace/name``) was put, or deleted (``group`` None): its
         waiting members are let in once it has minCount pods, a ``basic`` group's (or a gang's
         with minCount members bound) schedule as ordinary pods, and those of a deleted group go
-        back to waiting for it."""
+        back to waiting for it. A lowered minCount may let the gang fit: its unschedulable unit
+        is moved (to backoffQ while backing off, else activeQ), and one in flight goes straight
+        back to activeQ if its attempt fails (Kubernetes' GangScheduling queueing hint: a
+        PodGroup update that decreases minCount is ``Queue``)."""
         g = self._gangs.get(key)
         if g is None:
             if group is None:
@@ -687,6 +691,7 @@ class SchedulingQueue:
             g = self._gangs[key] = _Gang(key)
         if group is not None and g.group is None:
             g.seen_at = now
+        before = g.min_count
         g.group = group
         if group is None:
             g.min_count, g.creation = None, ""
@@ -694,6 +699,11 @@ class SchedulingQueue:
             g.min_count = min_count(group)
             g.creation = group.metadata.creation_timestamp or ""
         self._regroup(g, now)
+        if before is not None and g.min_count is not None and g.min_count < before:
+            if g.where == "unschedulable":
+                self._move_unit_from_unschedulable(g, now)
+            elif g.where == "in_flight":
+                g.updated_in_flight = True
 
     def assigned_member(self, pod: PodInfo, now: float) -> None:
         """A pod is bound (or was found bound): if it names a group, one more of the group's
@@ -754,12 +764,12 @@ class SchedulingQueue:
         g = self._gangs.get(key)
         if g is None:
             return (None, 0)
+        updated = g.updated_in_flight  # minCount lowered during the attempt
         if g.where == "in_flight":
             self._end_flight(g)
         elif g.where != "waiting":
             self._detach_unit(g)
         back = 0
-        updated = False
         for pod in pods:
             e = self._in_flight_entry(pod)
             if e is None or e.group != key:
@@ -870,8 +880,10 @@ class SchedulingQueue:
         of the same priority that arrived after the group was created (on the queue's clock); a
         tie goes to the pod.
         """
+        # Backoffs ended by ``now`` first, whatever activeQ holds: a unit whose backoff has
+        # just ended may be the head.
+        self.flush_backoff_completed(now)
         if self._active_units:
-            self.flush_backoff_completed(now)
             unit = self._head_unit()
             if unit is not None and self._unit_first(unit, self._head_active()):
                 return self._pop_unit(unit)
@@ -1249,6 +1261,7 @@ class SchedulingQueue:
             if e.where == "in_flight":
                 del g.members[key]
         g.where = "waiting"
+        g.updated_in_flight = False
 
     def _count_bound(self, g: _Gang, key: str, now: float) -> None:
         g.placed.discard(key)
