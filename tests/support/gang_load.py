@@ -57,6 +57,7 @@ from podium.store.sqlite import SqliteDurability
 
 __all__ = [
     "NODE_CPU",
+    "UNFIT_CPU",
     "Gang",
     "GangLedger",
     "GangLoad",
@@ -74,6 +75,8 @@ __all__ = [
 ]
 
 NODE_CPU = 8
+UNFIT_CPU = "1000"
+"""What the member of a gang that never fits asks: more than any node of the tests has."""
 FORMS = ("k8s", "coscheduling", "volcano")
 RETRIED = ("not_leader", "unavailable")
 """What a writer meets while a daemon restarts or no replica leads."""
@@ -156,7 +159,7 @@ def make_gang(
     members = [_member(form, ns, f"{name}-{i}", name, cpu) for i in range(size)]
     fits = rng.random() >= unfit
     if not fits:
-        members[rng.randrange(size)] = _member(form, ns, f"{name}-{size}", name, "64")
+        members[rng.randrange(size)] = _member(form, ns, f"{name}-{size}", name, UNFIT_CPU)
     group = _group(form, ns, name, count)
     lone: list[o.KubeObject] = []
     if rng.random() < 0.3:
@@ -183,6 +186,7 @@ class GangLedger:
     unknown_deletes: set[str] = field(default_factory=set)  # deleted, never answered
     reported: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod key -> (uid, node)
     bound_events: Counter[str] = field(default_factory=Counter)  # pod uid -> Bound events
+    ever_bound: dict[str, int] = field(default_factory=dict)  # pod key -> its Bound's revision
     gang_of: dict[str, str] = field(default_factory=dict)  # pod key -> its gang's group key
     last_revision: int = 0
     last_bound: float = 0.0  # time.monotonic() of the last Bound the watcher received
@@ -193,8 +197,8 @@ class GangLedger:
 
 @dataclass
 class GangLoad:
-    """The writers' shared state: the ledger, the gangs alive (oldest first) and the gangs
-    that cannot be deleted yet (a put of theirs was never answered)."""
+    """The writers' shared state: the ledger, the gangs alive (oldest first), the gangs that
+    cannot be deleted yet (a put of theirs was never answered) and those a test keeps."""
 
     ledger: GangLedger
     rng: random.Random
@@ -204,6 +208,7 @@ class GangLoad:
     held: list[Gang] = field(default_factory=list)
     next_id: int = 0
     unfit: float = 0.1
+    keep: set[str] = field(default_factory=set)  # groups not to delete for now
 
     def new_gang(self, prefix: str) -> Gang:
         self.next_id += 1
@@ -261,8 +266,11 @@ async def write_gangs(
         try:
             async with connect(addresses()) as client:
                 while not stop.is_set():
-                    if len(load.alive) > load.live:
-                        gang = load.alive.pop(0)
+                    oldest = next(
+                        (i for i, g in enumerate(load.alive) if g.group not in load.keep), None
+                    )
+                    if len(load.alive) > load.live and oldest is not None:
+                        gang = load.alive.pop(oldest)
                         if any(k in ledger.unknown_puts for k in gang.keys):
                             load.held.append(gang)  # its objects are not known: kept whole
                             continue
@@ -302,6 +310,7 @@ def record(ledger: GangLedger, ev: Event) -> bool:
         assert isinstance(ev.object, o.Pod)
         ledger.reported[key] = (ev.object.metadata.uid, ev.node)
         ledger.bound_events[ev.object.metadata.uid] += 1
+        ledger.ever_bound[key] = ev.revision
         ledger.last_bound = time.monotonic()
         return True
     if ev.type == "Deleted":
