@@ -14,14 +14,19 @@ the cluster stays short of room (about half of the gangs wait at any moment); a 
 follows the log, resuming after each restart from the last revision it saw. The daemon is
 killed with SIGKILL half of the time at a random moment 0.3-1.0 s into a phase, half of the
 time 0-20 ms after the watcher saw a gang member's Bound (while the next gangs are being
-decided and bound). After each restart, and at the end (after the daemon settled), the checks
-of gang_load.check_gangs: every gang's bound members are none or at least minCount, nothing
-acknowledged lost, every reported Bound still bound to its node, nothing bound twice, no node
-over-committed; a SQLite file also passes ``podium db check``.
+decided and bound). After each kill the store is read as the restart finds it, while no
+daemon runs (a restarted daemon completes a cut gang within milliseconds, so a check made
+through it would miss one: a binder mutated to bind member by member passes such a check and
+fails this one), the daemon restarted on it, the watcher caught up to the recovered revision,
+and that state checked (gang_load.check_gangs): every gang's bound members are none or at
+least minCount, nothing acknowledged lost, every reported Bound still bound to its node,
+nothing bound twice, no node over-committed. At the end the daemon settles (every gang that
+fits is placed) and its state is checked again; a SQLite file also passes ``podium db check``.
 
 The counts are printed (``-s``; docs/reliability.md records a run): kills, Bound events that
 committed before a kill but had not been reported to the watcher yet (the kill came between a
-bind's commit and its events), gangs bound whole and waiting. ``PODIUM_GANG_KILLS`` and
+bind's commit and its events), and the gangs bound whole and not bound in the states the
+kills left. ``PODIUM_GANG_KILLS`` and
 ``PODIUM_GANG_SEED`` (those of test_gang_crash.py) make a longer run or another one::
 
     PODIUM_GANG_KILLS=100 PODIUM_GANG_SEED=7 pytest tests/e2e/test_gang_daemon_crash.py -s
@@ -75,6 +80,8 @@ class Counts:
     kills_with_unreported: int = 0
     unanswered: int = 0  # objects put or deleted, unanswered at a kill
     landed: int = 0  # of which the write had landed
+    gangs_bound: int = 0  # gangs bound (at or above minCount) in the states the kills left
+    gangs_waiting: int = 0  # gangs with no member bound in those states
     last: Verdict | None = None
 
 
@@ -108,6 +115,8 @@ async def _restart_and_check(
     counts.landed += landed
     load.release()
     counts.last = check_gangs(ledger, *split(objects))
+    counts.gangs_bound += counts.last.bound_gangs
+    counts.gangs_waiting += counts.last.waiting_gangs
     return daemon
 
 
@@ -202,7 +211,9 @@ def test_kill_9_of_the_daemon_during_gang_binds_never_leaves_a_gang_partly_bound
         f"\ngang daemon crash test ({backend}, seed {SEED}): {counts.kills} kills in "
         f"{time.monotonic() - began:.1f} s ({counts.after_bound} timed on a gang's Bound); "
         f"{counts.unreported} Bound events committed before a kill and reported only after "
-        f"the restart (at {counts.kills_with_unreported} kills); {ledger.gangs} gangs written, "
+        f"the restart (at {counts.kills_with_unreported} kills); in the states the kills left, "
+        f"{counts.gangs_bound} gangs bound whole, {counts.gangs_waiting} with none bound, 0 "
+        f"between; {ledger.gangs} gangs written, "
         f"{ledger.gang_deletes} deleted whole, {sum(ledger.bound_events.values())} Bound events; "
         f"at the end {last.bound_gangs} gangs bound ({last.above_min} above minCount), "
         f"{last.waiting_gangs} waiting, {last.bound_pods} of {last.pods} pods bound; "
