@@ -82,6 +82,8 @@ class Counts:
     landed: int = 0  # of which the write had landed
     gangs_bound: int = 0  # gangs bound (at or above minCount) in the states the kills left
     gangs_waiting: int = 0  # gangs with no member bound in those states
+    starts: float = 0.0  # seconds spent starting daemons
+    settled: float = 0.0  # seconds the last daemon took to settle
     last: Verdict | None = None
 
 
@@ -179,7 +181,11 @@ def test_kill_9_of_the_daemon_during_gang_binds_never_leaves_a_gang_partly_bound
     began = time.monotonic()
 
     def start() -> Daemon:
-        return start_daemon("--metrics", "none", "--store", url)
+        began = time.monotonic()
+        try:
+            return start_daemon("--metrics", "none", "--store", url)
+        finally:
+            counts.starts += time.monotonic() - began
 
     async def main() -> None:
         daemon = start()
@@ -196,9 +202,11 @@ def test_kill_9_of_the_daemon_during_gang_binds_never_leaves_a_gang_partly_bound
             daemon = await _restart_and_check(url, start, load, counts)
         # The end: the daemon settles (every gang that fits is placed), and the state holds.
         try:
+            settling = time.monotonic()
             async with connect(daemon.address) as client:
                 with trio.fail_after(60):
                     await settle(client)
+            counts.settled = time.monotonic() - settling
             await _check_live(daemon, load, counts)
         finally:
             code, err = daemon.stop()
@@ -209,7 +217,9 @@ def test_kill_9_of_the_daemon_during_gang_binds_never_leaves_a_gang_partly_bound
     assert last is not None
     print(
         f"\ngang daemon crash test ({backend}, seed {SEED}): {counts.kills} kills in "
-        f"{time.monotonic() - began:.1f} s ({counts.after_bound} timed on a gang's Bound); "
+        f"{time.monotonic() - began:.1f} s ({counts.starts:.1f} s starting daemons, "
+        f"{counts.settled:.1f} s settling at the end; {counts.after_bound} timed on a gang's "
+        f"Bound); "
         f"{counts.unreported} Bound events committed before a kill and reported only after "
         f"the restart (at {counts.kills_with_unreported} kills); in the states the kills left, "
         f"{counts.gangs_bound} gangs bound whole, {counts.gangs_waiting} with none bound, 0 "
