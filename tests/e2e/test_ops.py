@@ -32,6 +32,7 @@ import trio
 import yaml
 from builders import make_node, make_pod
 from daemon import PODIUM, Daemon, DaemonError, StartDaemon
+from gangs import member, pod_group
 from servers import require_server
 
 from podium.protocol import objects as o
@@ -235,6 +236,9 @@ def test_the_dashboard_has_the_variables_and_panels_an_operator_needs() -> None:
         "Memory",
         "Leader (1: leads)",
         "Leader transitions",
+        "Pod groups waiting for quorum",
+        "Pod group attempts by result",
+        "Pod group scheduling duration",
     ):
         assert title in titles, title
     for panel in _panels(dashboard["panels"]):
@@ -273,6 +277,7 @@ def test_every_dashboard_and_alert_expression_uses_only_exported_metrics() -> No
         "PodiumEtcdErrors",
         "PodiumNoLeader",
         "PodiumWatcherLag",
+        "PodiumPodGroupsUnschedulable",
         "PodiumDown",
     }
 
@@ -307,7 +312,7 @@ def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def test_promtool_checks_the_rules() -> None:
     proc = _run(_tool("promtool"), "check", "rules", str(OPS / "alerts.yml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 7 rules found" in proc.stdout + proc.stderr
+    assert "SUCCESS: 8 rules found" in proc.stdout + proc.stderr
 
 
 def test_promtool_unit_tests_the_alerts() -> None:
@@ -322,7 +327,7 @@ def test_promtool_checks_the_scrape_config(tmp_path: Path) -> None:
     shutil.copy(OPS / "alerts.yml", tmp_path / "alerts.yml")
     proc = _run(_tool("promtool"), "check", "config", str(tmp_path / "prometheus.yml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 7 rules found" in proc.stdout + proc.stderr
+    assert "SUCCESS: 8 rules found" in proc.stdout + proc.stderr
 
 
 # --------------------------------------------------------------------------- systemd
@@ -590,7 +595,8 @@ def _node(name: str) -> o.Node:
 
 
 async def _load_wave(cl: Client, events: Any, wave: int) -> None:
-    """Work that moves every panel: node adds, bound and unschedulable pods, errors, deletes.
+    """Work that moves every panel: node adds, bound and unschedulable pods, gangs placed and
+    gangs that cannot be, errors, deletes.
 
     Each wave does all of it again, so every series that appeared in the first wave grows
     during the second and each rate and quantile has data.
@@ -606,6 +612,17 @@ async def _load_wave(cl: Client, events: Any, wave: int) -> None:
         want |= {f"load/{p.metadata.name}" for p in pods}
     # Pods that fit nowhere: unschedulable attempts, the unschedulable set.
     await cl.put([make_pod(f"w{wave}-huge-{i}").ns("load").req(cpu="256").obj() for i in range(3)])
+    # A gang that fits (a scheduled group attempt, a group scheduling duration) and one that
+    # does not (unschedulable group attempts, retried on the next wave's nodes).
+    gang = [member(f"w{wave}-gang-{i}", f"gang-{wave}", ns="load", cpu="100m") for i in range(3)]
+    await cl.put([pod_group(f"gang-{wave}", 3, ns="load"), *gang])
+    want |= {f"load/{p.metadata.name}" for p in gang}
+    await cl.put(
+        [
+            pod_group(f"big-{wave}", 2, ns="load"),
+            *(member(f"w{wave}-big-{i}", f"big-{wave}", ns="load", cpu="256") for i in range(2)),
+        ]
+    )
     # Protocol errors of two codes, and the other request types.
     with pytest.raises(RemoteError):
         await cl.get("Node", label_selector="a in (")
