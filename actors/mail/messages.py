@@ -59,6 +59,7 @@ __all__ = [
     "Forget",
     "GangBatch",
     "GiveBack",
+    "GroupAttempt",
     "GroupPlaced",
     "Handles",
     "Lookup",
@@ -484,6 +485,9 @@ class Attempted(_Mail, frozen=True, kw_only=True):
         result: the decision's details (reasons; per-node verdicts with explain).
         attempts: the pod's attempts including this one.
         preempted: ``namespace/name`` of the pods this attempt evicted to make room.
+        group: the gang attempt this was one member of (None: a pod's own attempt).
+        hints: what would make the pod fit (a member of a gang that did not fit, when the
+            scheduler keeps every examined node's verdict: ``podium simulate --explain``).
     """
 
     pod: PodInfo
@@ -492,6 +496,26 @@ class Attempted(_Mail, frozen=True, kw_only=True):
     result: ScheduleResult
     attempts: int
     preempted: list[str] = []
+    group: GroupAttempt | None = None
+    hints: list[Hint] = []
+
+
+class GroupAttempt(_Mail, frozen=True, kw_only=True):
+    """One attempt of a gang, as each member's :class:`Attempted` carries it.
+
+    Attributes:
+        key: the group (``namespace/name``).
+        min_count: its minCount; bound: its members bound (or placed) before the attempt.
+        members: the members decided; fit: how many of them fit.
+        placed: whether the group was placed (assumed and handed to the binder).
+    """
+
+    key: str
+    min_count: int
+    bound: int
+    members: int
+    fit: int
+    placed: bool
 
 
 class BeginScheduling(_Mail, frozen=True, kw_only=True):
