@@ -61,7 +61,10 @@ Owns: the batch's snapshot (refreshed from the cache's deltas once per batch, le
 filter actor and the score actor for one decision at a time and changed only between two,
 under a lock shared with explain requests) and the attempt counters.
 Mailbox (control): :class:`~podium.actors.mail.messages.BeginScheduling`,
-:class:`~podium.actors.mail.messages.ExplainPod`, :class:`~podium.actors.mail.messages.ReloadPlugins`,
+:class:`~podium.actors.mail.messages.ExplainPod`,
+:class:`~podium.actors.mail.messages.ExplainGroup` (a pod group's dry run: its members as its
+attempt would decide them, and what its preemption would evict),
+:class:`~podium.actors.mail.messages.ReloadPlugins`,
 :class:`~podium.actors.mail.messages.SchedulerStats`.
 Emits: Pop, GiveBack, Requeue, RequeueGroup and GroupPlaced (queue); SnapshotRequest and Assume
 (cache); FilterRequest
@@ -147,6 +150,8 @@ from podium.actors.mail.messages import (
     CacheMsg,
     Decision,
     Explained,
+    ExplainedGroup,
+    ExplainGroup,
     ExplainPod,
     FilterMsg,
     FilterRequest,
@@ -348,6 +353,8 @@ class Scheduler:
                         self._begin.set()
                     case ExplainPod():
                         reply(msg.reply, await self._explain(msg))
+                    case ExplainGroup():
+                        reply(msg.reply, await self._explain_group(msg))
                     case ReloadPlugins():
                         reply(msg.reply, await self._reload())
                     case SchedulerStats():
@@ -380,6 +387,78 @@ class Scheduler:
         if would is not None:
             decision = _with_preemption(decision, would)
         return Explained(decision=decision, hints=found, preempted=preempted)
+
+    async def _explain_group(self, msg: ExplainGroup) -> ExplainedGroup:
+        """A group's members decided as its attempt would (dry, every node's verdict), the
+        hints for those that do not fit, and, when too few fit, what its preemption would
+        evict; the snapshot is left as it was."""
+        needed = 0 if msg.min_count is None else max(msg.min_count - msg.bound, 0)
+        decisions: list[Decision] = []
+        found: dict[str, list[Hint]] = {}
+        preemption: GangPreemption | None = None
+        async with self._lock:
+            snapshot = await self._refresh()
+            objects = snapshot.objects
+            before: dict[str, NodeInfo] = {}
+            nominations = member_nominations(msg.members)
+            try:
+                for member in msg.members:
+                    decision = await self._decide(
+                        member,
+                        snapshot,
+                        dry=True,
+                        explain=True,
+                        nominated=nominated_with(None, nominations),
+                    )
+                    if decision.node is not None:
+                        fold_member(snapshot, before, member, decision)
+                        nominations.pop(member.key, None)
+                    elif not decision.result.error:
+                        found[member.key] = hints(member, decision.result, snapshot)
+                    decisions.append(decision)
+                fit = sum(1 for d in decisions if d.node is not None)
+                errors = any(d.result.error for d in decisions)
+                if fit < needed and self._preemption and not errors:
+                    preemption = await self._gang_preemption(
+                        msg.members, decisions, needed, snapshot, before, objects, None
+                    )
+            finally:
+                undo(snapshot, before, objects)
+        evicting = preemption is not None and preemption.evict
+        parts: Mapping[str, str] = {}
+        note = ""
+        if preemption is not None and not evicting:
+            parts, note = preemption.parts, preemption.note
+        told: list[Decision] = []
+        for member, decision in zip(msg.members, decisions, strict=True):
+            part = parts.get(member.key)
+            if part and decision.result.message:
+                result = msgspec.structs.replace(
+                    decision.result, message=_with_part(decision.result.message, part)
+                )
+                decision = msgspec.structs.replace(decision, result=result)
+            told.append(decision)
+        message = None
+        if fit < needed:
+            gang = GangBatch(key=msg.key, min_count=msg.min_count or 0, bound=msg.bound)
+            unfit = [
+                (m.key, d.result.message or "")
+                for m, d in zip(msg.members, told, strict=True)
+                if d.node is None
+            ]
+            unfit.sort(key=lambda entry: entry[0] not in parts)
+            message = gang_message(gang, len(told), fit, unfit, note=note)
+        preempted: dict[str, list[str]] = {}
+        if preemption is not None and evicting:
+            preempted = {k: [v.key for v in vs] for k, vs in preemption.victims.items() if vs}
+        return ExplainedGroup(
+            decisions=told,
+            hints=found,
+            fit=fit,
+            needed=needed,
+            preempted=preempted,
+            message=message,
+        )
 
     async def _reload(self) -> Reloaded:
         if self._load_plugins is None:

@@ -51,8 +51,10 @@ __all__ = [
     "CacheStats",
     "CacheStatsReply",
     "Decision",
+    "ExplainGroup",
     "ExplainPod",
     "Explained",
+    "ExplainedGroup",
     "FilterMsg",
     "FilterRequest",
     "FinishBinding",
@@ -542,6 +544,46 @@ class Explained(_Mail, frozen=True, kw_only=True):
     preempted: list[str] = []
 
 
+class ExplainGroup(_Mail, frozen=True, kw_only=True):
+    """Decide a pod group's pending ``members`` as its next attempt would (``podium explain
+    podgroup/NS/NAME``): one after another on the current snapshot, each placement folded in,
+    then, when fewer than ``min_count - bound`` fit and preemption is on, the victims its
+    preemption would evict; nothing is advanced, assumed, evicted or bound.
+
+    ``min_count`` None: a ``basic`` group (every member decided as an ordinary pod, in turn).
+    Answered with :class:`ExplainedGroup`.
+    """
+
+    key: str
+    min_count: int | None
+    bound: int
+    members: list[PodInfo]
+    reply: trio.MemorySendChannel[ExplainedGroup]
+
+
+class ExplainedGroup(_Mail, frozen=True, kw_only=True):
+    """A group's dry run.
+
+    Attributes:
+        decisions: each member's, in order (every examined node's verdict); a member that did
+            not fit has its FitError with the ``preemption:`` part preemption gave it.
+        hints: member key -> what would make it fit, for the members that did not.
+        fit: how many members fit; needed: how many must (``min_count - bound``, 0 for a
+            ``basic`` group or one with minCount bound).
+        preempted: member key -> the pods the group's preemption would evict for it (only
+            when that places the whole group).
+        message: what every member would be told when the group is not placed (its attempt's
+            message); None when it would be.
+    """
+
+    decisions: list[Decision]
+    hints: dict[str, list[Hint]] = {}
+    fit: int = 0
+    needed: int = 0
+    preempted: dict[str, list[str]] = {}
+    message: str | None = None
+
+
 class ReloadPlugins(_Mail, frozen=True, kw_only=True):
     """Read the policy file again and decide with it from the next attempt on."""
 
@@ -572,7 +614,9 @@ class SchedulerStatsReply(_Mail, frozen=True, kw_only=True):
     errors: int
 
 
-SchedulerMsg: TypeAlias = BeginScheduling | ExplainPod | ReloadPlugins | SchedulerStats
+SchedulerMsg: TypeAlias = (
+    BeginScheduling | ExplainPod | ExplainGroup | ReloadPlugins | SchedulerStats
+)
 
 
 # --------------------------------------------------------------------------- runtime

@@ -42,7 +42,13 @@ from podium.actors.supervisor.supervisor import Runtime, load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.metrics import REGISTRY
-from podium.protocol.wire import Explain, ExplainReply, ObjectRef
+from podium.protocol.wire import (
+    ErrorReply,
+    Explain,
+    ExplainGroupReply,
+    ExplainReply,
+    ObjectRef,
+)
 from podium.store.core import StoreCore
 from podium.store.mail import (
     BindFailure,
@@ -160,6 +166,23 @@ class Cluster:
         )
         assert isinstance(written, WriteResult), written
 
+    async def begin(self) -> None:
+        await send(self.handles.scheduler, BeginScheduling())
+        await self.settle()
+
+    async def explain_group(
+        self, name: str, namespace: str = "ml"
+    ) -> ExplainGroupReply | ErrorReply:
+        dispatcher = Dispatcher(
+            self.handles, Hub(), cast(Watches, None), connections=lambda: 0, started=0.0
+        )
+        reply = await dispatcher.handle(
+            cast(Connection, None),
+            Explain(id=1, name=name, namespace=namespace, kind="PodGroup"),
+        )
+        assert isinstance(reply, ExplainGroupReply | ErrorReply), reply
+        return reply
+
     async def settle(self) -> None:
         await trio.testing.wait_all_tasks_blocked()
         while True:
@@ -198,9 +221,10 @@ def condition_message(pod: o.Pod) -> str:
 
 @asynccontextmanager
 async def running(
-    *objects: o.KubeObject, refuse: bool = False, **config: Any
+    *objects: o.KubeObject, refuse: bool = False, begin: bool = True, **config: Any
 ) -> AsyncIterator[Cluster]:
-    """The runtime on a recording in-memory store, ``objects`` put, scheduling begun."""
+    """The runtime on a recording in-memory store, ``objects`` put, scheduling begun (unless
+    not ``begin``: :meth:`Cluster.begin` then starts it)."""
     cfg = dataclasses.replace(SchedulerConfig(), **config)
     binds: list[BindPods] = []
     evicts: list[Evict] = []
@@ -219,8 +243,8 @@ async def running(
             cluster = Cluster(handles, reports_rx, binds, evicts)
             if objects:
                 await cluster.put(*objects)
-            await send(handles.scheduler, BeginScheduling())
-            await cluster.settle()
+            if begin:
+                await cluster.begin()
             yield cluster
             runtime.stop()
             await handles.aclose()
@@ -733,3 +757,101 @@ async def test_explain_says_why_a_member_waits(autojump_clock: trio.testing.Mock
             None,
             "waiting for pod group ml/train: 1 of 3 pods exist",
         )
+
+
+async def test_explain_of_a_gang_that_does_not_fit_names_its_blockers_and_changes_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``podium explain podgroup/ml/train`` on 8 workers with room for 6: each member's verdict
+    (six on nodes, two not), 6 of 8 fit with 8 needed, the two that block it with their
+    hints, and the very message the members were told; nothing assumed, bound or evicted."""
+    workers = [gpu_worker(f"w{i}") for i in range(8)]
+    nodes = [gpu_node(f"gpu-{i}") for i in range(3)]
+    async with running(*nodes, pod_group("train", 8), *workers) as c:
+        told = condition_message((await c.pods())["w0"])
+        reply = await c.explain_group("train")
+        assert isinstance(reply, ExplainGroupReply)
+        g = reply.group
+        assert (g.policy, g.min_count, g.bound, g.needed, g.fit, g.placed, g.waiting) == (
+            "gang",
+            8,
+            0,
+            8,
+            6,
+            False,
+            False,
+        )
+        assert g.message == told
+        assert [(m.name, m.node is not None) for m in g.members] == [
+            (f"w{i}", i < 6) for i in range(8)
+        ]
+        assert g.blocking == ["ml/w6", "ml/w7"]
+        assert {k: [(h.resource, h.missing) for h in v] for k, v in g.hints.items()} == {
+            "ml/w6": [(GPU, "1")],
+            "ml/w7": [(GPU, "1")],
+        }
+        assert all(m.nodes for m in g.members)  # every examined node's verdict
+        assert g.preempted == []
+        assert await c.placed() == {}
+        assert await c.assumed() == 0
+        assert c.evicts == []
+        assert c.binds == []
+
+
+async def test_explain_of_a_gang_names_the_victims_its_preemption_would_evict(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Before scheduling begins, the dry run says which pods the gang's preemption would evict
+    (and evicts none); once it begins, those are the pods evicted."""
+    nodes = [cpu_node("n0", "2"), cpu_node("n1", "2")]
+    lows = [low_pod(f"v{i}", f"n{i // 2}") for i in range(4)]
+    workers = [high_worker(f"w{i}") for i in range(4)]
+    objects = [*CLASSES, *nodes, *lows, pod_group("train", 4), *workers]
+    async with running(*objects, begin=False) as c:
+        reply = await c.explain_group("train")
+        assert isinstance(reply, ExplainGroupReply)
+        g = reply.group
+        assert (g.fit, g.needed, g.placed) == (0, 4, False)
+        assert sorted(g.preempted) == ["batch/v0", "batch/v1", "batch/v2", "batch/v3"]
+        assert [(m.name, m.preempted) for m in g.members] == [
+            ("w0", ["batch/v1"]),
+            ("w1", ["batch/v0"]),
+            ("w2", ["batch/v3"]),
+            ("w3", ["batch/v2"]),
+        ]
+        assert c.evicts == []
+        assert sorted(await c.pods("batch")) == ["v0", "v1", "v2", "v3"]
+        await c.begin()
+        [evict] = c.evicts
+        assert sorted(v for _, vs in evicted_by(evict).values() for v in vs) == [
+            "v0",
+            "v1",
+            "v2",
+            "v3",
+        ]
+
+
+async def test_explain_of_a_waiting_group_a_placed_one_and_a_missing_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    waiting = [member("w0", "train")]
+    placed = [member(f"p{i}", "web") for i in range(2)]
+    objects = [cpu_node("n0", "4"), pod_group("train", 3), *waiting, pod_group("web", 2), *placed]
+    async with running(*objects) as c:
+        reply = await c.explain_group("train")
+        assert isinstance(reply, ExplainGroupReply)
+        assert (reply.group.waiting, reply.group.placed, reply.group.message) == (
+            True,
+            False,
+            "waiting for pod group ml/train: 1 of 3 pods exist",
+        )
+        assert [(m.name, m.message) for m in reply.group.members] == [
+            ("w0", "waiting for pod group ml/train: 1 of 3 pods exist")
+        ]
+        bound = await c.explain_group("web")
+        assert isinstance(bound, ExplainGroupReply)
+        assert (bound.group.bound, bound.group.needed, bound.group.placed) == (2, 0, True)
+        assert [(m.name, m.bound) for m in bound.group.members] == [("p0", True), ("p1", True)]
+        missing = await c.explain_group("nope")
+        assert isinstance(missing, ErrorReply)
+        assert missing.code == "not_found"
