@@ -340,7 +340,8 @@ class Progress:
         total: the count at the end.
         enabled: whether the command wants it (commands that print ``-o json`` on stdout
             may still show it: it goes to stderr).
-        stream: where it goes (a terminal, or it stays silent).
+        stream: where it goes (a terminal, or it stays silent); None: ``sys.stderr`` as it is
+            when the bar is made (not as it was when this module was imported).
         rate: a unit (``pods/s``) to show the rate over the last second in, or None.
         clock: the time source (seconds; tests pass their own).
     """
@@ -351,10 +352,11 @@ class Progress:
         total: int,
         *,
         enabled: bool,
-        stream: TextIO = sys.stderr,
+        stream: TextIO | None = None,
         rate: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        stream = sys.stderr if stream is None else stream
         self.label, self.total, self.stream = label, total, stream
         self.enabled = enabled and stream.isatty() and total > 0
         self.rate, self._clock = rate, clock
