@@ -805,8 +805,10 @@ class Scheduler:
         keys = {m.key for m in members}
         spared = gang_members(snapshot.objects)
         budgets = disruption_budgets(snapshot)
-        lowest = lowest_evictable_priority(snapshot, spared)
         unfit = [(m, d) for m, d in zip(members, decisions, strict=True) if d.node is None]
+        # Only pods below the highest unfit member's priority can be anyone's victims.
+        top = max((m.priority for m, _ in unfit), default=None)
+        lowest = lowest_evictable_priority(snapshot, spared, below=top)
         tried: set[str] = set()
         for i, (member, decision) in enumerate(unfit):
             if len(plan.nodes) >= needed or len(plan.nodes) + len(unfit) - i < needed:

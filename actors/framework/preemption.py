@@ -770,13 +770,18 @@ def gang_members(objects: ClusterObjects) -> Spared:
     return spared
 
 
-def lowest_evictable_priority(snapshot: Snapshot, spared: Spared | None = None) -> int | None:
+def lowest_evictable_priority(
+    snapshot: Snapshot, spared: Spared | None = None, *, below: int | None = None
+) -> int | None:
     """The lowest priority among the pods on ``snapshot``'s nodes that ``spared`` does not
     spare (None: no such pod): a preemptor of that priority or below finds no victim on any
-    node."""
+    node. ``below``: only pods of a lower priority count (a preemptor's: the others can never
+    be its victims, and are not asked whether they are spared)."""
     lowest: int | None = None
     for info in snapshot.node_infos:
         for p in info.pods:
+            if below is not None and p.priority >= below:
+                continue
             if (lowest is None or p.priority < lowest) and (spared is None or not spared(p)):
                 lowest = p.priority
     return lowest

@@ -1648,6 +1648,16 @@ def test_lowest_evictable_priority_skips_spared_pods() -> None:
     assert lowest_evictable_priority(snapshot) == NEG
     assert lowest_evictable_priority(snapshot, lambda p: p.name == "a") == MID
     assert lowest_evictable_priority(snapshot, lambda p: True) is None
+    asked: list[str] = []
+
+    def spared(p: PodInfo) -> bool:
+        asked.append(p.name)
+        return False
+
+    # Below MID only "a" counts, and only it is asked about.
+    assert lowest_evictable_priority(snapshot, spared, below=MID) == NEG
+    assert asked == ["a"]
+    assert lowest_evictable_priority(snapshot, spared, below=NEG) is None
     assert lowest_evictable_priority(snapshot_of(machines(("machine1",)), [])) is None
 
 
