@@ -781,7 +781,7 @@ class Scheduler:
         fit = await self._check_gang(members, plan, snapshot, objects, nominated)
         if fit >= needed:
             plan.evict = True
-        else:
+        elif plan.evicted:
             plan.note = preemption_note(len(plan.evicted), fit, needed)
         return plan
 

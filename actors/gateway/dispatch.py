@@ -395,6 +395,10 @@ class Dispatcher:
                 continue
             pending.append((info, looked))
         needed = 0 if minimum is None else max(minimum - len(bound), 0)
+        exist = len(bound) + len(pending)
+        if not waiting and not pending and minimum is not None and exist < minimum:
+            # No pending member to ask the queue about: the count it would give.
+            waiting = f"waiting for pod group {key}: {exist} of {minimum} pods exist"
         if waiting:
             # The GangScheduling PreEnqueue holds them: not for the scheduler to try yet.
             placements += [

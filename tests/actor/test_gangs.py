@@ -836,7 +836,16 @@ async def test_explain_of_a_waiting_group_a_placed_one_and_a_missing_one(
 ) -> None:
     waiting = [member("w0", "train")]
     placed = [member(f"p{i}", "web") for i in range(2)]
-    objects = [cpu_node("n0", "4"), pod_group("train", 3), *waiting, pod_group("web", 2), *placed]
+    half = member("h0", "half", node="n0")
+    objects = [
+        cpu_node("n0", "4"),
+        pod_group("train", 3),
+        *waiting,
+        pod_group("web", 2),
+        *placed,
+        pod_group("half", 3),
+        half,
+    ]
     async with running(*objects) as c:
         reply = await c.explain_group("train")
         assert isinstance(reply, ExplainGroupReply)
@@ -852,6 +861,13 @@ async def test_explain_of_a_waiting_group_a_placed_one_and_a_missing_one(
         assert isinstance(bound, ExplainGroupReply)
         assert (bound.group.bound, bound.group.needed, bound.group.placed) == (2, 0, True)
         assert [(m.name, m.bound) for m in bound.group.members] == [("p0", True), ("p1", True)]
+        short = await c.explain_group("half")
+        assert isinstance(short, ExplainGroupReply)
+        assert (short.group.waiting, short.group.bound, short.group.message) == (
+            True,
+            1,
+            "waiting for pod group ml/half: 1 of 3 pods exist",
+        )
         missing = await c.explain_group("nope")
         assert isinstance(missing, ErrorReply)
         assert missing.code == "not_found"

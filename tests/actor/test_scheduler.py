@@ -638,6 +638,23 @@ async def test_a_gang_evicts_for_every_member_in_one_evict_that_nominates_each(
     assert h.peers.got("binder") == []
 
 
+async def test_a_gang_member_sees_the_nominations_of_the_members_after_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The retry after a gang's preemption: w1 (2 CPU) was nominated to n0 (2 CPU free). w0
+    (1 CPU) is decided first and would take n0, the less requested node, leaving w1 no room;
+    seeing w1's nomination it goes to n1, and the group is placed whole."""
+    w0 = pod("w0", cpu="1")
+    w1 = make_pod("w1").uid("uid-w1").req(cpu="2").priority(0).nominated("n0").obj()
+    async with running(node_infos([node("n0", "2"), node("n1", "1")]), preemption=False) as h:
+        h.to_pop.send_nowait(gang(w0, w1, min_count=2))
+        reports = [await h.reports.receive() for _ in range(2)]
+    assert [(r.pod.name, r.status, r.node) for r in reports] == [
+        ("w0", "scheduled", "n1"),
+        ("w1", "scheduled", "n0"),
+    ]
+
+
 async def test_a_gang_that_preemption_helps_only_in_part_evicts_nothing(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
