@@ -124,6 +124,8 @@ def group_verdict(group: GroupPlacement) -> str:
     if group.waiting:
         return f"no: {group.message}"
     pending = sum(1 for m in group.members if not m.bound)
+    if not pending and group.placed:
+        return f"yes: every member is bound ({group.bound})"
     counts = f"{group.fit} of {pending} members fit"
     if group.min_count is None:
         return f"{counts} (a basic group: each is placed as an ordinary pod)"
