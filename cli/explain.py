@@ -141,7 +141,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = add_remote_command(
         subparsers,
         "explain",
-        summary="why is a pod pending, or a pod group not placed: every node's verdict, what would help",
+        summary=(
+            "why is a pod pending, or a pod group not placed: every node's verdict, what would help"
+        ),
         description=(
             "Explain a pod's placement: the node it would go to, or the scheduler's message,\n"
             "every examined node in walk order with its reasons or total score, and hints\n"

@@ -180,8 +180,9 @@ def _print_simulation(
                 out.write("\n")
                 print_group(group.placement(), out, members=False)
     placed = sum(1 for o in outcomes if o.node is not None)
+    unschedulable = len(outcomes) - placed
     out.write(
-        f"\n{placed} placed, {len(outcomes) - placed} unschedulable, of {len(outcomes)} pending pods\n"
+        f"\n{placed} placed, {unschedulable} unschedulable, of {len(outcomes)} pending pods\n"
     )
     if groups:
         out.write(f"{_groups_line(list(groups.values()))}\n")
