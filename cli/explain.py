@@ -1,5 +1,7 @@
 """``podium explain``: why a pod is pending — every examined node's verdict and what would make
-the pod fit.
+the pod fit; or why a pod group is not placed (``podium explain podgroup/ml/train``): each
+member's verdict, the members that block it, what would help, the victims its preemption
+would evict, or the quorum it waits for.
 
 Kubernetes counterpart: the ``FailedScheduling`` event's message (``0/3 nodes are available:
 ...``, pkg/scheduler/core/generic_scheduler.go@v1.14 ``FitError``), spelled out node by node.
@@ -19,7 +21,9 @@ from podium.cli.common.output import (
     add_output_option,
     dump_json,
     err,
+    hint_lines,
     out,
+    print_group,
     verdict_table,
 )
 from podium.cli.common.remote import add_remote_command, run_client
@@ -28,7 +32,49 @@ if TYPE_CHECKING:
     from podium.protocol.client import Client
     from podium.protocol.wire import ExplainReply
 
-__all__ = ["cmd_explain", "register"]
+__all__ = ["cmd_explain", "explain_target", "register"]
+
+_KINDS = {
+    alias: kind
+    for kind, aliases in {
+        "Pod": ("pods", "pod", "po"),
+        "PodGroup": ("podgroups", "podgroup", "pg"),
+    }.items()
+    for alias in aliases
+}
+"""The kinds ``explain`` takes, by kubectl's names (``get``'s, for these two kinds)."""
+
+
+def explain_target(text: str, namespace: str | None) -> tuple[str, str, str]:
+    """What ``podium explain`` is asked about: ``(Pod or PodGroup, namespace, name)``.
+
+    ``NAME`` and ``NS/NAME`` name a pod, as they always have; ``KIND/NAME`` and
+    ``KIND/NS/NAME`` (``get``'s forms) a pod or a pod group, KIND being ``pod`` (``pods``,
+    ``po``) or ``podgroup`` (``podgroups``, ``pg``). A two-part name whose first part is one
+    of those words is KIND/NAME: a pod in a namespace so named is ``pod/NS/NAME``. ``-n``
+    gives the namespace of a form without one (default: default).
+
+    Raises:
+        ValueError: an empty part, more than three, a KIND other than those, or a namespace
+            ``-n`` contradicts.
+    """
+    parts = text.split("/")
+    if len(parts) > 3 or not all(parts):
+        raise ValueError(f"{text!r} is not NAME, NAMESPACE/NAME or KIND/[NAMESPACE/]NAME")
+    kind = _KINDS.get(parts[0].lower()) if len(parts) > 1 else None
+    if len(parts) == 3 and kind is None:
+        raise ValueError(
+            f"{text!r}: explain takes a pod or a pod group (pod/NS/NAME, podgroup/NS/NAME), "
+            f"not {parts[0]!r}"
+        )
+    if kind is None:
+        kind, rest = "Pod", parts
+    else:
+        rest = parts[1:]
+    given = rest[0] if len(rest) == 2 else None
+    if given is not None and namespace is not None and namespace != given:
+        raise ValueError(f"{text!r} is in namespace {given}, not {namespace} (-n)")
+    return kind, given or namespace or "default", rest[-1]
 
 
 def _explain_doc(reply: ExplainReply) -> dict[str, Any]:
@@ -57,28 +103,29 @@ def _print_explain(reply: ExplainReply) -> None:
     if reply.hints:
         out()
         out("Hints:")
-        for h in reply.hints:
-            if h.is_beyond_every_node:
-                out(
-                    f"  no node can ever hold it: it asks {h.missing} more {h.resource} than "
-                    "the largest node's allocatable"
-                )
-                continue
-            plural = "node" if h.nodes == 1 else "nodes"
-            out(f"  needs {h.missing} more {h.resource} on {h.nodes} {plural}")
+        for line in hint_lines(reply.hints):
+            out(f"  {line}")
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """``podium explain [NS/]NAME``: the placement, node by node, and the hints."""
-    from podium.protocol.objects import namespace_or_default
-
-    namespace, _, name = args.pod.rpartition("/")
-    namespace = namespace_or_default(namespace)
-    if not name or "/" in namespace:
-        err(f"error: {args.pod!r} is not NAMESPACE/NAME or NAME")
+    """``podium explain [KIND/][NS/]NAME``: a pod's placement, node by node, and the hints;
+    or a pod group's members, what blocks it and what would help."""
+    try:
+        kind, namespace, name = explain_target(args.pod, args.namespace)
+    except ValueError as exc:
+        err(f"error: {exc}")
         return EXIT_USAGE
 
     async def body(client: Client) -> int:
+        if kind == "PodGroup":
+            import msgspec
+
+            group = (await client.explain_group(namespace, name)).group
+            if args.output == "json":
+                dump_json(msgspec.to_builtins(group))
+            else:
+                print_group(group)
+            return EXIT_OK
         reply = await client.explain(namespace, name)
         if args.output == "json":
             dump_json(_explain_doc(reply))
@@ -94,20 +141,33 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = add_remote_command(
         subparsers,
         "explain",
-        summary="why is a pod pending: every node's verdict and what would make it fit",
+        summary=(
+            "why is a pod pending, or a pod group not placed: every node's verdict, what would help"
+        ),
         description=(
             "Explain a pod's placement: the node it would go to, or the scheduler's message,\n"
             "every examined node in walk order with its reasons or total score, and hints\n"
-            "on what would make it fit. NAME alone means default/NAME."
+            "on what would make it fit. NAME alone means default/NAME.\n\n"
+            "podgroup/NS/NAME (pg/...) explains a pod group: its members decided one after\n"
+            "another as its next attempt would, whether the group as a whole would be placed,\n"
+            "the members that block it with their nodes' verdicts and hints, the pods its\n"
+            "preemption would evict, or the quorum it waits for. Nothing changes."
         ),
         epilog=(
             "examples:\n"
             "  podium explain default/web-1\n"
-            "  podium explain big-job -o json\n\n"
+            "  podium explain big-job -o json\n"
+            "  podium explain podgroup/ml/train\n"
+            "  podium explain pg/train -n ml -o json\n\n"
             "output (hints):\n"
             "  needs 200m more cpu on 3 nodes"
         ),
     )
-    p.add_argument("pod", metavar="NS/NAME", help="the pod (NAME alone: default/NAME)")
+    p.add_argument(
+        "pod",
+        metavar="[KIND/][NS/]NAME",
+        help="a pod (NAME alone: default/NAME; or pod/NS/NAME), or podgroup/NS/NAME",
+    )
+    p.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: default)")
     add_output_option(p, ("text", "json"), "text")
     p.set_defaults(func=cmd_explain)

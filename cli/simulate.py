@@ -23,6 +23,7 @@ from podium.cli.common.output import (
     add_output_option,
     dump_json,
     err,
+    print_group,
     skipped_doc,
     skipped_line,
     table,
@@ -32,10 +33,10 @@ from podium.cli.config import configured
 from podium.protocol.errors import LoadErrors
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from podium.actors.framework.nodeinfo import NodeInfo
-    from podium.actors.simulation.cluster import PodOutcome
+    from podium.actors.simulation.cluster import GroupOutcome, PodOutcome
 
 # The actors (and numpy with them) are imported inside the command: every ``podium`` command
 # builds this module's parser (issue 26 point 5).
@@ -55,7 +56,9 @@ POOL_LABELS = (
 )
 
 
-def _outcome_json(o: PodOutcome, *, explain: bool) -> dict[str, Any]:
+def _outcome_json(
+    o: PodOutcome, *, explain: bool, group: GroupOutcome | None = None
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "namespace": o.pod.namespace,
         "name": o.pod.name,
@@ -65,6 +68,9 @@ def _outcome_json(o: PodOutcome, *, explain: bool) -> dict[str, Any]:
     }
     if o.preempted:
         entry["preempted"] = list(o.preempted)
+    if group is not None:
+        entry["group"] = group.key
+        entry["group_outcome"] = group.verdict
     if explain:
         r = o.result
         nodes: dict[str, Any] = {}
@@ -85,6 +91,41 @@ def _outcome_json(o: PodOutcome, *, explain: bool) -> dict[str, Any]:
                 }
         entry["nodes"] = nodes
     return entry
+
+
+def _group_json(group: GroupOutcome, *, explain: bool) -> dict[str, Any]:
+    """One pod group of ``-o json``'s ``groups``: how it ended, and with ``--explain`` (for
+    a group not placed) why, as ``podium explain podgroup/...`` says it."""
+    g = group.placement()
+    doc: dict[str, Any] = {
+        "group": group.key,
+        "policy": g.policy,
+        "min_count": g.min_count,
+        "bound": g.bound,
+        "needed": g.needed,
+        "fit": g.fit,
+        "outcome": group.verdict,
+    }
+    if explain:
+        import msgspec
+
+        doc["message"] = g.message
+        doc["blocking"] = list(g.blocking)
+        doc["hints"] = msgspec.to_builtins(g.hints)
+        doc["preempted"] = list(g.preempted)
+    return doc
+
+
+def _groups_line(groups: Sequence[GroupOutcome]) -> str:
+    """``2 pod groups: 1 placed, 1 not placed`` (the outcomes there are, in a fixed order)."""
+    counts: dict[str, int] = {}
+    for g in groups:
+        counts[g.verdict] = counts.get(g.verdict, 0) + 1
+    parts = [
+        f"{counts[v]} {v}" for v in ("placed", "not placed", "waiting", "basic") if v in counts
+    ]
+    noun = "pod group" if len(groups) == 1 else "pod groups"
+    return f"{len(groups)} {noun}: {', '.join(parts)}"
 
 
 def _pool(info: NodeInfo, pool_label: str | None) -> str:
@@ -109,26 +150,43 @@ def _print_simulation(
     out: TextIO,
     *,
     explain: bool = False,
+    groups: Mapping[str, GroupOutcome] | None = None,
 ) -> None:
     from podium.actors.cycle.explain import placement
+    from podium.protocol.gangs import pod_group_key
 
-    rows = [["NAMESPACE", "NAME", "NODE", "ATTEMPTS", "REASON"]]
+    groups = groups or {}
+    # The GROUP column only when some pod names a group: tables without groups stay as they were.
+    head = ["NAMESPACE", "NAME", "NODE", "ATTEMPTS", *(["GROUP"] if groups else []), "REASON"]
+    rows = [head]
     for o in outcomes:
         reason = o.message or ""
         if o.preempted:
             evicted = f"preempted {', '.join(o.preempted)}"
             reason = f"{evicted}; {reason}" if reason else evicted
-        rows.append([o.pod.namespace, o.pod.name, o.node or "<none>", str(o.attempts), reason])
+        row = [o.pod.namespace, o.pod.name, o.node or "<none>", str(o.attempts)]
+        if groups:
+            group = groups.get(pod_group_key(o.pod.pod) or "")
+            row.append(f"{group.key} ({group.verdict})" if group is not None else "")
+        rows.append([*row, reason])
     table(rows, out)
     if explain:
         for o in outcomes:
             where = f"on {o.node}" if o.node is not None else "unschedulable"
             out.write(f"\n{o.pod.namespace}/{o.pod.name} ({where}):\n")
             verdict_table(placement(o.pod, o.result, attempts=o.attempts, explain=True).nodes, out)
+        for group in groups.values():
+            if group.verdict in ("not placed", "waiting"):
+                out.write("\n")
+                print_group(group.placement(), out, members=False)
     placed = sum(1 for o in outcomes if o.node is not None)
+    unschedulable = len(outcomes) - placed
     out.write(
-        f"\n{placed} placed, {len(outcomes) - placed} unschedulable, of {len(outcomes)} pending pods\n\n"
+        f"\n{placed} placed, {unschedulable} unschedulable, of {len(outcomes)} pending pods\n"
     )
+    if groups:
+        out.write(f"{_groups_line(list(groups.values()))}\n")
+    out.write("\n")
     pools: dict[str, list[str]] = {}
     for name, info in before.items():
         pools.setdefault(_pool(info, pool_label), []).append(name)
@@ -167,9 +225,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     import dataclasses
 
     from podium.actors.daemon.logs import configure as configure_logging
-    from podium.actors.simulation.cluster import SimulationError, build_cluster, final_node_infos
+    from podium.actors.simulation.cluster import (
+        SimulationError,
+        build_cluster,
+        final_node_infos,
+        group_outcomes,
+    )
     from podium.actors.simulation.run import simulate
     from podium.actors.supervisor.supervisor import load_plugin_set
+    from podium.protocol.gangs import pod_group_key
     from podium.protocol.loader import load_all
 
     as_json = args.output == "json"
@@ -208,11 +272,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             [loaded.error_at(at, reason, path=path) for at, reason, path in exc.objects]
         ) from None
     progress.close()
+    groups = group_outcomes(objects, outcomes)
     if as_json:
-        doc = {
-            "pods": [_outcome_json(o, explain=args.explain) for o in outcomes],
+        doc: dict[str, Any] = {
+            "pods": [
+                _outcome_json(
+                    o, explain=args.explain, group=groups.get(pod_group_key(o.pod.pod) or "")
+                )
+                for o in outcomes
+            ],
             "skipped": skipped_doc(loaded.skipped),
         }
+        if groups:
+            doc["groups"] = [_group_json(g, explain=args.explain) for g in groups.values()]
         dump_json(doc)
     else:
         _print_simulation(
@@ -222,6 +294,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             args.pool_label,
             sys.stdout,
             explain=args.explain,
+            groups=groups,
         )
     return EXIT_OK
 

@@ -47,9 +47,11 @@ __all__ = [
     "EventFrame",
     "EventType",
     "Explain",
+    "ExplainGroupReply",
     "ExplainReply",
     "Get",
     "GetReply",
+    "GroupPlacement",
     "Hello",
     "HelloReply",
     "Hint",
@@ -207,6 +209,49 @@ class Hint(msgspec.Struct, frozen=True, kw_only=True):
     is_beyond_every_node: bool = False
 
 
+class GroupPlacement(msgspec.Struct, frozen=True, kw_only=True):
+    """A pod group's dry run (``podium explain podgroup/NS/NAME``): its members decided one
+    after another as its next attempt would decide them, all or nothing.
+
+    Attributes:
+        namespace, name: the group.
+        policy: ``gang`` (all or nothing), ``basic`` (its pods are ordinary pods), or None
+            when the group does not exist.
+        min_count: its minCount (None: not a gang).
+        bound: its members bound to nodes.
+        needed: how many of its pending members must fit together (``min_count - bound``;
+            0 when none must).
+        fit: how many of them fit now, one after another.
+        placed: whether the group as a whole would be placed now.
+        waiting: the members wait for the group's quorum (``message`` says why): none is
+            decided.
+        message: what each member would be told when the group is not placed (the quorum
+            message, or ``pod group ml/train: 6 of 8 members fit, minCount 8; ...``).
+        members: each member's verdict: a bound one (``bound``), a pending one (the node it
+            would go to, or its FitError, every examined node with its verdict, and the pods
+            the group's preemption would evict for it).
+        blocking: ``NS/NAME`` of the pending members that did not fit.
+        hints: per blocking member, what would make it fit.
+        preempted: every pod the group's preemption would evict (none unless evicting them
+            places the whole group).
+    """
+
+    namespace: str
+    name: str
+    policy: Literal["gang", "basic"] | None
+    min_count: int | None
+    bound: int
+    needed: int
+    fit: int
+    placed: bool
+    waiting: bool = False
+    message: str | None = None
+    members: list[Placement] = []
+    blocking: list[str] = []
+    hints: dict[str, list[Hint]] = {}
+    preempted: list[str] = []
+
+
 class PriorityWeight(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     weight: int
@@ -286,10 +331,15 @@ class Cancel(Request, tag="cancel", frozen=True, kw_only=True):
 
 
 class Explain(Request, tag="explain", frozen=True, kw_only=True):
-    """Why is this pending pod pending: every node's reasons and scores, and hints."""
+    """Why is this pending pod pending: every node's reasons and scores, and hints.
+
+    ``kind`` ``PodGroup``: the same for a pod group's members, decided as the group's next
+    attempt would decide them, answered with :class:`ExplainGroupReply`.
+    """
 
     name: Annotated[str, msgspec.Meta(min_length=1)]
     namespace: str = "default"
+    kind: Literal["Pod", "PodGroup"] = "Pod"
 
 
 class Simulate(Request, tag="simulate", frozen=True, kw_only=True):
@@ -396,6 +446,13 @@ class ExplainReply(Reply, tag="explain_reply", frozen=True, kw_only=True):
     hints: list[Hint] = []
 
 
+class ExplainGroupReply(Reply, tag="explain_group_reply", frozen=True, kw_only=True):
+    """The answer to an ``explain`` of ``kind`` ``PodGroup``."""
+
+    revision: Revision
+    group: GroupPlacement
+
+
 class SimulateReply(Reply, tag="simulate_reply", frozen=True, kw_only=True):
     revision: Revision
     placement: Placement
@@ -480,6 +537,7 @@ ServerMessage: TypeAlias = (
     | Event
     | CancelReply
     | ExplainReply
+    | ExplainGroupReply
     | SimulateReply
     | ReloadPolicyReply
     | StatsReply

@@ -666,7 +666,7 @@ class StoreActor:
                     preemptor = Victim(namespace=msg.namespace, name=msg.name, uid=msg.uid)
                     try:
                         revision, evicted_changes, evicted = core.evict(
-                            preemptor, msg.node, msg.victims
+                            preemptor, msg.node, msg.victims, msg.group
                         )
                     except StoreRejected as exc:
                         replies.append(partial(reply, msg.reply, exc.failure()))

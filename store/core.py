@@ -107,6 +107,7 @@ from podium.protocol.objects import (
     PriorityClass,
     is_terminal,
     namespace_or_default,
+    pod_key,
     scoped_namespace,
 )
 from podium.protocol.validation import (
@@ -120,7 +121,15 @@ from podium.protocol.validation import (
 )
 from podium.protocol.wire import EventType, ObjectError, ObjectRef, ObjectStatus
 from podium.store.admission import DEFAULT_PRIORITY, admit_pod, check_single_default, known_classes
-from podium.store.mail import BindFailure, Binding, Change, StoreFailure, StoreStats, Victim
+from podium.store.mail import (
+    BindFailure,
+    Binding,
+    Change,
+    Preemptor,
+    StoreFailure,
+    StoreStats,
+    Victim,
+)
 
 __all__ = [
     "ANNOTATION_BIND_COMPLETED",
@@ -839,7 +848,11 @@ class StoreCore:
     # ----------------------------------------------------------------------- preemption
 
     def evict(
-        self, preemptor: Victim, node: str, victims: Sequence[Victim]
+        self,
+        preemptor: Victim,
+        node: str,
+        victims: Sequence[Victim],
+        group: Sequence[Preemptor] = (),
     ) -> tuple[int, list[Change], list[str]]:
         """Evict ``victims`` from ``node`` and nominate ``preemptor`` to it, atomically.
 
@@ -852,18 +865,62 @@ class StoreCore:
         preemptor's ``status.nominatedNodeName`` is set to ``node`` ("" clears it) with a
         Modified change, only when that changes it.
 
+        A pod group's preemption (issue 24) names its other members in ``group``: each is
+        checked as ``preemptor`` is, before anything is written, and in the same transaction
+        its victims are evicted from its node and it is nominated there; every victim's
+        Preempted change comes before the first nomination.
+
         Args:
             preemptor: the pod to nominate (its namespace, name and uid).
             node: the node the victims are evicted from and the preemptor is nominated to.
             victims: the pods to evict, in order.
+            group: more preemptors (a pod group's other members), in order.
 
         Returns:
             The revision after the eviction, its changes in revision order, and the
             ``namespace/name`` of each victim evicted.
 
         Raises:
-            StoreRejected: ``conflict`` when the preemptor is missing, re-created or bound;
+            StoreRejected: ``conflict`` when a preemptor is missing, re-created or bound;
                 nothing was written.
+        """
+        steps = [(preemptor, node, victims)] + [
+            (Victim(namespace=p.namespace, name=p.name, uid=p.uid), p.node, p.victims)
+            for p in group
+        ]
+        # Every preemptor first: one refused, nothing is written.
+        pods = [self._preemptor(who, where, bool(group)) for who, where, _ in steps]
+        tx = _Transaction(self)
+        evicted: list[str] = []
+        for pod, (_, where, chosen) in zip(pods, steps, strict=True):
+            priority = pod.spec.priority if pod.spec.priority is not None else DEFAULT_PRIORITY
+            message = f"preempted by {pod_key(pod)} (priority {priority})"
+            for victim in chosen:
+                key = (namespace_or_default(victim.namespace), victim.name)
+                old = tx.get("Pod", key)
+                if (
+                    not isinstance(old, Pod)
+                    or old.metadata.uid != victim.uid
+                    or not old.spec.node_name
+                    or old.spec.node_name != where
+                ):
+                    continue  # gone, re-created or moved since the decision: nothing to evict
+                tx.record("Preempted", old, old, deleted=True, node=where, message=message)
+                evicted.append(f"{key[0]}/{key[1]}")
+        for pod, (_, where, _) in zip(pods, steps, strict=True):
+            now = tx.get("Pod", (namespace_or_default(pod.metadata.namespace), pod.metadata.name))
+            assert isinstance(now, Pod)
+            if now.status.nominated_node_name != where:
+                status = msgspec.structs.replace(now.status, nominated_node_name=where)
+                tx.record("Modified", msgspec.structs.replace(now, status=status), now)
+        self._commit(tx)
+        return self._revision, tx.changes, evicted
+
+    def _preemptor(self, preemptor: Victim, node: str, grouped: bool) -> Pod:
+        """The stored pod an eviction nominates, checked: it exists with that uid, unbound.
+
+        Raises:
+            StoreRejected: ``conflict``, naming the pod and what cannot be done.
         """
         namespace = namespace_or_default(preemptor.namespace)
         pod_ref = f"pod {namespace}/{preemptor.name}"
@@ -872,6 +929,8 @@ class StoreCore:
             if node
             else "cannot clear its nomination"
         )
+        if grouped:
+            why += " (nor for the other members of its pod group: nothing was evicted)"
         pod = self._objects["Pod"].get((namespace, preemptor.name))
         if not isinstance(pod, Pod):
             raise StoreRejected("conflict", f"{pod_ref} not found; {why}")
@@ -885,27 +944,7 @@ class StoreCore:
             raise StoreRejected(
                 "conflict", f"{pod_ref} is already bound to node {pod.spec.node_name}; {why}"
             )
-        priority = pod.spec.priority if pod.spec.priority is not None else DEFAULT_PRIORITY
-        message = f"preempted by {namespace}/{preemptor.name} (priority {priority})"
-        tx = _Transaction(self)
-        evicted: list[str] = []
-        for victim in victims:
-            key = (namespace_or_default(victim.namespace), victim.name)
-            old = tx.get("Pod", key)
-            if (
-                not isinstance(old, Pod)
-                or old.metadata.uid != victim.uid
-                or not old.spec.node_name
-                or old.spec.node_name != node
-            ):
-                continue  # gone, re-created or moved since the decision: nothing to evict
-            tx.record("Preempted", old, old, deleted=True, node=node, message=message)
-            evicted.append(f"{key[0]}/{key[1]}")
-        if pod.status.nominated_node_name != node:
-            status = msgspec.structs.replace(pod.status, nominated_node_name=node)
-            tx.record("Modified", msgspec.structs.replace(pod, status=status), pod)
-        self._commit(tx)
-        return self._revision, tx.changes, evicted
+        return pod
 
     # ----------------------------------------------------------------------- unschedulable
 

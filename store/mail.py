@@ -40,6 +40,7 @@ __all__ = [
     "EventsResult",
     "Evict",
     "EvictResult",
+    "Preemptor",
     "ReadEvents",
     "ReadObjects",
     "ReadResult",
@@ -240,6 +241,17 @@ class EvictResult(_Mail, frozen=True, kw_only=True):
     nominated: bool = False
 
 
+class Preemptor(_Mail, frozen=True, kw_only=True):
+    """One more preemptor of an :class:`Evict`: a member of the first one's pod group,
+    nominated to ``node`` with its ``victims`` evicted there (none: only nominated)."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    victims: list[Victim] = []
+
+
 class Evict(_Mail, frozen=True, kw_only=True):
     """Evict a preemptor's victims and nominate it to ``node``, in one transaction.
 
@@ -249,6 +261,11 @@ class Evict(_Mail, frozen=True, kw_only=True):
     ``message`` naming the preemptor); the others are skipped. Then the preemptor's
     ``status.nominatedNodeName`` becomes ``node`` ("" clears it) with a Modified change, when
     that changes it. Answered with :class:`EvictResult` once committed.
+
+    ``group``: the other members of the preemptor's pod group (issue 24), each checked,
+    evicted for and nominated as the preemptor is, in the same transaction: a gang's
+    preemption evicts all its victims and nominates every member it placed, or (one member
+    gone, re-created or bound) nothing at all.
     """
 
     namespace: str
@@ -256,6 +273,7 @@ class Evict(_Mail, frozen=True, kw_only=True):
     uid: str
     node: str
     victims: list[Victim] = []
+    group: list[Preemptor] = []
     reply: trio.MemorySendChannel[EvictResult | StoreFailure]
 
 

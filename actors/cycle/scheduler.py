@@ -22,11 +22,13 @@ when ``batch_max_seconds`` has passed go back too.
 A gang (issue 24: a Popped batch with ``group``, all the members its unit holds) is decided the
 same way, one member after another on one snapshot with every predicate, priority, extender
 and volume rule a lone pod gets, each placement folded in before the next, but all or nothing,
-with no time bound and no preemption (not built for gangs yet: a member's message says so when
-preemption would have been tried). What :mod:`podium.actors.queue.batching` says a fold does not
-carry is exact here: pod (anti-)affinity and spreading keep their counts against the snapshot's
-journal of node changes and the NodeInfo objects, which a fold changes like any other node
-change (the next member sees the earlier ones: the actor tests place members with
+with no time bound, and with a preemption of its own (all or nothing too). Members an earlier
+preemption of the group nominated are each decided seeing the other members' nominations until
+those are placed (:func:`~podium.actors.cycle.gangs.nominated_with`: the queue's view leaves
+out the pods in flight, the whole gang). What :mod:`podium.actors.queue.batching` says a fold
+does not carry is exact here: pod (anti-)affinity and spreading keep their counts against the
+snapshot's journal of node changes and the NodeInfo objects, which a fold changes like any
+other node change (the next member sees the earlier ones: the actor tests place members with
 anti-affinity to each other on distinct nodes); and a member's volume decision is folded into
 the snapshot's objects (:func:`~podium.actors.plugins.volume_binding.fold_volume_decision`,
 the claims bound and volumes taken as the cache's assume makes them), so the next member's
@@ -38,10 +40,16 @@ claims do not pick the same volume. Then:
   (the binder's bindings carry it, and the store binds them in one transaction or refuses them
   all); a refused Assume undoes every fold and requeues the group as one unit (conflict, or
   error);
-- fewer: every fold is undone (each node put back as before the gang's first fold on it, the
-  objects as before), nothing is assumed or bound, the group goes back to the queue as one
-  unit (RequeueGroup) and every member's condition says why (:func:`gang_message`: ``pod group
-  ml/train: 6 of 8 members fit, minCount 8; ml/worker-6: 0/10 nodes are available: ...``).
+- fewer: with preemption on (and no member's attempt an error), the gang's preemption
+  (:mod:`podium.actors.cycle.gangs`: a plan member by member as pod preemption picks, never
+  evicting members of gangs, then a check that every needed member fits once the victims are
+  gone) may evict, in one Evict whose ``group`` nominates every member it placed. Then every
+  fold is undone (each node put back as before the gang's first fold on it, the objects as
+  before), nothing is assumed or bound, the group goes back to the queue as one unit
+  (RequeueGroup, backed off: after an eviction it is decided whole again once the victims are
+  gone) and every member's condition says why (:func:`gang_message`: ``pod group ml/train: 6
+  of 8 members fit, minCount 8; ml/worker-6: 0/10 nodes are available: ... preemption: 0/10
+  nodes are available: ...``, each member's preemption part as a pod's message has it).
 
 Each member still counts as one attempt in the per-pod metrics; the gang's attempt counts in
 ``podium_pod_group_attempts_total{result}`` and is one ``pod_group_attempt`` span.
@@ -53,7 +61,10 @@ Owns: the batch's snapshot (refreshed from the cache's deltas once per batch, le
 filter actor and the score actor for one decision at a time and changed only between two,
 under a lock shared with explain requests) and the attempt counters.
 Mailbox (control): :class:`~podium.actors.mail.messages.BeginScheduling`,
-:class:`~podium.actors.mail.messages.ExplainPod`, :class:`~podium.actors.mail.messages.ReloadPlugins`,
+:class:`~podium.actors.mail.messages.ExplainPod`,
+:class:`~podium.actors.mail.messages.ExplainGroup` (a pod group's dry run: its members as its
+attempt would decide them, and what its preemption would evict),
+:class:`~podium.actors.mail.messages.ReloadPlugins`,
 :class:`~podium.actors.mail.messages.SchedulerStats`.
 Emits: Pop, GiveBack, Requeue, RequeueGroup and GroupPlaced (queue); SnapshotRequest and Assume
 (cache); FilterRequest
@@ -80,7 +91,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
@@ -89,14 +100,34 @@ import trio
 
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
+from podium.actors.cycle.gangs import (
+    GANG_LISTED,
+    GangPreemption,
+    fold_member,
+    gang_message,
+    member_nominations,
+    nominated_with,
+    preemption_note,
+    undo,
+)
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
 from podium.actors.framework.preemption import (
     PREEMPT_NEVER,
+    PREEMPTION_PREFIX,
+    DisruptionBudget,
     PredicateFitCheck,
     PreemptionResult,
+    Spared,
+    disruption_budgets,
     fit_error_with_preemption,
+    gang_members,
+    lowest_evictable_priority,
+    pod_eligible_to_preempt_others,
+    spend_budgets,
+    without_victims,
+    without_victims_anywhere,
 )
 from podium.actors.framework.snapshot import (
     ClusterObjects,
@@ -119,11 +150,14 @@ from podium.actors.mail.messages import (
     CacheMsg,
     Decision,
     Explained,
+    ExplainedGroup,
+    ExplainGroup,
     ExplainPod,
     FilterMsg,
     FilterRequest,
     GangBatch,
     GiveBack,
+    GroupAttempt,
     GroupPlaced,
     Pop,
     Popped,
@@ -143,7 +177,7 @@ from podium.actors.mail.messages import (
     SnapshotDelta,
     SnapshotRequest,
 )
-from podium.actors.plugins.volume_binding import VolumeBinding, fold_volume_decision
+from podium.actors.plugins.volume_binding import VolumeBinding
 from podium.actors.runtime.mailbox import ask, reply, send
 from podium.actors.runtime.tracing import (
     ASSUME,
@@ -161,16 +195,18 @@ from podium.protocol import metrics
 from podium.protocol.config import DEFAULT_BATCH_MAX_PODS, DEFAULT_BATCH_MAX_SECONDS
 from podium.protocol.errors import PodiumError
 from podium.protocol.extender import ExtenderConfig
+from podium.protocol.wire import Hint
 from podium.store.mail import (
     Evict,
     EvictResult,
+    Preemptor,
     RecordUnschedulable,
     StoreFailure,
     StoreMsg,
     Victim,
 )
 
-__all__ = ["GANG_LISTED", "NO_POLICY_FILE", "PluginSet", "Scheduler", "gang_message"]
+__all__ = ["NO_POLICY_FILE", "PluginSet", "Scheduler"]
 
 log = logging.getLogger("podium.scheduler")
 
@@ -317,6 +353,8 @@ class Scheduler:
                         self._begin.set()
                     case ExplainPod():
                         reply(msg.reply, await self._explain(msg))
+                    case ExplainGroup():
+                        reply(msg.reply, await self._explain_group(msg))
                     case ReloadPlugins():
                         reply(msg.reply, await self._reload())
                     case SchedulerStats():
@@ -349,6 +387,78 @@ class Scheduler:
         if would is not None:
             decision = _with_preemption(decision, would)
         return Explained(decision=decision, hints=found, preempted=preempted)
+
+    async def _explain_group(self, msg: ExplainGroup) -> ExplainedGroup:
+        """A group's members decided as its attempt would (dry, every node's verdict), the
+        hints for those that do not fit, and, when too few fit, what its preemption would
+        evict; the snapshot is left as it was."""
+        needed = 0 if msg.min_count is None else max(msg.min_count - msg.bound, 0)
+        decisions: list[Decision] = []
+        found: dict[str, list[Hint]] = {}
+        preemption: GangPreemption | None = None
+        async with self._lock:
+            snapshot = await self._refresh()
+            objects = snapshot.objects
+            before: dict[str, NodeInfo] = {}
+            nominations = member_nominations(msg.members)
+            try:
+                for member in msg.members:
+                    decision = await self._decide(
+                        member,
+                        snapshot,
+                        dry=True,
+                        explain=True,
+                        nominated=nominated_with(None, nominations),
+                    )
+                    if decision.node is not None:
+                        fold_member(snapshot, before, member, decision)
+                        nominations.pop(member.key, None)
+                    elif not decision.result.error:
+                        found[member.key] = hints(member, decision.result, snapshot)
+                    decisions.append(decision)
+                fit = sum(1 for d in decisions if d.node is not None)
+                errors = any(d.result.error for d in decisions)
+                if fit < needed and self._preemption and not errors:
+                    preemption = await self._gang_preemption(
+                        msg.members, decisions, needed, snapshot, before, objects, None
+                    )
+            finally:
+                undo(snapshot, before, objects)
+        evicting = preemption is not None and preemption.evict
+        parts: Mapping[str, str] = {}
+        note = ""
+        if preemption is not None and not evicting:
+            parts, note = preemption.parts, preemption.note
+        told: list[Decision] = []
+        for member, decision in zip(msg.members, decisions, strict=True):
+            part = parts.get(member.key)
+            if part and decision.result.message:
+                result = msgspec.structs.replace(
+                    decision.result, message=_with_part(decision.result.message, part)
+                )
+                decision = msgspec.structs.replace(decision, result=result)
+            told.append(decision)
+        message = None
+        if fit < needed:
+            gang = GangBatch(key=msg.key, min_count=msg.min_count or 0, bound=msg.bound)
+            unfit = [
+                (m.key, d.result.message or "")
+                for m, d in zip(msg.members, told, strict=True)
+                if d.node is None
+            ]
+            unfit.sort(key=lambda entry: entry[0] not in parts)
+            message = gang_message(gang, len(told), fit, unfit, note=note)
+        preempted: dict[str, list[str]] = {}
+        if preemption is not None and evicting:
+            preempted = {k: [v.key for v in vs] for k, vs in preemption.victims.items() if vs}
+        return ExplainedGroup(
+            decisions=told,
+            hints=found,
+            fit=fit,
+            needed=needed,
+            preempted=preempted,
+            message=message,
+        )
 
     async def _reload(self) -> Reloaded:
         if self._load_plugins is None:
@@ -495,6 +605,9 @@ class Scheduler:
         # Node -> its NodeInfo before the gang's first fold on it; the objects before any.
         before: dict[str, NodeInfo] = {}
         result = "unschedulable"
+        # The members an earlier preemption of the group nominated: each member sees the
+        # others' nominations until they are placed (the queue's view leaves the gang out).
+        nominations = member_nominations(p.pod for p in pods)
         async with self._lock:
             snapshot = await self._refresh()
             objects = snapshot.objects
@@ -515,21 +628,18 @@ class Scheduler:
                     snapshot,
                     dry=False,
                     explain=self._explain_attempts,
-                    nominated=popped.nominated,
+                    nominated=nominated_with(popped.nominated, nominations),
                 )
                 decided = trio.current_time()
                 if attempt.sampled:
                     _record_stages(attempt, decision, started, decided)
                 _observe_stages(decision)
                 outcome = _Outcome(popped, decision, attempt, started, finished=decided)
-                node = decision.node
-                if node is not None:
-                    outcome.assumed = assumed_pod(popped.pod, node)
-                    folded = fold_assumed(snapshot, popped.pod, node, assumed=outcome.assumed)
-                    before.setdefault(node, folded)
-                    snapshot.objects = fold_volume_decision(
-                        snapshot.objects, node, decision.volumes, decision.provisions
-                    )
+                if decision.node is not None:
+                    outcome.assumed = fold_member(snapshot, before, popped.pod, decision)
+                    nominations.pop(popped.pod.key, None)
+                elif self._explain_attempts and not decision.result.error:
+                    outcome.hints = hints(popped.pod, decision.result, snapshot)
                 outcomes.append(outcome)
             for o in outcomes:
                 o.started -= (refreshed - popped_at) / len(outcomes)
@@ -537,8 +647,19 @@ class Scheduler:
             if len(placed) >= needed:
                 result = await self._commit_gang(gang, outcomes, placed, snapshot, before, objects)
             else:
-                _undo(snapshot, before, objects)
-                result = await self._gang_unschedulable(gang, outcomes, len(placed))
+                preemption = None
+                if self._preemption and not any(o.decision.result.error for o in outcomes):
+                    preemption = await self._gang_preemption(
+                        [o.popped.pod for o in outcomes],
+                        [o.decision for o in outcomes],
+                        needed,
+                        snapshot,
+                        before,
+                        objects,
+                        pods[0].nominated,
+                    )
+                undo(snapshot, before, objects)
+                result = await self._gang_unschedulable(gang, outcomes, len(placed), preemption)
         self._tracing.group_attempt(
             gang.key,
             members=len(pods),
@@ -553,15 +674,39 @@ class Scheduler:
         pod's ``preemptionPolicy`` is not Never)."""
         return self._preemption and pod.pod.spec.preemption_policy != PREEMPT_NEVER
 
-    async def _gang_unschedulable(self, gang: GangBatch, outcomes: list[_Outcome], fit: int) -> str:
-        """Fewer members fit than the gang needs: none is placed; the group goes back to the
-        queue as one unit and every member is told why (:func:`gang_message`)."""
+    async def _gang_unschedulable(
+        self,
+        gang: GangBatch,
+        outcomes: list[_Outcome],
+        fit: int,
+        preemption: GangPreemption | None,
+    ) -> str:
+        """Fewer members fit than the gang needs: none is placed. With a preemption that makes
+        room for the whole group, its victims are evicted and the members nominated (one store
+        transaction); either way the group goes back to the queue as one unit and every member
+        is told why (:func:`gang_message`)."""
         unfit = [o for o in outcomes if o.decision.node is None]
         error = any(o.decision.result.error for o in unfit)
         why: Literal["error", "unschedulable"] = "error" if error else "unschedulable"
-        # Preemption would have been tried for a pod: on, no error, a member allowed to preempt.
-        preempting = not error and any(self._would_preempt(o.popped.pod) for o in unfit)
-        message = gang_message(gang, len(outcomes), fit, unfit, preemption=preempting)
+        evicted: set[str] = set()
+        parts: Mapping[str, str] = {}
+        note = ""
+        if preemption is not None:
+            if preemption.evict:
+                evicted = await self._carry_out_gang(gang, preemption)
+            else:
+                parts, note = preemption.parts, preemption.note
+                await self._clear_nominations([o.popped.pod for o in outcomes])
+        told = [
+            (
+                o.popped.pod.key,
+                _with_part(o.decision.result.message or "", parts.get(o.popped.pod.key)),
+            )
+            for o in unfit
+        ]
+        # The members preemption could not help first: they are what blocks the group.
+        told.sort(key=lambda entry: entry[0] not in parts)
+        message = gang_message(gang, len(outcomes), fit, told, note=note)
         plugins = frozenset().union(*(o.decision.result.failed_plugins for o in unfit))
         await send(
             self._queue,
@@ -591,10 +736,14 @@ class Scheduler:
                 nodes_feasible=result.feasible,
                 message=message,
             )
-            told = msgspec.structs.replace(result, message=message)
-            o.decision = msgspec.structs.replace(o.decision, result=told)
+            result = msgspec.structs.replace(result, message=message)
+            o.decision = msgspec.structs.replace(o.decision, result=result)
             o.status = why
             o.finished = now
+            if preemption is not None and evicted:
+                o.preempted = [
+                    v.key for v in preemption.victims.get(pod.key, ()) if v.key in evicted
+                ]
         log.debug(
             "pod group %s: %d of %d members fit, fewer than needed", gang.key, fit, len(outcomes)
         )
@@ -602,8 +751,234 @@ class Scheduler:
             metrics.POD_GROUP_ATTEMPTS_ERROR if error else metrics.POD_GROUP_ATTEMPTS_UNSCHEDULABLE
         ).inc()
         for o in outcomes:
-            await self._report(o)
+            await self._report(o, group=_group_attempt(gang, len(outcomes), fit))
         return why
+
+    # ------------------------------------------------------------------ gang preemption
+
+    async def _gang_preemption(
+        self,
+        members: Sequence[PodInfo],
+        decisions: Sequence[Decision],
+        needed: int,
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        objects: ClusterObjects,
+        nominated: NominatedPods | None,
+    ) -> GangPreemption:
+        """Look for victims so that ``needed`` members fit (actors/cycle/gangs.py: plan, then
+        check). ``snapshot`` holds the attempt's folds (``before``, ``objects``: as before
+        them) and is left as it was before the attempt: every change undone, ``before``
+        emptied."""
+        try:
+            plan = await self._plan_gang(members, decisions, needed, snapshot, before, nominated)
+        finally:
+            undo(snapshot, before, objects)
+        if len(plan.nodes) < needed:
+            if plan.victims:
+                plan.note = preemption_note(len(plan.evicted), len(plan.nodes), needed)
+            return plan
+        fit = await self._check_gang(members, plan, snapshot, objects, nominated)
+        if fit >= needed:
+            plan.evict = True
+        elif plan.evicted:
+            plan.note = preemption_note(len(plan.evicted), fit, needed)
+        return plan
+
+    async def _plan_gang(
+        self,
+        members: Sequence[PodInfo],
+        decisions: Sequence[Decision],
+        needed: int,
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        nominated: NominatedPods | None,
+    ) -> GangPreemption:
+        """The plan: a node for each member that did not fit, one after another, as pod
+        preemption picks it (victims taken off and the member folded in before the next),
+        until ``needed`` members have one or the members left cannot make up the difference;
+        then the ``preemption:`` part of each listed member it found no node for."""
+        plan = GangPreemption(
+            members={m.key: m for m in members},
+            nodes={m.key: d.node for m, d in zip(members, decisions, strict=True) if d.node},
+        )
+        keys = {m.key for m in members}
+        spared = gang_members(snapshot.objects)
+        budgets = disruption_budgets(snapshot)
+        unfit = [(m, d) for m, d in zip(members, decisions, strict=True) if d.node is None]
+        # Only pods below the highest unfit member's priority can be anyone's victims.
+        top = max((m.priority for m, _ in unfit), default=None)
+        lowest = lowest_evictable_priority(snapshot, spared, below=top)
+        tried: set[str] = set()
+        for i, (member, decision) in enumerate(unfit):
+            if len(plan.nodes) >= needed or len(plan.nodes) + len(unfit) - i < needed:
+                break
+            tried.add(member.key)
+            found = await self._member_preemption(
+                member, decision, snapshot, nominated, budgets, spared, lowest
+            )
+            node = found.node
+            if node is None:
+                if found.message:
+                    plan.parts[member.key] = found.message
+                continue
+            before.setdefault(node, without_victims(snapshot, node, found.victims))
+            fold_member(snapshot, before, member, msgspec.structs.replace(decision, node=node))
+            budgets = spend_budgets(budgets, found.victims)
+            plan.nodes[member.key] = node
+            plan.victims[member.key] = found.victims
+            for other in found.nominated_pods_to_clear:
+                if other.key not in keys:
+                    plan.clear[other.key] = other
+        if len(plan.nodes) < needed:
+            # Every listed member says why preemption cannot help it, as a pod's message would.
+            for member, decision in unfit[:GANG_LISTED]:
+                if member.key in tried:
+                    continue
+                found = await self._member_preemption(
+                    member, decision, snapshot, nominated, budgets, spared, lowest
+                )
+                if found.node is None and found.message:
+                    plan.parts[member.key] = found.message
+        return plan
+
+    async def _member_preemption(
+        self,
+        member: PodInfo,
+        decision: Decision,
+        snapshot: Snapshot,
+        nominated: NominatedPods | None,
+        budgets: Sequence[DisruptionBudget],
+        spared: Spared,
+        lowest: int | None,
+    ) -> PreemptionResult:
+        """Pod preemption for one member (v1.14 ``Preempt`` with the extenders' preempt verbs),
+        sparing the members of gangs; without a fit check per node when no pod of a lower
+        priority than the member may be evicted anywhere."""
+        eligible, why = pod_eligible_to_preempt_others(member, snapshot)
+        if not eligible:
+            return PreemptionResult(message=PREEMPTION_PREFIX + why)
+        unresolvable = await self._unresolvable(member, snapshot, decision, nominated)
+        if lowest is None or member.priority <= lowest:
+            return without_victims_anywhere(member, snapshot, unresolvable)
+        return await self._extenders.preempt(
+            member,
+            snapshot,
+            unresolvable,
+            PredicateFitCheck(self._filters, nominated),
+            nominated=nominated,
+            budgets=budgets,
+            spared=spared,
+        )
+
+    async def _check_gang(
+        self,
+        members: Sequence[PodInfo],
+        plan: GangPreemption,
+        snapshot: Snapshot,
+        objects: ClusterObjects,
+        nominated: NominatedPods | None,
+    ) -> int:
+        """How many members fit once the plan's victims are gone: each decided (dry) one
+        after another, each placement folded in, each seeing the nominations the plan would
+        give the others until it is placed, as the group's retry will decide them. The
+        snapshot is left as it was."""
+        before: dict[str, NodeInfo] = {}
+        nominations = {m.key: (m, plan.nodes[m.key]) for m in members if m.key in plan.nodes}
+        fit = 0
+        try:
+            for key, victims in plan.victims.items():
+                node = plan.nodes[key]
+                before.setdefault(node, without_victims(snapshot, node, victims))
+            for member in members:
+                decision = await self._decide(
+                    member,
+                    snapshot,
+                    dry=True,
+                    explain=False,
+                    nominated=nominated_with(nominated, nominations),
+                )
+                if decision.node is not None:
+                    fold_member(snapshot, before, member, decision)
+                    nominations.pop(member.key, None)
+                    fit += 1
+        finally:
+            undo(snapshot, before, objects)
+        return fit
+
+    async def _carry_out_gang(self, gang: GangBatch, plan: GangPreemption) -> set[str]:
+        """Evict every victim and nominate every member the plan placed to its node, in one
+        store transaction; clear the lower-priority nominations on those nodes. Returns the
+        ``namespace/name`` of the pods evicted (none when the store refused: a member gone,
+        re-created or bound meanwhile)."""
+        by_key = {v.key: v for v in plan.evicted}
+        entries = [
+            (plan.members[key], node, list(plan.victims.get(key, ())))
+            for key, node in plan.nodes.items()
+        ]
+        result = await self._evict_group(entries)
+        evicted: set[str] = set()
+        if isinstance(result, EvictResult):
+            evicted = set(result.evicted)
+            for victims in plan.victims.values():
+                if victims:
+                    metrics.PREEMPTION_ATTEMPTS.inc()
+                    metrics.PREEMPTION_VICTIMS.observe(len(victims))
+            log.info(
+                "pod group %s preempted %s",
+                gang.key,
+                ", ".join(k for k in by_key if k in evicted) or "nothing",
+            )
+            for other in plan.clear.values():
+                if other.pod.status.nominated_node_name:
+                    await self._evict(other, "", [])
+        else:
+            log.info("pod group %s evicted nothing: %s", gang.key, result.message)
+        return evicted
+
+    async def _clear_nominations(self, members: Sequence[PodInfo]) -> None:
+        """Clear the nominations of a group's members (an earlier preemption's, which no
+        longer makes room for the whole group), in one store transaction."""
+        nominated: list[tuple[PodInfo, str, list[PodInfo]]] = [
+            (m, "", []) for m in members if m.pod.status.nominated_node_name
+        ]
+        if nominated:
+            await self._evict_group(nominated)
+
+    async def _evict_group(
+        self, entries: Sequence[tuple[PodInfo, str, list[PodInfo]]]
+    ) -> EvictResult | StoreFailure:
+        """One Evict for a group's members: each (member, node, victims) evicted for and
+        nominated ("" clears), all in one transaction."""
+        (first, node, victims), *rest = entries
+
+        def refs(pods: Sequence[PodInfo]) -> list[Victim]:
+            return [
+                Victim(namespace=v.namespace, name=v.name, uid=v.pod.metadata.uid) for v in pods
+            ]
+
+        group = [
+            Preemptor(
+                namespace=m.namespace,
+                name=m.name,
+                uid=m.pod.metadata.uid,
+                node=where,
+                victims=refs(chosen),
+            )
+            for m, where, chosen in rest
+        ]
+        return await ask(
+            self._store,
+            lambda r: Evict(
+                namespace=first.namespace,
+                name=first.name,
+                uid=first.pod.metadata.uid,
+                node=node,
+                victims=refs(victims),
+                group=group,
+                reply=r,
+            ),
+        )
 
     async def _commit_gang(
         self,
@@ -646,7 +1021,7 @@ class Scheduler:
             o.finished += share
         refused = [s for s in assumed.statuses if s.status != "assumed"]
         if refused:
-            _undo(snapshot, before, objects)
+            undo(snapshot, before, objects)
             error = any(s.status == "error" for s in refused)
             why: Literal["conflict", "error"] = "error" if error else "conflict"
             log.warning("pod group %s was not assumed: %s", gang.key, refused[0].message)
@@ -674,8 +1049,9 @@ class Scheduler:
                 )
                 o.status = why
             metrics.POD_GROUP_ATTEMPTS_ERROR.inc()
+            attempt = _group_attempt(gang, len(outcomes), len(placed))
             for o in outcomes:
-                await self._report(o)
+                await self._report(o, group=attempt)
             return "error"
         # The group first, so that the queue counts them placed before anything else of them.
         await send(self._queue, GroupPlaced(key=gang.key, pods=[o.popped.pod for o in placed]))
@@ -697,8 +1073,9 @@ class Scheduler:
         await send(self._binder, BindBatch(requests=binds))
         metrics.POD_GROUP_ATTEMPTS_SCHEDULED.inc()
         log.debug("pod group %s: %d of %d members placed", gang.key, len(placed), len(outcomes))
+        attempt = _group_attempt(gang, len(outcomes), len(placed), placed=True)
         for o in outcomes:
-            await self._report(o)
+            await self._report(o, group=attempt)
         if self._sync_binds:
             for _ in binds:
                 await done.receive()
@@ -951,7 +1328,7 @@ class Scheduler:
             group=group,
         )
 
-    async def _report(self, o: _Outcome) -> None:
+    async def _report(self, o: _Outcome, *, group: GroupAttempt | None = None) -> None:
         status = o.status
         assert status is not None
         self._counts[status] += 1
@@ -969,6 +1346,8 @@ class Scheduler:
                 result=o.decision.result,
                 attempts=o.popped.attempts,
                 preempted=o.preempted,
+                group=group,
+                hints=o.hints,
             ),
         )
 
@@ -991,6 +1370,7 @@ class _Outcome:
     finished: float = 0.0
     preempted: list[str] = field(default_factory=list)
     assumed: PodInfo | None = None
+    hints: list[Hint] = field(default_factory=list)
 
     @property
     def node(self) -> str:
@@ -1012,27 +1392,22 @@ def _record_stages(attempt: Attempt, decision: Decision, deciding: float, decide
         attempt.record(extender_span(verb), start, end, attributes)
 
 
-GANG_LISTED = 3
-"""Members that did not fit a gang's message names, before "and N more"."""
+def _with_part(message: str, part: str | None) -> str:
+    """A member's FitError with the ``preemption:`` part its group's preemption gave it."""
+    return f"{message} {part}" if part and message else message
 
 
-def gang_message(
-    gang: GangBatch, tried: int, fit: int, unfit: Sequence[_Outcome], *, preemption: bool
-) -> str:
-    """What every member of a gang that did not fit is told: ``pod group ml/train: 6 of 8
-    members fit, minCount 8; ml/worker-6: 0/10 nodes are available: ...`` (the first
-    :data:`GANG_LISTED` members that did not fit with their FitError, then how many more), and
-    with ``preemption`` (it would have been tried for a pod) that it is not tried for gangs."""
-    head = f"pod group {gang.key}: {fit} of {tried} members fit, minCount {gang.min_count}"
-    if gang.bound:
-        head += f" ({gang.bound} bound already)"
-    parts = [head]
-    parts += [f"{o.popped.pod.key}: {o.decision.result.message}" for o in unfit[:GANG_LISTED]]
-    if len(unfit) > GANG_LISTED:
-        parts.append(f"and {len(unfit) - GANG_LISTED} more")
-    if preemption:
-        parts.append("preemption is not tried for pod groups yet")
-    return "; ".join(parts)
+def _group_attempt(
+    gang: GangBatch, members: int, fit: int, *, placed: bool = False
+) -> GroupAttempt:
+    return GroupAttempt(
+        key=gang.key,
+        min_count=gang.min_count,
+        bound=gang.bound,
+        members=members,
+        fit=fit,
+        placed=placed,
+    )
 
 
 def _changes_the_store(preemption: PreemptionResult) -> bool:
@@ -1078,14 +1453,6 @@ _ATTEMPT_METRICS = {
     "error": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
     "conflict": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
 }
-
-
-def _undo(snapshot: Snapshot, before: dict[str, NodeInfo], objects: ClusterObjects) -> None:
-    """Take a gang's folds back out of the snapshot: each node as before its first fold, and
-    the objects as before any volume decision (the cache assumed none of them)."""
-    for info in before.values():
-        snapshot.replace_node_info(info)
-    snapshot.objects = objects
 
 
 def _observe_stages(decision: Decision) -> None:

@@ -58,6 +58,12 @@ Where Podium differs from v1.14 (or guesses):
   versions also decrement the budget per victim; Podium keeps v1.14's rule);
 - Podium's cache drops terminating pods, so the "terminating pod on the nominated node" rule
   only matters for snapshots that keep them (tests, tools).
+
+Pod groups (issue 24; the scheduler's gang preemption, actors/cycle/gangs.py, runs these steps
+for each member that needs a node): ``spared`` pods are never victims (a gang's preemption
+spares the members of gangs, :func:`gang_members`); each member's victims are chosen against
+the budgets the earlier members' victims left (:func:`spend_budgets`); a member that finds no
+victim on any node is answered without a fit check per node (:func:`without_victims_anywhere`).
 """
 
 from __future__ import annotations
@@ -83,7 +89,8 @@ from podium.actors.framework.nominated import (
     add_nominated_pods,
     lower_priority_nominated_pods,
 )
-from podium.actors.framework.snapshot import Snapshot
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot
+from podium.protocol.gangs import min_count, pod_group_key
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import (
     Pod,
@@ -105,6 +112,7 @@ __all__ = [
     "PredicateFitCheck",
     "PreemptionResult",
     "PreemptionSearch",
+    "Spared",
     "VictimSelection",
     "Victims",
     "disruption_budgets",
@@ -112,6 +120,8 @@ __all__ = [
     "filter_pods_with_pdb_violation",
     "finish_preemption",
     "fit_error_with_preemption",
+    "gang_members",
+    "lowest_evictable_priority",
     "more_important_pod",
     "nodes_where_preemption_might_help",
     "pick_one_node_for_preemption",
@@ -120,6 +130,9 @@ __all__ = [
     "search_preemption",
     "select_nodes_for_preemption",
     "select_victims_on_node",
+    "spend_budgets",
+    "without_victims",
+    "without_victims_anywhere",
 ]
 
 PREEMPT_NEVER = "Never"
@@ -135,6 +148,9 @@ MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 """default_preemption.go ``PodEligibleToPreemptOthers``."""
 MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 """default_preemption.go ``PodEligibleToPreemptOthers``."""
+
+Spared = Callable[[PodInfo], bool]
+"""``spared(pod)``: whether ``pod`` must never be a victim, whatever its priority."""
 
 _PRIORITY_OFFSET = 2**31
 """pickOneNodeForPreemption adds MaxInt32+1 to every priority before summing, so that a node
@@ -436,6 +452,8 @@ def select_victims_on_node(
     snapshot: Snapshot,
     fits: FitCheck,
     budgets: Sequence[DisruptionBudget] = (),
+    *,
+    spared: Spared | None = None,
 ) -> VictimSelection:
     """v1.14 ``selectVictimsOnNode``: the fewest pods to evict on ``node_info`` for ``pod``.
 
@@ -454,12 +472,16 @@ def select_victims_on_node(
             :meth:`Snapshot.copy`).
         fits: the predicate check (:class:`PredicateFitCheck` by default).
         budgets: the disruption budgets (:func:`disruption_budgets`).
+        spared: pods never evicted, whatever their priority (a pod group's preemption spares
+            the members of gangs, :func:`gang_members`); None: none.
     """
     original = snapshot.get(node_info.name)
     if original is None:
         return VictimSelection((), 0, False, (MSG_PREEMPTION_NOT_HELPFUL,))
     work = node_info.clone()
-    potential = [p for p in work.pods if p.priority < pod.priority]
+    potential = [
+        p for p in work.pods if p.priority < pod.priority and (spared is None or not spared(p))
+    ]
     for p in potential:
         work.remove_pod(p)
     snapshot.replace_node_info(work)
@@ -497,6 +519,8 @@ def select_nodes_for_preemption(
     nodes: Iterable[str],
     fits: FitCheck,
     budgets: Sequence[DisruptionBudget] = (),
+    *,
+    spared: Spared | None = None,
 ) -> tuple[dict[str, Victims], dict[str, tuple[str, ...]]]:
     """v1.14 ``selectNodesForPreemption`` over ``nodes`` (names; ones not in the snapshot are
     skipped, as v1.14 skips a node its cache does not have yet).
@@ -514,7 +538,7 @@ def select_nodes_for_preemption(
         info = work.get(name)
         if info is None:
             continue
-        found = select_victims_on_node(pod, info, work, fits, budgets)
+        found = select_victims_on_node(pod, info, work, fits, budgets, spared=spared)
         if found.fits:
             candidates[name] = Victims(found.victims, found.num_pdb_violations)
         else:
@@ -617,9 +641,11 @@ def search_preemption(
     fits: FitCheck,
     *,
     budgets: Sequence[DisruptionBudget] | None = None,
+    spared: Spared | None = None,
 ) -> PreemptionSearch:
     """The first half of :func:`preempt`: eligibility, the nodes where preemption might help,
-    and the victims on each (``selectNodesForPreemption``)."""
+    and the victims on each (``selectNodesForPreemption``; ``spared`` pods are never
+    victims)."""
     eligible, why = pod_eligible_to_preempt_others(pod, snapshot)
     if not eligible:
         return PreemptionSearch(done=PreemptionResult(message=PREEMPTION_PREFIX + why))
@@ -640,7 +666,7 @@ def search_preemption(
     if budgets is None:
         budgets = disruption_budgets(snapshot)
     candidates, unfit = select_nodes_for_preemption(
-        pod, snapshot, (info.name for info in potential), fits, budgets
+        pod, snapshot, (info.name for info in potential), fits, budgets, spared=spared
     )
     return PreemptionSearch(candidates=candidates, unfit=unfit, potential=len(potential))
 
@@ -717,3 +743,93 @@ def fit_error_with_preemption(fit_message: str, result: PreemptionResult) -> str
     if result.node is not None or not result.message:
         return fit_message
     return f"{fit_message} {result.message}"
+
+
+# --------------------------------------------------------------------------- pod groups
+
+
+def gang_members(objects: ClusterObjects) -> Spared:
+    """The pods a pod group's preemption spares (issue 24): the members of gangs.
+
+    A gang is placed all or nothing; evicting some of its members would leave it partly
+    running, and evicting all of them is a decision about that whole gang (its priority, every
+    node it holds) that victim selection node by node cannot make. So a member of a group that
+    is a gang (``minCount``/``minMember``), or of a group Podium does not know (it may be one),
+    is never a victim of a gang's preemption, whatever its priority; the pods of a ``basic``
+    group are ordinary pods.
+    """
+    groups = objects.pod_groups
+
+    def spared(pod: PodInfo) -> bool:
+        key = pod_group_key(pod.pod)
+        if key is None:
+            return False
+        group = groups.get(key)
+        return group is None or min_count(group) is not None
+
+    return spared
+
+
+def lowest_evictable_priority(
+    snapshot: Snapshot, spared: Spared | None = None, *, below: int | None = None
+) -> int | None:
+    """The lowest priority among the pods on ``snapshot``'s nodes that ``spared`` does not
+    spare (None: no such pod): a preemptor of that priority or below finds no victim on any
+    node. ``below``: only pods of a lower priority count (a preemptor's: the others can never
+    be its victims, and are not asked whether they are spared)."""
+    lowest: int | None = None
+    for info in snapshot.node_infos:
+        for p in info.pods:
+            if below is not None and p.priority >= below:
+                continue
+            if (lowest is None or p.priority < lowest) and (spared is None or not spared(p)):
+                lowest = p.priority
+    return lowest
+
+
+def without_victims_anywhere(
+    pod: PodInfo, snapshot: Snapshot, unresolvable: Collection[str]
+) -> PreemptionResult:
+    """What :func:`preempt` answers for a pod that finds no victim on any node (no pod of a
+    lower priority runs, or only spared ones), without a fit check per node: not eligible, or
+    ``preemption: 0/N nodes are available: U Preemption is not helpful for scheduling, V No
+    preemption victims found for incoming pod.`` (every node not in ``unresolvable`` has no
+    victim; :func:`select_victims_on_node` would check that the pod still does not fit there,
+    which the attempt that failed already said)."""
+    eligible, why = pod_eligible_to_preempt_others(pod, snapshot)
+    if not eligible:
+        return PreemptionResult(message=PREEMPTION_PREFIX + why)
+    num_nodes = len(snapshot)
+    if num_nodes == 0:
+        return PreemptionResult()
+    hopeless = sum(1 for info in snapshot.node_infos if info.name in unresolvable)
+    reasons = Counter({MSG_PREEMPTION_NOT_HELPFUL: hopeless, MSG_NO_VICTIMS: num_nodes - hopeless})
+    return PreemptionResult(message=_preemption_message(num_nodes, +reasons))
+
+
+def without_victims(snapshot: Snapshot, node: str, victims: Iterable[PodInfo]) -> NodeInfo:
+    """Take ``victims`` off ``node`` in ``snapshot`` (a changed clone swapped in, as preemption
+    evaluates a node). Returns the node's NodeInfo before."""
+    before = snapshot.by_name[node]
+    info = before.clone()
+    for victim in victims:
+        info.remove_pod(victim)
+    snapshot.replace_node_info(info)
+    return before
+
+
+def spend_budgets(
+    budgets: Sequence[DisruptionBudget], victims: Iterable[PodInfo]
+) -> list[DisruptionBudget]:
+    """``budgets`` once ``victims`` are evicted: each budget's allowed disruptions less the
+    victims it covers. A pod group evicts for several members at once, so each member's
+    victims are chosen against the budgets the earlier members' victims left (v1.14 preemption
+    reads ``disruptionsAllowed`` as given for one pod; later versions decrement it per victim
+    too)."""
+    chosen = list(victims)
+    return [
+        dataclasses.replace(b, allowed=b.allowed - sum(1 for v in chosen if b.covers(v)))
+        if any(b.covers(v) for v in chosen)
+        else b
+        for b in budgets
+    ]

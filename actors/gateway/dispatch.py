@@ -13,7 +13,7 @@ as a put would (store/admission.py) and stores nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import assert_never
+from typing import Literal, assert_never
 
 import msgspec
 import trio
@@ -29,6 +29,8 @@ from podium.actors.mail.messages import (
     CacheStats,
     CacheStatsReply,
     Explained,
+    ExplainedGroup,
+    ExplainGroup,
     ExplainPod,
     Handles,
     Lookup,
@@ -43,8 +45,17 @@ from podium.actors.mail.messages import (
 from podium.actors.runtime.mailbox import ask
 from podium.actors.runtime.tracing import DISABLED, OBJECTS, PUT, Tracing
 from podium.protocol.errors import InvalidObject
+from podium.protocol.gangs import min_count, pod_group_key
 from podium.protocol.labels import parse_selector
-from podium.protocol.objects import DEFAULT_NAMESPACE, Pod, PriorityClass
+from podium.protocol.objects import (
+    DEFAULT_NAMESPACE,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    holds_resources,
+    namespace_or_default,
+    namespaced_key,
+)
 from podium.protocol.validation import SCHEDULING_GATED_MESSAGE
 from podium.protocol.wire import (
     Cancel,
@@ -54,9 +65,11 @@ from podium.protocol.wire import (
     DeleteReply,
     ErrorReply,
     Explain,
+    ExplainGroupReply,
     ExplainReply,
     Get,
     GetReply,
+    GroupPlacement,
     PendingCounts,
     Placement,
     PriorityWeight,
@@ -248,6 +261,8 @@ class Dispatcher:
             return ErrorReply(id=request_id, code=exc.code, message=exc.message, path=path)
 
     async def _explain(self, msg: Explain) -> ServerMessage:
+        if msg.kind == "PodGroup":
+            return await self._explain_group(msg)
         h = self._handles
         read: ReadResult | StoreFailure = await ask(
             h.store,
@@ -312,6 +327,143 @@ class Dispatcher:
             ),
             hints=explained.hints,
         )
+
+    async def _explain_group(self, msg: Explain) -> ServerMessage:
+        """A pod group's members (read from the store: every pod of its namespace that names
+        it), the queue's word on each (the quorum it waits for, its attempts), and the
+        scheduler's dry run of the pending ones as the group's next attempt (ExplainGroup)."""
+        h = self._handles
+        namespace = namespace_or_default(msg.namespace)
+        key = namespaced_key(namespace, msg.name)
+        read: ReadResult | StoreFailure = await ask(
+            h.store,
+            lambda r: ReadObjects(kind="PodGroup", name=msg.name, namespace=namespace, reply=r),
+        )
+        group = None
+        if isinstance(read, ReadResult):
+            found = read.items[0]
+            assert isinstance(found, PodGroup)
+            group = found
+        listed: ReadResult | StoreFailure = await ask(
+            h.store, lambda r: ReadObjects(kind="Pod", namespace=namespace, reply=r)
+        )
+        if isinstance(listed, StoreFailure):
+            return failure(msg.id, listed)
+        members = [p for p in listed.items if isinstance(p, Pod) and pod_group_key(p) == key]
+        if group is None and not members:
+            # Neither the group nor a pod naming it: the store's not_found for the group.
+            assert isinstance(read, StoreFailure)
+            return failure(msg.id, read)
+        minimum = min_count(group) if group is not None else None
+        policy: Literal["gang", "basic"] | None = (
+            None if group is None else ("basic" if minimum is None else "gang")
+        )
+        # Members as a gang's unit orders them: by priority, then arrival (creation), then name.
+        members.sort(
+            key=lambda p: (
+                -(p.spec.priority or 0),
+                p.metadata.creation_timestamp or "",
+                p.metadata.name,
+            )
+        )
+        bound = [p for p in members if p.spec.node_name and holds_resources(p)]
+        placements = [
+            Placement(
+                namespace=namespace,
+                name=p.metadata.name,
+                node=p.spec.node_name,
+                message=None,
+                bound=True,
+            )
+            for p in bound
+        ]
+        pending: list[tuple[PodInfo, LookupReply]] = []
+        waiting = ""
+        for p in members:
+            if p.spec.node_name or not holds_resources(p):
+                continue
+            info = PodInfo(p)
+            looked = await self._lookup(info.key)
+            if looked.queue is None:
+                continue  # not this scheduler's to place (another scheduler, terminating)
+            if looked.queue == "waiting":
+                waiting = waiting or looked.message
+            if looked.queue == "gated" or p.spec.scheduling_gates:
+                gates = ", ".join(g.name for g in p.spec.scheduling_gates)
+                why = ScheduleResult(message=f"{SCHEDULING_GATED_MESSAGE}: {gates}")
+                placements.append(placement(info, why, attempts=looked.attempts, explain=False))
+                continue
+            pending.append((info, looked))
+        needed = 0 if minimum is None else max(minimum - len(bound), 0)
+        exist = len(bound) + len(pending)
+        if not waiting and not pending and minimum is not None and exist < minimum:
+            # No pending member to ask the queue about: the count it would give.
+            waiting = f"waiting for pod group {key}: {exist} of {minimum} pods exist"
+        if waiting:
+            # The GangScheduling PreEnqueue holds them: not for the scheduler to try yet.
+            placements += [
+                placement(
+                    info, ScheduleResult(message=waiting), attempts=looked.attempts, explain=False
+                )
+                for info, looked in pending
+            ]
+            answer = GroupPlacement(
+                namespace=namespace,
+                name=msg.name,
+                policy=policy,
+                min_count=minimum,
+                bound=len(bound),
+                needed=needed,
+                fit=0,
+                placed=False,
+                waiting=True,
+                message=waiting,
+                members=placements,
+            )
+            return ExplainGroupReply(id=msg.id, revision=listed.revision, group=answer)
+        explained: ExplainedGroup = await ask(
+            h.scheduler,
+            lambda r: ExplainGroup(
+                key=key,
+                min_count=minimum,
+                bound=len(bound),
+                members=[info for info, _ in pending],
+                reply=r,
+            ),
+        )
+        blocking: list[str] = []
+        for (info, looked), decision in zip(pending, explained.decisions, strict=True):
+            if decision.node is None:
+                blocking.append(info.key)
+            placements.append(
+                placement(
+                    info,
+                    decision.result,
+                    attempts=looked.attempts,
+                    explain=True,
+                    preempted=explained.preempted.get(info.key, []),
+                )
+            )
+        answer = GroupPlacement(
+            namespace=namespace,
+            name=msg.name,
+            policy=policy,
+            min_count=minimum,
+            bound=len(bound),
+            needed=needed,
+            fit=explained.fit,
+            placed=explained.fit >= needed,
+            message=explained.message,
+            members=placements,
+            blocking=blocking,
+            hints={k: v for k, v in explained.hints.items() if v},
+            preempted=[v for victims in explained.preempted.values() for v in victims],
+        )
+        return ExplainGroupReply(id=msg.id, revision=listed.revision, group=answer)
+
+    async def _lookup(self, key: str) -> LookupReply:
+        looked: LookupReply = await ask(self._handles.queue, lambda r: Lookup(key=key, reply=r))
+        return looked
 
     async def _stats(self, msg: Stats) -> StatsReply:
         h = self._handles

@@ -31,8 +31,8 @@ the token file closes the connections that presented it.
 Owns: connections, watches and their positions, the ring of recent changes.
 Mailbox (hub): :class:`~podium.store.mail.Recovered`, :class:`~podium.store.mail.Committed`,
 :class:`~podium.actors.gateway.watch.AddWatch`, :class:`~podium.actors.gateway.watch.RemoveWatch`.
-Emits: store reads and writes; ExplainPod, ReloadPlugins, SchedulerStats (scheduler); Lookup,
-QueueStats (queue); CacheStats (cache).
+Emits: store reads and writes; ExplainPod, ExplainGroup, ReloadPlugins, SchedulerStats
+(scheduler); Lookup, QueueStats (queue); CacheStats (cache).
 
 Metrics: ``podium_protocol_connections``, ``podium_protocol_requests_total{type}`` (the
 request's wire tag), ``podium_protocol_errors_total{type, code}`` (``frame`` for a frame or

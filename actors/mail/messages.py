@@ -51,14 +51,17 @@ __all__ = [
     "CacheStats",
     "CacheStatsReply",
     "Decision",
+    "ExplainGroup",
     "ExplainPod",
     "Explained",
+    "ExplainedGroup",
     "FilterMsg",
     "FilterRequest",
     "FinishBinding",
     "Forget",
     "GangBatch",
     "GiveBack",
+    "GroupAttempt",
     "GroupPlaced",
     "Handles",
     "Lookup",
@@ -484,6 +487,9 @@ class Attempted(_Mail, frozen=True, kw_only=True):
         result: the decision's details (reasons; per-node verdicts with explain).
         attempts: the pod's attempts including this one.
         preempted: ``namespace/name`` of the pods this attempt evicted to make room.
+        group: the gang attempt this was one member of (None: a pod's own attempt).
+        hints: what would make the pod fit (a member of a gang that did not fit, when the
+            scheduler keeps every examined node's verdict: ``podium simulate --explain``).
     """
 
     pod: PodInfo
@@ -492,6 +498,26 @@ class Attempted(_Mail, frozen=True, kw_only=True):
     result: ScheduleResult
     attempts: int
     preempted: list[str] = []
+    group: GroupAttempt | None = None
+    hints: list[Hint] = []
+
+
+class GroupAttempt(_Mail, frozen=True, kw_only=True):
+    """One attempt of a gang, as each member's :class:`Attempted` carries it.
+
+    Attributes:
+        key: the group (``namespace/name``).
+        min_count: its minCount; bound: its members bound (or placed) before the attempt.
+        members: the members decided; fit: how many of them fit.
+        placed: whether the group was placed (assumed and handed to the binder).
+    """
+
+    key: str
+    min_count: int
+    bound: int
+    members: int
+    fit: int
+    placed: bool
 
 
 class BeginScheduling(_Mail, frozen=True, kw_only=True):
@@ -516,6 +542,46 @@ class Explained(_Mail, frozen=True, kw_only=True):
     decision: Decision
     hints: list[Hint]
     preempted: list[str] = []
+
+
+class ExplainGroup(_Mail, frozen=True, kw_only=True):
+    """Decide a pod group's pending ``members`` as its next attempt would (``podium explain
+    podgroup/NS/NAME``): one after another on the current snapshot, each placement folded in,
+    then, when fewer than ``min_count - bound`` fit and preemption is on, the victims its
+    preemption would evict; nothing is advanced, assumed, evicted or bound.
+
+    ``min_count`` None: a ``basic`` group (every member decided as an ordinary pod, in turn).
+    Answered with :class:`ExplainedGroup`.
+    """
+
+    key: str
+    min_count: int | None
+    bound: int
+    members: list[PodInfo]
+    reply: trio.MemorySendChannel[ExplainedGroup]
+
+
+class ExplainedGroup(_Mail, frozen=True, kw_only=True):
+    """A group's dry run.
+
+    Attributes:
+        decisions: each member's, in order (every examined node's verdict); a member that did
+            not fit has its FitError with the ``preemption:`` part preemption gave it.
+        hints: member key -> what would make it fit, for the members that did not.
+        fit: how many members fit; needed: how many must (``min_count - bound``, 0 for a
+            ``basic`` group or one with minCount bound).
+        preempted: member key -> the pods the group's preemption would evict for it (only
+            when that places the whole group).
+        message: what every member would be told when the group is not placed (its attempt's
+            message); None when it would be.
+    """
+
+    decisions: list[Decision]
+    hints: dict[str, list[Hint]] = {}
+    fit: int = 0
+    needed: int = 0
+    preempted: dict[str, list[str]] = {}
+    message: str | None = None
 
 
 class ReloadPlugins(_Mail, frozen=True, kw_only=True):
@@ -548,7 +614,9 @@ class SchedulerStatsReply(_Mail, frozen=True, kw_only=True):
     errors: int
 
 
-SchedulerMsg: TypeAlias = BeginScheduling | ExplainPod | ReloadPlugins | SchedulerStats
+SchedulerMsg: TypeAlias = (
+    BeginScheduling | ExplainPod | ExplainGroup | ReloadPlugins | SchedulerStats
+)
 
 
 # --------------------------------------------------------------------------- runtime

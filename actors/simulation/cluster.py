@@ -10,12 +10,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
+from podium.actors.cycle.explain import placement
 from podium.actors.framework.node_tree import NodeTree
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import ClusterObjects
+from podium.actors.mail.messages import GroupAttempt
 from podium.protocol.errors import ErrorCode, InvalidObject, PodiumError
+from podium.protocol.gangs import min_count, pod_group_key
 from podium.protocol.objects import (
     KubeObject,
     Node,
@@ -33,9 +37,19 @@ from podium.protocol.objects import (
     holds_resources,
     namespaced_key,
 )
+from podium.protocol.wire import GroupPlacement, Hint
 from podium.store.admission import admit_pod, known_classes
 
-__all__ = ["Cluster", "PodOutcome", "SimulationError", "build_cluster", "final_node_infos"]
+__all__ = [
+    "Cluster",
+    "GroupOutcome",
+    "GroupVerdict",
+    "PodOutcome",
+    "SimulationError",
+    "build_cluster",
+    "final_node_infos",
+    "group_outcomes",
+]
 
 log = logging.getLogger("podium.simulate")
 
@@ -72,7 +86,11 @@ class Cluster:
 
 @dataclass(slots=True)
 class PodOutcome:
-    """Where one pending pod went, after its last attempt."""
+    """Where one pending pod went, after its last attempt.
+
+    ``gang``: the gang attempt it was last decided in (a member of a pod group); ``hints``:
+    what would have made it fit there (with ``--explain``).
+    """
 
     pod: PodInfo
     node: str | None
@@ -80,6 +98,100 @@ class PodOutcome:
     attempts: int
     result: ScheduleResult
     preempted: list[str] = field(default_factory=list)
+    gang: GroupAttempt | None = None
+    hints: list[Hint] = field(default_factory=list)
+
+
+GroupVerdict = Literal["placed", "not placed", "waiting", "basic"]
+"""How a pod group ended in a simulation: a gang ``placed`` (at least minCount members bound
+or placed) or ``not placed``; ``waiting`` for its quorum (never tried: short of minCount pods,
+or the group is not in the input); ``basic`` (its pods are ordinary pods: each row says where
+it went)."""
+
+
+@dataclass(slots=True)
+class GroupOutcome:
+    """One pod group of a simulation: the group (None: not in the input), its members bound
+    in the input, and its pending members' outcomes."""
+
+    key: str
+    group: PodGroup | None
+    bound: int
+    members: list[PodOutcome]
+
+    @property
+    def min_count(self) -> int | None:
+        return None if self.group is None else min_count(self.group)
+
+    @property
+    def verdict(self) -> GroupVerdict:
+        if self.group is None or any(
+            (o.message or "").startswith(f"waiting for pod group {self.key}:") for o in self.members
+        ):
+            return "waiting"
+        wanted = self.min_count
+        if wanted is None:
+            return "basic"
+        placed = sum(1 for o in self.members if o.node is not None)
+        return "placed" if self.bound + placed >= wanted else "not placed"
+
+    def placement(self) -> GroupPlacement:
+        """The group as ``podium explain podgroup/...`` shows one, from its members' last
+        attempt: each member's verdict there (the node it fitted, or its FitError), the
+        members that blocked it and their hints, the gang's message."""
+        namespace, _, name = self.key.partition("/")
+        verdict = self.verdict
+        wanted = self.min_count
+        needed = 0 if wanted is None else max(wanted - self.bound, 0)
+        members = [
+            placement(o.pod, o.result, attempts=o.attempts, explain=True, preempted=o.preempted)
+            for o in self.members
+        ]
+        blocking = [o.pod.key for o in self.members if o.node is None and o.result.node is None]
+        message = None
+        if verdict in ("waiting", "not placed"):
+            message = next((o.message for o in self.members if o.message), None)
+        return GroupPlacement(
+            namespace=namespace,
+            name=name,
+            policy=None if self.group is None else ("basic" if wanted is None else "gang"),
+            min_count=wanted,
+            bound=self.bound,
+            needed=needed,
+            fit=sum(1 for o in self.members if o.node is not None or o.result.node is not None),
+            placed=verdict in ("placed", "basic"),
+            waiting=verdict == "waiting",
+            message=message,
+            members=members,
+            blocking=[] if verdict == "waiting" else blocking,
+            hints={o.pod.key: o.hints for o in self.members if o.hints and o.pod.key in blocking},
+            preempted=[v for o in self.members for v in o.preempted],
+        )
+
+
+def group_outcomes(
+    objects: Iterable[KubeObject], outcomes: Sequence[PodOutcome]
+) -> dict[str, GroupOutcome]:
+    """Every pod group a pending pod of ``outcomes`` names (``namespace/name``, in the order
+    of its first member's outcome), with the group and its members bound in ``objects``."""
+    groups: dict[str, PodGroup] = {}
+    bound: dict[str, int] = {}
+    for obj in objects:
+        if isinstance(obj, PodGroup):
+            groups[_key(obj)] = obj
+        elif isinstance(obj, Pod) and obj.spec.node_name and holds_resources(obj):
+            key = pod_group_key(obj)
+            if key is not None:
+                bound[key] = bound.get(key, 0) + 1
+    out: dict[str, GroupOutcome] = {}
+    for o in outcomes:
+        key = pod_group_key(o.pod.pod)
+        if key is None:
+            continue
+        if key not in out:
+            out[key] = GroupOutcome(key, groups.get(key), bound.get(key, 0), [])
+        out[key].members.append(o)
+    return out
 
 
 def _key(obj: KubeObject) -> str:

@@ -103,6 +103,8 @@ async def _simulate(
                     report.result,
                     # Evictions stand whatever the later attempts did.
                     [*(previous.preempted if previous else []), *report.preempted],
+                    report.group,
+                    report.hints,
                 )
                 if progress is not None:
                     progress(len(outcomes))

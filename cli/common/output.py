@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from podium.protocol.client import RemoteError
     from podium.protocol.objects import KubeObject
-    from podium.protocol.wire import NodeVerdict, ObjectError
+    from podium.protocol.wire import GroupPlacement, Hint, NodeVerdict, ObjectError
 
 __all__ = [
     "EXIT_DAMAGED",
@@ -43,10 +43,13 @@ __all__ = [
     "add_output_option",
     "dump_json",
     "err",
+    "group_verdict",
+    "hint_lines",
     "human_duration",
     "message_doc",
     "object_doc",
     "out",
+    "print_group",
     "print_remote_error",
     "skipped_doc",
     "skipped_line",
@@ -97,6 +100,89 @@ def verdict_table(nodes: Mapping[str, NodeVerdict], stream: TextIO | None = None
             ]
         )
     table(rows, stream)
+
+
+def hint_lines(hints: Sequence[Hint]) -> list[str]:
+    """What would make a pod fit, one line a hint: ``needs 200m more cpu on 3 nodes``, or
+    ``no node can ever hold it: ...``."""
+    lines = []
+    for h in hints:
+        if h.is_beyond_every_node:
+            lines.append(
+                f"no node can ever hold it: it asks {h.missing} more {h.resource} than the "
+                "largest node's allocatable"
+            )
+            continue
+        plural = "node" if h.nodes == 1 else "nodes"
+        lines.append(f"needs {h.missing} more {h.resource} on {h.nodes} {plural}")
+    return lines
+
+
+def group_verdict(group: GroupPlacement) -> str:
+    """Whether a pod group would be placed, in one line: ``no: 2 of 4 members fit, 4
+    needed``, ``yes: ...``, the quorum it waits for, or (``basic``) how many fit."""
+    if group.waiting:
+        return f"no: {group.message}"
+    pending = sum(1 for m in group.members if not m.bound)
+    if not pending and group.placed:
+        return f"yes: every member is bound ({group.bound})"
+    counts = f"{group.fit} of {pending} members fit"
+    if group.min_count is None:
+        return f"{counts} (a basic group: each is placed as an ordinary pod)"
+    counts += f", {group.needed} needed"
+    if group.placed:
+        return f"yes: {counts}"
+    if group.preempted:
+        pods = "pod" if len(group.preempted) == 1 else "pods"
+        return f"no: {counts}; preemption would evict {len(group.preempted)} {pods}, then it fits"
+    return f"no: {counts}"
+
+
+def print_group(
+    group: GroupPlacement, stream: TextIO | None = None, *, members: bool = True
+) -> None:
+    """A pod group's explanation (``explain podgroup/NS/NAME``, ``simulate --explain``): the
+    group, its policy, whether it would be placed and why not, the pods its preemption would
+    evict; with ``members``, each member's verdict; then, per member that blocks it, every
+    examined node's verdict (with ``members``) and its hints."""
+    write = (stream or sys.stdout).write
+    if group.policy is None:
+        policy = "<none>: the group does not exist"
+    elif group.min_count is None:
+        policy = "basic"
+    else:
+        policy = f"gang, minCount {group.min_count} ({group.bound} bound)"
+    write(f"PodGroup:  {group.namespace}/{group.name}\n")
+    write(f"Policy:    {policy}\n")
+    write(f"Placed:    {group_verdict(group)}\n")
+    if group.message and not group.waiting:
+        write(f"Message:   {group.message}\n")
+    if group.blocking:
+        write(f"Blocked:   {', '.join(group.blocking)}\n")
+    if group.preempted:
+        write(f"Preempts:  {', '.join(group.preempted)}\n")
+    if members and group.members:
+        write("\n")
+        rows = [["MEMBER", "NODE", "VERDICT"]]
+        for m in group.members:
+            verdict = "bound" if m.bound else ("fits" if m.node else m.message or "")
+            if m.preempted:
+                verdict += f" (evicting {', '.join(m.preempted)})"
+            rows.append([m.name, m.node or "<none>", verdict])
+        table(rows, stream)
+    by_key = {f"{m.namespace}/{m.name}": m for m in group.members}
+    for key in group.blocking:
+        found = group.hints.get(key, [])
+        member = by_key.get(key)
+        if not members and not found:
+            continue
+        write(f"\n{key}:\n")
+        if members and member is not None:
+            verdict_table(member.nodes, stream)
+        if found:
+            write("Hints:\n")
+            for line in hint_lines(found):
+                write(f"  {line}\n")
 
 
 def dump_json(doc: Any) -> None:
@@ -256,7 +342,8 @@ class Progress:
         total: the count at the end.
         enabled: whether the command wants it (commands that print ``-o json`` on stdout
             may still show it: it goes to stderr).
-        stream: where it goes (a terminal, or it stays silent).
+        stream: where it goes (a terminal, or it stays silent); None: ``sys.stderr`` as it is
+            when the bar is made (not as it was when this module was imported).
         rate: a unit (``pods/s``) to show the rate over the last second in, or None.
         clock: the time source (seconds; tests pass their own).
     """
@@ -267,10 +354,11 @@ class Progress:
         total: int,
         *,
         enabled: bool,
-        stream: TextIO = sys.stderr,
+        stream: TextIO | None = None,
         rate: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        stream = sys.stderr if stream is None else stream
         self.label, self.total, self.stream = label, total, stream
         self.enabled = enabled and stream.isatty() and total > 0
         self.rate, self._clock = rate, clock

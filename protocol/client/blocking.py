@@ -33,6 +33,7 @@ from podium.protocol.wire import (
     DeleteReply,
     Encoding,
     Event,
+    ExplainGroupReply,
     ExplainReply,
     GetReply,
     ObjectRef,
@@ -170,6 +171,11 @@ class BlockingClient:
     def explain(self, namespace: str, name: str) -> ExplainReply:
         """See :meth:`Client.explain`."""
         result: ExplainReply = self._run(self._live().explain, namespace, name)
+        return result
+
+    def explain_group(self, namespace: str, name: str) -> ExplainGroupReply:
+        """See :meth:`Client.explain_group`."""
+        result: ExplainGroupReply = self._run(self._live().explain_group, namespace, name)
         return result
 
     def simulate(self, pod: Pod, explain: bool = False) -> SimulateReply:

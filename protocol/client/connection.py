@@ -69,6 +69,7 @@ from podium.protocol.wire import (
     ErrorReply,
     Event,
     Explain,
+    ExplainGroupReply,
     ExplainReply,
     Get,
     GetReply,
@@ -314,6 +315,14 @@ class Client:
         """Why the pod is pending: every examined node's reasons and scores, and hints."""
         return await self._call(
             lambda i: Explain(id=i, namespace=namespace, name=name), ExplainReply
+        )
+
+    async def explain_group(self, namespace: str, name: str) -> ExplainGroupReply:
+        """Why the pod group is not placed: each member's verdict, the members that block it,
+        what would help, and the victims its preemption would evict."""
+        return await self._call(
+            lambda i: Explain(id=i, namespace=namespace, name=name, kind="PodGroup"),
+            ExplainGroupReply,
         )
 
     async def simulate(self, pod: Pod, explain: bool = False) -> SimulateReply:

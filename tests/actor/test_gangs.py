@@ -22,7 +22,7 @@ import msgspec
 import pytest
 import trio
 import trio.testing
-from builders import decode, make_node, make_pod
+from builders import decode, make_node, make_pdb, make_pod
 from gangs import member, pod_group
 
 from podium.actors.gateway.connection import Connection
@@ -42,12 +42,19 @@ from podium.actors.supervisor.supervisor import Runtime, load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.metrics import REGISTRY
-from podium.protocol.wire import Explain, ExplainReply, ObjectRef
+from podium.protocol.wire import (
+    ErrorReply,
+    Explain,
+    ExplainGroupReply,
+    ExplainReply,
+    ObjectRef,
+)
 from podium.store.core import StoreCore
 from podium.store.mail import (
     BindFailure,
     BindPods,
     BindResult,
+    Evict,
     Published,
     ReadObjects,
     ReadResult,
@@ -105,12 +112,14 @@ class RecordingStore:
         *,
         refuse: bool,
         binds: list[BindPods],
+        evicts: list[Evict],
     ) -> None:
         self._inbox = inbox
         self._to_store, from_relay = trio.open_memory_channel[StoreMsg](math.inf)
         self._store = memory_store(from_relay, subscribers, StoreCore())
         self._refuse = refuse
         self.binds = binds
+        self.evicts = evicts
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -118,6 +127,8 @@ class RecordingStore:
             task_status.started()
             async with self._inbox, self._to_store:
                 async for msg in self._inbox:
+                    if isinstance(msg, Evict):
+                        self.evicts.append(msg)
                     if isinstance(msg, BindPods):
                         self.binds.append(msg)
                         if self._refuse and any(b.group for b in msg.bindings):
@@ -136,6 +147,7 @@ class Cluster:
     handles: Handles
     reports: trio.MemoryReceiveChannel[Attempted]
     binds: list[BindPods]
+    evicts: list[Evict] = field(default_factory=list)
     attempts: list[Attempted] = field(default_factory=list)
 
     async def put(self, *objects: o.KubeObject) -> None:
@@ -153,6 +165,23 @@ class Cluster:
             self.handles.store, lambda r: WriteObjects(deletes=refs, reply=r)
         )
         assert isinstance(written, WriteResult), written
+
+    async def begin(self) -> None:
+        await send(self.handles.scheduler, BeginScheduling())
+        await self.settle()
+
+    async def explain_group(
+        self, name: str, namespace: str = "ml"
+    ) -> ExplainGroupReply | ErrorReply:
+        dispatcher = Dispatcher(
+            self.handles, Hub(), cast(Watches, None), connections=lambda: 0, started=0.0
+        )
+        reply = await dispatcher.handle(
+            cast(Connection, None),
+            Explain(id=1, name=name, namespace=namespace, kind="PodGroup"),
+        )
+        assert isinstance(reply, ExplainGroupReply | ErrorReply), reply
+        return reply
 
     async def settle(self) -> None:
         await trio.testing.wait_all_tasks_blocked()
@@ -192,28 +221,30 @@ def condition_message(pod: o.Pod) -> str:
 
 @asynccontextmanager
 async def running(
-    *objects: o.KubeObject, refuse: bool = False, **config: Any
+    *objects: o.KubeObject, refuse: bool = False, begin: bool = True, **config: Any
 ) -> AsyncIterator[Cluster]:
-    """The runtime on a recording in-memory store, ``objects`` put, scheduling begun."""
+    """The runtime on a recording in-memory store, ``objects`` put, scheduling begun (unless
+    not ``begin``: :meth:`Cluster.begin` then starts it)."""
     cfg = dataclasses.replace(SchedulerConfig(), **config)
     binds: list[BindPods] = []
+    evicts: list[Evict] = []
 
     def store(
         inbox: trio.MemoryReceiveChannel[StoreMsg],
         subscribers: Sequence[trio.MemorySendChannel[Published]],
     ) -> RecordingStore:
-        return RecordingStore(inbox, subscribers, refuse=refuse, binds=binds)
+        return RecordingStore(inbox, subscribers, refuse=refuse, binds=binds, evicts=evicts)
 
     reports_tx, reports_rx = trio.open_memory_channel[Attempted](math.inf)
     runtime = Runtime(cfg, load_plugin_set(cfg), store, reports=reports_tx, seed=1)
     with trio.fail_after(10_000):
         async with trio.open_nursery() as nursery:
             handles = await nursery.start(runtime.run)
-            cluster = Cluster(handles, reports_rx, binds)
+            cluster = Cluster(handles, reports_rx, binds, evicts)
             if objects:
                 await cluster.put(*objects)
-            await send(handles.scheduler, BeginScheduling())
-            await cluster.settle()
+            if begin:
+                await cluster.begin()
             yield cluster
             runtime.stop()
             await handles.aclose()
@@ -239,11 +270,14 @@ async def test_a_gang_of_8_with_room_for_6_waits_whole_then_binds_in_one_commit(
         assert await c.placed() == {}
         assert await c.assumed() == 0
         assert c.binds == []
+        # Each member that did not fit says why preemption cannot help it, as a pod would.
+        nothing_to_evict = (
+            "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+        )
         want = (
             "pod group ml/train: 6 of 8 members fit, minCount 8; "
-            f"ml/w6: 0/3 nodes are available: 3 Insufficient {GPU}.; "
-            f"ml/w7: 0/3 nodes are available: 3 Insufficient {GPU}.; "
-            "preemption is not tried for pod groups yet"
+            f"ml/w6: 0/3 nodes are available: 3 Insufficient {GPU}. {nothing_to_evict}; "
+            f"ml/w7: 0/3 nodes are available: 3 Insufficient {GPU}. {nothing_to_evict}"
         )
         pods = await c.pods()
         assert {condition_message(pods[f"w{i}"]) for i in range(8)} == {want}
@@ -494,15 +528,24 @@ async def test_the_store_refusing_a_groups_bindings_forgets_and_requeues_them_as
 
 
 @pytest.mark.parametrize(
-    ("disabled", "never", "noted"),
-    [(False, False, True), (True, False, False), (False, True, False)],
+    ("disabled", "never", "tail"),
+    [
+        (
+            False,
+            False,
+            " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+        ),
+        (True, False, ""),
+        (False, True, " preemption: not eligible due to preemptionPolicy=Never."),
+    ],
     ids=["preemption", "no-preemption", "preemption-policy-never"],
 )
-async def test_the_preemption_note_appears_only_when_preemption_would_run(
-    autojump_clock: trio.testing.MockClock, disabled: bool, never: bool, noted: bool
+async def test_a_members_preemption_part_is_a_pods(
+    autojump_clock: trio.testing.MockClock, disabled: bool, never: bool, tail: str
 ) -> None:
-    """Said only where a pod would have had preemption tried: not with preemption off, nor
-    for members whose class says ``preemptionPolicy: Never``."""
+    """A member that did not fit is told what a pod's message tells it: why preemption cannot
+    help (Kubernetes' ``preemption:`` part), nothing with preemption off, and that it may not
+    preempt when its class says ``preemptionPolicy: Never``."""
     batch = decode(
         o.PriorityClass,
         {
@@ -524,8 +567,176 @@ async def test_the_preemption_note_appears_only_when_preemption_would_run(
     objects = [batch, cpu_node("n0", "4"), pod_group("train", 2), *workers]
     async with running(*objects, disable_preemption=disabled) as c:
         message = condition_message((await c.pods())["w1"])
-        assert message.startswith("pod group ml/train: 1 of 2 members fit")
-        assert message.endswith("preemption is not tried for pod groups yet") is noted
+        assert message == (
+            "pod group ml/train: 1 of 2 members fit, minCount 2; ml/w1: 0/1 nodes are "
+            f"available: 1 Insufficient cpu.{tail}"
+        )
+
+
+# --------------------------------------------------------------------------- preemption
+
+
+def priority_class(name: str, value: int) -> o.PriorityClass:
+    pc: o.PriorityClass = decode(
+        o.PriorityClass, {"kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+    )
+    return pc
+
+
+CLASSES = (priority_class("low", 10), priority_class("high", 1000))
+
+
+def low_pod(name: str, node: str, *, cpu: str = "1", **labels: str) -> o.Pod:
+    """A bound pod of priority 10 in namespace batch, no group."""
+    b = make_pod(name).ns("batch").uid(f"uid-batch-{name}").req(cpu=cpu).node(node)
+    b.spec(priorityClassName="low")
+    if labels:
+        b.labels(labels)
+    pod: o.Pod = b.obj()
+    return pod
+
+
+def high_worker(name: str, group: str = "train", *, cpu: str = "1") -> o.Pod:
+    return member(name, group, cpu=cpu, priority_class="high")
+
+
+def evicted_by(evict: Evict) -> dict[str, tuple[str, list[str]]]:
+    """Member name -> (its node, the names of its victims), for one Evict and its group."""
+    out = {evict.name: (evict.node, [v.name for v in evict.victims])}
+    out.update({p.name: (p.node, [v.name for v in p.victims]) for p in evict.group})
+    return out
+
+
+async def test_a_gang_that_fits_only_by_evicting_four_lower_pods_evicts_them_and_binds(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Four workers of priority 1000 on two full nodes of pods of priority 10: one Evict
+    takes the four pods and nominates each member to its node; the group, backed off, is
+    then decided whole and bound in one BindPods."""
+    nodes = [cpu_node("n0", "2"), cpu_node("n1", "2")]
+    lows = [low_pod(f"v{i}", f"n{i // 2}") for i in range(4)]
+    workers = [high_worker(f"w{i}") for i in range(4)]
+    async with running(*CLASSES, *nodes, *lows, pod_group("train", 4), *workers) as c:
+        [evict] = c.evicts
+        assert evicted_by(evict) == {
+            "w0": ("n0", ["v1"]),
+            "w1": ("n0", ["v0"]),
+            "w2": ("n1", ["v3"]),
+            "w3": ("n1", ["v2"]),
+        }
+        assert await c.pods("batch") == {}
+        pods = await c.pods()
+        assert {n: p.status.nominated_node_name for n, p in pods.items()} == {
+            "w0": "n0",
+            "w1": "n0",
+            "w2": "n1",
+            "w3": "n1",
+        }
+        assert sorted((a.pod.name, *a.preempted) for a in c.attempts) == [
+            ("w0", "batch/v1"),
+            ("w1", "batch/v0"),
+            ("w2", "batch/v3"),
+            ("w3", "batch/v2"),
+        ]
+        await trio.sleep(2)  # the group's backoff after its first attempt
+        await c.settle()
+        placed = await c.placed()
+        assert sorted(placed.items()) == [("w0", "n0"), ("w1", "n0"), ("w2", "n1"), ("w3", "n1")]
+        [bind] = c.binds
+        assert {b.group for b in bind.bindings} == {"ml/train"}
+        assert len(c.evicts) == 1
+
+
+@pytest.mark.parametrize("victims", ["low", "high"])
+async def test_a_gang_never_evicts_the_members_of_another_gang(
+    autojump_clock: trio.testing.MockClock, victims: str
+) -> None:
+    """The only pods in the way are a bound gang's members, of a lower or of a higher
+    priority than the workers: nothing is evicted (a gang is never partly evicted, and never
+    evicted for another gang), and the members are told no victim was found."""
+    held = [
+        member(f"h{i}", "held", ns="ml", node=f"n{i}", priority_class=victims) for i in range(2)
+    ]
+    nodes = [cpu_node("n0", "1"), cpu_node("n1", "1")]
+    workers = [high_worker(f"w{i}") for i in range(2)]
+    objects = [*CLASSES, *nodes, pod_group("held", 2), *held, pod_group("train", 2), *workers]
+    async with running(*objects) as c:
+        assert c.evicts == []
+        assert sorted(await c.placed()) == ["h0", "h1"]
+        message = condition_message((await c.pods())["w0"])
+        assert message == (
+            "pod group ml/train: 0 of 2 members fit, minCount 2; "
+            "ml/w0: 0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
+            "available: 2 No preemption victims found for incoming pod.; "
+            "ml/w1: 0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
+            "available: 2 No preemption victims found for incoming pod."
+        )
+
+
+async def test_a_gangs_victims_are_ordinary_pods_beside_a_spared_gang(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Each node holds a member of a low-priority gang and an ordinary low-priority pod: the
+    ordinary pods are evicted, the gang's members stay, whole."""
+    nodes = [cpu_node("n0", "2"), cpu_node("n1", "2")]
+    held = [member(f"h{i}", "held", node=f"n{i}", priority_class="low") for i in range(2)]
+    lows = [low_pod(f"p{i}", f"n{i}") for i in range(2)]
+    workers = [high_worker(f"w{i}") for i in range(2)]
+    objects = [*CLASSES, *nodes, pod_group("held", 2), *held, *lows]
+    async with running(*objects, pod_group("train", 2), *workers) as c:
+        [evict] = c.evicts
+        assert sorted(v for _, vs in evicted_by(evict).values() for v in vs) == ["p0", "p1"]
+        await trio.sleep(2)
+        await c.settle()
+        assert await c.pods("batch") == {}
+        assert sorted(await c.placed()) == ["h0", "h1", "w0", "w1"]
+
+
+async def test_a_disruption_budget_sends_a_gangs_preemption_to_the_next_best_node(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The pods on n0 are covered by a budget that allows no disruption: both members' victims
+    are taken on n1 (no violation), as pod preemption picks the node with the fewest."""
+    nodes = [cpu_node("n0", "2"), cpu_node("n1", "2")]
+    guarded = [low_pod(f"g{i}", "n0", app="guarded") for i in range(2)]
+    free = [low_pod(f"f{i}", "n1") for i in range(2)]
+    budget = make_pdb("guard").ns("batch").match_labels(app="guarded").allowed(0).obj()
+    workers = [high_worker(f"w{i}") for i in range(2)]
+    objects = [*CLASSES, *nodes, *guarded, *free, budget, pod_group("train", 2), *workers]
+    async with running(*objects) as c:
+        [evict] = c.evicts
+        assert evicted_by(evict) == {"w0": ("n1", ["f1"]), "w1": ("n1", ["f0"])}
+        await trio.sleep(2)
+        await c.settle()
+        assert sorted(await c.pods("batch")) == ["g0", "g1"]
+        assert sorted(await c.placed()) == ["w0", "w1"]
+
+
+async def test_a_gang_that_eviction_would_help_only_in_part_evicts_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Evicting the three pods of priority 10 would make room for three of the four workers
+    (n3 holds a pod of their own priority): no pod is evicted, and the message names the member
+    that blocks the group first."""
+    nodes = [cpu_node(f"n{i}", "2") for i in range(4)]
+    lows = [low_pod(f"v{i}", f"n{i}", cpu="2") for i in range(3)]
+    peer = make_pod("peer").ns("batch").uid("uid-peer").req(cpu="2").node("n3")
+    peer.spec(priorityClassName="high")
+    workers = [high_worker(f"w{i}", cpu="2") for i in range(4)]
+    objects = [*CLASSES, *nodes, *lows, peer.obj(), pod_group("train", 4), *workers]
+    async with running(*objects) as c:
+        assert c.evicts == []
+        assert sorted(await c.pods("batch")) == ["peer", "v0", "v1", "v2"]
+        message = condition_message((await c.pods())["w0"])
+        assert message.startswith(
+            "pod group ml/train: 0 of 4 members fit, minCount 4; ml/w3: 0/4 nodes are "
+            "available: 4 Insufficient cpu. preemption: 0/4 nodes are available: 4 No "
+            "preemption victims found for incoming pod.; ml/w0: "
+        )
+        assert message.endswith(
+            "and 1 more; preemption: evicting 3 pods would let 3 of the 4 members needed fit; "
+            "nothing was evicted"
+        )
 
 
 # --------------------------------------------------------------------------- explain
@@ -546,3 +757,117 @@ async def test_explain_says_why_a_member_waits(autojump_clock: trio.testing.Mock
             None,
             "waiting for pod group ml/train: 1 of 3 pods exist",
         )
+
+
+async def test_explain_of_a_gang_that_does_not_fit_names_its_blockers_and_changes_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``podium explain podgroup/ml/train`` on 8 workers with room for 6: each member's verdict
+    (six on nodes, two not), 6 of 8 fit with 8 needed, the two that block it with their
+    hints, and the very message the members were told; nothing assumed, bound or evicted."""
+    workers = [gpu_worker(f"w{i}") for i in range(8)]
+    nodes = [gpu_node(f"gpu-{i}") for i in range(3)]
+    async with running(*nodes, pod_group("train", 8), *workers) as c:
+        told = condition_message((await c.pods())["w0"])
+        reply = await c.explain_group("train")
+        assert isinstance(reply, ExplainGroupReply)
+        g = reply.group
+        assert (g.policy, g.min_count, g.bound, g.needed, g.fit, g.placed, g.waiting) == (
+            "gang",
+            8,
+            0,
+            8,
+            6,
+            False,
+            False,
+        )
+        assert g.message == told
+        assert [(m.name, m.node is not None) for m in g.members] == [
+            (f"w{i}", i < 6) for i in range(8)
+        ]
+        assert g.blocking == ["ml/w6", "ml/w7"]
+        assert {k: [(h.resource, h.missing) for h in v] for k, v in g.hints.items()} == {
+            "ml/w6": [(GPU, "1")],
+            "ml/w7": [(GPU, "1")],
+        }
+        assert all(m.nodes for m in g.members)  # every examined node's verdict
+        assert g.preempted == []
+        assert await c.placed() == {}
+        assert await c.assumed() == 0
+        assert c.evicts == []
+        assert c.binds == []
+
+
+async def test_explain_of_a_gang_names_the_victims_its_preemption_would_evict(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Before scheduling begins, the dry run says which pods the gang's preemption would evict
+    (and evicts none); once it begins, those are the pods evicted."""
+    nodes = [cpu_node("n0", "2"), cpu_node("n1", "2")]
+    lows = [low_pod(f"v{i}", f"n{i // 2}") for i in range(4)]
+    workers = [high_worker(f"w{i}") for i in range(4)]
+    objects = [*CLASSES, *nodes, *lows, pod_group("train", 4), *workers]
+    async with running(*objects, begin=False) as c:
+        reply = await c.explain_group("train")
+        assert isinstance(reply, ExplainGroupReply)
+        g = reply.group
+        assert (g.fit, g.needed, g.placed) == (0, 4, False)
+        assert sorted(g.preempted) == ["batch/v0", "batch/v1", "batch/v2", "batch/v3"]
+        assert [(m.name, m.preempted) for m in g.members] == [
+            ("w0", ["batch/v1"]),
+            ("w1", ["batch/v0"]),
+            ("w2", ["batch/v3"]),
+            ("w3", ["batch/v2"]),
+        ]
+        assert c.evicts == []
+        assert sorted(await c.pods("batch")) == ["v0", "v1", "v2", "v3"]
+        await c.begin()
+        [evict] = c.evicts
+        assert sorted(v for _, vs in evicted_by(evict).values() for v in vs) == [
+            "v0",
+            "v1",
+            "v2",
+            "v3",
+        ]
+
+
+async def test_explain_of_a_waiting_group_a_placed_one_and_a_missing_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    waiting = [member("w0", "train")]
+    placed = [member(f"p{i}", "web") for i in range(2)]
+    half = member("h0", "half", node="n0")
+    objects = [
+        cpu_node("n0", "4"),
+        pod_group("train", 3),
+        *waiting,
+        pod_group("web", 2),
+        *placed,
+        pod_group("half", 3),
+        half,
+    ]
+    async with running(*objects) as c:
+        reply = await c.explain_group("train")
+        assert isinstance(reply, ExplainGroupReply)
+        assert (reply.group.waiting, reply.group.placed, reply.group.message) == (
+            True,
+            False,
+            "waiting for pod group ml/train: 1 of 3 pods exist",
+        )
+        assert [(m.name, m.message) for m in reply.group.members] == [
+            ("w0", "waiting for pod group ml/train: 1 of 3 pods exist")
+        ]
+        bound = await c.explain_group("web")
+        assert isinstance(bound, ExplainGroupReply)
+        assert (bound.group.bound, bound.group.needed, bound.group.placed) == (2, 0, True)
+        assert [(m.name, m.bound) for m in bound.group.members] == [("p0", True), ("p1", True)]
+        short = await c.explain_group("half")
+        assert isinstance(short, ExplainGroupReply)
+        assert (short.group.waiting, short.group.bound, short.group.message) == (
+            True,
+            1,
+            "waiting for pod group ml/half: 1 of 3 pods exist",
+        )
+        missing = await c.explain_group("nope")
+        assert isinstance(missing, ErrorReply)
+        assert missing.code == "not_found"

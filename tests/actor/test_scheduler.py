@@ -63,7 +63,14 @@ from podium.actors.mail.messages import (
 )
 from podium.protocol import objects as o
 from podium.protocol.errors import PolicyError
-from podium.store.mail import Evict, EvictResult, RecordUnschedulable, StoreMsg, Victim
+from podium.store.mail import (
+    Evict,
+    EvictResult,
+    Preemptor,
+    RecordUnschedulable,
+    StoreMsg,
+    Victim,
+)
 
 TIME_LIMIT = 1000.0  # virtual seconds: a hung test fails instead of jumping forever
 BIND_SECONDS = 2.0  # how long the played binder takes to answer a bind that asks for done
@@ -181,7 +188,8 @@ async def _play_store(inbox: trio.MemoryReceiveChannel[StoreMsg], peers: Peers) 
     async for msg in inbox:
         peers.log.append((trio.current_time(), "store", msg))
         if isinstance(msg, Evict):
-            evicted = [f"{v.namespace}/{v.name}" for v in msg.victims]
+            victims = [*msg.victims, *(v for p in msg.group for v in p.victims)]
+            evicted = [f"{v.namespace}/{v.name}" for v in victims]
             msg.reply.send_nowait(EvictResult(revision=9, evicted=evicted, nominated=True))
 
 
@@ -579,6 +587,105 @@ async def test_a_gang_the_cache_refuses_is_undone_and_requeued_as_one(
     assert (report.status, report.node) == ("scheduled", "n1")
 
 
+async def test_a_gang_evicts_for_every_member_in_one_evict_that_nominates_each(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Four members of priority 1000, two nodes full of pods of priority 10: member by member
+    as pod preemption picks (the first node of those with the fewest, least important
+    victims), one victim each; every member nominated and every victim evicted in one Evict;
+    the group goes back as one unit, its members told the FitError as a pod is after its
+    preemption."""
+    lows = [
+        pod(name, cpu="1", priority=10, on=where)
+        for name, where in (("la", "n0"), ("lb", "n0"), ("lc", "n1"), ("ld", "n1"))
+    ]
+    members = [pod(f"w{i}", cpu="1", priority=1000) for i in range(4)]
+    async with running(node_infos([node("n0", "2"), node("n1", "2")], lows)) as h:
+        h.to_pop.send_nowait(gang(*members, min_count=4))
+        reports = [await h.reports.receive() for _ in range(4)]
+    (evict,) = [m for m in h.peers.got("store") if isinstance(m, Evict)]
+
+    def victim(name: str) -> Victim:
+        return Victim(namespace="default", name=name, uid=f"uid-{name}")
+
+    assert (evict.name, evict.uid, evict.node, evict.victims) == (
+        "w0",
+        "uid-w0",
+        "n0",
+        [victim("lb")],
+    )
+    assert evict.group == [
+        Preemptor(namespace="default", name="w1", uid="uid-w1", node="n0", victims=[victim("la")]),
+        Preemptor(namespace="default", name="w2", uid="uid-w2", node="n1", victims=[victim("ld")]),
+        Preemptor(namespace="default", name="w3", uid="uid-w3", node="n1", victims=[victim("lc")]),
+    ]
+    message = (
+        "pod group default/g: 0 of 4 members fit, minCount 4; "
+        "default/w0: 0/2 nodes are available: 2 Insufficient cpu.; "
+        "default/w1: 0/2 nodes are available: 2 Insufficient cpu.; "
+        "default/w2: 0/2 nodes are available: 2 Insufficient cpu.; and 1 more"
+    )
+    assert [(r.pod.name, r.status, r.result.message, r.preempted) for r in reports] == [
+        ("w0", "unschedulable", message, ["default/lb"]),
+        ("w1", "unschedulable", message, ["default/la"]),
+        ("w2", "unschedulable", message, ["default/ld"]),
+        ("w3", "unschedulable", message, ["default/lc"]),
+    ]
+    (requeued,) = [m for m in h.peers.got("queue") if isinstance(m, RequeueGroup)]
+    assert (requeued.key, requeued.why) == ("default/g", "unschedulable")
+    # Nothing was assumed or bound: the group is decided again once the victims are gone.
+    assert [m for m in h.peers.got("cache") if isinstance(m, Assume)] == []
+    assert h.peers.got("binder") == []
+
+
+async def test_a_gang_member_sees_the_nominations_of_the_members_after_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The retry after a gang's preemption: w1 (2 CPU) was nominated to n0 (2 CPU free). w0
+    (1 CPU) is decided first and would take n0, the less requested node, leaving w1 no room;
+    seeing w1's nomination it goes to n1, and the group is placed whole."""
+    w0 = pod("w0", cpu="1")
+    w1 = make_pod("w1").uid("uid-w1").req(cpu="2").priority(0).nominated("n0").obj()
+    async with running(node_infos([node("n0", "2"), node("n1", "1")]), preemption=False) as h:
+        h.to_pop.send_nowait(gang(w0, w1, min_count=2))
+        reports = [await h.reports.receive() for _ in range(2)]
+    assert [(r.pod.name, r.status, r.node) for r in reports] == [
+        ("w0", "scheduled", "n1"),
+        ("w1", "scheduled", "n0"),
+    ]
+
+
+async def test_a_gang_that_preemption_helps_only_in_part_evicts_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """One member fits (n3); evicting the two pods of priority 10 makes room for two more (n2
+    is held by a pod of the members' own priority): three of four, so nothing is evicted, the member preemption found no
+    node for is named first with Kubernetes' preemption part, and the group says what
+    evicting would have done."""
+    held = [
+        pod("la", cpu="2", priority=10, on="n0"),
+        pod("lb", cpu="2", priority=10, on="n1"),
+        pod("peer", cpu="2", priority=1000, on="n2"),
+    ]
+    members = [pod(f"w{i}", cpu="2", priority=1000) for i in range(4)]
+    nodes = [node("n0", "2"), node("n1", "2"), node("n2", "2"), node("n3", "2")]
+    async with running(node_infos(nodes, held)) as h:
+        h.to_pop.send_nowait(gang(*members, min_count=4, bound=0))
+        reports = [await h.reports.receive() for _ in range(4)]
+    assert [m for m in h.peers.got("store") if isinstance(m, Evict)] == []
+    (first,) = {r.result.message for r in reports}
+    assert first is not None
+    assert first.startswith(
+        "pod group default/g: 1 of 4 members fit, minCount 4; default/w3: 0/4 nodes are "
+        "available: 4 Insufficient cpu. preemption: 0/4 nodes are available: 4 No preemption "
+        "victims found for incoming pod.; "
+    )
+    assert first.endswith(
+        "preemption: evicting 2 pods would let 3 of the 4 members needed fit; nothing was evicted"
+    )
+    assert all(r.preempted == [] for r in reports)
+
+
 async def test_a_gang_that_does_not_fit_is_undone_and_each_member_told_why(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -589,8 +696,8 @@ async def test_a_gang_that_does_not_fit_is_undone_and_each_member_told_why(
         report = await h.attempt(pod("big", cpu="4"))
     message = (
         "pod group default/g: 2 of 3 members fit, minCount 3; "
-        "default/c: 0/2 nodes are available: 2 Insufficient cpu.; "
-        "preemption is not tried for pod groups yet"
+        "default/c: 0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
+        "available: 2 No preemption victims found for incoming pod."
     )
     assert [(r.pod.name, r.status, r.node, r.result.message) for r in reports] == [
         (name, "unschedulable", None, message) for name in "abc"

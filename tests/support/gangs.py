@@ -49,16 +49,21 @@ def member(
     node: str = "",
     labels: dict[str, str] | None = None,
     affinity: dict[str, Any] | None = None,
+    priority_class: str = "",
 ) -> o.Pod:
-    """A pod of ``group`` (in its namespace) asking for ``cpu``; bound when ``node`` is set."""
+    """A pod of ``group`` (in its namespace) asking for ``cpu``; bound when ``node`` is set;
+    of ``priority_class`` when given (the store admits no bare priority but 0)."""
     b = (
         make_pod(name)
         .ns(ns)
         .uid(f"uid-{ns}-{name}")
         .req(cpu=cpu)
-        .priority(priority)
         .spec(schedulingGroup={"podGroupName": group})
     )
+    if priority_class:
+        b.spec(priorityClassName=priority_class)
+    else:
+        b.priority(priority)
     if labels:
         b.labels(labels)
     if affinity:

@@ -43,9 +43,11 @@ from podium.actors.framework.interface import fit_error_message
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.nominated import NominatedPods
 from podium.actors.framework.preemption import (
+    DisruptionBudget,
     FitCheck,
     PreemptionResult,
     PreemptionSearch,
+    Spared,
     Victims,
     finish_preemption,
     more_important_pod,
@@ -254,11 +256,17 @@ class Extenders:
         *,
         nominated: NominatedPods | None = None,
         calls: list[Call] | None = None,
+        budgets: Sequence[DisruptionBudget] | None = None,
+        spared: Spared | None = None,
     ) -> PreemptionResult:
         """v1.14 ``Preempt`` with ``processPreemptionWithExtenders`` between the search for
         victims and the pick of a node. A non-ignorable extender error ends this preemption
-        with no node (v1.14 returns the error and the scheduler preempts nothing)."""
-        search = search_preemption(pod, snapshot, unresolvable, fits)
+        with no node (v1.14 returns the error and the scheduler preempts nothing).
+        ``budgets`` and ``spared``: as :func:`search_preemption` takes them (a pod group's
+        members, one after another)."""
+        search = search_preemption(
+            pod, snapshot, unresolvable, fits, budgets=budgets, spared=spared
+        )
         active = [e for e in self.extenders if e.config.preempt_verb and e.is_interested(pod)]
         if search.done is None and search.candidates and active:
             candidates: Mapping[str, Victims] = search.candidates

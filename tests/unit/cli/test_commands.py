@@ -26,6 +26,7 @@ from fakeserver import FakeServer, Handler, Outgoing, fake_server_thread
 from podium.cli import objects
 from podium.cli import stats as stats_command
 from podium.cli.common.output import human_duration
+from podium.cli.explain import explain_target
 from podium.cli.main import EXIT_INTERRUPTED, build_parser, main
 from podium.cli.objects import resolve_kind, resolve_ref
 from podium.protocol import objects as o
@@ -41,9 +42,11 @@ from podium.protocol.wire import (
     ErrorReply,
     Event,
     Explain,
+    ExplainGroupReply,
     ExplainReply,
     Get,
     GetReply,
+    GroupPlacement,
     Hint,
     NodeVerdict,
     ObjectError,
@@ -1290,9 +1293,227 @@ def test_explain_json_is_the_simulate_entry_plus_hints(
     ]
 
 
-def test_explain_rejects_a_malformed_name(capsys: pytest.CaptureFixture[str]) -> None:
-    assert podium("explain", "a/b/c") == 2
-    assert "is not NAMESPACE/NAME or NAME" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("a/b/c", "explain takes a pod or a pod group (pod/NS/NAME, podgroup/NS/NAME), not 'a'"),
+        ("node/n1/x", "explain takes a pod or a pod group"),
+        ("a//b", "is not NAME, NAMESPACE/NAME or KIND/[NAMESPACE/]NAME"),
+        ("pg/a/b/c", "is not NAME, NAMESPACE/NAME or KIND/[NAMESPACE/]NAME"),
+    ],
+)
+def test_explain_rejects_a_malformed_name(
+    capsys: pytest.CaptureFixture[str], ref: str, message: str
+) -> None:
+    assert podium("explain", ref) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("ref", "namespace", "target"),
+    [
+        ("web", None, ("Pod", "default", "web")),
+        ("shop/web", None, ("Pod", "shop", "web")),
+        ("web", "shop", ("Pod", "shop", "web")),
+        ("pod/shop/web", None, ("Pod", "shop", "web")),
+        ("po/web", "shop", ("Pod", "shop", "web")),
+        ("podgroup/ml/train", None, ("PodGroup", "ml", "train")),
+        ("PodGroups/ml/train", "ml", ("PodGroup", "ml", "train")),
+        ("pg/train", None, ("PodGroup", "default", "train")),
+        ("pg/train", "ml", ("PodGroup", "ml", "train")),
+    ],
+)
+def test_explain_names_a_pod_as_before_or_a_pod_group_as_get_does(
+    ref: str, namespace: str | None, target: tuple[str, str, str]
+) -> None:
+    assert explain_target(ref, namespace) == target
+
+
+def test_explain_refuses_a_namespace_two_ways() -> None:
+    with pytest.raises(ValueError, match="is in namespace ml, not shop"):
+        explain_target("podgroup/ml/train", "shop")
+
+
+def _member(name: str, **fields: Any) -> Placement:
+    return Placement(namespace="ml", name=name, **fields)
+
+
+GROUP_EXPLAINED = ExplainGroupReply(
+    id=0,
+    revision=41,
+    group=GroupPlacement(
+        namespace="ml",
+        name="train",
+        policy="gang",
+        min_count=4,
+        bound=1,
+        needed=3,
+        fit=1,
+        placed=False,
+        message=(
+            "pod group ml/train: 1 of 3 members fit, minCount 4 (1 bound already); ml/w2: 0/2 "
+            "nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 "
+            "No preemption victims found for incoming pod.; ml/w1: 0/2 nodes are available: 2 "
+            "Insufficient cpu."
+        ),
+        members=[
+            _member("w3", node="n1", message=None, bound=True),
+            _member("w0", node="n0", message=None, attempts=2),
+            _member(
+                "w1",
+                node=None,
+                message="0/2 nodes are available: 2 Insufficient cpu.",
+                attempts=2,
+                nodes={"n0": NodeVerdict(fits=False, reasons=["Insufficient cpu"])},
+            ),
+            _member(
+                "w2",
+                node=None,
+                message="0/2 nodes are available: 2 Insufficient cpu. preemption: ...",
+                attempts=2,
+                nodes={"n1": NodeVerdict(fits=False, reasons=["Insufficient cpu"])},
+            ),
+        ],
+        blocking=["ml/w1", "ml/w2"],
+        hints={"ml/w1": [Hint(resource="cpu", missing="500m", nodes=1)]},
+    ),
+)
+
+
+def test_explain_of_a_pod_group_text(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        return [msgspec.structs.replace(GROUP_EXPLAINED, id=request.id)]
+
+    server = serve(handler)
+    assert podium("explain", "podgroup/ml/train", "--server", server.address) == 0
+    assert server.requests == [Explain(id=1, namespace="ml", name="train", kind="PodGroup")]
+    assert capsys.readouterr().out == (
+        "PodGroup:  ml/train\n"
+        "Policy:    gang, minCount 4 (1 bound)\n"
+        "Placed:    no: 1 of 3 members fit, 3 needed\n"
+        f"Message:   {GROUP_EXPLAINED.group.message}\n"
+        "Blocked:   ml/w1, ml/w2\n"
+        "\n"
+        "MEMBER   NODE     VERDICT\n"
+        "w3       n1       bound\n"
+        "w0       n0       fits\n"
+        "w1       <none>   0/2 nodes are available: 2 Insufficient cpu.\n"
+        "w2       <none>   0/2 nodes are available: 2 Insufficient cpu. preemption: ...\n"
+        "\n"
+        "ml/w1:\n"
+        "NODE   FITS   REASONS            TOTAL\n"
+        "n0     no     Insufficient cpu   -\n"
+        "Hints:\n"
+        "  needs 500m more cpu on 1 node\n"
+        "\n"
+        "ml/w2:\n"
+        "NODE   FITS   REASONS            TOTAL\n"
+        "n1     no     Insufficient cpu   -\n"
+    )
+
+
+def test_explain_of_a_pod_group_that_preemption_would_place_and_one_that_waits(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evicting = msgspec.structs.replace(
+        GROUP_EXPLAINED.group,
+        members=[
+            _member(
+                "w0",
+                node=None,
+                message="0/1 nodes are available: 1 Insufficient cpu.",
+                preempted=["batch/v0"],
+            ),
+        ],
+        blocking=[],
+        hints={},
+        preempted=["batch/v0"],
+        message=None,
+        fit=0,
+        needed=1,
+    )
+    waiting = GroupPlacement(
+        namespace="ml",
+        name="train",
+        policy="gang",
+        min_count=8,
+        bound=0,
+        needed=8,
+        fit=0,
+        placed=False,
+        waiting=True,
+        message="waiting for pod group ml/train: 5 of 8 pods exist",
+        members=[
+            _member("w0", node=None, message="waiting for pod group ml/train: 5 of 8 pods exist")
+        ],
+    )
+    groups = iter([evicting, waiting])
+
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        return [ExplainGroupReply(id=request.id, revision=41, group=next(groups))]
+
+    server = serve(handler)
+    assert podium("explain", "pg/train", "-n", "ml", "--server", server.address) == 0
+    text = capsys.readouterr().out
+    assert (
+        "Placed:    no: 0 of 1 members fit, 1 needed; preemption would evict 1 pod, then it fits\n"
+        in text
+    )
+    assert "Preempts:  batch/v0\n" in text
+    assert (
+        "w0       <none>   0/1 nodes are available: 1 Insufficient cpu. (evicting batch/v0)\n"
+        in text
+    )
+    assert podium("explain", "pg/ml/train", "--server", server.address) == 0
+    assert capsys.readouterr().out.startswith(
+        "PodGroup:  ml/train\n"
+        "Policy:    gang, minCount 8 (0 bound)\n"
+        "Placed:    no: waiting for pod group ml/train: 5 of 8 pods exist\n"
+        "\n"
+    )
+
+
+def test_explain_of_a_pod_group_json(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        return [msgspec.structs.replace(GROUP_EXPLAINED, id=request.id)]
+
+    server = serve(handler)
+    assert podium("explain", "pg/ml/train", "-o", "json", "--server", server.address) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc) == [
+        "namespace",
+        "name",
+        "policy",
+        "min_count",
+        "bound",
+        "needed",
+        "fit",
+        "placed",
+        "waiting",
+        "message",
+        "members",
+        "blocking",
+        "hints",
+        "preempted",
+    ]
+    assert [(m["name"], m["node"], m["bound"]) for m in doc["members"]] == [
+        ("w3", "n1", True),
+        ("w0", "n0", False),
+        ("w1", None, False),
+        ("w2", None, False),
+    ]
+    assert doc["members"][2]["nodes"] == {
+        "n0": {"fits": False, "reasons": ["Insufficient cpu"], "scores": {}, "total": None}
+    }
+    assert doc["hints"] == {
+        "ml/w1": [{"resource": "cpu", "missing": "500m", "nodes": 1, "is_beyond_every_node": False}]
+    }
+    assert (doc["placed"], doc["fit"], doc["needed"], doc["blocking"]) == (
+        False,
+        1,
+        3,
+        ["ml/w1", "ml/w2"],
+    )
 
 
 # --------------------------------------------------------------------------- stats, policy, schema

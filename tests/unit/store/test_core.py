@@ -24,7 +24,7 @@ from podium.store.core import (
     StoreCore,
     StoreRejected,
 )
-from podium.store.mail import Binding, StoreFailure, Victim
+from podium.store.mail import Binding, Preemptor, StoreFailure, Victim
 
 T0 = 1795341600.0  # 2026-11-22T10:00:00Z
 T0_TEXT = "2026-11-22T10:00:00Z"
@@ -1765,6 +1765,77 @@ def test_evict_priority_zero_without_classes_and_the_preemptors_memory_kept(
     core.write([make_pod("v").obj()])
     assert core.record_unschedulable("default", "v", "uid-4", "0/1 nodes") is not None
     assert core.stats().bound_pods == 0
+
+
+def _group_cluster(core: StoreCore) -> None:
+    """The eviction cluster, and two more pending pods of priority 1000 (hi2 uid-10, hi3
+    uid-11) to nominate with hi as one pod group's members."""
+    _evict_cluster(core)
+    core.write(
+        [
+            make_pod("hi2").uid("uid-10").spec(priorityClassName="high").obj(),
+            make_pod("hi3").uid("uid-11").spec(priorityClassName="high").obj(),
+        ]
+    )
+
+
+def test_evict_for_a_group_evicts_on_every_node_then_nominates_every_member() -> None:
+    """A gang's preemption (issue 24): each member's victims on its own node, all in one
+    transaction, every Preempted change before the first nomination; a member with no victims
+    is only nominated."""
+    core = _core()
+    _group_cluster(core)
+    before = core.revision
+    group = [
+        Preemptor(
+            namespace="default", name="hi2", uid="uid-10", node="n2", victims=[_v("v3", "uid-7")]
+        ),
+        Preemptor(namespace="default", name="hi3", uid="uid-11", node="n1"),
+    ]
+    revision, changes, evicted = core.evict(HI, "n1", [_v("v1", "uid-5")], group)
+    assert [(c.type, c.name, c.node, c.message) for c in changes] == [
+        ("Preempted", "v1", "n1", BY_HI),
+        ("Preempted", "v3", "n2", "preempted by default/hi2 (priority 1000)"),
+        ("Modified", "hi", "", ""),
+        ("Modified", "hi2", "", ""),
+        ("Modified", "hi3", "", ""),
+    ]
+    assert evicted == ["default/v1", "default/v3"]
+    assert revision == core.revision == before + 5
+    assert [_pod(core, n).status.nominated_node_name for n in ("hi", "hi2", "hi3")] == [
+        "n1",
+        "n2",
+        "n1",
+    ]
+    assert core.get("Pod", "default", "v2") is not None
+
+
+@pytest.mark.parametrize(
+    ("member", "message"),
+    [
+        (
+            Preemptor(namespace="default", name="ghost", uid="uid-0", node="n2"),
+            "pod default/ghost not found; cannot nominate it to node n2 nor evict for it (nor "
+            "for the other members of its pod group: nothing was evicted)",
+        ),
+        (
+            Preemptor(namespace="default", name="v3", uid="uid-7", node="n1"),
+            "pod default/v3 is already bound to node n2; cannot nominate it to node n1 nor "
+            "evict for it (nor for the other members of its pod group: nothing was evicted)",
+        ),
+    ],
+    ids=["member gone", "member bound"],
+)
+def test_evict_for_a_group_with_one_member_refused_writes_nothing(
+    member: Preemptor, message: str
+) -> None:
+    core = _core()
+    _group_cluster(core)
+    before, objects = core.revision, core.all_objects()
+    with pytest.raises(StoreRejected) as info:
+        core.evict(HI, "n1", [_v("v1", "uid-5"), _v("v2", "uid-6")], [member])
+    assert (info.value.code, info.value.message) == ("conflict", message)
+    assert (core.revision, core.all_objects()) == (before, objects)
 
 
 # --------------------------------------------------------------------------- names and gates

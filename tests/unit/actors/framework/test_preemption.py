@@ -44,6 +44,7 @@ from podium.actors.framework.preemption import (
     MSG_NOT_ELIGIBLE_NEVER,
     MSG_NOT_ELIGIBLE_TERMINATING,
     MSG_PREEMPTION_NOT_HELPFUL,
+    PREEMPT_NEVER,
     DisruptionBudget,
     PredicateFitCheck,
     Victims,
@@ -51,6 +52,8 @@ from podium.actors.framework.preemption import (
     disruptions_allowed,
     filter_pods_with_pdb_violation,
     fit_error_with_preemption,
+    gang_members,
+    lowest_evictable_priority,
     more_important_pod,
     nodes_where_preemption_might_help,
     pick_one_node_for_preemption,
@@ -58,6 +61,9 @@ from podium.actors.framework.preemption import (
     preempt,
     select_nodes_for_preemption,
     select_victims_on_node,
+    spend_budgets,
+    without_victims,
+    without_victims_anywhere,
 )
 from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import (
@@ -1568,3 +1574,139 @@ def test_snapshot_copy_is_independent() -> None:
     assert copy.get("a") is changed and snapshot.get("a") is not changed
     assert len(snapshot.node_infos[0].pods) == 1 and int(snapshot.columns.pod_count[0]) == 1
     assert int(copy.columns.pod_count[0]) == 0
+
+
+# --------------------------------------------------------------------------- pod groups (issue 24)
+
+
+def _gang_group(name: str, min_count: int | None) -> o.PodGroup:
+    policy: dict[str, object] = (
+        {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    )
+    group: o.PodGroup = decode(
+        o.PodGroup,
+        {
+            "kind": "PodGroup",
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulingPolicy": policy},
+        },
+    )
+    return group
+
+
+def _in_group(p: o.Pod, group: str) -> o.Pod:
+    return msgspec.structs.replace(
+        p,
+        spec=msgspec.structs.replace(
+            p.spec, scheduling_group=o.PodSchedulingGroup(pod_group_name=group)
+        ),
+    )
+
+
+def test_gang_members_spares_gangs_and_unknown_groups_not_basic_ones() -> None:
+    objects = ClusterObjects(
+        pod_groups={"default/gang": _gang_group("gang", 2), "default/web": _gang_group("web", None)}
+    )
+    spared = gang_members(objects)
+    lone = PodInfo(pod("lone", LOW))
+    assert [
+        spared(PodInfo(_in_group(pod(n, LOW), g)))
+        for n, g in (("a", "gang"), ("b", "web"), ("c", "missing"))
+    ] == [True, False, True]
+    assert not spared(lone)
+
+
+def test_spared_pods_are_never_victims_on_a_node() -> None:
+    """Two low pods on the node; sparing one, the other alone is not enough room: no victims,
+    and the pod does not fit there."""
+    snapshot = snapshot_of(
+        machines(("machine1",), cpu="1"),
+        [
+            pod("a", LOW, {"cpu": "500m"}, on="machine1"),
+            pod("b", LOW, {"cpu": "500m"}, on="machine1"),
+        ],
+    )
+    incoming = PodInfo(pod("p", HIGH, {"cpu": "1"}))
+    fits = PredicateFitCheck([pod_fits_resources()])
+    info = snapshot.node_infos[0]
+    assert {p.name for p in select_victims_on_node(incoming, info, snapshot, fits).victims} == {
+        "a",
+        "b",
+    }
+    found = select_victims_on_node(incoming, info, snapshot, fits, spared=lambda p: p.name == "a")
+    assert (found.fits, found.victims, found.reasons) == (False, (), ("Insufficient cpu",))
+    everyone = select_victims_on_node(incoming, info, snapshot, fits, spared=lambda p: True)
+    assert (everyone.fits, everyone.reasons) == (False, (MSG_NO_VICTIMS,))
+
+
+def test_lowest_evictable_priority_skips_spared_pods() -> None:
+    snapshot = snapshot_of(
+        machines(("machine1", "machine2")),
+        [pod("a", NEG, on="machine1"), pod("b", MID, on="machine2"), pod("c", HIGH, on="machine2")],
+    )
+    assert lowest_evictable_priority(snapshot) == NEG
+    assert lowest_evictable_priority(snapshot, lambda p: p.name == "a") == MID
+    assert lowest_evictable_priority(snapshot, lambda p: True) is None
+    asked: list[str] = []
+
+    def spared(p: PodInfo) -> bool:
+        asked.append(p.name)
+        return False
+
+    # Below MID only "a" counts, and only it is asked about.
+    assert lowest_evictable_priority(snapshot, spared, below=MID) == NEG
+    assert asked == ["a"]
+    assert lowest_evictable_priority(snapshot, spared, below=NEG) is None
+    assert lowest_evictable_priority(snapshot_of(machines(("machine1",)), [])) is None
+
+
+def test_without_victims_anywhere_says_what_preempt_says() -> None:
+    """No pod of a lower priority anywhere: the same message as the per-node search gives."""
+    snapshot = snapshot_of(
+        machines(("machine1", "machine2", "machine3"), cpu="1"),
+        [pod(f"x{i}", HIGH, {"cpu": "1"}, on=f"machine{i}") for i in (1, 2, 3)],
+    )
+    failed = {
+        "machine1": ("Insufficient cpu",),
+        "machine2": ("Insufficient cpu",),
+        "machine3": (ERR_NODE_SELECTOR_NOT_MATCH,),
+    }
+    incoming = PodInfo(pod("p", MID, {"cpu": "1"}))
+    unresolvable = unresolvable_of(failed)
+    searched = preempt(incoming, snapshot, unresolvable, PredicateFitCheck([pod_fits_resources()]))
+    quick = without_victims_anywhere(incoming, snapshot, unresolvable)
+    assert (
+        quick.message
+        == searched.message
+        == (
+            "preemption: 0/3 nodes are available: 1 Preemption is not helpful for "
+            "scheduling, 2 No preemption victims found for incoming pod."
+        )
+    )
+    never = PodInfo(pod("n", MID, {"cpu": "1"}, policy=PREEMPT_NEVER))
+    assert without_victims_anywhere(never, snapshot, unresolvable).message == (
+        f"preemption: {MSG_NOT_ELIGIBLE_NEVER}"
+    )
+
+
+def test_without_victims_takes_them_off_a_clone() -> None:
+    snapshot = snapshot_of(
+        machines(("machine1",)),
+        [pod("a", LOW, SMALL, on="machine1"), pod("b", LOW, SMALL, on="machine1")],
+    )
+    info = snapshot.node_infos[0]
+    before = without_victims(snapshot, "machine1", [p for p in info.pods if p.name == "a"])
+    assert before is info and [p.name for p in info.pods] == ["a", "b"]
+    assert [p.name for p in snapshot.by_name["machine1"].pods] == ["b"]
+
+
+def test_spend_budgets_takes_each_covered_victim_off_its_budget() -> None:
+    web = DisruptionBudget(make_pdb("web").match_labels(app="web").obj(), 2)
+    db = DisruptionBudget(make_pdb("db").match_labels(app="db").obj(), 1)
+    victims = [PodInfo(pod(n, LOW, labels={"app": "web"})) for n in ("a", "b")]
+    spent = spend_budgets([web, db], victims)
+    assert [b.allowed for b in spent] == [0, 1]
+    assert spent[1] is db
+    # The next member's victims on a web pod now violate the budget.
+    assert filter_pods_with_pdb_violation([PodInfo(pod("c", LOW, labels={"app": "web"}))], spent)[0]

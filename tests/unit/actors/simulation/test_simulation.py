@@ -10,7 +10,12 @@ import pytest
 from builders import decode, make_node, make_pod, make_pod_group
 from gangs import member, pod_group
 
-from podium.actors.simulation.cluster import PodOutcome, SimulationError, build_cluster
+from podium.actors.simulation.cluster import (
+    PodOutcome,
+    SimulationError,
+    build_cluster,
+    group_outcomes,
+)
 from podium.actors.simulation.run import simulate
 from podium.actors.supervisor.supervisor import load_plugin_set
 from podium.protocol import objects as o
@@ -254,3 +259,39 @@ def test_members_of_a_gang_short_of_min_count_are_reported_waiting() -> None:
         "ml/w1": (False, "waiting for pod group ml/train: 2 of 3 pods exist", 0),
         "ml/x0": (False, "waiting for pod group ml/missing: the group does not exist", 0),
     }
+
+
+def test_a_gang_short_of_room_is_not_placed_and_says_which_member_blocked_it() -> None:
+    """Two of three members fit one node of 2 CPU: the group is not placed; as explain shows
+    it, two members would have gone to n1 and the third blocks it, with its hint."""
+    objs = [
+        _node("n1", "a", cpu="2"),
+        pod_group("train", 3),
+        *(member(f"w{i}", "train") for i in range(3)),
+    ]
+    outcomes = simulate(objs, CONFIG, PLUGINS, seed=1, explain=True)
+    assert all(o.node is None and o.gang is not None for o in outcomes)
+    assert {(o.gang.fit, o.gang.members, o.gang.placed) for o in outcomes if o.gang} == {
+        (2, 3, False)
+    }
+    (group,) = group_outcomes(objs, outcomes).values()
+    assert (group.key, group.verdict, group.bound) == ("ml/train", "not placed", 0)
+    g = group.placement()
+    assert (g.fit, g.needed, g.placed, g.blocking) == (2, 3, False, ["ml/w2"])
+    assert [(m.name, m.node) for m in g.members] == [("w0", "n1"), ("w1", "n1"), ("w2", None)]
+    assert [(h.resource, h.missing) for h in g.hints["ml/w2"]] == [("cpu", "1")]
+    assert g.message is not None and g.message.startswith(
+        "pod group ml/train: 2 of 3 members fit, minCount 3; ml/w2: 0/1 nodes are available"
+    )
+
+
+def test_a_groups_verdict_counts_the_members_bound_in_the_input() -> None:
+    bound = member("w0", "train", node="n1")
+    objs = [_node("n1", "a", cpu="4"), pod_group("train", 2), bound, member("w1", "train")]
+    outcomes = run(objs)
+    (group,) = group_outcomes(objs, outcomes).values()
+    assert (group.bound, group.verdict, [o.pod.name for o in group.members]) == (
+        1,
+        "placed",
+        ["w1"],
+    )
