@@ -65,6 +65,10 @@ MAILBOX = 1024
 """Capacity of the hot-path mailboxes: large enough that ``send_nowait`` rarely meets a full
 one (STYLE.md), small enough to push back on a flood."""
 
+PEER_FAILURE_GRACE = 1.0
+"""Seconds an actor whose peer's mailbox closed waits for that peer's failure to cancel the
+actors before it reports the closed mailbox as an error of its own."""
+
 
 StoreFactory = Callable[
     [trio.MemoryReceiveChannel[StoreMsg], Sequence[trio.MemorySendChannel[Published]]],
@@ -282,6 +286,11 @@ class Runtime:
         try:
             await run(task_status=task_status)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if not actors.cancel_called:
+                # The peer closes its mailbox as it fails, before its error reaches the nursery
+                # (at the nursery's next checkpoint): give that a moment before calling this
+                # one the cause (a deleted database's exit 3 was once an exit 1 so).
+                await trio.sleep(PEER_FAILURE_GRACE)
             if not actors.cancel_called:
                 raise
             log.debug("%s stopped: a peer's mailbox closed as the actors stop", name)
