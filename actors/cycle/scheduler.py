@@ -994,16 +994,7 @@ class Scheduler:
         as ordinary unschedulable pods. A refused assume undoes every fold and requeues the
         group as one unit."""
         reserving = trio.current_time()
-        assumptions = [
-            Assumption(
-                pod=o.popped.pod,
-                node=o.node,
-                volumes=o.decision.volumes,
-                provisions=o.decision.provisions,
-                assumed=o.assumed,
-            )
-            for o in placed
-        ]
+        assumptions = [o.assumption() for o in placed]
         assumed: AssumeReply = await ask(
             self._cache,
             lambda r: Assume(
@@ -1238,16 +1229,7 @@ class Scheduler:
         done_to, done = trio.open_memory_channel[BindDone](max(len(placed), 1))
         if placed:
             reserving = trio.current_time()
-            assumptions = [
-                Assumption(
-                    pod=o.popped.pod,
-                    node=o.node,
-                    volumes=o.decision.volumes,
-                    provisions=o.decision.provisions,
-                    assumed=o.assumed,
-                )
-                for o in placed
-            ]
+            assumptions = [o.assumption() for o in placed]
             assumed: AssumeReply = await ask(
                 self._cache,
                 lambda r: Assume(
@@ -1376,6 +1358,16 @@ class _Outcome:
     def node(self) -> str:
         assert self.decision.node is not None
         return self.decision.node
+
+    def assumption(self) -> Assumption:
+        """What the cache's Assume takes for this placed pod."""
+        return Assumption(
+            pod=self.popped.pod,
+            node=self.node,
+            volumes=self.decision.volumes,
+            provisions=self.decision.provisions,
+            assumed=self.assumed,
+        )
 
 
 def _record_stages(attempt: Attempt, decision: Decision, deciding: float, decided: float) -> None:

@@ -23,6 +23,7 @@ import pytest
 import trio
 import trio.testing
 from builders import decode, make_node, make_pdb, make_pod
+from gang_cluster import RecordingStore, condition_message
 from gangs import member, pod_group
 
 from podium.actors.gateway.connection import Connection
@@ -49,11 +50,8 @@ from podium.protocol.wire import (
     ExplainReply,
     ObjectRef,
 )
-from podium.store.core import StoreCore
 from podium.store.mail import (
-    BindFailure,
     BindPods,
-    BindResult,
     Evict,
     Published,
     ReadObjects,
@@ -63,7 +61,6 @@ from podium.store.mail import (
     WriteObjects,
     WriteResult,
 )
-from podium.store.memory import memory_store
 
 GPU = "nvidia.com/gpu"
 
@@ -98,48 +95,6 @@ def cpu_node(name: str, cpu: str) -> o.Node:
         .obj()
     )
     return node
-
-
-class RecordingStore:
-    """The in-memory store behind a relay that records every BindPods; with ``refuse``, the
-    first BindPods holding a group's bindings is answered with every one of them failed
-    (as the store refuses a group all together), and nothing is committed."""
-
-    def __init__(
-        self,
-        inbox: trio.MemoryReceiveChannel[StoreMsg],
-        subscribers: Sequence[trio.MemorySendChannel[Published]],
-        *,
-        refuse: bool,
-        binds: list[BindPods],
-        evicts: list[Evict],
-    ) -> None:
-        self._inbox = inbox
-        self._to_store, from_relay = trio.open_memory_channel[StoreMsg](math.inf)
-        self._store = memory_store(from_relay, subscribers, StoreCore())
-        self._refuse = refuse
-        self.binds = binds
-        self.evicts = evicts
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self._store.run)
-            task_status.started()
-            async with self._inbox, self._to_store:
-                async for msg in self._inbox:
-                    if isinstance(msg, Evict):
-                        self.evicts.append(msg)
-                    if isinstance(msg, BindPods):
-                        self.binds.append(msg)
-                        if self._refuse and any(b.group for b in msg.bindings):
-                            self._refuse = False
-                            failed = [
-                                BindFailure(binding=b, code="conflict", message="refused")
-                                for b in msg.bindings
-                            ]
-                            msg.reply.send_nowait(BindResult(revision=0, failed=failed))
-                            continue
-                    await self._to_store.send(msg)
 
 
 @dataclass
@@ -210,13 +165,6 @@ class Cluster:
 
     async def lookup(self, key: str) -> LookupReply:
         return await ask(self.handles.queue, lambda r: Lookup(key=key, reply=r))
-
-
-def condition_message(pod: o.Pod) -> str:
-    for c in pod.status.conditions:
-        if c.type == "PodScheduled":
-            return c.message
-    return ""
 
 
 @asynccontextmanager

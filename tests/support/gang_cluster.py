@@ -31,6 +31,7 @@ from podium.store.mail import (
     BindFailure,
     BindPods,
     BindResult,
+    Evict,
     Published,
     ReadObjects,
     ReadResult,
@@ -41,12 +42,13 @@ from podium.store.mail import (
 )
 from podium.store.memory import memory_store
 
-__all__ = ["GangCluster", "condition_message", "gang_cluster"]
+__all__ = ["GangCluster", "RecordingStore", "condition_message", "gang_cluster"]
 
 
-class _RecordingStore:
-    """The in-memory store behind a relay that records every BindPods (and refuses the first
-    group's, with ``refuse``)."""
+class RecordingStore:
+    """The in-memory store behind a relay that records every BindPods and Evict; with
+    ``refuse``, the first BindPods holding a group's bindings is answered with every one of
+    them failed (as the store refuses a group all together), and nothing is committed."""
 
     def __init__(
         self,
@@ -55,12 +57,14 @@ class _RecordingStore:
         *,
         refuse: bool,
         binds: list[BindPods],
+        evicts: list[Evict] | None = None,
     ) -> None:
         self._inbox = inbox
         self._to_store, from_relay = trio.open_memory_channel[StoreMsg](math.inf)
         self._store = memory_store(from_relay, subscribers, StoreCore())
         self._refuse = refuse
         self.binds = binds
+        self.evicts = evicts if evicts is not None else []
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -68,6 +72,8 @@ class _RecordingStore:
             task_status.started()
             async with self._inbox, self._to_store:
                 async for msg in self._inbox:
+                    if isinstance(msg, Evict):
+                        self.evicts.append(msg)
                     if isinstance(msg, BindPods):
                         self.binds.append(msg)
                         if self._refuse and any(b.group for b in msg.bindings):
@@ -152,8 +158,8 @@ async def gang_cluster(
     def store(
         inbox: trio.MemoryReceiveChannel[StoreMsg],
         subscribers: Sequence[trio.MemorySendChannel[Published]],
-    ) -> _RecordingStore:
-        return _RecordingStore(inbox, subscribers, refuse=refuse, binds=binds)
+    ) -> RecordingStore:
+        return RecordingStore(inbox, subscribers, refuse=refuse, binds=binds)
 
     reports_tx, reports_rx = trio.open_memory_channel[Attempted](math.inf)
     runtime = Runtime(cfg, load_plugin_set(cfg), store, reports=reports_tx, seed=1)
