@@ -285,7 +285,8 @@ class Runtime:
         self._running.add(name)
         try:
             await run(task_status=task_status)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+        except* (trio.BrokenResourceError, trio.ClosedResourceError):
+            # except*: an actor with a nursery of its own (the scheduler) raises it in a group.
             if not actors.cancel_called:
                 # The peer closes its mailbox as it fails, before its error reaches the nursery
                 # (at the nursery's next checkpoint): give that a moment before calling this
