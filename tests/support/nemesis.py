@@ -17,11 +17,17 @@ is then a question about these records:
 - every watcher's events are exactly the log's, revision for revision, from its first to its
   last up to the log's end (reconnecting across replicas as it went: no gap, no repeat, no
   difference).
+
+The final state is read once every client has its last answer: a write acknowledged after the
+read began may be missing from what was read, through no fault of the store, and would be
+reported as lost. So the checker is given when the read began, and reports a write answered
+later as a history that is not complete (the harness's fault), never as a loss.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -180,17 +186,30 @@ def check_history(
     final_pods: dict[str, tuple[str, str]],
     capacity_milli: dict[str, int],
     watchers: Sequence[Sequence[Record]],
+    read_at: float = math.inf,
 ) -> list[str]:
     """Every violation of the promises in the module docstring, at most 20 (empty: none).
 
     Args:
-        writes: every create the clients asked for.
+        writes: every create and delete the clients asked for.
         log: the store's whole event log, in revision order.
         final_pods: pod name -> (uid, node name or "") in the final state.
         capacity_milli: node name -> allocatable CPU (millicores).
         watchers: each watcher's events, in the order it received them.
+        read_at: when the read of ``log`` and ``final_pods`` began (the writes' clock); a
+            write acknowledged after it is reported as an incomplete history, not checked
+            against a state that may predate it (inf: every write was answered before).
     """
     verdict = Verdict()
+    late = {id(w) for w in writes if w.outcome == "ok" and w.ended > read_at}
+    for write in writes:
+        if id(write) in late:
+            verdict.add(
+                f"the {write.op} of pod {write.name} was acknowledged "
+                f"{write.ended - read_at:.2f} s after the final state was read: the history "
+                "was not complete when it was checked (every client must have its last "
+                "answer first)"
+            )
     revisions = [r.revision for r in log]
     if revisions != sorted(set(revisions)):
         verdict.add("the log's revisions are not strictly increasing")
@@ -203,6 +222,8 @@ def check_history(
     deletes = {w.name: w.outcome for w in writes if w.op == "delete"}
     deleted_in_log = {r.name for r in log if r.kind == "Pod" and r.type == "Deleted"}
     for write in writes:
+        if id(write) in late:
+            continue
         if write.op == "delete":
             if write.outcome == "ok" and write.name in final_pods:
                 verdict.add(f"pod {write.name} is in the store after its acknowledged delete")
