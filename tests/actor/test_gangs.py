@@ -595,16 +595,13 @@ async def test_a_gang_that_fits_only_by_evicting_four_lower_pods_evicts_them_and
         assert len(c.evicts) == 1
 
 
-@pytest.mark.parametrize("victims", ["low", "high"])
-async def test_a_gang_never_evicts_the_members_of_another_gang(
-    autojump_clock: trio.testing.MockClock, victims: str
+async def test_a_gang_never_evicts_a_gang_of_its_own_priority(
+    autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """The only pods in the way are a bound gang's members, of a lower or of a higher
-    priority than the workers: nothing is evicted (a gang is never partly evicted, and never
-    evicted for another gang), and the members are told no victim was found."""
-    held = [
-        member(f"h{i}", "held", ns="ml", node=f"n{i}", priority_class=victims) for i in range(2)
-    ]
+    """The only pods in the way are a bound gang's members, of the workers' own priority:
+    nothing is evicted (issue 24 point 4: never members of a gang of higher or equal
+    priority), and the members are told no victim was found."""
+    held = [member(f"h{i}", "held", ns="ml", node=f"n{i}", priority_class="high") for i in range(2)]
     nodes = [cpu_node("n0", "1"), cpu_node("n1", "1")]
     workers = [high_worker(f"w{i}") for i in range(2)]
     objects = [*CLASSES, *nodes, pod_group("held", 2), *held, pod_group("train", 2), *workers]
@@ -621,11 +618,35 @@ async def test_a_gang_never_evicts_the_members_of_another_gang(
         )
 
 
-async def test_a_gangs_victims_are_ordinary_pods_beside_a_spared_gang(
+async def test_a_higher_priority_gang_evicts_a_lower_one_whole_in_one_transaction(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """Each node holds a member of a low-priority gang and an ordinary low-priority pod: the
-    ordinary pods are evicted, the gang's members stay, whole."""
+    """The only pods in the way are a bound gang of priority 10 on two full nodes: the first
+    worker's victims are that whole gang (its member on the other node too), the second needs
+    none; one Evict takes both members and nominates both workers, and the gang of priority
+    1000 is then bound whole. No gang is ever partly evicted."""
+    held = [member(f"h{i}", "held", node=f"n{i}", priority_class="low") for i in range(2)]
+    nodes = [cpu_node("n0", "1"), cpu_node("n1", "1")]
+    workers = [high_worker(f"w{i}") for i in range(2)]
+    objects = [*CLASSES, *nodes, pod_group("held", 2), *held, pod_group("train", 2), *workers]
+    async with running(*objects) as c:
+        [evict] = c.evicts
+        assert evicted_by(evict) == {"w0": ("n0", ["h0", "h1"]), "w1": ("n1", [])}
+        # Each victim names the node it runs on: h1 is evicted from n1, not from w0's n0.
+        assert [(v.name, v.node) for v in evict.victims] == [("h0", ""), ("h1", "n1")]
+        pods = await c.pods()
+        assert "h0" not in pods and "h1" not in pods
+        await trio.sleep(2)
+        await c.settle()
+        assert sorted(await c.placed()) == ["w0", "w1"]
+
+
+async def test_a_gangs_victims_are_ordinary_pods_beside_a_lower_gang_kept_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Each node holds a member of a low-priority gang and an ordinary low-priority pod: at
+    one priority a pod group is more important than a lone pod (Kubernetes' victim importance
+    hierarchy), so the ordinary pods are evicted and the gang's members stay, whole."""
     nodes = [cpu_node("n0", "2"), cpu_node("n1", "2")]
     held = [member(f"h{i}", "held", node=f"n{i}", priority_class="low") for i in range(2)]
     lows = [low_pod(f"p{i}", f"n{i}") for i in range(2)]
