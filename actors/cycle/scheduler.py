@@ -41,9 +41,9 @@ claims do not pick the same volume. Then:
   all); a refused Assume undoes every fold and requeues the group as one unit (conflict, or
   error);
 - fewer: with preemption on (and no member's attempt an error), the gang's preemption
-  (:mod:`podium.actors.cycle.gangs`: a plan member by member as pod preemption picks, never
-  evicting members of gangs, then a check that every needed member fits once the victims are
-  gone) may evict, in one Evict whose ``group`` nominates every member it placed. Then every
+  (:mod:`podium.actors.cycle.gangs`: a plan member by member as pod preemption picks, a
+  lower gang evicted whole or not at all, then a check that every needed member fits once the
+  victims are gone) may evict, in one Evict whose ``group`` nominates every member it placed. Then every
   fold is undone (each node put back as before the gang's first fold on it, the objects as
   before), nothing is assumed or bound, the group goes back to the queue as one unit
   (RequeueGroup, backed off: after an eviction it is decided whole again once the victims are

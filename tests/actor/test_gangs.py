@@ -641,6 +641,37 @@ async def test_a_higher_priority_gang_evicts_a_lower_one_whole_in_one_transactio
         assert sorted(await c.placed()) == ["w0", "w1"]
 
 
+async def test_a_lone_pods_preemption_evicts_a_lower_gang_whole_or_not_at_all(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A pod of priority 1000 that fits nowhere, on two full nodes each holding a member of a
+    gang of priority 10 (and, on n1, a pod of priority 10 of 1 cpu): evicting the lone pod on
+    n1 costs one pod, evicting on n0 the whole gang, two: n1 is picked, the gang stays whole.
+    With the lone pod gone first, the gang is the only way: both members go, in one Evict,
+    and the pod is bound; never one member alone."""
+    nodes = [cpu_node("n0", "1"), cpu_node("n1", "2")]
+    held = [member(f"h{i}", "held", node=f"n{i}", priority_class="low") for i in range(2)]
+    urgent = make_pod("urgent").ns("batch").uid("uid-urgent").req(cpu="1")
+    urgent.spec(priorityClassName="high")
+    objects = [*CLASSES, *nodes, pod_group("held", 2), *held, low_pod("l", "n1")]
+    async with running(*objects, urgent.obj()) as c:
+        [evict] = c.evicts
+        assert (evict.name, evict.node, [v.name for v in evict.victims]) == ("urgent", "n1", ["l"])
+        await trio.sleep(2)  # the pod's backoff after its attempt
+        await c.settle()
+        assert sorted(await c.placed()) == ["h0", "h1"]
+        assert (await c.placed("batch")) == {"urgent": "n1"}
+    one_each = [cpu_node("n0", "1"), cpu_node("n1", "1")]
+    async with running(*CLASSES, *one_each, pod_group("held", 2), *held, urgent.obj()) as c:
+        [evict] = c.evicts
+        assert evict.group == []
+        assert sorted((v.name, v.node) for v in evict.victims) == [("h0", ""), ("h1", "n1")]
+        await trio.sleep(2)
+        await c.settle()
+        assert await c.placed() == {}
+        assert (await c.placed("batch")) == {"urgent": "n0"}
+
+
 async def test_a_gangs_victims_are_ordinary_pods_beside_a_lower_gang_kept_whole(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
