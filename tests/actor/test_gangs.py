@@ -138,6 +138,16 @@ class Cluster:
         assert isinstance(reply, ExplainGroupReply | ErrorReply), reply
         return reply
 
+    async def explain(self, name: str, namespace: str = "ml") -> ExplainReply:
+        dispatcher = Dispatcher(
+            self.handles, Hub(), cast(Watches, None), connections=lambda: 0, started=0.0
+        )
+        reply = await dispatcher.handle(
+            cast(Connection, None), Explain(id=1, name=name, namespace=namespace)
+        )
+        assert isinstance(reply, ExplainReply), reply
+        return reply
+
     async def settle(self) -> None:
         await trio.testing.wait_all_tasks_blocked()
         while True:
@@ -757,6 +767,45 @@ async def test_explain_says_why_a_member_waits(autojump_clock: trio.testing.Mock
             None,
             "waiting for pod group ml/train: 1 of 3 pods exist",
         )
+        # The group's verdict too, as explain podgroup/ml/train gives it.
+        group = await c.explain_group("train")
+        assert isinstance(group, ExplainGroupReply) and reply.group == group.group
+        assert reply.group is not None and reply.group.waiting
+        assert reply.group.message == "waiting for pod group ml/train: 1 of 3 pods exist"
+
+
+async def test_explain_of_a_member_gives_its_groups_verdict(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``podium explain ml/w0`` and ``ml/w7`` of 8 workers with room for 6: each is judged as
+    the group's attempt judges it (w0 would go to a node, w7 fits nowhere, with its hints),
+    and both say the group's verdict: not placed, the message every member was told, w6 and
+    w7 blocking it; a pod of no group and a basic group's pod get no group."""
+    workers = [gpu_worker(f"w{i}") for i in range(8)]
+    nodes = [gpu_node(f"gpu-{i}") for i in range(3)]
+    basic = member("b0", "web", cpu="100")
+    async with running(*nodes, pod_group("train", 8), *workers, pod_group("web", None), basic) as c:
+        told = condition_message((await c.pods())["w0"])
+        asked = await c.explain_group("train")
+        assert isinstance(asked, ExplainGroupReply)
+        group = asked.group
+        first, last = await c.explain("w0"), await c.explain("w7")
+        for reply in (first, last):
+            assert reply.group is not None
+            # The same verdict (the nodes a tie sends members to may differ between dry runs).
+            same = ("fit", "needed", "placed", "message", "blocking", "hints", "preempted")
+            assert [getattr(reply.group, f) for f in same] == [getattr(group, f) for f in same]
+            assert (reply.group.placed, reply.group.message) == (False, told)
+            assert reply.group.blocking == ["ml/w6", "ml/w7"]
+        assert first.group is not None and last.group is not None
+        assert first.placement == first.group.members[0] and first.placement.node is not None
+        assert first.hints == []
+        assert last.placement == last.group.members[7] and last.placement.node is None
+        assert last.placement.message is not None
+        assert last.placement.message.startswith("0/3 nodes are available: 3 Insufficient")
+        assert [(h.resource, h.missing) for h in last.hints] == [(GPU, "1")]
+        assert (await c.explain("b0")).group is None
+        assert await c.placed() == {} and c.evicts == [] and c.binds == []
 
 
 async def test_explain_of_a_gang_that_does_not_fit_names_its_blockers_and_changes_nothing(
