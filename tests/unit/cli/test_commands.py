@@ -1338,13 +1338,30 @@ def _member(name: str, **fields: Any) -> Placement:
     return Placement(namespace="ml", name=name, **fields)
 
 
+QUORUM = "waiting for pod group ml/train: 5 of 8 pods exist"
+
+
+def _train(**fields: Any) -> GroupPlacement:
+    """The gang ml/train, as explain podgroup answers it."""
+    return GroupPlacement(namespace="ml", name="train", policy="gang", **fields)
+
+
+WAITING = _train(
+    min_count=8,
+    bound=0,
+    needed=8,
+    fit=0,
+    placed=False,
+    waiting=True,
+    message=QUORUM,
+    members=[_member("w0", node=None, message=QUORUM)],
+)
+"""A gang short of its quorum, as explain podgroup answers it."""
+
 GROUP_EXPLAINED = ExplainGroupReply(
     id=0,
     revision=41,
-    group=GroupPlacement(
-        namespace="ml",
-        name="train",
-        policy="gang",
+    group=_train(
         min_count=4,
         bound=1,
         needed=3,
@@ -1432,21 +1449,7 @@ def test_explain_of_a_pod_group_that_preemption_would_place_and_one_that_waits(
         fit=0,
         needed=1,
     )
-    waiting = GroupPlacement(
-        namespace="ml",
-        name="train",
-        policy="gang",
-        min_count=8,
-        bound=0,
-        needed=8,
-        fit=0,
-        placed=False,
-        waiting=True,
-        message="waiting for pod group ml/train: 5 of 8 pods exist",
-        members=[
-            _member("w0", node=None, message="waiting for pod group ml/train: 5 of 8 pods exist")
-        ],
-    )
+    waiting = WAITING
     groups = iter([evicting, waiting])
 
     def handler(request: ClientMessage) -> Sequence[Outgoing]:
@@ -1565,23 +1568,7 @@ def test_explain_of_a_member_gives_its_groups_verdict(
     assert (doc["name"], doc["node"], doc["hints"][0]["missing"]) == ("w1", None, "500m")
     assert doc["group"] == msgspec.to_builtins(GROUP_EXPLAINED.group)
     waiting = msgspec.structs.replace(
-        MEMBER_EXPLAINED,
-        placement=_member(
-            "w0", node=None, message="waiting for pod group ml/train: 5 of 8 pods exist"
-        ),
-        hints=[],
-        group=GroupPlacement(
-            namespace="ml",
-            name="train",
-            policy="gang",
-            min_count=8,
-            bound=0,
-            needed=8,
-            fit=0,
-            placed=False,
-            waiting=True,
-            message="waiting for pod group ml/train: 5 of 8 pods exist",
-        ),
+        MEMBER_EXPLAINED, placement=WAITING.members[0], hints=[], group=WAITING
     )
 
     def waits(request: ClientMessage) -> Sequence[Outgoing]:

@@ -1649,6 +1649,26 @@ def lone(
     return pod(name, priority, {"cpu": cpu}, on=node, start=start, labels=labels)
 
 
+def half_full_of_a_gang(second: int) -> tuple[o.Pod, ...]:
+    """Two machines, each half full with a pod of HIGH priority and half with a member of
+    gang g: g0 of LOW priority, g1 of ``second``."""
+    return (
+        gm("g0", LOW, "machine1"),
+        gm("g1", second, "machine2"),
+        lone("x", HIGH, "machine1"),
+        lone("y", HIGH, "machine2"),
+    )
+
+
+def full_and_half(group: str, second: str = "machine2") -> tuple[o.Pod, ...]:
+    """Two LOW members of ``group``: ``{group}0`` filling machine1, ``{group}1`` half of
+    ``second``."""
+    return (
+        gm(f"{group}0", LOW, "machine1", group, cpu="1"),
+        gm(f"{group}1", LOW, second, group),
+    )
+
+
 M12 = ("machine1", "machine2")
 M123 = ("machine1", "machine2", "machine3")
 WHOLE = {"cpu": "1"}
@@ -1657,12 +1677,7 @@ UNIT_CASES = [
     UnitCase(
         "a lone pod evicts a lower-priority gang whole, its member on another node too",
         M12,
-        (
-            gm("g0", LOW, "machine1"),
-            gm("g1", LOW, "machine2"),
-            lone("x", HIGH, "machine1"),
-            lone("y", HIGH, "machine2"),
-        ),
+        half_full_of_a_gang(LOW),
         pod("p", HIGH, {"cpu": "500m"}),
         "machine1",
         frozenset({"g0", "g1"}),
@@ -1670,12 +1685,7 @@ UNIT_CASES = [
     UnitCase(
         "a gang with a member of the preemptor's priority is never a victim",
         M12,
-        (
-            gm("g0", LOW, "machine1"),
-            gm("g1", HIGH, "machine2"),
-            lone("x", HIGH, "machine1"),
-            lone("y", HIGH, "machine2"),
-        ),
+        half_full_of_a_gang(HIGH),
         pod("p", HIGH, {"cpu": "500m"}),
         None,
         frozenset(),
@@ -1683,11 +1693,7 @@ UNIT_CASES = [
     UnitCase(
         "the node whose victims cost less wins once the gang counts whole (1 pod, not 2)",
         M123,
-        (
-            gm("g0", LOW, "machine1", cpu="1"),
-            gm("g1", LOW, "machine3"),
-            lone("l", LOW, "machine2", "1"),
-        ),
+        (*full_and_half("g", "machine3"), lone("l", LOW, "machine2", "1")),
         pod("p", HIGH, WHOLE),
         "machine2",
         frozenset({"l"}),
@@ -1695,10 +1701,7 @@ UNIT_CASES = [
     UnitCase(
         "a basic group's pods are ordinary pods",
         M12,
-        (
-            gm("b0", LOW, "machine1", "b", cpu="1"),
-            gm("b1", LOW, "machine2", "b"),
-        ),
+        full_and_half("b"),
         pod("p", HIGH, WHOLE),
         "machine1",
         frozenset({"b0"}),
@@ -1706,7 +1709,7 @@ UNIT_CASES = [
     UnitCase(
         "a group Podium does not know is kept whole",
         M12,
-        (gm("u0", LOW, "machine1", "u", cpu="1"), gm("u1", LOW, "machine2", "u")),
+        full_and_half("u"),
         pod("p", HIGH, WHOLE),
         "machine1",
         frozenset({"u0", "u1"}),
