@@ -84,7 +84,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from podium.actors.framework.interface import (
     Code,
@@ -100,7 +100,7 @@ from podium.actors.framework.nominated import (
     lower_priority_nominated_pods,
 )
 from podium.actors.framework.snapshot import Snapshot
-from podium.protocol.gangs import min_count, pod_group_key
+from podium.protocol.gangs import min_count, names_a_group, pod_group_key
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import (
     Pod,
@@ -427,13 +427,37 @@ class PreemptionUnits:
     (docs/differences.md).
     """
 
-    __slots__ = ("_of", "gangs")
+    __slots__ = ("_gangs", "_of", "_snapshot")
 
     def __init__(self, snapshot: Snapshot) -> None:
+        # Built on the first question about a pod that names a group: a cluster without pod
+        # groups pays a few lookups per pod asked about, never a scan.
+        self._snapshot = snapshot
+        self._gangs: dict[str, PlacedGang] | None = None
+        self._of: dict[str, PlacedGang] = {}
+
+    @property
+    def gangs(self) -> dict[str, PlacedGang]:
+        """Group key -> placed gang, for every gang with a member on a node."""
+        if self._gangs is None:
+            self._gangs = self._build()
+            self._of = {p.key: g for g in self._gangs.values() for _, p in g.members}
+        return self._gangs
+
+    def _by_member(self) -> dict[str, PlacedGang]:
+        """Member key -> its placed gang (built with :attr:`gangs`)."""
+        if self._gangs is None:
+            _ = self.gangs
+        return self._of
+
+    def _build(self) -> dict[str, PlacedGang]:
+        snapshot = self._snapshot
         groups = snapshot.objects.pod_groups
         found: dict[str, list[tuple[str, PodInfo]]] = {}
         for info in snapshot.node_infos:
             for p in info.pods:
+                if not names_a_group(p.pod):
+                    continue
                 key = pod_group_key(p.pod)
                 if key is None:
                     continue
@@ -441,7 +465,7 @@ class PreemptionUnits:
                 if group is not None and min_count(group) is None:
                     continue  # basic: its pods are ordinary pods
                 found.setdefault(key, []).append((info.name, p))
-        self.gangs = {
+        return {
             key: PlacedGang(
                 key,
                 tuple(sorted(members, key=lambda m: _importance(m[1]))),
@@ -449,14 +473,12 @@ class PreemptionUnits:
             )
             for key, members in found.items()
         }
-        self._of = {p.key: g for g in self.gangs.values() for _, p in g.members}
 
     def gang_of(self, pod: PodInfo) -> PlacedGang | None:
         """The placed gang ``pod`` is a member of, or None."""
-        return self._of.get(pod.key)
-
-    def __bool__(self) -> bool:
-        return bool(self.gangs)
+        if not names_a_group(pod.pod):
+            return None
+        return self._by_member().get(pod.key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,7 +511,7 @@ def preemption_units(
     for p in node_info.pods:
         if p.priority >= pod.priority or (spared is not None and spared(p)):
             continue
-        gang = units.gang_of(p) if units else None
+        gang = units.gang_of(p) if units is not None else None
         if gang is None:
             out.append(Unit([(here, p)]))
             continue
@@ -627,6 +649,74 @@ def select_victims_on_node(
     original = snapshot.get(node_info.name)
     if original is None:
         return VictimSelection((), 0, False, (MSG_PREEMPTION_NOT_HELPFUL,))
+    potential = [
+        p for p in node_info.pods if p.priority < pod.priority and (spared is None or not spared(p))
+    ]
+    if units is not None and any(names_a_group(p.pod) for p in potential):
+        return _select_units_on_node(
+            pod, node_info, original, snapshot, fits, budgets, spared, units
+        )
+    work = node_info.clone()
+    for p in potential:
+        work.remove_pod(p)
+    snapshot.replace_node_info(work)
+
+    def take(p: PodInfo, *, off: bool) -> None:
+        if off:
+            work.remove_pod(p)
+        else:
+            work.add_pod(p)
+        snapshot.replace_node_info(work)
+
+    try:
+        reasons = fits(pod, work, snapshot)
+        if reasons:
+            # The later DefaultPreemption names a node without candidates this way.
+            return VictimSelection((), 0, False, reasons if potential else (MSG_NO_VICTIMS,))
+        potential.sort(key=_importance)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, budgets)
+        order = [(p, 1) for p in violating] + [(p, 0) for p in non_violating]
+        victims, num_violations = _reprieve(order, take, lambda: bool(fits(pod, work, snapshot)))
+    finally:
+        snapshot.replace_node_info(original)
+    victims.sort(key=_importance)
+    return VictimSelection(tuple(victims), num_violations, True)
+
+
+_T = TypeVar("_T")
+
+
+def _reprieve(
+    order: Sequence[tuple[_T, int]], take: Callable[..., None], misfit: Callable[[], bool]
+) -> tuple[list[_T], int]:
+    """selectVictimsOnNode's reprieve: put each removed item back in ``order`` (with how many
+    PDB violations evicting it counts), keep it when the preemptor still fits
+    (``misfit()`` false), else take it off again: it is a victim. Returns the victims and
+    their violations."""
+    victims: list[_T] = []
+    violations = 0
+    for item, bad in order:
+        take(item, off=False)
+        if misfit():
+            take(item, off=True)
+            victims.append(item)
+            violations += bad
+    return victims, violations
+
+
+def _select_units_on_node(
+    pod: PodInfo,
+    node_info: NodeInfo,
+    original: NodeInfo,
+    snapshot: Snapshot,
+    fits: FitCheck,
+    budgets: Sequence[DisruptionBudget],
+    spared: Spared | None,
+    units: PreemptionUnits,
+) -> VictimSelection:
+    """:func:`select_victims_on_node` when a pod on the node names a group: the same steps over
+    preemption units (:func:`preemption_units`), a placed gang removed and put back whole on
+    every node it runs on."""
     here = node_info.name
     candidates = preemption_units(pod, node_info, units, spared)
     work = node_info.clone()
@@ -662,7 +752,6 @@ def select_victims_on_node(
     try:
         reasons = fits(pod, work, snapshot)
         if reasons:
-            # The later DefaultPreemption names a node without candidates this way.
             return VictimSelection((), 0, False, reasons if candidates else (MSG_NO_VICTIMS,))
         candidates.sort(key=_unit_importance)
         violating: list[tuple[Unit, int]] = []
@@ -670,23 +759,13 @@ def select_victims_on_node(
         for unit in candidates:
             bad = filter_pods_with_pdb_violation((p for _, p in unit.pods), budgets)[0]
             (violating if bad else non_violating).append((unit, len(bad)))
-        victims: list[PodInfo] = []
-
-        def reprieve(unit: Unit) -> bool:
-            take(unit, off=False)
-            if not fits(pod, work, snapshot):
-                return True
-            take(unit, off=True)
-            victims.extend(p for _, p in unit.pods)
-            return False
-
-        num_violations = sum(bad for unit, bad in violating if not reprieve(unit))
-        for unit, _ in non_violating:
-            reprieve(unit)
+        chosen, num_violations = _reprieve(
+            violating + non_violating, take, lambda: bool(fits(pod, work, snapshot))
+        )
     finally:
         for info in originals.values():
             snapshot.replace_node_info(info)
-    victims.sort(key=_importance)
+    victims = sorted((p for unit in chosen for _, p in unit.pods), key=_importance)
     return VictimSelection(tuple(victims), num_violations, True)
 
 
@@ -953,7 +1032,7 @@ def with_whole_gangs(victims: Victims, units: PreemptionUnits | None) -> Victims
     """``victims`` with every member of each placed gang one of them belongs to, most
     important first: an extender's preempt verb may hand back part of a gang, which would leave
     it partly running. The count of PDB violations stays the extender's."""
-    if not units:
+    if units is None:
         return victims
     have = {p.key for p in victims.pods}
     gangs: dict[str, PlacedGang] = {}
