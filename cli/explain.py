@@ -1,5 +1,6 @@
 """``podium explain``: why a pod is pending — every examined node's verdict and what would make
-the pod fit; or why a pod group is not placed (``podium explain podgroup/ml/train``): each
+the pod fit, and for a member of a gang its group's verdict too; or why a pod group is not
+placed (``podium explain podgroup/ml/train``): each
 member's verdict, the members that block it, what would help, the victims its preemption
 would evict, or the quorum it waits for.
 
@@ -82,6 +83,9 @@ def _explain_doc(reply: ExplainReply) -> dict[str, Any]:
 
     doc: dict[str, Any] = msgspec.to_builtins(reply.placement)
     doc["hints"] = msgspec.to_builtins(reply.hints)
+    if reply.group is not None:
+        # The pod's group, as ``explain podgroup/NS/NAME -o json`` prints it.
+        doc["group"] = msgspec.to_builtins(reply.group)
     return doc
 
 
@@ -105,6 +109,11 @@ def _print_explain(reply: ExplainReply) -> None:
         out("Hints:")
         for line in hint_lines(reply.hints):
             out(f"  {line}")
+    if reply.group is not None:
+        # The group's verdict, as ``explain podgroup/NS/NAME`` gives it (without the members'
+        # tables: ``explain podgroup/...`` shows them).
+        out()
+        print_group(reply.group, members=False)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -147,7 +156,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Explain a pod's placement: the node it would go to, or the scheduler's message,\n"
             "every examined node in walk order with its reasons or total score, and hints\n"
-            "on what would make it fit. NAME alone means default/NAME.\n\n"
+            "on what would make it fit. NAME alone means default/NAME. For a member of a\n"
+            "gang it also gives the group's verdict: the quorum it waits for, or whether the\n"
+            "group's next attempt places it, the members that block it and what would help\n"
+            "(the member itself is judged as that attempt would judge it).\n\n"
             "podgroup/NS/NAME (pg/...) explains a pod group: its members decided one after\n"
             "another as its next attempt would, whether the group as a whole would be placed,\n"
             "the members that block it with their nodes' verdicts and hints, the pods its\n"

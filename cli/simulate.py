@@ -71,6 +71,11 @@ def _outcome_json(
     if group is not None:
         entry["group"] = group.key
         entry["group_outcome"] = group.verdict
+        if explain and group.verdict != "basic":
+            # The group's verdict, as ``groups`` explains it: its message and its blockers.
+            g = group.placement()
+            entry["group_message"] = g.message
+            entry["group_blocking"] = list(g.blocking)
     if explain:
         r = o.result
         nodes: dict[str, Any] = {}
@@ -114,6 +119,22 @@ def _group_json(group: GroupOutcome, *, explain: bool) -> dict[str, Any]:
         doc["hints"] = msgspec.to_builtins(g.hints)
         doc["preempted"] = list(g.preempted)
     return doc
+
+
+def _member_group_line(group: GroupOutcome) -> str | None:
+    """Under a member's ``--explain`` block, its group's verdict: ``Group:     ml/train (not
+    placed; blocked by ml/w6, ml/w7)``, ``(placed)`` or ``(waiting: waiting for pod group ...)``;
+    None for a ``basic`` group (its pods are ordinary pods)."""
+    verdict = group.verdict
+    if verdict == "basic":
+        return None
+    g = group.placement()
+    line = f"Group:     {group.key} ({verdict}"
+    if verdict == "waiting" and g.message:
+        line += f": {g.message}"
+    elif g.blocking and verdict == "not placed":
+        line += f"; blocked by {', '.join(g.blocking)}"
+    return line + ")"
 
 
 def _groups_line(groups: Sequence[GroupOutcome]) -> str:
@@ -174,6 +195,10 @@ def _print_simulation(
         for o in outcomes:
             where = f"on {o.node}" if o.node is not None else "unschedulable"
             out.write(f"\n{o.pod.namespace}/{o.pod.name} ({where}):\n")
+            group = groups.get(pod_group_key(o.pod.pod) or "") if groups else None
+            line = _member_group_line(group) if group is not None else None
+            if line is not None:
+                out.write(f"{line}\n")
             verdict_table(placement(o.pod, o.result, attempts=o.attempts, explain=True).nodes, out)
         for group in groups.values():
             if group.verdict in ("not placed", "waiting"):

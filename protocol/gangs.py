@@ -34,6 +34,7 @@ __all__ = [
     "GROUP_LABELS",
     "membership_errors",
     "min_count",
+    "names_a_group",
     "pod_group_key",
     "pod_group_name",
     "pod_group_source",
@@ -44,6 +45,8 @@ GROUP_LABELS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 """Volcano's pod annotations naming the group (``KubeGroupNameAnnotationKey``,
 ``VolcanoGroupNameAnnotationKey``)."""
+_LABEL, _OLD_LABEL = GROUP_LABELS
+_ANNOTATION, _VOLCANO = GROUP_ANNOTATIONS
 
 
 def _sources(pod: Pod) -> list[tuple[str, str]]:
@@ -60,6 +63,17 @@ def _sources(pod: Pod) -> list[tuple[str, str]]:
         if annotations.get(k)
     ]
     return found
+
+
+def names_a_group(pod: Pod) -> bool:
+    """Whether the pod may name a group, answered without building anything (a few lookups):
+    for scans over every pod, which mostly name none (then :func:`pod_group_key`)."""
+    if pod.spec.scheduling_group is not None:
+        return True
+    labels, annotations = pod.metadata.labels, pod.metadata.annotations
+    if labels and (_LABEL in labels or _OLD_LABEL in labels):
+        return True
+    return bool(annotations) and (_ANNOTATION in annotations or _VOLCANO in annotations)
 
 
 def pod_group_source(pod: Pod) -> tuple[str, str] | None:

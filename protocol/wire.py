@@ -441,9 +441,18 @@ class CancelReply(Reply, tag="cancel_reply", frozen=True, kw_only=True):
 
 
 class ExplainReply(Reply, tag="explain_reply", frozen=True, kw_only=True):
+    """The answer to an ``explain`` of a pod.
+
+    ``group``: for a pod of a gang (or of a group that does not exist), the group's
+    explanation as ``explain podgroup/NS/NAME`` answers it (the quorum it waits for, or its
+    next attempt: the members that block it and what would help). A pending member that
+    attempt decides is judged there: ``placement`` and ``hints`` are its entry in ``group``.
+    """
+
     revision: Revision
     placement: Placement
     hints: list[Hint] = []
+    group: GroupPlacement | None = None
 
 
 class ExplainGroupReply(Reply, tag="explain_group_reply", frozen=True, kw_only=True):

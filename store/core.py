@@ -863,7 +863,9 @@ class StoreCore:
         ``node``, and ``message`` "preempted by NS/NAME (priority P)"); a victim gone,
         re-created or not on ``node`` is skipped (so with ``node`` "" none is evicted). Then the
         preemptor's ``status.nominatedNodeName`` is set to ``node`` ("" clears it) with a
-        Modified change, only when that changes it.
+        Modified change, only when that changes it. A victim naming its own node
+        (``Victim.node``: a member of a placed gang evicted whole, issue 24) is evicted from
+        that node instead, in the same transaction.
 
         A pod group's preemption (issue 24) names its other members in ``group``: each is
         checked as ``preemptor`` is, before anything is written, and in the same transaction
@@ -898,14 +900,15 @@ class StoreCore:
             for victim in chosen:
                 key = (namespace_or_default(victim.namespace), victim.name)
                 old = tx.get("Pod", key)
+                on = victim.node or where
                 if (
                     not isinstance(old, Pod)
                     or old.metadata.uid != victim.uid
                     or not old.spec.node_name
-                    or old.spec.node_name != where
+                    or old.spec.node_name != on
                 ):
                     continue  # gone, re-created or moved since the decision: nothing to evict
-                tx.record("Preempted", old, old, deleted=True, node=where, message=message)
+                tx.record("Preempted", old, old, deleted=True, node=on, message=message)
                 evicted.append(f"{key[0]}/{key[1]}")
         for pod, (_, where, _) in zip(pods, steps, strict=True):
             now = tx.get("Pod", (namespace_or_default(pod.metadata.namespace), pod.metadata.name))

@@ -218,11 +218,14 @@ class RecordUnschedulable(_Mail, frozen=True, kw_only=True):
 
 
 class Victim(_Mail, frozen=True, kw_only=True):
-    """A pod to evict: the uid guards against a pod deleted and re-created since."""
+    """A pod to evict: the uid guards against a pod deleted and re-created since; ``node``,
+    the node it is bound to ("": the preemptor's; a placed gang evicted whole has members on
+    other nodes, issue 24)."""
 
     namespace: str
     name: str
     uid: str
+    node: str = ""
 
 
 class EvictResult(_Mail, frozen=True, kw_only=True):
@@ -257,7 +260,7 @@ class Evict(_Mail, frozen=True, kw_only=True):
 
     The preemptor (``namespace``, ``name``, ``uid``) must exist with that uid and be unbound,
     else ``StoreFailure(code="conflict")`` and nothing is written. Each victim that still exists
-    with its uid and is bound to ``node`` is deleted with a Preempted change (``node`` the node,
+    with its uid and is bound to ``node`` (or to its own ``Victim.node``) is deleted with a Preempted change (``node`` the node,
     ``message`` naming the preemptor); the others are skipped. Then the preemptor's
     ``status.nominatedNodeName`` becomes ``node`` ("" clears it) with a Modified change, when
     that changes it. Answered with :class:`EvictResult` once committed.

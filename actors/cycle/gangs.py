@@ -10,10 +10,11 @@ is on, it looks for victims so that the whole group fits, all or nothing:
    member that did not fit, in order, pod preemption's steps as a lone pod takes them
    (:func:`~podium.actors.framework.preemption.search_preemption`, the extenders' preempt
    verbs, ``pickOneNodeForPreemption``: victims of lower priority than the member, the fewest
-   PodDisruptionBudget violations, ...), never evicting a member of a gang
-   (:func:`~podium.actors.framework.preemption.gang_members`), each member's victims chosen
-   against the budgets the earlier ones' left; the victims are taken off that node and the
-   member folded in before the next member's turn. The plan stops when enough members have a
+   PodDisruptionBudget violations, ...), never evicting its own members
+   (:func:`~podium.actors.framework.preemption.same_group`) and another placed gang only whole
+   (:class:`~podium.actors.framework.preemption.PreemptionUnits`), each member's victims
+   chosen against the budgets the earlier ones' left; the victims are taken off their nodes
+   and the member folded in before the next member's turn. The plan stops when enough members have a
    node, or when the members left cannot make up the difference.
 2. *Check*, when the plan gave ``min_count - bound`` members a node: on the snapshot as it was
    before the attempt, with every victim taken off, every member is decided again, one after
@@ -28,10 +29,10 @@ Otherwise nothing is evicted, and each member that did not fit is told why preem
 help it, in Kubernetes' words (``preemption: 0/10 nodes are available: ...``), with a word for
 the group when preemption would place some but not enough (:attr:`GangPreemption.note`).
 
-Why the members of gangs are never victims (the simplest rule that keeps every gang whole):
-evicting some members of a running gang breaks its all-or-nothing, and evicting a whole gang
-(every node it holds, for its priority) is not a choice victim selection node by node can
-make. The members of ``basic`` groups are ordinary pods and may be victims.
+A placed gang is a victim whole or not at all (KEP-5710's preemption unit): when one of its
+members would be a victim, every member, on whatever node, is, and only when each is of a lower
+priority than the member preempting; so no gang is ever left partly running. The members of
+``basic`` groups are ordinary pods and may be victims.
 """
 
 from __future__ import annotations

@@ -41,9 +41,9 @@ claims do not pick the same volume. Then:
   all); a refused Assume undoes every fold and requeues the group as one unit (conflict, or
   error);
 - fewer: with preemption on (and no member's attempt an error), the gang's preemption
-  (:mod:`podium.actors.cycle.gangs`: a plan member by member as pod preemption picks, never
-  evicting members of gangs, then a check that every needed member fits once the victims are
-  gone) may evict, in one Evict whose ``group`` nominates every member it placed. Then every
+  (:mod:`podium.actors.cycle.gangs`: a plan member by member as pod preemption picks, a
+  lower gang evicted whole or not at all, then a check that every needed member fits once the
+  victims are gone) may evict, in one Evict whose ``group`` nominates every member it placed. Then every
   fold is undone (each node put back as before the gang's first fold on it, the objects as
   before), nothing is assumed or bound, the group goes back to the queue as one unit
   (RequeueGroup, backed off: after an eviction it is decided whole again once the victims are
@@ -122,9 +122,9 @@ from podium.actors.framework.preemption import (
     Spared,
     disruption_budgets,
     fit_error_with_preemption,
-    gang_members,
     lowest_evictable_priority,
     pod_eligible_to_preempt_others,
+    same_group,
     spend_budgets,
     without_victims,
     without_victims_anywhere,
@@ -558,7 +558,7 @@ class Scheduler:
     async def _evict(
         self, pod: PodInfo, node: str, victims: list[PodInfo]
     ) -> EvictResult | StoreFailure:
-        refs = [Victim(namespace=v.namespace, name=v.name, uid=v.pod.metadata.uid) for v in victims]
+        refs = _victim_refs(victims, node)
         return await ask(
             self._store,
             lambda r: Evict(
@@ -803,7 +803,7 @@ class Scheduler:
             nodes={m.key: d.node for m, d in zip(members, decisions, strict=True) if d.node},
         )
         keys = {m.key for m in members}
-        spared = gang_members(snapshot.objects)
+        spared = same_group(members)
         budgets = disruption_budgets(snapshot)
         unfit = [(m, d) for m, d in zip(members, decisions, strict=True) if d.node is None]
         # Only pods below the highest unfit member's priority can be anyone's victims.
@@ -822,7 +822,7 @@ class Scheduler:
                 if found.message:
                     plan.parts[member.key] = found.message
                 continue
-            before.setdefault(node, without_victims(snapshot, node, found.victims))
+            without_victims(snapshot, before, node, found.victims)
             fold_member(snapshot, before, member, msgspec.structs.replace(decision, node=node))
             budgets = spend_budgets(budgets, found.victims)
             plan.nodes[member.key] = node
@@ -889,7 +889,7 @@ class Scheduler:
         try:
             for key, victims in plan.victims.items():
                 node = plan.nodes[key]
-                before.setdefault(node, without_victims(snapshot, node, victims))
+                without_victims(snapshot, before, node, victims)
             for member in members:
                 decision = await self._decide(
                     member,
@@ -951,19 +951,13 @@ class Scheduler:
         """One Evict for a group's members: each (member, node, victims) evicted for and
         nominated ("" clears), all in one transaction."""
         (first, node, victims), *rest = entries
-
-        def refs(pods: Sequence[PodInfo]) -> list[Victim]:
-            return [
-                Victim(namespace=v.namespace, name=v.name, uid=v.pod.metadata.uid) for v in pods
-            ]
-
         group = [
             Preemptor(
                 namespace=m.namespace,
                 name=m.name,
                 uid=m.pod.metadata.uid,
                 node=where,
-                victims=refs(chosen),
+                victims=_victim_refs(chosen, where),
             )
             for m, where, chosen in rest
         ]
@@ -974,7 +968,7 @@ class Scheduler:
                 name=first.name,
                 uid=first.pod.metadata.uid,
                 node=node,
-                victims=refs(victims),
+                victims=_victim_refs(victims, node),
                 group=group,
                 reply=r,
             ),
@@ -1418,6 +1412,20 @@ class _Preempting:
     decision: Decision
     preemption: PreemptionResult
     calls: tuple[Call, ...] = ()
+
+
+def _victim_refs(victims: Sequence[PodInfo], node: str) -> list[Victim]:
+    """The store's references to the pods to evict for a preemptor nominated to ``node``, each
+    naming its own node when it runs elsewhere (a member of a placed gang evicted whole)."""
+    return [
+        Victim(
+            namespace=v.namespace,
+            name=v.name,
+            uid=v.pod.metadata.uid,
+            node="" if v.pod.spec.node_name in ("", node) else v.pod.spec.node_name,
+        )
+        for v in victims
+    ]
 
 
 def _with_preemption(

@@ -60,10 +60,20 @@ Where Podium differs from v1.14 (or guesses):
   only matters for snapshots that keep them (tests, tools).
 
 Pod groups (issue 24; the scheduler's gang preemption, actors/cycle/gangs.py, runs these steps
-for each member that needs a node): ``spared`` pods are never victims (a gang's preemption
-spares the members of gangs, :func:`gang_members`); each member's victims are chosen against
-the budgets the earlier members' victims left (:func:`spend_budgets`); a member that finds no
-victim on any node is answered without a fit check per node (:func:`without_victims_anywhere`).
+for each member that needs a node):
+
+- a placed gang is one preemption unit (:class:`PreemptionUnits`, after KEP-5710's "Preemption
+  unit"), for a lone pod's preemption and a gang's alike: when one of its members would be a
+  victim, every member, on whatever node, is, and only when each member's priority is below
+  the preemptor's; the node's victims then hold the whole gang, so ``pickOneNodeForPreemption``
+  weighs all of it (count, priorities, PDB violations of each member); units are reprieved in
+  Kubernetes v1.36's victim importance order (:func:`_unit_importance`);
+- ``spared`` pods are never victims (a gang's preemption spares its own members,
+  :func:`same_group`); each member's victims are chosen against the budgets the earlier
+  members' victims left (:func:`spend_budgets`); a member that finds no victim on any node is
+  answered without a fit check per node (:func:`without_victims_anywhere`).
+
+Without pod groups on the nodes every unit is one pod and each step is v1.14's.
 """
 
 from __future__ import annotations
@@ -74,7 +84,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from podium.actors.framework.interface import (
     Code,
@@ -89,8 +99,8 @@ from podium.actors.framework.nominated import (
     add_nominated_pods,
     lower_priority_nominated_pods,
 )
-from podium.actors.framework.snapshot import ClusterObjects, Snapshot
-from podium.protocol.gangs import min_count, pod_group_key
+from podium.actors.framework.snapshot import Snapshot
+from podium.protocol.gangs import min_count, names_a_group, pod_group_key
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import (
     Pod,
@@ -109,10 +119,13 @@ __all__ = [
     "PREEMPT_NEVER",
     "DisruptionBudget",
     "FitCheck",
+    "PlacedGang",
     "PredicateFitCheck",
     "PreemptionResult",
     "PreemptionSearch",
+    "PreemptionUnits",
     "Spared",
+    "Unit",
     "VictimSelection",
     "Victims",
     "disruption_budgets",
@@ -120,17 +133,19 @@ __all__ = [
     "filter_pods_with_pdb_violation",
     "finish_preemption",
     "fit_error_with_preemption",
-    "gang_members",
     "lowest_evictable_priority",
     "more_important_pod",
     "nodes_where_preemption_might_help",
     "pick_one_node_for_preemption",
     "pod_eligible_to_preempt_others",
     "preempt",
+    "preemption_units",
+    "same_group",
     "search_preemption",
     "select_nodes_for_preemption",
     "select_victims_on_node",
     "spend_budgets",
+    "with_whole_gangs",
     "without_victims",
     "without_victims_anywhere",
 ]
@@ -376,6 +391,154 @@ def filter_pods_with_pdb_violation(
     return violating, non_violating
 
 
+# --------------------------------------------------------------------------- preemption units
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedGang:
+    """A gang with members on nodes (bound or assumed): evicted whole or not at all.
+
+    Attributes:
+        key: ``namespace/name`` of its pod group.
+        members: (node, member) for every member on a node of the snapshot, most important
+            first.
+        priority: its highest member's priority: only a preemptor above it may evict it (issue
+            24 point 4: never members of a gang of higher or equal priority).
+    """
+
+    key: str
+    members: tuple[tuple[str, PodInfo], ...]
+    priority: int
+
+
+class PreemptionUnits:
+    """The placed gangs of a snapshot, by member: which pods preemption evicts together.
+
+    KEP-5710 (kubernetes/enhancements keps/sig-scheduling/5710-workload-aware-preemption,
+    "Preemption unit") makes the pod group scheduled as a gang the unit of preemption ("the
+    group of pods that should be preempted together matches a group that was initially
+    scheduled together as a gang"; its user story: an AI training job "will not be partially
+    preempted"), and Kubernetes v1.36 does so for a PodGroup whose ``disruptionMode`` is
+    ``PodGroup`` ("all pods from the PodGroup have to be disrupted together",
+    kubernetes.io "Pod Group Disruption and Priority"). Podium has no ``disruptionMode``: every
+    gang (``minCount``/``minMember``) is such a unit, and so is a group Podium does not know
+    (it may be a gang; keeping it whole is the all-or-nothing side); a ``basic`` group's pods
+    are ordinary pods. Unlike v1.36, a lone pod's preemption keeps gangs whole too
+    (docs/differences.md).
+    """
+
+    __slots__ = ("_gangs", "_of", "_snapshot")
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        # Built on the first question about a pod that names a group: a cluster without pod
+        # groups pays a few lookups per pod asked about, never a scan.
+        self._snapshot = snapshot
+        self._gangs: dict[str, PlacedGang] | None = None
+        self._of: dict[str, PlacedGang] = {}
+
+    @property
+    def gangs(self) -> dict[str, PlacedGang]:
+        """Group key -> placed gang, for every gang with a member on a node."""
+        if self._gangs is None:
+            self._gangs = self._build()
+            self._of = {p.key: g for g in self._gangs.values() for _, p in g.members}
+        return self._gangs
+
+    def _by_member(self) -> dict[str, PlacedGang]:
+        """Member key -> its placed gang (built with :attr:`gangs`)."""
+        if self._gangs is None:
+            _ = self.gangs
+        return self._of
+
+    def _build(self) -> dict[str, PlacedGang]:
+        snapshot = self._snapshot
+        groups = snapshot.objects.pod_groups
+        found: dict[str, list[tuple[str, PodInfo]]] = {}
+        for info in snapshot.node_infos:
+            for p in info.pods:
+                if not names_a_group(p.pod):
+                    continue
+                key = pod_group_key(p.pod)
+                if key is None:
+                    continue
+                group = groups.get(key)
+                if group is not None and min_count(group) is None:
+                    continue  # basic: its pods are ordinary pods
+                found.setdefault(key, []).append((info.name, p))
+        return {
+            key: PlacedGang(
+                key,
+                tuple(sorted(members, key=lambda m: _importance(m[1]))),
+                max(p.priority for _, p in members),
+            )
+            for key, members in found.items()
+        }
+
+    def gang_of(self, pod: PodInfo) -> PlacedGang | None:
+        """The placed gang ``pod`` is a member of, or None."""
+        if not names_a_group(pod.pod):
+            return None
+        return self._by_member().get(pod.key)
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """A preemption unit: the pods evicted together, each with the node it runs on.
+
+    Attributes:
+        pods: (node, pod): one pod, or every member of ``gang``.
+        gang: the placed gang, or None for a lone pod.
+    """
+
+    pods: list[tuple[str, PodInfo]]
+    gang: PlacedGang | None = None
+
+
+def preemption_units(
+    pod: PodInfo,
+    node_info: NodeInfo,
+    units: PreemptionUnits | None,
+    spared: Spared | None = None,
+) -> list[Unit]:
+    """The units ``pod`` may evict to fit ``node_info``, in the node's pod order: each pod of
+    a lower priority on the node that ``spared`` does not spare, alone, or, for a member of a
+    placed gang, the whole gang (every member, on whatever node) when every member is of a
+    lower priority and none is spared; a gang of higher or equal priority, or with a spared
+    member, is no unit at all."""
+    here = node_info.name
+    out: list[Unit] = []
+    seen: set[str] = set()
+    for p in node_info.pods:
+        if p.priority >= pod.priority or (spared is not None and spared(p)):
+            continue
+        gang = units.gang_of(p) if units is not None else None
+        if gang is None:
+            out.append(Unit([(here, p)]))
+            continue
+        if gang.key in seen:
+            continue
+        seen.add(gang.key)
+        if gang.priority >= pod.priority or (
+            spared is not None and any(spared(m) for _, m in gang.members)
+        ):
+            continue
+        out.append(Unit(list(gang.members), gang))
+    return out
+
+
+def _unit_importance(unit: Unit) -> tuple[int, int, int, float]:
+    """Sort key putting the most important unit first, as Kubernetes v1.36's workload-aware
+    preemption ranks victims (kubernetes.io "Workload-Aware Preemption", "Victim importance
+    hierarchy"): higher priority; at equal priority a pod group before a lone pod; of two
+    groups the larger; then the earlier start. A lone pod's key orders as ``MoreImportantPod``.
+    """
+    if unit.gang is None:
+        only = unit.pods[0][1]
+        return (-only.priority, 1, -1, _start_time(only))
+    pods = [p for _, p in unit.pods]
+    return (-unit.gang.priority, 0, -len(pods), min(_start_time(p) for p in pods))
+
+
 # --------------------------------------------------------------------------- the steps
 
 
@@ -454,6 +617,7 @@ def select_victims_on_node(
     budgets: Sequence[DisruptionBudget] = (),
     *,
     spared: Spared | None = None,
+    units: PreemptionUnits | None = None,
 ) -> VictimSelection:
     """v1.14 ``selectVictimsOnNode``: the fewest pods to evict on ``node_info`` for ``pod``.
 
@@ -462,8 +626,13 @@ def select_victims_on_node(
     ones first, each group most important first; those that cannot be put back are the
     victims. A higher-priority pod is never evicted while a lower-priority one could be.
 
-    ``snapshot`` is changed during the call (the node's NodeInfo is swapped for a working
-    clone) and restored before it returns; ``node_info`` itself is never mutated.
+    A placed gang (``units``, :class:`PreemptionUnits`) is removed and put back whole: when
+    one of its members runs on this node, every member, on whatever node, goes with it, and
+    only when all of them are of a lower priority than ``pod`` (:func:`preemption_units`).
+    Without gangs on the node this is exactly v1.14's step.
+
+    ``snapshot`` is changed during the call (the NodeInfos touched are swapped for working
+    clones) and restored before it returns; ``node_info`` itself is never mutated.
 
     Args:
         pod: the preemptor.
@@ -473,18 +642,32 @@ def select_victims_on_node(
         fits: the predicate check (:class:`PredicateFitCheck` by default).
         budgets: the disruption budgets (:func:`disruption_budgets`).
         spared: pods never evicted, whatever their priority (a pod group's preemption spares
-            the members of gangs, :func:`gang_members`); None: none.
+            its own members, :func:`same_group`); None: none. A gang with a spared member is
+            spared whole.
+        units: the placed gangs (None: every pod is its own unit).
     """
     original = snapshot.get(node_info.name)
     if original is None:
         return VictimSelection((), 0, False, (MSG_PREEMPTION_NOT_HELPFUL,))
-    work = node_info.clone()
     potential = [
-        p for p in work.pods if p.priority < pod.priority and (spared is None or not spared(p))
+        p for p in node_info.pods if p.priority < pod.priority and (spared is None or not spared(p))
     ]
+    if units is not None and any(names_a_group(p.pod) for p in potential):
+        return _select_units_on_node(
+            pod, node_info, original, snapshot, fits, budgets, spared, units
+        )
+    work = node_info.clone()
     for p in potential:
         work.remove_pod(p)
     snapshot.replace_node_info(work)
+
+    def take(p: PodInfo, *, off: bool) -> None:
+        if off:
+            work.remove_pod(p)
+        else:
+            work.add_pod(p)
+        snapshot.replace_node_info(work)
+
     try:
         reasons = fits(pod, work, snapshot)
         if reasons:
@@ -492,24 +675,97 @@ def select_victims_on_node(
             return VictimSelection((), 0, False, reasons if potential else (MSG_NO_VICTIMS,))
         potential.sort(key=_importance)
         violating, non_violating = filter_pods_with_pdb_violation(potential, budgets)
-        victims: list[PodInfo] = []
-
-        def reprieve(p: PodInfo) -> bool:
-            work.add_pod(p)
-            snapshot.replace_node_info(work)
-            if not fits(pod, work, snapshot):
-                return True
-            work.remove_pod(p)
-            snapshot.replace_node_info(work)
-            victims.append(p)
-            return False
-
-        num_violations = sum(1 for p in violating if not reprieve(p))
-        for p in non_violating:
-            reprieve(p)
+        order = [(p, 1) for p in violating] + [(p, 0) for p in non_violating]
+        victims, num_violations = _reprieve(order, take, lambda: bool(fits(pod, work, snapshot)))
     finally:
         snapshot.replace_node_info(original)
     victims.sort(key=_importance)
+    return VictimSelection(tuple(victims), num_violations, True)
+
+
+_T = TypeVar("_T")
+
+
+def _reprieve(
+    order: Sequence[tuple[_T, int]], take: Callable[..., None], misfit: Callable[[], bool]
+) -> tuple[list[_T], int]:
+    """selectVictimsOnNode's reprieve: put each removed item back in ``order`` (with how many
+    PDB violations evicting it counts), keep it when the preemptor still fits
+    (``misfit()`` false), else take it off again: it is a victim. Returns the victims and
+    their violations."""
+    victims: list[_T] = []
+    violations = 0
+    for item, bad in order:
+        take(item, off=False)
+        if misfit():
+            take(item, off=True)
+            victims.append(item)
+            violations += bad
+    return victims, violations
+
+
+def _select_units_on_node(
+    pod: PodInfo,
+    node_info: NodeInfo,
+    original: NodeInfo,
+    snapshot: Snapshot,
+    fits: FitCheck,
+    budgets: Sequence[DisruptionBudget],
+    spared: Spared | None,
+    units: PreemptionUnits,
+) -> VictimSelection:
+    """:func:`select_victims_on_node` when a pod on the node names a group: the same steps over
+    preemption units (:func:`preemption_units`), a placed gang removed and put back whole on
+    every node it runs on."""
+    here = node_info.name
+    candidates = preemption_units(pod, node_info, units, spared)
+    work = node_info.clone()
+    works = {here: work}
+    originals = {here: original}
+
+    def touched(unit: Unit) -> list[NodeInfo]:
+        out: dict[str, NodeInfo] = {}
+        for name, _ in unit.pods:
+            info = works.get(name)
+            if info is None:
+                originals[name] = snapshot.by_name[name]
+                info = works[name] = originals[name].clone()
+            out[name] = info
+        return list(out.values())
+
+    def take(unit: Unit, *, off: bool) -> None:
+        infos = touched(unit)
+        for name, p in unit.pods:
+            if off:
+                works[name].remove_pod(p)
+            else:
+                works[name].add_pod(p)
+        for info in infos:
+            snapshot.replace_node_info(info)
+
+    for unit in candidates:
+        touched(unit)
+        for name, p in unit.pods:
+            works[name].remove_pod(p)
+    for info in works.values():
+        snapshot.replace_node_info(info)
+    try:
+        reasons = fits(pod, work, snapshot)
+        if reasons:
+            return VictimSelection((), 0, False, reasons if candidates else (MSG_NO_VICTIMS,))
+        candidates.sort(key=_unit_importance)
+        violating: list[tuple[Unit, int]] = []
+        non_violating: list[tuple[Unit, int]] = []
+        for unit in candidates:
+            bad = filter_pods_with_pdb_violation((p for _, p in unit.pods), budgets)[0]
+            (violating if bad else non_violating).append((unit, len(bad)))
+        chosen, num_violations = _reprieve(
+            violating + non_violating, take, lambda: bool(fits(pod, work, snapshot))
+        )
+    finally:
+        for info in originals.values():
+            snapshot.replace_node_info(info)
+    victims = sorted((p for unit in chosen for _, p in unit.pods), key=_importance)
     return VictimSelection(tuple(victims), num_violations, True)
 
 
@@ -521,24 +777,30 @@ def select_nodes_for_preemption(
     budgets: Sequence[DisruptionBudget] = (),
     *,
     spared: Spared | None = None,
+    units: PreemptionUnits | None = None,
 ) -> tuple[dict[str, Victims], dict[str, tuple[str, ...]]]:
     """v1.14 ``selectNodesForPreemption`` over ``nodes`` (names; ones not in the snapshot are
     skipped, as v1.14 skips a node its cache does not have yet).
 
-    ``snapshot`` is not changed: the work happens on a copy.
+    ``snapshot`` is not changed: the work happens on a copy. ``units``: the snapshot's placed
+    gangs (None: found here); a node's victims then hold every member of each gang evicted,
+    on whatever node, so picking a node weighs the whole gang's cost (its members' count and
+    priorities), as Kubernetes ranks the set of pods a preemption removes.
 
     Returns:
         (node -> victims, for the nodes where the pod fits after evicting them, in ``nodes``
         order; node -> why not, for the others).
     """
     work = snapshot.copy()
+    if units is None:
+        units = PreemptionUnits(snapshot)
     candidates: dict[str, Victims] = {}
     unfit: dict[str, tuple[str, ...]] = {}
     for name in nodes:
         info = work.get(name)
         if info is None:
             continue
-        found = select_victims_on_node(pod, info, work, fits, budgets, spared=spared)
+        found = select_victims_on_node(pod, info, work, fits, budgets, spared=spared, units=units)
         if found.fits:
             candidates[name] = Victims(found.victims, found.num_pdb_violations)
         else:
@@ -626,12 +888,15 @@ class PreemptionSearch:
         candidates: node -> victims, for the nodes where the pod fits after the evictions.
         unfit: node -> why the pod fits there even with every lower-priority pod gone.
         potential: how many nodes preemption might help on.
+        units: the placed gangs the victims were chosen with (an extender's narrowed
+            candidates are completed with them, :func:`with_whole_gangs`).
     """
 
     done: PreemptionResult | None = None
     candidates: Mapping[str, Victims] = dataclasses.field(default_factory=dict)
     unfit: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     potential: int = 0
+    units: PreemptionUnits | None = None
 
 
 def search_preemption(
@@ -645,7 +910,7 @@ def search_preemption(
 ) -> PreemptionSearch:
     """The first half of :func:`preempt`: eligibility, the nodes where preemption might help,
     and the victims on each (``selectNodesForPreemption``; ``spared`` pods are never
-    victims)."""
+    victims; a placed gang is a victim whole, :class:`PreemptionUnits`)."""
     eligible, why = pod_eligible_to_preempt_others(pod, snapshot)
     if not eligible:
         return PreemptionSearch(done=PreemptionResult(message=PREEMPTION_PREFIX + why))
@@ -665,10 +930,13 @@ def search_preemption(
         )
     if budgets is None:
         budgets = disruption_budgets(snapshot)
+    units = PreemptionUnits(snapshot)
     candidates, unfit = select_nodes_for_preemption(
-        pod, snapshot, (info.name for info in potential), fits, budgets, spared=spared
+        pod, snapshot, (info.name for info in potential), fits, budgets, spared=spared, units=units
     )
-    return PreemptionSearch(candidates=candidates, unfit=unfit, potential=len(potential))
+    return PreemptionSearch(
+        candidates=candidates, unfit=unfit, potential=len(potential), units=units
+    )
 
 
 def finish_preemption(
@@ -748,26 +1016,36 @@ def fit_error_with_preemption(fit_message: str, result: PreemptionResult) -> str
 # --------------------------------------------------------------------------- pod groups
 
 
-def gang_members(objects: ClusterObjects) -> Spared:
-    """The pods a pod group's preemption spares (issue 24): the members of gangs.
-
-    A gang is placed all or nothing; evicting some of its members would leave it partly
-    running, and evicting all of them is a decision about that whole gang (its priority, every
-    node it holds) that victim selection node by node cannot make. So a member of a group that
-    is a gang (``minCount``/``minMember``), or of a group Podium does not know (it may be one),
-    is never a victim of a gang's preemption, whatever its priority; the pods of a ``basic``
-    group are ordinary pods.
-    """
-    groups = objects.pod_groups
+def same_group(members: Iterable[PodInfo]) -> Spared:
+    """The pods a pod group's preemption spares (issue 24): its own members (those already
+    bound included), whatever their priority. Other gangs are victims whole or not at all
+    (:class:`PreemptionUnits`), the pods of ``basic`` groups ordinary pods."""
+    keys = {key for m in members if (key := pod_group_key(m.pod)) is not None}
 
     def spared(pod: PodInfo) -> bool:
-        key = pod_group_key(pod.pod)
-        if key is None:
-            return False
-        group = groups.get(key)
-        return group is None or min_count(group) is not None
+        return bool(keys) and pod_group_key(pod.pod) in keys
 
     return spared
+
+
+def with_whole_gangs(victims: Victims, units: PreemptionUnits | None) -> Victims:
+    """``victims`` with every member of each placed gang one of them belongs to, most
+    important first: an extender's preempt verb may hand back part of a gang, which would leave
+    it partly running. The count of PDB violations stays the extender's."""
+    if units is None:
+        return victims
+    have = {p.key for p in victims.pods}
+    gangs: dict[str, PlacedGang] = {}
+    for p in victims.pods:
+        gang = units.gang_of(p)
+        if gang is not None:
+            gangs[gang.key] = gang
+    added = [m for gang in gangs.values() for _, m in gang.members if m.key not in have]
+    if not added:
+        return victims
+    return Victims(
+        tuple(sorted((*victims.pods, *added), key=_importance)), victims.num_pdb_violations
+    )
 
 
 def lowest_evictable_priority(
@@ -807,15 +1085,23 @@ def without_victims_anywhere(
     return PreemptionResult(message=_preemption_message(num_nodes, +reasons))
 
 
-def without_victims(snapshot: Snapshot, node: str, victims: Iterable[PodInfo]) -> NodeInfo:
-    """Take ``victims`` off ``node`` in ``snapshot`` (a changed clone swapped in, as preemption
-    evaluates a node). Returns the node's NodeInfo before."""
-    before = snapshot.by_name[node]
-    info = before.clone()
+def without_victims(
+    snapshot: Snapshot, before: dict[str, NodeInfo], node: str, victims: Iterable[PodInfo]
+) -> None:
+    """Take ``victims`` off the nodes they run on in ``snapshot`` (``spec.nodeName``, else
+    ``node``; a placed gang's members are on several), a changed clone of each swapped in, as
+    preemption evaluates a node. ``before`` keeps each node's NodeInfo before its first
+    change."""
+    by_node: dict[str, list[PodInfo]] = defaultdict(list)
     for victim in victims:
-        info.remove_pod(victim)
-    snapshot.replace_node_info(info)
-    return before
+        by_node[victim.pod.spec.node_name or node].append(victim)
+    for name, pods in by_node.items():
+        was = snapshot.by_name[name]
+        before.setdefault(name, was)
+        info = was.clone()
+        for victim in pods:
+            info.remove_pod(victim)
+        snapshot.replace_node_info(info)
 
 
 def spend_budgets(

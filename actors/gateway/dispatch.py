@@ -45,7 +45,7 @@ from podium.actors.mail.messages import (
 from podium.actors.runtime.mailbox import ask
 from podium.actors.runtime.tracing import DISABLED, OBJECTS, PUT, Tracing
 from podium.protocol.errors import InvalidObject
-from podium.protocol.gangs import min_count, pod_group_key
+from podium.protocol.gangs import min_count, pod_group_key, pod_group_name
 from podium.protocol.labels import parse_selector
 from podium.protocol.objects import (
     DEFAULT_NAMESPACE,
@@ -285,6 +285,7 @@ class Dispatcher:
             )
             return ExplainReply(id=msg.id, revision=read.revision, placement=bound)
         looked: LookupReply = await ask(h.queue, lambda r: Lookup(key=info.key, reply=r))
+        group = await self._members_group(msg, pod)
         if pod.spec.scheduling_gates:
             # Not for the scheduler to try while gated (Kubernetes 1.27+ SchedulingGates).
             gates = ", ".join(g.name for g in pod.spec.scheduling_gates)
@@ -297,6 +298,7 @@ class Dispatcher:
                     attempts=looked.attempts,
                     explain=False,
                 ),
+                group=group,
             )
         if looked.queue == "waiting":
             # A gang member held before the queue (the GangScheduling PreEnqueue): not for the
@@ -310,7 +312,19 @@ class Dispatcher:
                     attempts=looked.attempts,
                     explain=False,
                 ),
+                group=group,
             )
+        if group is not None and group.needed:
+            # A member its group's next attempt decides: its verdict there, not alone.
+            entry = next((m for m in group.members if m.name == info.name), None)
+            if entry is not None:
+                return ExplainReply(
+                    id=msg.id,
+                    revision=read.revision,
+                    placement=entry,
+                    hints=group.hints.get(info.key, []),
+                    group=group,
+                )
         explained: Explained = await ask(
             h.scheduler, lambda r: ExplainPod(pod=info, explain=True, reply=r)
         )
@@ -326,12 +340,35 @@ class Dispatcher:
                 preempted=explained.preempted,
             ),
             hints=explained.hints,
+            group=group,
         )
 
+    async def _members_group(self, msg: Explain, pod: Pod) -> GroupPlacement | None:
+        """The explanation of ``pod``'s group, as ``explain podgroup/NS/NAME`` gives it, when
+        the pod names a gang or a group that does not exist (a ``basic`` group's pods are
+        ordinary pods: None), else None."""
+        name = pod_group_name(pod)
+        if name is None:
+            return None
+        asked = Explain(id=msg.id, name=name, namespace=pod.metadata.namespace, kind="PodGroup")
+        answer = await self._group(asked)
+        if isinstance(answer, StoreFailure) or answer[1].policy == "basic":
+            return None
+        return answer[1]
+
     async def _explain_group(self, msg: Explain) -> ServerMessage:
+        """``explain podgroup/NS/NAME`` (:meth:`_group`)."""
+        answer = await self._group(msg)
+        if isinstance(answer, StoreFailure):
+            return failure(msg.id, answer)
+        revision, group = answer
+        return ExplainGroupReply(id=msg.id, revision=revision, group=group)
+
+    async def _group(self, msg: Explain) -> tuple[int, GroupPlacement] | StoreFailure:
         """A pod group's members (read from the store: every pod of its namespace that names
         it), the queue's word on each (the quorum it waits for, its attempts), and the
-        scheduler's dry run of the pending ones as the group's next attempt (ExplainGroup)."""
+        scheduler's dry run of the pending ones as the group's next attempt (ExplainGroup).
+        Returns the store's revision and the group's explanation."""
         h = self._handles
         namespace = namespace_or_default(msg.namespace)
         key = namespaced_key(namespace, msg.name)
@@ -348,12 +385,12 @@ class Dispatcher:
             h.store, lambda r: ReadObjects(kind="Pod", namespace=namespace, reply=r)
         )
         if isinstance(listed, StoreFailure):
-            return failure(msg.id, listed)
+            return listed
         members = [p for p in listed.items if isinstance(p, Pod) and pod_group_key(p) == key]
         if group is None and not members:
             # Neither the group nor a pod naming it: the store's not_found for the group.
             assert isinstance(read, StoreFailure)
-            return failure(msg.id, read)
+            return read
         minimum = min_count(group) if group is not None else None
         policy: Literal["gang", "basic"] | None = (
             None if group is None else ("basic" if minimum is None else "gang")
@@ -420,7 +457,7 @@ class Dispatcher:
                 message=waiting,
                 members=placements,
             )
-            return ExplainGroupReply(id=msg.id, revision=listed.revision, group=answer)
+            return listed.revision, answer
         explained: ExplainedGroup = await ask(
             h.scheduler,
             lambda r: ExplainGroup(
@@ -459,7 +496,7 @@ class Dispatcher:
             hints={k: v for k, v in explained.hints.items() if v},
             preempted=[v for victims in explained.preempted.values() for v in victims],
         )
-        return ExplainGroupReply(id=msg.id, revision=listed.revision, group=answer)
+        return listed.revision, answer
 
     async def _lookup(self, key: str) -> LookupReply:
         looked: LookupReply = await ask(self._handles.queue, lambda r: Lookup(key=key, reply=r))

@@ -138,6 +138,16 @@ class Cluster:
         assert isinstance(reply, ExplainGroupReply | ErrorReply), reply
         return reply
 
+    async def explain(self, name: str, namespace: str = "ml") -> ExplainReply:
+        dispatcher = Dispatcher(
+            self.handles, Hub(), cast(Watches, None), connections=lambda: 0, started=0.0
+        )
+        reply = await dispatcher.handle(
+            cast(Connection, None), Explain(id=1, name=name, namespace=namespace)
+        )
+        assert isinstance(reply, ExplainReply), reply
+        return reply
+
     async def settle(self) -> None:
         await trio.testing.wait_all_tasks_blocked()
         while True:
@@ -595,16 +605,13 @@ async def test_a_gang_that_fits_only_by_evicting_four_lower_pods_evicts_them_and
         assert len(c.evicts) == 1
 
 
-@pytest.mark.parametrize("victims", ["low", "high"])
-async def test_a_gang_never_evicts_the_members_of_another_gang(
-    autojump_clock: trio.testing.MockClock, victims: str
+async def test_a_gang_never_evicts_a_gang_of_its_own_priority(
+    autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """The only pods in the way are a bound gang's members, of a lower or of a higher
-    priority than the workers: nothing is evicted (a gang is never partly evicted, and never
-    evicted for another gang), and the members are told no victim was found."""
-    held = [
-        member(f"h{i}", "held", ns="ml", node=f"n{i}", priority_class=victims) for i in range(2)
-    ]
+    """The only pods in the way are a bound gang's members, of the workers' own priority:
+    nothing is evicted (issue 24 point 4: never members of a gang of higher or equal
+    priority), and the members are told no victim was found."""
+    held = [member(f"h{i}", "held", ns="ml", node=f"n{i}", priority_class="high") for i in range(2)]
     nodes = [cpu_node("n0", "1"), cpu_node("n1", "1")]
     workers = [high_worker(f"w{i}") for i in range(2)]
     objects = [*CLASSES, *nodes, pod_group("held", 2), *held, pod_group("train", 2), *workers]
@@ -621,11 +628,66 @@ async def test_a_gang_never_evicts_the_members_of_another_gang(
         )
 
 
-async def test_a_gangs_victims_are_ordinary_pods_beside_a_spared_gang(
+async def test_a_higher_priority_gang_evicts_a_lower_one_whole_in_one_transaction(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """Each node holds a member of a low-priority gang and an ordinary low-priority pod: the
-    ordinary pods are evicted, the gang's members stay, whole."""
+    """The only pods in the way are a bound gang of priority 10 on two full nodes: the first
+    worker's victims are that whole gang (its member on the other node too), the second needs
+    none; one Evict takes both members and nominates both workers, and the gang of priority
+    1000 is then bound whole. No gang is ever partly evicted."""
+    held = [member(f"h{i}", "held", node=f"n{i}", priority_class="low") for i in range(2)]
+    nodes = [cpu_node("n0", "1"), cpu_node("n1", "1")]
+    workers = [high_worker(f"w{i}") for i in range(2)]
+    objects = [*CLASSES, *nodes, pod_group("held", 2), *held, pod_group("train", 2), *workers]
+    async with running(*objects) as c:
+        [evict] = c.evicts
+        assert evicted_by(evict) == {"w0": ("n0", ["h0", "h1"]), "w1": ("n1", [])}
+        # Each victim names the node it runs on: h1 is evicted from n1, not from w0's n0.
+        assert [(v.name, v.node) for v in evict.victims] == [("h0", ""), ("h1", "n1")]
+        pods = await c.pods()
+        assert "h0" not in pods and "h1" not in pods
+        await trio.sleep(2)
+        await c.settle()
+        assert sorted(await c.placed()) == ["w0", "w1"]
+
+
+async def test_a_lone_pods_preemption_evicts_a_lower_gang_whole_or_not_at_all(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A pod of priority 1000 that fits nowhere, on two full nodes each holding a member of a
+    gang of priority 10 (and, on n1, a pod of priority 10 of 1 cpu): evicting the lone pod on
+    n1 costs one pod, evicting on n0 the whole gang, two: n1 is picked, the gang stays whole.
+    With the lone pod gone first, the gang is the only way: both members go, in one Evict,
+    and the pod is bound; never one member alone."""
+    nodes = [cpu_node("n0", "1"), cpu_node("n1", "2")]
+    held = [member(f"h{i}", "held", node=f"n{i}", priority_class="low") for i in range(2)]
+    urgent = make_pod("urgent").ns("batch").uid("uid-urgent").req(cpu="1")
+    urgent.spec(priorityClassName="high")
+    objects = [*CLASSES, *nodes, pod_group("held", 2), *held, low_pod("l", "n1")]
+    async with running(*objects, urgent.obj()) as c:
+        [evict] = c.evicts
+        assert (evict.name, evict.node, [v.name for v in evict.victims]) == ("urgent", "n1", ["l"])
+        await trio.sleep(2)  # the pod's backoff after its attempt
+        await c.settle()
+        assert sorted(await c.placed()) == ["h0", "h1"]
+        assert (await c.placed("batch")) == {"urgent": "n1"}
+    one_each = [cpu_node("n0", "1"), cpu_node("n1", "1")]
+    async with running(*CLASSES, *one_each, pod_group("held", 2), *held, urgent.obj()) as c:
+        [evict] = c.evicts
+        assert evict.group == []
+        assert sorted((v.name, v.node) for v in evict.victims) == [("h0", ""), ("h1", "n1")]
+        await trio.sleep(2)
+        await c.settle()
+        assert await c.placed() == {}
+        assert (await c.placed("batch")) == {"urgent": "n0"}
+
+
+async def test_a_gangs_victims_are_ordinary_pods_beside_a_lower_gang_kept_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Each node holds a member of a low-priority gang and an ordinary low-priority pod: at
+    one priority a pod group is more important than a lone pod (Kubernetes' victim importance
+    hierarchy), so the ordinary pods are evicted and the gang's members stay, whole."""
     nodes = [cpu_node("n0", "2"), cpu_node("n1", "2")]
     held = [member(f"h{i}", "held", node=f"n{i}", priority_class="low") for i in range(2)]
     lows = [low_pod(f"p{i}", f"n{i}") for i in range(2)]
@@ -705,6 +767,45 @@ async def test_explain_says_why_a_member_waits(autojump_clock: trio.testing.Mock
             None,
             "waiting for pod group ml/train: 1 of 3 pods exist",
         )
+        # The group's verdict too, as explain podgroup/ml/train gives it.
+        group = await c.explain_group("train")
+        assert isinstance(group, ExplainGroupReply) and reply.group == group.group
+        assert reply.group is not None and reply.group.waiting
+        assert reply.group.message == "waiting for pod group ml/train: 1 of 3 pods exist"
+
+
+async def test_explain_of_a_member_gives_its_groups_verdict(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``podium explain ml/w0`` and ``ml/w7`` of 8 workers with room for 6: each is judged as
+    the group's attempt judges it (w0 would go to a node, w7 fits nowhere, with its hints),
+    and both say the group's verdict: not placed, the message every member was told, w6 and
+    w7 blocking it; a pod of no group and a basic group's pod get no group."""
+    workers = [gpu_worker(f"w{i}") for i in range(8)]
+    nodes = [gpu_node(f"gpu-{i}") for i in range(3)]
+    basic = member("b0", "web", cpu="100")
+    async with running(*nodes, pod_group("train", 8), *workers, pod_group("web", None), basic) as c:
+        told = condition_message((await c.pods())["w0"])
+        asked = await c.explain_group("train")
+        assert isinstance(asked, ExplainGroupReply)
+        group = asked.group
+        first, last = await c.explain("w0"), await c.explain("w7")
+        for reply in (first, last):
+            assert reply.group is not None
+            # The same verdict (the nodes a tie sends members to may differ between dry runs).
+            same = ("fit", "needed", "placed", "message", "blocking", "hints", "preempted")
+            assert [getattr(reply.group, f) for f in same] == [getattr(group, f) for f in same]
+            assert (reply.group.placed, reply.group.message) == (False, told)
+            assert reply.group.blocking == ["ml/w6", "ml/w7"]
+        assert first.group is not None and last.group is not None
+        assert first.placement == first.group.members[0] and first.placement.node is not None
+        assert first.hints == []
+        assert last.placement == last.group.members[7] and last.placement.node is None
+        assert last.placement.message is not None
+        assert last.placement.message.startswith("0/3 nodes are available: 3 Insufficient")
+        assert [(h.resource, h.missing) for h in last.hints] == [(GPU, "1")]
+        assert (await c.explain("b0")).group is None
+        assert await c.placed() == {} and c.evicts == [] and c.binds == []
 
 
 async def test_explain_of_a_gang_that_does_not_fit_names_its_blockers_and_changes_nothing(

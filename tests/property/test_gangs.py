@@ -279,27 +279,36 @@ PREEMPTING = dataclasses.replace(SchedulerConfig(), disable_preemption=False)
     n_gangs=st.integers(1, 5),
     n_plain=st.integers(0, 8),
 )
-def test_with_preemption_gangs_stay_whole_and_evict_only_ordinary_lower_pods(
+@example(seed=6769324, n_nodes=2, n_gangs=2, n_plain=0)  # a gang of priority 1000 evicts one
+def test_with_preemption_gangs_stay_whole_and_evict_only_lower_units(
     seed: int, n_nodes: int, n_gangs: int, n_plain: int
 ) -> None:
     """Preemption on, the plain pods (bound or pending) and the pods of basic groups of
     priority 0, the gangs of random priorities needing all their pending members: only gangs
-    can preempt. No gang is ever partly bound; no member of a gang is
-    ever evicted; every victim is an ordinary pod of a lower priority than the member it was
-    evicted for (a basic group's pods are ordinary pods); and a gang of the highest priority that evicted ends placed (nothing could
-    take the room it made: its members' nominations hold it against pods of its own priority
-    and below)."""
+    can preempt. No gang is ever partly bound; a gang with members on nodes is evicted whole or
+    not at all (issue 24 (b)): every member bound at the start goes in the same preemption as
+    the first, and only for a member of a higher priority than the gang's, never its own; every
+    other victim is an ordinary pod of a lower priority (a basic group's pods are ordinary
+    pods); and a gang of the highest priority that evicted ends placed (nothing could take the
+    room it made: its members' nominations hold it against pods of its own priority and
+    below)."""
     case = build(seed, n_nodes, n_gangs, n_plain, only_gangs_preempt=True)
     outcomes = simulate(case.objects, PREEMPTING, load_plugin_set(PREEMPTING), seed=seed)
     got = {x.pod.key for x in outcomes if x.node is not None}
     # The members of gangs (a basic group's pods are ordinary pods: they may be victims).
-    members = {k for g in case.gangs if g.min_count is not None for k in (*g.pending, *g.bound)}
-    evicted = {v for x in outcomes for v in x.preempted}
-    assert not evicted & members, f"members evicted: {evicted & members}"
+    gang_of = {k: g for g in case.gangs if g.min_count is not None for k in (*g.pending, *g.bound)}
+    hits: dict[str, list[str]] = {}  # gang -> the preemptors that evicted any of its members
     for x in outcomes:
-        if x.preempted:
-            assert x.pod.key in members and x.pod.priority > 0, x.pod.key
-            assert not set(x.preempted) & members
+        if not x.preempted:
+            continue
+        assert x.pod.key in gang_of and x.pod.priority > 0, x.pod.key
+        for name in {gang_of[v].name for v in x.preempted if v in gang_of}:
+            g = next(g for g in case.gangs if g.name == name)
+            hits.setdefault(name, []).append(x.pod.key)
+            assert x.pod.key not in g.pending, f"{x.pod.key} evicted its own gang"
+            assert CLASSES[g.priority] < x.pod.priority, f"{x.pod.key} evicted gang {name}"
+            assert set(g.bound) <= set(x.preempted), f"gang {name} partly evicted"
+    assert all(len(by) == 1 for by in hits.values()), hits
     for g in case.gangs:
         if g.min_count is None or len(g.bound) >= g.min_count:
             continue

@@ -52,6 +52,7 @@ from podium.actors.framework.preemption import (
     finish_preemption,
     more_important_pod,
     search_preemption,
+    with_whole_gangs,
 )
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
@@ -282,8 +283,11 @@ class Extenders:
                     return PreemptionResult()
                 if not candidates:
                     break
+            # An extender may hand back part of a placed gang: the gang goes whole or not at all.
             search = PreemptionSearch(
-                candidates=candidates, unfit=search.unfit, potential=search.potential
+                candidates={n: with_whole_gangs(v, search.units) for n, v in candidates.items()},
+                unfit=search.unfit,
+                potential=search.potential,
             )
         return finish_preemption(pod, snapshot, search, nominated=nominated)
 
@@ -327,7 +331,9 @@ class Extenders:
                 raise ExtenderError(
                     f"extender: {extender.name} claims to preempt on node: {node} but the node is not found in nodeNameToInfo map"
                 )
-            by_uid = {p.pod.metadata.uid: p for p in info.pods}
+            # The victims sent for the node too: a placed gang's members on other nodes.
+            sent = candidates[node].pods if node in candidates else ()
+            by_uid = {p.pod.metadata.uid: p for p in (*info.pods, *sent)}
             victims: list[PodInfo] = []
             for meta_pod in meta.pods:
                 found = by_uid.get(meta_pod.uid)

@@ -1338,13 +1338,30 @@ def _member(name: str, **fields: Any) -> Placement:
     return Placement(namespace="ml", name=name, **fields)
 
 
+QUORUM = "waiting for pod group ml/train: 5 of 8 pods exist"
+
+
+def _train(**fields: Any) -> GroupPlacement:
+    """The gang ml/train, as explain podgroup answers it."""
+    return GroupPlacement(namespace="ml", name="train", policy="gang", **fields)
+
+
+WAITING = _train(
+    min_count=8,
+    bound=0,
+    needed=8,
+    fit=0,
+    placed=False,
+    waiting=True,
+    message=QUORUM,
+    members=[_member("w0", node=None, message=QUORUM)],
+)
+"""A gang short of its quorum, as explain podgroup answers it."""
+
 GROUP_EXPLAINED = ExplainGroupReply(
     id=0,
     revision=41,
-    group=GroupPlacement(
-        namespace="ml",
-        name="train",
-        policy="gang",
+    group=_train(
         min_count=4,
         bound=1,
         needed=3,
@@ -1432,21 +1449,7 @@ def test_explain_of_a_pod_group_that_preemption_would_place_and_one_that_waits(
         fit=0,
         needed=1,
     )
-    waiting = GroupPlacement(
-        namespace="ml",
-        name="train",
-        policy="gang",
-        min_count=8,
-        bound=0,
-        needed=8,
-        fit=0,
-        placed=False,
-        waiting=True,
-        message="waiting for pod group ml/train: 5 of 8 pods exist",
-        members=[
-            _member("w0", node=None, message="waiting for pod group ml/train: 5 of 8 pods exist")
-        ],
-    )
+    waiting = WAITING
     groups = iter([evicting, waiting])
 
     def handler(request: ClientMessage) -> Sequence[Outgoing]:
@@ -1514,6 +1517,78 @@ def test_explain_of_a_pod_group_json(serve: Any, capsys: pytest.CaptureFixture[s
         3,
         ["ml/w1", "ml/w2"],
     )
+
+
+MEMBER_EXPLAINED = ExplainReply(
+    id=0,
+    revision=41,
+    placement=GROUP_EXPLAINED.group.members[2],
+    hints=GROUP_EXPLAINED.group.hints["ml/w1"],
+    group=GROUP_EXPLAINED.group,
+)
+
+
+def test_explain_of_a_member_gives_its_groups_verdict(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``podium explain ml/w1`` of a gang's member: the member as its group's attempt judges
+    it, then the group's verdict as ``explain podgroup/ml/train`` gives it (the members'
+    tables left to that command), in one request; the same in JSON under ``group``."""
+
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        return [msgspec.structs.replace(MEMBER_EXPLAINED, id=request.id)]
+
+    server = serve(handler)
+    assert podium("explain", "ml/w1", "--server", server.address) == 0
+    assert server.requests == [Explain(id=1, namespace="ml", name="w1")]
+    assert capsys.readouterr().out == (
+        "Pod:       ml/w1\n"
+        "Node:      <none>\n"
+        "Message:   0/2 nodes are available: 2 Insufficient cpu.\n"
+        "Attempts:  2\n"
+        "\n"
+        "NODE   FITS   REASONS            TOTAL\n"
+        "n0     no     Insufficient cpu   -\n"
+        "\n"
+        "Hints:\n"
+        "  needs 500m more cpu on 1 node\n"
+        "\n"
+        "PodGroup:  ml/train\n"
+        "Policy:    gang, minCount 4 (1 bound)\n"
+        "Placed:    no: 1 of 3 members fit, 3 needed\n"
+        f"Message:   {GROUP_EXPLAINED.group.message}\n"
+        "Blocked:   ml/w1, ml/w2\n"
+        "\n"
+        "ml/w1:\n"
+        "Hints:\n"
+        "  needs 500m more cpu on 1 node\n"
+    )
+    assert podium("explain", "ml/w1", "-o", "json", "--server", server.address) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["name"], doc["node"], doc["hints"][0]["missing"]) == ("w1", None, "500m")
+    assert doc["group"] == msgspec.to_builtins(GROUP_EXPLAINED.group)
+    waiting = msgspec.structs.replace(
+        MEMBER_EXPLAINED, placement=WAITING.members[0], hints=[], group=WAITING
+    )
+
+    def waits(request: ClientMessage) -> Sequence[Outgoing]:
+        return [msgspec.structs.replace(waiting, id=request.id)]
+
+    server = serve(waits)
+    assert podium("explain", "ml/w0", "--server", server.address) == 0
+    assert capsys.readouterr().out.endswith(
+        "PodGroup:  ml/train\n"
+        "Policy:    gang, minCount 8 (0 bound)\n"
+        "Placed:    no: waiting for pod group ml/train: 5 of 8 pods exist\n"
+    )
+
+
+def test_explain_json_of_a_pod_without_a_group_has_no_group_key(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve(explain_daemon)
+    assert podium("explain", "big", "-o", "json", "--server", server.address) == 0
+    assert "group" not in json.loads(capsys.readouterr().out)
 
 
 # --------------------------------------------------------------------------- stats, policy, schema

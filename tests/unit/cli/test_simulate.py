@@ -173,3 +173,33 @@ def test_without_explain_a_groups_json_entry_says_how_it_ended_only(
         "fit",
         "outcome",
     }
+
+
+def test_explain_names_each_members_group_and_what_blocks_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under each member's ``--explain`` block, its group's verdict (a basic group's pod and
+    a pod of no group get none); in JSON the group's message and blockers on each member."""
+    text = _simulate(tmp_path, capsys, "--explain")
+    w1 = text[text.index("ml/w1 (unschedulable):\n") :]
+    assert w1.startswith(
+        "ml/w1 (unschedulable):\nGroup:     ml/train (not placed; blocked by ml/w0, ml/w1, "
+        "ml/w2)\nNODE "
+    )
+    assert "ml/b0 (on " in text and "):\nGroup:     ml/big (placed)\nNODE " in text
+    x0 = text[text.index("ml/x0 (unschedulable):\n") :]
+    assert x0.startswith(
+        "ml/x0 (unschedulable):\nGroup:     ml/wait (waiting: waiting for pod group ml/wait: "
+        "1 of 4 pods exist)\n"
+    )
+    p0 = text[text.index("ml/p0 (unschedulable):\n") :]
+    assert p0.startswith("ml/p0 (unschedulable):\nNODE ")
+    doc = json.loads(_simulate(tmp_path, capsys, "-o", "json", "--explain"))
+    pods = {p["name"]: p for p in doc["pods"]}
+    train = {g["group"]: g for g in doc["groups"]}["ml/train"]
+    assert pods["w1"]["group_message"] == train["message"]
+    assert pods["w1"]["group_blocking"] == ["ml/w0", "ml/w1", "ml/w2"]
+    assert (pods["b0"]["group_message"], pods["b0"]["group_blocking"]) == (None, [])
+    assert "group_message" not in pods["p0"]
+    plain = json.loads(_simulate(tmp_path, capsys, "-o", "json"))
+    assert "group_message" not in {k for p in plain["pods"] for k in p}

@@ -19,7 +19,7 @@ from repo_paths import FIXTURES
 
 from podium.protocol import objects as o
 from podium.protocol.errors import LoadErrors
-from podium.protocol.gangs import membership_errors, min_count, pod_group_key
+from podium.protocol.gangs import membership_errors, min_count, names_a_group, pod_group_key
 from podium.protocol.loader import load_all, load_text
 
 
@@ -365,6 +365,13 @@ MEMBERSHIP = [
 def test_membership(case: Membership) -> None:
     assert pod_group_key(case.pod) == case.key
     assert membership_errors(case.pod, case.old) == case.errors
+    # The quick test scans use agrees: every pod naming a group is one that may.
+    assert names_a_group(case.pod) or case.key is None
+
+
+def test_a_pod_with_labels_and_annotations_of_its_own_names_no_group() -> None:
+    pod = make_pod("w").ns("ml").labels({"app": "x"}).annotation("note", "y").obj()
+    assert not names_a_group(pod) and pod_group_key(pod) is None
 
 
 # --------------------------------------------------------------------------- real-shaped files

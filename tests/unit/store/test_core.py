@@ -1810,6 +1810,27 @@ def test_evict_for_a_group_evicts_on_every_node_then_nominates_every_member() ->
     assert core.get("Pod", "default", "v2") is not None
 
 
+def test_evict_a_victim_on_its_own_node_for_a_preemptor_nominated_elsewhere() -> None:
+    """A placed gang evicted whole (issue 24): the member on another node than the
+    preemptor's names its node and is evicted there, in the same transaction; a victim naming a
+    node it is not on is skipped, as one moved since the decision."""
+    core = _core()
+    _group_cluster(core)
+    victims = [
+        _v("v1", "uid-5"),
+        msgspec.structs.replace(_v("v3", "uid-7"), node="n2"),
+        msgspec.structs.replace(_v("v2", "uid-6"), node="n2"),
+    ]
+    _, changes, evicted = core.evict(HI, "n1", victims)
+    assert [(c.type, c.name, c.node) for c in changes] == [
+        ("Preempted", "v1", "n1"),
+        ("Preempted", "v3", "n2"),
+        ("Modified", "hi", ""),
+    ]
+    assert evicted == ["default/v1", "default/v3"]
+    assert core.get("Pod", "default", "v2") is not None
+
+
 @pytest.mark.parametrize(
     ("member", "message"),
     [

@@ -47,21 +47,23 @@ from podium.actors.framework.preemption import (
     PREEMPT_NEVER,
     DisruptionBudget,
     PredicateFitCheck,
+    PreemptionUnits,
     Victims,
     disruption_budgets,
     disruptions_allowed,
     filter_pods_with_pdb_violation,
     fit_error_with_preemption,
-    gang_members,
     lowest_evictable_priority,
     more_important_pod,
     nodes_where_preemption_might_help,
     pick_one_node_for_preemption,
     pod_eligible_to_preempt_others,
     preempt,
+    same_group,
     select_nodes_for_preemption,
     select_victims_on_node,
     spend_budgets,
+    with_whole_gangs,
     without_victims,
     without_victims_anywhere,
 )
@@ -401,6 +403,16 @@ def m(name: str, priority: int, requests: dict[str, str], node: str, start: str 
     return pod(name, priority, requests, on=node, start=start)
 
 
+def two_a_machine(*per_machine: Sequence[tuple[int, int]]) -> tuple[o.Pod, ...]:
+    """TestPickOneNodeForPreemption's start-time rows: on machine i, pods ``mi.j`` of
+    (priority, start day) each, all of MEDIUM size."""
+    return tuple(
+        m(f"m{i}.{j}", priority, MEDIUM, f"machine{i}", day(d))
+        for i, pods in enumerate(per_machine, start=1)
+        for j, (priority, d) in enumerate(pods, start=1)
+    )
+
+
 PICK_CASES = [
     # generic_scheduler_test.go@v1.14.0 TestPickOneNodeForPreemption
     PickCase(
@@ -510,42 +522,21 @@ PICK_CASES = [
         "same priority, same number of victims, different start time for each machine's pod",
         ("machine1", "machine2", "machine3"),
         pod("machine1", HIGH, VERY_LARGE),
-        (
-            m("m1.1", MID, MEDIUM, "machine1", day(3)),
-            m("m1.2", MID, MEDIUM, "machine1", day(3)),
-            m("m2.1", MID, MEDIUM, "machine2", day(4)),
-            m("m2.2", MID, MEDIUM, "machine2", day(4)),
-            m("m3.1", MID, MEDIUM, "machine3", day(2)),
-            m("m3.2", MID, MEDIUM, "machine3", day(2)),
-        ),
+        two_a_machine(((MID, 3), (MID, 3)), ((MID, 4), (MID, 4)), ((MID, 2), (MID, 2))),
         ("machine2",),
     ),
     PickCase(
         "same priority, same number of victims, different start time for all pods",
         ("machine1", "machine2", "machine3"),
         pod("machine1", HIGH, VERY_LARGE),
-        (
-            m("m1.1", MID, MEDIUM, "machine1", day(5)),
-            m("m1.2", MID, MEDIUM, "machine1", day(3)),
-            m("m2.1", MID, MEDIUM, "machine2", day(6)),
-            m("m2.2", MID, MEDIUM, "machine2", day(2)),
-            m("m3.1", MID, MEDIUM, "machine3", day(4)),
-            m("m3.2", MID, MEDIUM, "machine3", day(7)),
-        ),
+        two_a_machine(((MID, 5), (MID, 3)), ((MID, 6), (MID, 2)), ((MID, 4), (MID, 7))),
         ("machine3",),
     ),
     PickCase(
         "different priority, same number of victims, different start time for all pods",
         ("machine1", "machine2", "machine3"),
         pod("machine1", HIGH, VERY_LARGE),
-        (
-            m("m1.1", LOW, MEDIUM, "machine1", day(5)),
-            m("m1.2", MID, MEDIUM, "machine1", day(3)),
-            m("m2.1", MID, MEDIUM, "machine2", day(7)),
-            m("m2.2", LOW, MEDIUM, "machine2", day(2)),
-            m("m3.1", LOW, MEDIUM, "machine3", day(4)),
-            m("m3.2", MID, MEDIUM, "machine3", day(6)),
-        ),
+        two_a_machine(((LOW, 5), (MID, 3)), ((MID, 7), (LOW, 2)), ((LOW, 4), (MID, 6))),
         ("machine2",),
     ),
 ]
@@ -1604,17 +1595,183 @@ def _in_group(p: o.Pod, group: str) -> o.Pod:
     )
 
 
-def test_gang_members_spares_gangs_and_unknown_groups_not_basic_ones() -> None:
-    objects = ClusterObjects(
-        pod_groups={"default/gang": _gang_group("gang", 2), "default/web": _gang_group("web", None)}
-    )
-    spared = gang_members(objects)
-    lone = PodInfo(pod("lone", LOW))
+def test_same_group_spares_the_preemptors_own_members_only() -> None:
+    spared = same_group([PodInfo(_in_group(pod("w0", HIGH), "train"))])
     assert [
         spared(PodInfo(_in_group(pod(n, LOW), g)))
-        for n, g in (("a", "gang"), ("b", "web"), ("c", "missing"))
-    ] == [True, False, True]
-    assert not spared(lone)
+        for n, g in (("a", "train"), ("b", "other"), ("c", "web"))
+    ] == [True, False, False]
+    assert not spared(PodInfo(pod("lone", LOW)))
+    assert not same_group([PodInfo(pod("lone", HIGH))])(PodInfo(pod("x", LOW)))
+
+
+# A placed gang as a preemption unit (issue 24 (b)): KEP-5710 "Preemption unit" and Kubernetes
+# v1.36's "Workload-Aware Preemption" (a PodGroup whose disruption mode is PodGroup is
+# disrupted whole; victims ranked by priority, then a group before a lone pod, then the larger
+# group, then the earlier start). Every row runs select_nodes_for_preemption and
+# pickOneNodeForPreemption on machines of 1 cpu; "g" is a gang of minCount 2, "b" a basic
+# group, "u" a group with no PodGroup object.
+
+
+@dataclass(frozen=True)
+class UnitCase:
+    name: str
+    nodes: tuple[str, ...]
+    pods: tuple[o.Pod, ...]
+    preemptor: o.Pod
+    node: str | None  # the node picked (None: no candidate)
+    victims: frozenset[str]  # its victims, on whatever node
+    pdb: bool = False  # a budget allowing no disruption covers app=guarded
+
+
+def gm(
+    name: str,
+    priority: int,
+    node: str,
+    group: str = "g",
+    *,
+    cpu: str = "500m",
+    start: str = T0,
+    labels: dict[str, str] | None = None,
+) -> o.Pod:
+    """A running member of ``group``."""
+    return _in_group(pod(name, priority, {"cpu": cpu}, on=node, start=start, labels=labels), group)
+
+
+def lone(
+    name: str,
+    priority: int,
+    node: str,
+    cpu: str = "500m",
+    start: str = T0,
+    labels: dict[str, str] | None = None,
+) -> o.Pod:
+    return pod(name, priority, {"cpu": cpu}, on=node, start=start, labels=labels)
+
+
+def half_full_of_a_gang(second: int) -> tuple[o.Pod, ...]:
+    """Two machines, each half full with a pod of HIGH priority and half with a member of
+    gang g: g0 of LOW priority, g1 of ``second``."""
+    return (
+        gm("g0", LOW, "machine1"),
+        gm("g1", second, "machine2"),
+        lone("x", HIGH, "machine1"),
+        lone("y", HIGH, "machine2"),
+    )
+
+
+def full_and_half(group: str, second: str = "machine2") -> tuple[o.Pod, ...]:
+    """Two LOW members of ``group``: ``{group}0`` filling machine1, ``{group}1`` half of
+    ``second``."""
+    return (
+        gm(f"{group}0", LOW, "machine1", group, cpu="1"),
+        gm(f"{group}1", LOW, second, group),
+    )
+
+
+M12 = ("machine1", "machine2")
+M123 = ("machine1", "machine2", "machine3")
+WHOLE = {"cpu": "1"}
+
+UNIT_CASES = [
+    UnitCase(
+        "a lone pod evicts a lower-priority gang whole, its member on another node too",
+        M12,
+        half_full_of_a_gang(LOW),
+        pod("p", HIGH, {"cpu": "500m"}),
+        "machine1",
+        frozenset({"g0", "g1"}),
+    ),
+    UnitCase(
+        "a gang with a member of the preemptor's priority is never a victim",
+        M12,
+        half_full_of_a_gang(HIGH),
+        pod("p", HIGH, {"cpu": "500m"}),
+        None,
+        frozenset(),
+    ),
+    UnitCase(
+        "the node whose victims cost less wins once the gang counts whole (1 pod, not 2)",
+        M123,
+        (*full_and_half("g", "machine3"), lone("l", LOW, "machine2", "1")),
+        pod("p", HIGH, WHOLE),
+        "machine2",
+        frozenset({"l"}),
+    ),
+    UnitCase(
+        "a basic group's pods are ordinary pods",
+        M12,
+        full_and_half("b"),
+        pod("p", HIGH, WHOLE),
+        "machine1",
+        frozenset({"b0"}),
+    ),
+    UnitCase(
+        "a group Podium does not know is kept whole",
+        M12,
+        full_and_half("u"),
+        pod("p", HIGH, WHOLE),
+        "machine1",
+        frozenset({"u0", "u1"}),
+    ),
+    UnitCase(
+        "each member of a gang that violates a budget counts as a violation (2 against 1)",
+        M123,
+        (
+            gm("g0", LOW, "machine1", cpu="1", labels={"app": "guarded"}),
+            gm("g1", LOW, "machine3", labels={"app": "guarded"}),
+            lone("l", MID, "machine2", "1", labels={"app": "guarded"}),
+        ),
+        pod("p", HIGH, WHOLE),
+        "machine2",
+        frozenset({"l"}),
+        pdb=True,
+    ),
+    UnitCase(
+        "at one priority a gang is more important than a lone pod that started earlier",
+        ("machine1",),
+        (gm("g0", LOW, "machine1", start=day(3)), lone("l", LOW, "machine1", start=day(1))),
+        pod("p", HIGH, {"cpu": "500m"}),
+        "machine1",
+        frozenset({"l"}),
+    ),
+    UnitCase(
+        "a gang is reprieved whole when the node fits without it",
+        M12,
+        (
+            gm("g0", LOW, "machine1", cpu="250m"),
+            gm("g1", LOW, "machine2"),
+            lone("l", MID, "machine1", "750m"),
+            lone("y", HIGH, "machine2"),
+        ),
+        pod("p", HIGH, {"cpu": "750m"}),
+        "machine1",
+        frozenset({"l"}),
+    ),
+]
+
+
+def _unit_objects() -> ClusterObjects:
+    return ClusterObjects(
+        pod_groups={"default/g": _gang_group("g", 2), "default/b": _gang_group("b", None)}
+    )
+
+
+@pytest.mark.parametrize("case", UNIT_CASES, ids=lambda c: c.name)
+def test_a_placed_gang_is_one_preemption_unit(case: UnitCase) -> None:
+    snapshot = snapshot_of(machines(case.nodes, cpu="1"), case.pods, _unit_objects())
+    budgets = [_budget(make_pdb("guard").match_labels(app="guarded").obj(), 0)] if case.pdb else []
+    fits = PredicateFitCheck([pod_fits_resources()])
+    before = {i.name: [p.name for p in i.pods] for i in snapshot.node_infos}
+    candidates, _ = select_nodes_for_preemption(
+        PodInfo(case.preemptor), snapshot, case.nodes, fits, budgets
+    )
+    node = pick_one_node_for_preemption(candidates)
+    assert node == case.node
+    assert frozenset(victim_names(candidates).get(node or "", set())) == case.victims
+    assert_sorted_by_priority(candidates)
+    # The evaluation worked on copies: the snapshot is as it was.
+    assert {i.name: [p.name for p in i.pods] for i in snapshot.node_infos} == before
 
 
 def test_spared_pods_are_never_victims_on_a_node() -> None:
@@ -1690,15 +1847,44 @@ def test_without_victims_anywhere_says_what_preempt_says() -> None:
     )
 
 
-def test_without_victims_takes_them_off_a_clone() -> None:
+def test_without_victims_takes_them_off_clones_of_the_nodes_they_run_on() -> None:
     snapshot = snapshot_of(
-        machines(("machine1",)),
-        [pod("a", LOW, SMALL, on="machine1"), pod("b", LOW, SMALL, on="machine1")],
+        machines(("machine1", "machine2")),
+        [
+            pod("a", LOW, SMALL, on="machine1"),
+            pod("b", LOW, SMALL, on="machine1"),
+            pod("c", LOW, SMALL, on="machine2"),
+        ],
     )
-    info = snapshot.node_infos[0]
-    before = without_victims(snapshot, "machine1", [p for p in info.pods if p.name == "a"])
-    assert before is info and [p.name for p in info.pods] == ["a", "b"]
+    one, two = snapshot.node_infos
+    victims = [p for p in (*one.pods, *two.pods) if p.name in ("a", "c")]
+    before: dict[str, NodeInfo] = {}
+    without_victims(snapshot, before, "machine1", victims)
+    assert before == {"machine1": one, "machine2": two}
+    assert [p.name for p in one.pods] == ["a", "b"] and [p.name for p in two.pods] == ["c"]
     assert [p.name for p in snapshot.by_name["machine1"].pods] == ["b"]
+    assert snapshot.by_name["machine2"].pods == []
+    # A second call keeps the first NodeInfo each node had.
+    without_victims(snapshot, before, "machine1", [p for p in one.pods if p.name == "b"])
+    assert before["machine1"] is one and snapshot.by_name["machine1"].pods == []
+
+
+def test_with_whole_gangs_completes_a_gang_an_extender_handed_back_in_part() -> None:
+    """An extender's preempt verb returns one member of a placed gang: the rest come with it,
+    most important first, the extender's violation count kept; lone victims stay as they are."""
+    snapshot = snapshot_of(
+        machines(M12),
+        [gm("g0", LOW, "machine1"), gm("g1", MID, "machine2"), lone("l", LOW, "machine1")],
+        _unit_objects(),
+    )
+    units = PreemptionUnits(snapshot)
+    by_name = {p.name: p for i in snapshot.node_infos for p in i.pods}
+    part = Victims((by_name["g0"], by_name["l"]), 1)
+    whole = with_whole_gangs(part, units)
+    assert [p.name for p in whole.pods] == ["g1", "g0", "l"] and whole.num_pdb_violations == 1
+    alone = Victims((by_name["l"],))
+    assert with_whole_gangs(alone, units) is alone
+    assert with_whole_gangs(part, PreemptionUnits(snapshot_of(machines(M12), []))) is part
 
 
 def test_spend_budgets_takes_each_covered_victim_off_its_budget() -> None:

@@ -30,6 +30,7 @@ from extender_server import (
     reply,
     status,
 )
+from gangs import member, pod_group
 from servers import require_server
 
 from podium.actors.cycle.extenders import Extenders
@@ -37,7 +38,7 @@ from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.framework.interface import PluginArgs
 from podium.actors.framework.preemption import PredicateFitCheck
 from podium.actors.framework.result import ScheduleResult
-from podium.actors.framework.snapshot import Snapshot
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.plugins import names
 from podium.actors.plugins.node_resources_fit import PodFitsResources
 from podium.protocol import metrics
@@ -376,6 +377,34 @@ async def test_a_preempt_reply_naming_an_unknown_pod_ends_the_preemption(
             fits,
         )
     assert (result.node, result.victims) == (None, ())
+
+
+async def test_a_preempt_reply_keeps_a_placed_gang_whole(server: ExtenderServer) -> None:
+    """A gang of priority 1 has a member on each full node; the extender hands back, for n1,
+    only the member on n2 (which the scheduler sent among n1's victims): the pod is found
+    among the victims sent, and the gang is completed, so it is evicted whole (issue 24)."""
+    members = {
+        node: member(f"g-{node}", "g", cpu="2", priority=1, node=node) for node in ("n1", "n2")
+    }
+    snapshot = Snapshot(
+        [make_node(n).capacity(cpu="2", memory="8Gi", pods=10).info(members[n]) for n in members],
+        ClusterObjects(pod_groups={"ml/g": pod_group("g", 2)}),
+    )
+    other = members["n2"].metadata.uid
+    server.handlers["preempt"] = reply(
+        {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": other}], "NumPDBViolations": 0}}}
+    )
+    config = ExtenderConfig(url_prefix=server.url, preempt_verb="preempt", node_cache_capable=True)
+    fits = PredicateFitCheck([PodFitsResources(PluginArgs(names.POD_FITS_RESOURCES))])
+    with trio.fail_after(20):
+        async with Extenders([config]) as extenders:
+            result = await extenders.preempt(
+                make_pod("high").req(cpu="2").priority(100).info(), snapshot, frozenset(), fits
+            )
+    assert result.node == "n1"
+    assert sorted(v.name for v in result.victims) == ["g-n1", "g-n2"]
+    sent = server.requests[0][1]["NodeNameToMetaVictims"]
+    assert {n: len(v["Pods"]) for n, v in sent.items()} == {"n1": 2, "n2": 2}
 
 
 # --------------------------------------------------------------------------- TLS
