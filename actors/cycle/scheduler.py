@@ -19,8 +19,9 @@ counted as attempts) and comes first in the next batch, after the pods decided b
 bound (the queue's cycle numbers then compare as one pod at a time). The pods not yet decided
 when ``batch_max_seconds`` has passed go back too.
 
-A gang (issue 24: a Popped batch with ``group``, all the members its unit holds) is decided the
-same way, one member after another on one snapshot with every predicate, priority, extender
+A gang (issue 24: one of a Popped batch's ``groups``, all the members its unit holds; a batch of
+gangs holds the units next in queue order up to ``batch_max_pods``, the first one whole whatever
+its size) is decided the same way, one member after another on one snapshot with every predicate, priority, extender
 and volume rule a lone pod gets, each placement folded in before the next, but all or nothing,
 with no time bound, and with a preemption of its own (all or nothing too). Members an earlier
 preemption of the group nominated are each decided seeing the other members' nominations until
@@ -50,6 +51,16 @@ claims do not pick the same volume. Then:
   gone) and every member's condition says why (:func:`gang_message`: ``pod group ml/train: 6
   of 8 members fit, minCount 8; ml/worker-6: 0/10 nodes are available: ... preemption: 0/10
   nodes are available: ...``, each member's preemption part as a pod's message has it).
+
+The gangs of one batch are decided one after another, each all or nothing as above before the
+next is decided (a gang placed is assumed and handed to the binder, a gang not placed has its
+folds undone), so each sees the snapshot a batch of its own would have: exactly the placements
+one gang a batch gives (tests/property/test_gangs.py compares the two). A gang whose preemption
+writes to the store (evicts, or clears its members' nominations) ends the batch: when it is the
+batch's first, it is carried out and the gangs after it go back to the queue (GiveBack); when
+it is not, nothing is written and it goes back with them, to come first in the next batch, as
+a pod's preemption does. The gangs not decided once ``batch_max_seconds`` has passed go back
+too.
 
 Each member still counts as one attempt in the per-pod metrics; the gang's attempt counts in
 ``podium_pod_group_attempts_total{result}`` and is one ``pod_group_attempt`` span.
@@ -440,7 +451,12 @@ class Scheduler:
             told.append(decision)
         message = None
         if fit < needed:
-            gang = GangBatch(key=msg.key, min_count=msg.min_count or 0, bound=msg.bound)
+            gang = GangBatch(
+                key=msg.key,
+                min_count=msg.min_count or 0,
+                bound=msg.bound,
+                members=len(msg.members),
+            )
             unfit = [
                 (m.key, d.result.message or "")
                 for m, d in zip(msg.members, told, strict=True)
@@ -580,94 +596,163 @@ class Scheduler:
         if isinstance(popped, QueueIdle):
             return False
         with contextlib.ExitStack() as traces:
-            if popped.group is not None:
-                await self._gang(popped.pods, popped.group, trio.current_time(), traces)
+            if popped.groups:
+                await self._gangs(popped.pods, popped.groups, trio.current_time(), traces)
             else:
                 await self._batch(popped.pods, trio.current_time(), traces)
         return True
 
     # ------------------------------------------------------------------ gangs
 
+    async def _gangs(
+        self,
+        pods: list[Popped],
+        gangs: list[GangBatch],
+        popped_at: float,
+        traces: contextlib.ExitStack,
+    ) -> None:
+        """Decide a batch of gangs one after another on one snapshot (refreshed once), each as
+        :meth:`_gang` decides it: a gang placed is assumed and handed to the binder, and a gang
+        not placed has every fold undone, before the next gang is decided, so each sees the
+        snapshot a batch of its own would have (the earlier gangs' placements as the cache's
+        assume made them). The gangs not decided once ``batch_max_seconds`` has passed go back
+        to the queue (GiveBack, not counted as attempts), and so do the ones after a gang whose
+        preemption wrote to the store (see :meth:`_gang`)."""
+        deadline = popped_at + self._batch_max_seconds
+        async with self._lock:
+            snapshot = await self._refresh()
+            # The pop and the snapshot's refresh served every pod of the batch: each member's
+            # attempt counts its share (as the assume's round trip).
+            share = (trio.current_time() - popped_at) / len(pods)
+            start = 0
+            for n, gang in enumerate(gangs):
+                if n and trio.current_time() >= deadline:
+                    await self._give_back(pods[start:])
+                    return
+                members = pods[start : start + gang.members]
+                start += gang.members
+                went = await self._gang(
+                    members,
+                    gang,
+                    snapshot,
+                    traces,
+                    popped_at=popped_at if n == 0 else None,
+                    share=share,
+                    first=n == 0,
+                )
+                if went == "given_back":
+                    await self._give_back(pods[start - gang.members :])
+                    return
+                if went == "end":
+                    await self._give_back(pods[start:])
+                    return
+
     async def _gang(
         self,
         pods: list[Popped],
         gang: GangBatch,
-        popped_at: float,
+        snapshot: Snapshot,
         traces: contextlib.ExitStack,
-    ) -> None:
-        """Decide a gang's members one after another on one snapshot, each placement folded in
+        *,
+        popped_at: float | None,
+        share: float,
+        first: bool,
+    ) -> Literal["next", "end", "given_back"]:
+        """Decide a gang's members one after another on ``snapshot``, each placement folded in
         before the next (its NodeInfo change, and its volume decision into the snapshot's
-        objects), with no time bound and no preemption; then all or nothing: at least
-        ``min_count - bound`` placed are assumed in one atomic Assume and bound in one
-        BindBatch carrying the group, else every fold is undone and the group requeued."""
+        objects), with no time bound; then all or nothing: at least ``min_count - bound``
+        placed are assumed in one atomic Assume and bound in one BindBatch carrying the group,
+        else every fold is undone and the group requeued, after its preemption.
+
+        ``popped_at``: when the batch was popped, for the batch's first gang (None for the
+        others); ``share``: each member's share of the pop and refresh.
+
+        Returns:
+            ``next``; ``end`` when the gang's preemption wrote to the store (evicted, or
+            cleared its members' nominations), which ends the batch (the gangs after it are
+            decided on a refreshed snapshot in the next); ``given_back`` when it would have
+            evicted but is not the batch's ``first``: nothing is written and the caller gives
+            it back with the rest, so it comes first in the next batch, as pod preemption does
+            (:meth:`_batch`).
+        """
         needed = gang.min_count - gang.bound
         outcomes: list[_Outcome] = []
         # Node -> its NodeInfo before the gang's first fold on it; the objects before any.
         before: dict[str, NodeInfo] = {}
+        objects = snapshot.objects
+        began = trio.current_time() if popped_at is None else popped_at
         result = "unschedulable"
+        went: Literal["next", "end", "given_back"] = "next"
         # The members an earlier preemption of the group nominated: each member sees the
         # others' nominations until they are placed (the queue's view leaves the gang out).
         nominations = member_nominations(p.pod for p in pods)
-        async with self._lock:
-            snapshot = await self._refresh()
-            objects = snapshot.objects
-            refreshed = trio.current_time()
-            for i, popped in enumerate(pods):
-                started = trio.current_time()
-                attempt = traces.enter_context(
-                    self._tracing.attempt(
-                        popped.pod.key,
-                        links=popped.links,
-                        arrived_at=popped.arrived_at,
-                        popped_at=popped_at if i == 0 else started,
-                        attempts=popped.attempts,
-                    )
+        for i, popped in enumerate(pods):
+            started = trio.current_time()
+            attempt = traces.enter_context(
+                self._tracing.attempt(
+                    popped.pod.key,
+                    links=popped.links,
+                    arrived_at=popped.arrived_at,
+                    popped_at=popped_at if i == 0 and popped_at is not None else started,
+                    attempts=popped.attempts,
                 )
-                decision = await self._decide(
-                    popped.pod,
-                    snapshot,
-                    dry=False,
-                    explain=self._explain_attempts,
-                    nominated=nominated_with(popped.nominated, nominations),
-                )
-                decided = trio.current_time()
-                if attempt.sampled:
-                    _record_stages(attempt, decision, started, decided)
-                _observe_stages(decision)
-                outcome = _Outcome(popped, decision, attempt, started, finished=decided)
-                if decision.node is not None:
-                    outcome.assumed = fold_member(snapshot, before, popped.pod, decision)
-                    nominations.pop(popped.pod.key, None)
-                elif self._explain_attempts and not decision.result.error:
-                    outcome.hints = hints(popped.pod, decision.result, snapshot)
-                outcomes.append(outcome)
+            )
+            decision = await self._decide(
+                popped.pod,
+                snapshot,
+                dry=False,
+                explain=self._explain_attempts,
+                nominated=nominated_with(popped.nominated, nominations),
+            )
+            decided = trio.current_time()
+            if attempt.sampled:
+                _record_stages(attempt, decision, started, decided)
+            outcome = _Outcome(popped, decision, attempt, started - share, finished=decided)
+            if decision.node is not None:
+                outcome.assumed = fold_member(snapshot, before, popped.pod, decision)
+                nominations.pop(popped.pod.key, None)
+            elif self._explain_attempts and not decision.result.error:
+                outcome.hints = hints(popped.pod, decision.result, snapshot)
+            outcomes.append(outcome)
+        placed = [o for o in outcomes if o.decision.node is not None]
+        if len(placed) >= needed:
             for o in outcomes:
-                o.started -= (refreshed - popped_at) / len(outcomes)
-            placed = [o for o in outcomes if o.decision.node is not None]
-            if len(placed) >= needed:
-                result = await self._commit_gang(gang, outcomes, placed, snapshot, before, objects)
-            else:
-                preemption = None
-                if self._preemption and not any(o.decision.result.error for o in outcomes):
-                    preemption = await self._gang_preemption(
-                        [o.popped.pod for o in outcomes],
-                        [o.decision for o in outcomes],
-                        needed,
-                        snapshot,
-                        before,
-                        objects,
-                        pods[0].nominated,
-                    )
-                undo(snapshot, before, objects)
-                result = await self._gang_unschedulable(gang, outcomes, len(placed), preemption)
+                _observe_stages(o.decision)
+            result = await self._commit_gang(gang, outcomes, placed, snapshot, before, objects)
+        else:
+            preemption = None
+            if self._preemption and not any(o.decision.result.error for o in outcomes):
+                preemption = await self._gang_preemption(
+                    [o.popped.pod for o in outcomes],
+                    [o.decision for o in outcomes],
+                    needed,
+                    snapshot,
+                    before,
+                    objects,
+                    pods[0].nominated,
+                )
+            undo(snapshot, before, objects)
+            writes = preemption is not None and (
+                preemption.evict or any(p.pod.pod.status.nominated_node_name for p in pods)
+            )
+            if writes and not first:
+                for o in outcomes:
+                    o.attempt.outcome("given_back")
+                return "given_back"
+            if writes:
+                went = "end"
+            for o in outcomes:
+                _observe_stages(o.decision)
+            result = await self._gang_unschedulable(gang, outcomes, len(placed), preemption)
         self._tracing.group_attempt(
             gang.key,
             members=len(pods),
             placed=len(placed) if result == "scheduled" else 0,
             result=result,
-            start=popped_at,
+            start=began,
             end=trio.current_time(),
         )
+        return went
 
     def _would_preempt(self, pod: PodInfo) -> bool:
         """Whether a pod that fits nowhere would have preemption tried for it (on, and the

@@ -77,8 +77,9 @@ activeQ but members of the group's **unit**::
   scheduler-plugins' Coscheduling QueueSort. Against pods, a unit goes before a pod of lower
   priority, or of the same priority that arrived later than the group was created; a tie goes
   to the pod. :meth:`SchedulingQueue.pop_batch` answers a unit whole (its members by priority,
-  then arrival), whatever ``max_pods``, with a :class:`PoppedGang`, and a batch of pods ends
-  before a unit that comes next, so a gang never shares a batch.
+  then arrival), whatever ``max_pods``, with a :class:`PoppedGang`, followed by the units
+  that come next (before any pod) while the batch stays within ``max_pods``; a batch of pods
+  ends before a unit that comes next, so gangs share a batch only with gangs.
 * A unit is requeued, backed off, moved (move all, an assigned pod matching a member's
   affinity, the leftover flush) and given back (a Pop answer that could not be delivered) as
   one pod would be, with the group's own attempts and backoff; a member's update moves it as
@@ -152,14 +153,16 @@ class QueuedPodInfo:
 
 @dataclass(frozen=True, slots=True)
 class PoppedGang:
-    """The gang a :meth:`SchedulingQueue.pop_batch` answered: its group ``key``
-    (``namespace/name``), ``min_count``, and ``bound``: its members bound or placed (assumed,
-    awaiting their binds) before this pop, so ``min_count - bound`` of the popped ones must fit.
+    """A gang a :meth:`SchedulingQueue.pop_batch` answered: its group ``key``
+    (``namespace/name``), ``min_count``, ``bound``: its members bound or placed (assumed,
+    awaiting their binds) before this pop, so ``min_count - bound`` of the popped ones must
+    fit, and ``members``: how many of the batch's pods, after the earlier gangs', are its.
     """
 
     key: str
     min_count: int
     bound: int
+    members: int
 
 
 class _Entry:
@@ -869,16 +872,17 @@ class SchedulingQueue:
 
     def pop_batch(
         self, now: float, max_pods: int, alone: Callable[[PodInfo], bool]
-    ) -> tuple[list[QueuedPodInfo], PoppedGang | None]:
+    ) -> tuple[list[QueuedPodInfo], list[PoppedGang]]:
         """Up to ``max_pods`` pops in a row, as successive :meth:`pop` calls at ``now`` would
         give them; a pod for which ``alone`` holds comes in a batch of its own (the batch ends
         before it, or after it when it is the first). Empty when activeQ is empty.
 
-        When a gang's unit leads activeQ, the batch is that unit: every member it holds,
-        whatever ``max_pods`` (a gang is decided whole), and the :class:`PoppedGang`; a batch of
-        pods ends before a unit that comes next. A unit comes before a pod of lower priority, or
-        of the same priority that arrived after the group was created (on the queue's clock); a
-        tie goes to the pod.
+        When a gang's unit leads activeQ, the batch is units: that one, every member it holds
+        whatever ``max_pods`` (a gang is decided whole), then each unit that comes next, whole,
+        while the batch stays within ``max_pods``, each with its :class:`PoppedGang` (a pod
+        that comes next ends it); a batch of pods ends before a unit that comes next. A unit
+        comes before a pod of lower priority, or of the same priority that arrived after the
+        group was created (on the queue's clock); a tie goes to the pod.
         """
         # Backoffs ended by ``now`` first, whatever activeQ holds: a unit whose backoff has
         # just ended may be the head.
@@ -886,13 +890,13 @@ class SchedulingQueue:
         if self._active_units:
             unit = self._head_unit()
             if unit is not None and self._unit_first(unit, self._head_active()):
-                return self._pop_unit(unit)
+                return self._pop_units(unit, max_pods)
         first = self.pop(now)
         if first is None:
-            return [], None
+            return [], []
         batch = [first]
         if alone(first.pod):
-            return batch, None
+            return batch, []
         while len(batch) < max_pods:
             head = self._head_active()
             if head is None or alone(head.pod):
@@ -904,7 +908,7 @@ class SchedulingQueue:
             queued = self.pop(now)
             assert queued is not None  # the head is active
             batch.append(queued)
-        return batch, None
+        return batch, []
 
     @property
     def has_affinity_waiters(self) -> bool:
@@ -929,7 +933,30 @@ class SchedulingQueue:
             return True
         return (-unit.priority, unit.seen_at) < (-head.pod.priority, head.arrived_at)
 
-    def _pop_unit(self, g: _Gang) -> tuple[list[QueuedPodInfo], PoppedGang]:
+    def _pop_units(
+        self, unit: _Gang, max_pods: int
+    ) -> tuple[list[QueuedPodInfo], list[PoppedGang]]:
+        """``unit`` whole, then the units that come next (before any pod) while the batch
+        stays within ``max_pods`` (see :meth:`pop_batch`)."""
+        popped: list[QueuedPodInfo] = []
+        gangs: list[PoppedGang] = []
+        while True:
+            gangs.append(self._pop_unit(unit, popped))
+            if not self._active_units:
+                break
+            nxt = self._head_unit()
+            if (
+                nxt is None
+                or len(popped) + len(nxt.members) > max_pods
+                or not self._unit_first(nxt, self._head_active())
+            ):
+                break
+            unit = nxt
+        return popped, gangs
+
+    def _pop_unit(self, g: _Gang, popped: list[QueuedPodInfo]) -> PoppedGang:
+        """Pop the head unit ``g`` (its own scheduling cycle, as a pod's pop), its members
+        appended to ``popped``."""
         heapq.heappop(self._active_units)
         self._unit_pods["active"] -= len(g.members)
         self._scheduling_cycle += 1
@@ -939,8 +966,8 @@ class SchedulingQueue:
         g.updated_in_flight = False
         g.where = "in_flight"
         g.token = 0
-        popped = []
-        for e in g.sorted_members():
+        members = g.sorted_members()
+        for e in members:
             e.attempts += 1
             e.cycle = cycle
             e.updated_in_flight = False
@@ -948,7 +975,7 @@ class SchedulingQueue:
             self._in_flight[e.pod.key] = e
             popped.append(QueuedPodInfo(e.pod, cycle, e.attempts, e.arrived_at))
         assert g.min_count is not None  # a unit is queued only once its group is a gang
-        return popped, PoppedGang(g.key, g.min_count, len(g.bound) + len(g.placed))
+        return PoppedGang(g.key, g.min_count, len(g.bound) + len(g.placed), len(members))
 
     def _head_active(self) -> _Entry | None:
         """The entry :meth:`pop` would take next (stale heap items dropped on the way)."""

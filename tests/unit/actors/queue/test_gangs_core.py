@@ -113,19 +113,29 @@ class World:
             self.q.group_changed(f"ml/{name}", None, self.now)
 
     def pop(self) -> None:
-        popped, gang = self.q.pop_batch(self.now, self.rng.randint(1, 4), lambda _: False)
+        max_pods = self.rng.randint(1, 4)
+        popped, gangs = self.q.pop_batch(self.now, max_pods, lambda _: False)
         assert popped or self.q.active_count == 0, "activeQ holds what no pop hands out"
-        if popped:
-            if gang is not None:
-                # A gang is its unit's members only, all of one group.
-                groups = {p.pod.pod.spec.scheduling_group for p in popped}
-                assert len(groups) == 1 and None not in groups
-                (group,) = groups
-                assert group is not None and f"ml/{group.pod_group_name}" == gang.key
-            else:
-                for p in popped:
-                    assert not self.q.held(p.pod.key)
-            self.in_flight.append((popped, gang))
+        if not popped:
+            return
+        if not gangs:
+            for p in popped:
+                assert not self.q.held(p.pod.key)
+            self.in_flight.append((popped, None))
+            return
+        # Gangs only, each its unit's members, all of one group; the gangs after the first
+        # only while the batch stays within max_pods.
+        assert sum(g.members for g in gangs) == len(popped)
+        assert len(gangs) == 1 or len(popped) <= max_pods
+        start = 0
+        for gang in gangs:
+            members = popped[start : start + gang.members]
+            start += gang.members
+            groups = {p.pod.pod.spec.scheduling_group for p in members}
+            assert len(groups) == 1 and None not in groups
+            (group,) = groups
+            assert group is not None and f"ml/{group.pod_group_name}" == gang.key
+            self.in_flight.append((members, gang))
 
     def outcome(self) -> None:
         if not self.in_flight:
