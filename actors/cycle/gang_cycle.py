@@ -134,7 +134,6 @@ class GangCycle(CycleSteps):
         hints for those that do not fit, and, when too few fit, what its preemption would
         evict; the snapshot is left as it was."""
         needed = 0 if msg.min_count is None else max(msg.min_count - msg.bound, 0)
-        decisions: list[Decision] = []
         found: dict[str, list[Hint]] = {}
         preemption: GangPreemption | None = None
         async with self._lock:
@@ -143,20 +142,9 @@ class GangCycle(CycleSteps):
             before: dict[str, NodeInfo] = {}
             nominations = member_nominations(msg.members)
             try:
-                for member in msg.members:
-                    decision = await self._decide(
-                        member,
-                        snapshot,
-                        dry=True,
-                        explain=True,
-                        nominated=nominated_with(None, nominations),
-                    )
-                    if decision.node is not None:
-                        fold_member(snapshot, before, member, decision)
-                        nominations.pop(member.key, None)
-                    elif not decision.result.error:
-                        found[member.key] = hints(member, decision.result, snapshot)
-                    decisions.append(decision)
+                decisions = await self._decide_dry(
+                    msg.members, snapshot, before, nominations, None, hints_to=found
+                )
                 fit = sum(1 for d in decisions if d.node is not None)
                 errors = any(d.result.error for d in decisions)
                 if fit < needed and self._preemption and not errors:
@@ -570,26 +558,47 @@ class GangCycle(CycleSteps):
         snapshot is left as it was."""
         before: dict[str, NodeInfo] = {}
         nominations = {m.key: (m, plan.nodes[m.key]) for m in members if m.key in plan.nodes}
-        fit = 0
         try:
             for key, victims in plan.victims.items():
                 node = plan.nodes[key]
                 before.setdefault(node, without_victims(snapshot, node, victims))
-            for member in members:
-                decision = await self._decide(
-                    member,
-                    snapshot,
-                    dry=True,
-                    explain=False,
-                    nominated=nominated_with(nominated, nominations),
-                )
-                if decision.node is not None:
-                    fold_member(snapshot, before, member, decision)
-                    nominations.pop(member.key, None)
-                    fit += 1
+            decisions = await self._decide_dry(members, snapshot, before, nominations, nominated)
         finally:
             undo(snapshot, before, objects)
-        return fit
+        return sum(1 for d in decisions if d.node is not None)
+
+    async def _decide_dry(
+        self,
+        members: Sequence[PodInfo],
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        nominations: dict[str, tuple[PodInfo, str]],
+        nominated: NominatedPods | None,
+        *,
+        hints_to: dict[str, list[Hint]] | None = None,
+    ) -> list[Decision]:
+        """Decide ``members`` (dry) one after another as the group's attempt decides them: each
+        placement folded into ``snapshot`` (``before``: each node before the first fold), each
+        member seeing ``nominated`` and the ``nominations`` of the members not placed yet
+        (emptied as they are placed). With ``hints_to`` (explain: every node's verdict), the
+        hints for each member that does not fit, on the snapshot as it saw it."""
+        explain = hints_to is not None
+        decisions: list[Decision] = []
+        for member in members:
+            decision = await self._decide(
+                member,
+                snapshot,
+                dry=True,
+                explain=explain,
+                nominated=nominated_with(nominated, nominations),
+            )
+            if decision.node is not None:
+                fold_member(snapshot, before, member, decision)
+                nominations.pop(member.key, None)
+            elif hints_to is not None and not decision.result.error:
+                hints_to[member.key] = hints(member, decision.result, snapshot)
+            decisions.append(decision)
+        return decisions
 
     async def _carry_out_gang(self, gang: GangBatch, plan: GangPreemption) -> set[str]:
         """Evict every victim and nominate every member the plan placed to its node, in one
