@@ -532,13 +532,14 @@ class GangQueue(QueueSteps):
             return
         if not g.held:
             g.released = True
-            if g.members:
-                if g.where != "waiting":
-                    self._detach_unit(g)
-                for e in list(g.members.values()):
-                    del g.members[e.pod.key]
-                    self._push_active(e)
-                    self._activated += 1
+            # The unit leaves its sub-queue even with no member left (the last one bound,
+            # which released the group): an empty unit popped would be a gang of no members.
+            if g.where != "waiting":
+                self._detach_unit(g)
+            for e in list(g.members.values()):
+                del g.members[e.pod.key]
+                self._push_active(e)
+                self._activated += 1
         else:
             if g.released:
                 # Held again (a bound member gone, minCount raised, the group re-created):
