@@ -5,10 +5,11 @@ Popped batch with ``groups``; the steps it shares with a batch of pods are
 :class:`~podium.actors.cycle.steps.CycleSteps`, and the pure parts (folding a member in, the
 nominations it sees, its messages) are :mod:`podium.actors.cycle.gangs`.
 
-A gang (issue 24: one of a Popped batch's ``groups``, all the members its unit holds; a batch of
-gangs holds the units next in queue order up to ``batch_max_pods``, the first one whole whatever
-its size) is decided the same way, one member after another on one snapshot with every predicate, priority, extender
-and volume rule a lone pod gets, each placement folded in before the next, but all or nothing,
+A gang (one of a Popped batch's ``groups``, all the members its unit holds; a batch of gangs
+holds the units next in queue order up to ``batch_max_pods``, the first one whole whatever its
+size) is decided as a batch of pods is (:mod:`podium.actors.cycle.scheduler`), one member after
+another on one snapshot with every predicate, priority, extender and volume rule a lone pod
+gets, each placement folded in before the next, but all or nothing,
 with no time bound, and with a preemption of its own (all or nothing too). Members an earlier
 preemption of the group nominated are each decided seeing the other members' nominations until
 those are placed (:func:`~podium.actors.cycle.gangs.nominated_with`: the queue's view leaves
