@@ -8,7 +8,8 @@ re-checks only the rows that changed since it was made.
 A verdict is valid for another pod when every active predicate is *node-local* (it declares
 :attr:`~podium.actors.framework.interface.FilterPlugin.node_local`: its answer for
 a row depends only on the pod's spec and that row's NodeInfo: resources, ports, selectors,
-taints, conditions) and the pod's spec encodes to the same bytes. Predicates that look at other
+taints, conditions) and the pod's spec encodes to the same bytes, ``spec.schedulingGroup`` left
+out (which gang a pod belongs to is read by no predicate or priority). Predicates that look at other
 nodes' pods or at other objects (inter-pod affinity, spreading, volumes) are not node-local;
 a pod for which one of them is active (not SKIP) is filtered in full every time.
 

@@ -19,40 +19,9 @@ counted as attempts) and comes first in the next batch, after the pods decided b
 bound (the queue's cycle numbers then compare as one pod at a time). The pods not yet decided
 when ``batch_max_seconds`` has passed go back too.
 
-A gang (issue 24: a Popped batch with ``group``, all the members its unit holds) is decided the
-same way, one member after another on one snapshot with every predicate, priority, extender
-and volume rule a lone pod gets, each placement folded in before the next, but all or nothing,
-with no time bound, and with a preemption of its own (all or nothing too). Members an earlier
-preemption of the group nominated are each decided seeing the other members' nominations until
-those are placed (:func:`~podium.actors.cycle.gangs.nominated_with`: the queue's view leaves
-out the pods in flight, the whole gang). What :mod:`podium.actors.queue.batching` says a fold
-does not carry is exact here: pod (anti-)affinity and spreading keep their counts against the
-snapshot's journal of node changes and the NodeInfo objects, which a fold changes like any
-other node change (the next member sees the earlier ones: the actor tests place members with
-anti-affinity to each other on distinct nodes); and a member's volume decision is folded into
-the snapshot's objects (:func:`~podium.actors.plugins.volume_binding.fold_volume_decision`,
-the claims bound and volumes taken as the cache's assume makes them), so the next member's
-claims do not pick the same volume. Then:
-
-- at least ``min_count - bound`` placed: one Assume with ``atomic`` (the cache takes all or
-  none), GroupPlaced to the queue, the members that did not fit requeued as ordinary
-  unschedulable pods (the group has its minCount), one BindBatch whose requests carry the group
-  (the binder's bindings carry it, and the store binds them in one transaction or refuses them
-  all); a refused Assume undoes every fold and requeues the group as one unit (conflict, or
-  error);
-- fewer: with preemption on (and no member's attempt an error), the gang's preemption
-  (:mod:`podium.actors.cycle.gangs`: a plan member by member as pod preemption picks, a
-  lower gang evicted whole or not at all, then a check that every needed member fits once the
-  victims are gone) may evict, in one Evict whose ``group`` nominates every member it placed. Then every
-  fold is undone (each node put back as before the gang's first fold on it, the objects as
-  before), nothing is assumed or bound, the group goes back to the queue as one unit
-  (RequeueGroup, backed off: after an eviction it is decided whole again once the victims are
-  gone) and every member's condition says why (:func:`gang_message`: ``pod group ml/train: 6
-  of 8 members fit, minCount 8; ml/worker-6: 0/10 nodes are available: ... preemption: 0/10
-  nodes are available: ...``, each member's preemption part as a pod's message has it).
-
-Each member still counts as one attempt in the per-pod metrics; the gang's attempt counts in
-``podium_pod_group_attempts_total{result}`` and is one ``pod_group_attempt`` span.
+Gangs (issue 24: a Popped batch with ``groups``) are decided by
+:class:`~podium.actors.cycle.gang_cycle.GangCycle`, which the scheduler is: all or nothing,
+each gang of a batch settled before the next (that module says how).
 
 Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing the candidates
 (actors/cycle/extenders), and every extender call of an attempt becomes a span of its trace.
@@ -91,8 +60,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
 import msgspec
@@ -100,37 +69,17 @@ import trio
 
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
-from podium.actors.cycle.gangs import (
-    GANG_LISTED,
-    GangPreemption,
-    fold_member,
-    gang_message,
-    member_nominations,
-    nominated_with,
-    preemption_note,
-    undo,
-)
+from podium.actors.cycle.gang_cycle import GangCycle
+from podium.actors.cycle.steps import Outcome, observe_stages, record_stages, victim_refs
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
 from podium.actors.framework.preemption import (
-    PREEMPT_NEVER,
-    PREEMPTION_PREFIX,
-    DisruptionBudget,
     PredicateFitCheck,
     PreemptionResult,
-    Spared,
-    disruption_budgets,
     fit_error_with_preemption,
-    lowest_evictable_priority,
-    pod_eligible_to_preempt_others,
-    same_group,
-    spend_budgets,
-    without_victims,
-    without_victims_anywhere,
 )
 from podium.actors.framework.snapshot import (
-    ClusterObjects,
     Snapshot,
     apply_delta,
     assumed_pod,
@@ -140,7 +89,6 @@ from podium.actors.mail.messages import (
     Assume,
     AssumeReply,
     AssumeStatus,
-    Assumption,
     Attempted,
     BeginScheduling,
     BindBatch,
@@ -150,15 +98,12 @@ from podium.actors.mail.messages import (
     CacheMsg,
     Decision,
     Explained,
-    ExplainedGroup,
     ExplainGroup,
     ExplainPod,
     FilterMsg,
     FilterRequest,
-    GangBatch,
     GiveBack,
     GroupAttempt,
-    GroupPlaced,
     Pop,
     Popped,
     PoppedBatch,
@@ -167,7 +112,6 @@ from podium.actors.mail.messages import (
     Reloaded,
     ReloadPlugins,
     Requeue,
-    RequeueGroup,
     SchedulerMsg,
     SchedulerStats,
     SchedulerStatsReply,
@@ -182,28 +126,19 @@ from podium.actors.runtime.mailbox import ask, reply, send
 from podium.actors.runtime.tracing import (
     ASSUME,
     DISABLED,
-    EXTENDER,
-    FILTER,
-    RESULT,
-    SCORE,
-    SELECT,
     Attempt,
     Tracing,
-    extender_span,
 )
 from podium.protocol import metrics
 from podium.protocol.config import DEFAULT_BATCH_MAX_PODS, DEFAULT_BATCH_MAX_SECONDS
 from podium.protocol.errors import PodiumError
 from podium.protocol.extender import ExtenderConfig
-from podium.protocol.wire import Hint
 from podium.store.mail import (
     Evict,
     EvictResult,
-    Preemptor,
     RecordUnschedulable,
     StoreFailure,
     StoreMsg,
-    Victim,
 )
 
 __all__ = ["NO_POLICY_FILE", "PluginSet", "Scheduler"]
@@ -235,7 +170,7 @@ class PluginSet:
     extenders: tuple[ExtenderConfig, ...] = ()
 
 
-class Scheduler:
+class Scheduler(GangCycle):
     """The scheduling-cycle actor.
 
     Args:
@@ -388,78 +323,6 @@ class Scheduler:
             decision = _with_preemption(decision, would)
         return Explained(decision=decision, hints=found, preempted=preempted)
 
-    async def _explain_group(self, msg: ExplainGroup) -> ExplainedGroup:
-        """A group's members decided as its attempt would (dry, every node's verdict), the
-        hints for those that do not fit, and, when too few fit, what its preemption would
-        evict; the snapshot is left as it was."""
-        needed = 0 if msg.min_count is None else max(msg.min_count - msg.bound, 0)
-        decisions: list[Decision] = []
-        found: dict[str, list[Hint]] = {}
-        preemption: GangPreemption | None = None
-        async with self._lock:
-            snapshot = await self._refresh()
-            objects = snapshot.objects
-            before: dict[str, NodeInfo] = {}
-            nominations = member_nominations(msg.members)
-            try:
-                for member in msg.members:
-                    decision = await self._decide(
-                        member,
-                        snapshot,
-                        dry=True,
-                        explain=True,
-                        nominated=nominated_with(None, nominations),
-                    )
-                    if decision.node is not None:
-                        fold_member(snapshot, before, member, decision)
-                        nominations.pop(member.key, None)
-                    elif not decision.result.error:
-                        found[member.key] = hints(member, decision.result, snapshot)
-                    decisions.append(decision)
-                fit = sum(1 for d in decisions if d.node is not None)
-                errors = any(d.result.error for d in decisions)
-                if fit < needed and self._preemption and not errors:
-                    preemption = await self._gang_preemption(
-                        msg.members, decisions, needed, snapshot, before, objects, None
-                    )
-            finally:
-                undo(snapshot, before, objects)
-        evicting = preemption is not None and preemption.evict
-        parts: Mapping[str, str] = {}
-        note = ""
-        if preemption is not None and not evicting:
-            parts, note = preemption.parts, preemption.note
-        told: list[Decision] = []
-        for member, decision in zip(msg.members, decisions, strict=True):
-            part = parts.get(member.key)
-            if part and decision.result.message:
-                result = msgspec.structs.replace(
-                    decision.result, message=_with_part(decision.result.message, part)
-                )
-                decision = msgspec.structs.replace(decision, result=result)
-            told.append(decision)
-        message = None
-        if fit < needed:
-            gang = GangBatch(key=msg.key, min_count=msg.min_count or 0, bound=msg.bound)
-            unfit = [
-                (m.key, d.result.message or "")
-                for m, d in zip(msg.members, told, strict=True)
-                if d.node is None
-            ]
-            unfit.sort(key=lambda entry: entry[0] not in parts)
-            message = gang_message(gang, len(told), fit, unfit, note=note)
-        preempted: dict[str, list[str]] = {}
-        if preemption is not None and evicting:
-            preempted = {k: [v.key for v in vs] for k, vs in preemption.victims.items() if vs}
-        return ExplainedGroup(
-            decisions=told,
-            hints=found,
-            fit=fit,
-            needed=needed,
-            preempted=preempted,
-            message=message,
-        )
-
     async def _reload(self) -> Reloaded:
         if self._load_plugins is None:
             return Reloaded(predicates=[], priorities=[], error=NO_POLICY_FILE, code="not_found")
@@ -558,7 +421,7 @@ class Scheduler:
     async def _evict(
         self, pod: PodInfo, node: str, victims: list[PodInfo]
     ) -> EvictResult | StoreFailure:
-        refs = _victim_refs(victims, node)
+        refs = victim_refs(victims, node)
         return await ask(
             self._store,
             lambda r: Evict(
@@ -580,491 +443,11 @@ class Scheduler:
         if isinstance(popped, QueueIdle):
             return False
         with contextlib.ExitStack() as traces:
-            if popped.group is not None:
-                await self._gang(popped.pods, popped.group, trio.current_time(), traces)
+            if popped.groups:
+                await self._gangs(popped.pods, popped.groups, trio.current_time(), traces)
             else:
                 await self._batch(popped.pods, trio.current_time(), traces)
         return True
-
-    # ------------------------------------------------------------------ gangs
-
-    async def _gang(
-        self,
-        pods: list[Popped],
-        gang: GangBatch,
-        popped_at: float,
-        traces: contextlib.ExitStack,
-    ) -> None:
-        """Decide a gang's members one after another on one snapshot, each placement folded in
-        before the next (its NodeInfo change, and its volume decision into the snapshot's
-        objects), with no time bound and no preemption; then all or nothing: at least
-        ``min_count - bound`` placed are assumed in one atomic Assume and bound in one
-        BindBatch carrying the group, else every fold is undone and the group requeued."""
-        needed = gang.min_count - gang.bound
-        outcomes: list[_Outcome] = []
-        # Node -> its NodeInfo before the gang's first fold on it; the objects before any.
-        before: dict[str, NodeInfo] = {}
-        result = "unschedulable"
-        # The members an earlier preemption of the group nominated: each member sees the
-        # others' nominations until they are placed (the queue's view leaves the gang out).
-        nominations = member_nominations(p.pod for p in pods)
-        async with self._lock:
-            snapshot = await self._refresh()
-            objects = snapshot.objects
-            refreshed = trio.current_time()
-            for i, popped in enumerate(pods):
-                started = trio.current_time()
-                attempt = traces.enter_context(
-                    self._tracing.attempt(
-                        popped.pod.key,
-                        links=popped.links,
-                        arrived_at=popped.arrived_at,
-                        popped_at=popped_at if i == 0 else started,
-                        attempts=popped.attempts,
-                    )
-                )
-                decision = await self._decide(
-                    popped.pod,
-                    snapshot,
-                    dry=False,
-                    explain=self._explain_attempts,
-                    nominated=nominated_with(popped.nominated, nominations),
-                )
-                decided = trio.current_time()
-                if attempt.sampled:
-                    _record_stages(attempt, decision, started, decided)
-                _observe_stages(decision)
-                outcome = _Outcome(popped, decision, attempt, started, finished=decided)
-                if decision.node is not None:
-                    outcome.assumed = fold_member(snapshot, before, popped.pod, decision)
-                    nominations.pop(popped.pod.key, None)
-                elif self._explain_attempts and not decision.result.error:
-                    outcome.hints = hints(popped.pod, decision.result, snapshot)
-                outcomes.append(outcome)
-            for o in outcomes:
-                o.started -= (refreshed - popped_at) / len(outcomes)
-            placed = [o for o in outcomes if o.decision.node is not None]
-            if len(placed) >= needed:
-                result = await self._commit_gang(gang, outcomes, placed, snapshot, before, objects)
-            else:
-                preemption = None
-                if self._preemption and not any(o.decision.result.error for o in outcomes):
-                    preemption = await self._gang_preemption(
-                        [o.popped.pod for o in outcomes],
-                        [o.decision for o in outcomes],
-                        needed,
-                        snapshot,
-                        before,
-                        objects,
-                        pods[0].nominated,
-                    )
-                undo(snapshot, before, objects)
-                result = await self._gang_unschedulable(gang, outcomes, len(placed), preemption)
-        self._tracing.group_attempt(
-            gang.key,
-            members=len(pods),
-            placed=len(placed) if result == "scheduled" else 0,
-            result=result,
-            start=popped_at,
-            end=trio.current_time(),
-        )
-
-    def _would_preempt(self, pod: PodInfo) -> bool:
-        """Whether a pod that fits nowhere would have preemption tried for it (on, and the
-        pod's ``preemptionPolicy`` is not Never)."""
-        return self._preemption and pod.pod.spec.preemption_policy != PREEMPT_NEVER
-
-    async def _gang_unschedulable(
-        self,
-        gang: GangBatch,
-        outcomes: list[_Outcome],
-        fit: int,
-        preemption: GangPreemption | None,
-    ) -> str:
-        """Fewer members fit than the gang needs: none is placed. With a preemption that makes
-        room for the whole group, its victims are evicted and the members nominated (one store
-        transaction); either way the group goes back to the queue as one unit and every member
-        is told why (:func:`gang_message`)."""
-        unfit = [o for o in outcomes if o.decision.node is None]
-        error = any(o.decision.result.error for o in unfit)
-        why: Literal["error", "unschedulable"] = "error" if error else "unschedulable"
-        evicted: set[str] = set()
-        parts: Mapping[str, str] = {}
-        note = ""
-        if preemption is not None:
-            if preemption.evict:
-                evicted = await self._carry_out_gang(gang, preemption)
-            else:
-                parts, note = preemption.parts, preemption.note
-                await self._clear_nominations([o.popped.pod for o in outcomes])
-        told = [
-            (
-                o.popped.pod.key,
-                _with_part(o.decision.result.message or "", parts.get(o.popped.pod.key)),
-            )
-            for o in unfit
-        ]
-        # The members preemption could not help first: they are what blocks the group.
-        told.sort(key=lambda entry: entry[0] not in parts)
-        message = gang_message(gang, len(outcomes), fit, told, note=note)
-        plugins = frozenset().union(*(o.decision.result.failed_plugins for o in unfit))
-        await send(
-            self._queue,
-            RequeueGroup(
-                key=gang.key,
-                pods=[o.popped.pod for o in outcomes],
-                cycle=outcomes[0].popped.cycle,
-                why=why,
-                plugins=plugins,
-            ),
-        )
-        now = trio.current_time()
-        for o in outcomes:
-            pod, result = o.popped.pod, o.decision.result
-            await send(
-                self._store,
-                RecordUnschedulable(
-                    namespace=pod.namespace,
-                    name=pod.name,
-                    uid=pod.pod.metadata.uid,
-                    message=message,
-                ),
-            )
-            o.attempt.outcome(
-                why,
-                nodes_examined=result.evaluated,
-                nodes_feasible=result.feasible,
-                message=message,
-            )
-            result = msgspec.structs.replace(result, message=message)
-            o.decision = msgspec.structs.replace(o.decision, result=result)
-            o.status = why
-            o.finished = now
-            if preemption is not None and evicted:
-                o.preempted = [
-                    v.key for v in preemption.victims.get(pod.key, ()) if v.key in evicted
-                ]
-        log.debug(
-            "pod group %s: %d of %d members fit, fewer than needed", gang.key, fit, len(outcomes)
-        )
-        (
-            metrics.POD_GROUP_ATTEMPTS_ERROR if error else metrics.POD_GROUP_ATTEMPTS_UNSCHEDULABLE
-        ).inc()
-        for o in outcomes:
-            await self._report(o, group=_group_attempt(gang, len(outcomes), fit))
-        return why
-
-    # ------------------------------------------------------------------ gang preemption
-
-    async def _gang_preemption(
-        self,
-        members: Sequence[PodInfo],
-        decisions: Sequence[Decision],
-        needed: int,
-        snapshot: Snapshot,
-        before: dict[str, NodeInfo],
-        objects: ClusterObjects,
-        nominated: NominatedPods | None,
-    ) -> GangPreemption:
-        """Look for victims so that ``needed`` members fit (actors/cycle/gangs.py: plan, then
-        check). ``snapshot`` holds the attempt's folds (``before``, ``objects``: as before
-        them) and is left as it was before the attempt: every change undone, ``before``
-        emptied."""
-        try:
-            plan = await self._plan_gang(members, decisions, needed, snapshot, before, nominated)
-        finally:
-            undo(snapshot, before, objects)
-        if len(plan.nodes) < needed:
-            if plan.victims:
-                plan.note = preemption_note(len(plan.evicted), len(plan.nodes), needed)
-            return plan
-        fit = await self._check_gang(members, plan, snapshot, objects, nominated)
-        if fit >= needed:
-            plan.evict = True
-        elif plan.evicted:
-            plan.note = preemption_note(len(plan.evicted), fit, needed)
-        return plan
-
-    async def _plan_gang(
-        self,
-        members: Sequence[PodInfo],
-        decisions: Sequence[Decision],
-        needed: int,
-        snapshot: Snapshot,
-        before: dict[str, NodeInfo],
-        nominated: NominatedPods | None,
-    ) -> GangPreemption:
-        """The plan: a node for each member that did not fit, one after another, as pod
-        preemption picks it (victims taken off and the member folded in before the next),
-        until ``needed`` members have one or the members left cannot make up the difference;
-        then the ``preemption:`` part of each listed member it found no node for."""
-        plan = GangPreemption(
-            members={m.key: m for m in members},
-            nodes={m.key: d.node for m, d in zip(members, decisions, strict=True) if d.node},
-        )
-        keys = {m.key for m in members}
-        spared = same_group(members)
-        budgets = disruption_budgets(snapshot)
-        unfit = [(m, d) for m, d in zip(members, decisions, strict=True) if d.node is None]
-        # Only pods below the highest unfit member's priority can be anyone's victims.
-        top = max((m.priority for m, _ in unfit), default=None)
-        lowest = lowest_evictable_priority(snapshot, spared, below=top)
-        tried: set[str] = set()
-        for i, (member, decision) in enumerate(unfit):
-            if len(plan.nodes) >= needed or len(plan.nodes) + len(unfit) - i < needed:
-                break
-            tried.add(member.key)
-            found = await self._member_preemption(
-                member, decision, snapshot, nominated, budgets, spared, lowest
-            )
-            node = found.node
-            if node is None:
-                if found.message:
-                    plan.parts[member.key] = found.message
-                continue
-            without_victims(snapshot, before, node, found.victims)
-            fold_member(snapshot, before, member, msgspec.structs.replace(decision, node=node))
-            budgets = spend_budgets(budgets, found.victims)
-            plan.nodes[member.key] = node
-            plan.victims[member.key] = found.victims
-            for other in found.nominated_pods_to_clear:
-                if other.key not in keys:
-                    plan.clear[other.key] = other
-        if len(plan.nodes) < needed:
-            # Every listed member says why preemption cannot help it, as a pod's message would.
-            for member, decision in unfit[:GANG_LISTED]:
-                if member.key in tried:
-                    continue
-                found = await self._member_preemption(
-                    member, decision, snapshot, nominated, budgets, spared, lowest
-                )
-                if found.node is None and found.message:
-                    plan.parts[member.key] = found.message
-        return plan
-
-    async def _member_preemption(
-        self,
-        member: PodInfo,
-        decision: Decision,
-        snapshot: Snapshot,
-        nominated: NominatedPods | None,
-        budgets: Sequence[DisruptionBudget],
-        spared: Spared,
-        lowest: int | None,
-    ) -> PreemptionResult:
-        """Pod preemption for one member (v1.14 ``Preempt`` with the extenders' preempt verbs),
-        sparing the members of gangs; without a fit check per node when no pod of a lower
-        priority than the member may be evicted anywhere."""
-        eligible, why = pod_eligible_to_preempt_others(member, snapshot)
-        if not eligible:
-            return PreemptionResult(message=PREEMPTION_PREFIX + why)
-        unresolvable = await self._unresolvable(member, snapshot, decision, nominated)
-        if lowest is None or member.priority <= lowest:
-            return without_victims_anywhere(member, snapshot, unresolvable)
-        return await self._extenders.preempt(
-            member,
-            snapshot,
-            unresolvable,
-            PredicateFitCheck(self._filters, nominated),
-            nominated=nominated,
-            budgets=budgets,
-            spared=spared,
-        )
-
-    async def _check_gang(
-        self,
-        members: Sequence[PodInfo],
-        plan: GangPreemption,
-        snapshot: Snapshot,
-        objects: ClusterObjects,
-        nominated: NominatedPods | None,
-    ) -> int:
-        """How many members fit once the plan's victims are gone: each decided (dry) one
-        after another, each placement folded in, each seeing the nominations the plan would
-        give the others until it is placed, as the group's retry will decide them. The
-        snapshot is left as it was."""
-        before: dict[str, NodeInfo] = {}
-        nominations = {m.key: (m, plan.nodes[m.key]) for m in members if m.key in plan.nodes}
-        fit = 0
-        try:
-            for key, victims in plan.victims.items():
-                node = plan.nodes[key]
-                without_victims(snapshot, before, node, victims)
-            for member in members:
-                decision = await self._decide(
-                    member,
-                    snapshot,
-                    dry=True,
-                    explain=False,
-                    nominated=nominated_with(nominated, nominations),
-                )
-                if decision.node is not None:
-                    fold_member(snapshot, before, member, decision)
-                    nominations.pop(member.key, None)
-                    fit += 1
-        finally:
-            undo(snapshot, before, objects)
-        return fit
-
-    async def _carry_out_gang(self, gang: GangBatch, plan: GangPreemption) -> set[str]:
-        """Evict every victim and nominate every member the plan placed to its node, in one
-        store transaction; clear the lower-priority nominations on those nodes. Returns the
-        ``namespace/name`` of the pods evicted (none when the store refused: a member gone,
-        re-created or bound meanwhile)."""
-        by_key = {v.key: v for v in plan.evicted}
-        entries = [
-            (plan.members[key], node, list(plan.victims.get(key, ())))
-            for key, node in plan.nodes.items()
-        ]
-        result = await self._evict_group(entries)
-        evicted: set[str] = set()
-        if isinstance(result, EvictResult):
-            evicted = set(result.evicted)
-            for victims in plan.victims.values():
-                if victims:
-                    metrics.PREEMPTION_ATTEMPTS.inc()
-                    metrics.PREEMPTION_VICTIMS.observe(len(victims))
-            log.info(
-                "pod group %s preempted %s",
-                gang.key,
-                ", ".join(k for k in by_key if k in evicted) or "nothing",
-            )
-            for other in plan.clear.values():
-                if other.pod.status.nominated_node_name:
-                    await self._evict(other, "", [])
-        else:
-            log.info("pod group %s evicted nothing: %s", gang.key, result.message)
-        return evicted
-
-    async def _clear_nominations(self, members: Sequence[PodInfo]) -> None:
-        """Clear the nominations of a group's members (an earlier preemption's, which no
-        longer makes room for the whole group), in one store transaction."""
-        nominated: list[tuple[PodInfo, str, list[PodInfo]]] = [
-            (m, "", []) for m in members if m.pod.status.nominated_node_name
-        ]
-        if nominated:
-            await self._evict_group(nominated)
-
-    async def _evict_group(
-        self, entries: Sequence[tuple[PodInfo, str, list[PodInfo]]]
-    ) -> EvictResult | StoreFailure:
-        """One Evict for a group's members: each (member, node, victims) evicted for and
-        nominated ("" clears), all in one transaction."""
-        (first, node, victims), *rest = entries
-        group = [
-            Preemptor(
-                namespace=m.namespace,
-                name=m.name,
-                uid=m.pod.metadata.uid,
-                node=where,
-                victims=_victim_refs(chosen, where),
-            )
-            for m, where, chosen in rest
-        ]
-        return await ask(
-            self._store,
-            lambda r: Evict(
-                namespace=first.namespace,
-                name=first.name,
-                uid=first.pod.metadata.uid,
-                node=node,
-                victims=_victim_refs(victims, node),
-                group=group,
-                reply=r,
-            ),
-        )
-
-    async def _commit_gang(
-        self,
-        gang: GangBatch,
-        outcomes: list[_Outcome],
-        placed: list[_Outcome],
-        snapshot: Snapshot,
-        before: dict[str, NodeInfo],
-        objects: ClusterObjects,
-    ) -> str:
-        """Enough members fit: assume the placed ones all or nothing, then hand them to the
-        binder in one BindBatch carrying the group; the members that did not fit are requeued
-        as ordinary unschedulable pods. A refused assume undoes every fold and requeues the
-        group as one unit."""
-        reserving = trio.current_time()
-        assumptions = [o.assumption() for o in placed]
-        assumed: AssumeReply = await ask(
-            self._cache,
-            lambda r: Assume(
-                pods=assumptions,
-                generation=snapshot.generation,
-                reply=r,
-                folded=True,
-                atomic=True,
-            ),
-        )
-        reserved = trio.current_time()
-        share = (reserved - reserving) / len(placed)
-        for o in placed:
-            o.attempt.record(ASSUME, reserving, reserved)
-            o.finished += share
-        refused = [s for s in assumed.statuses if s.status != "assumed"]
-        if refused:
-            undo(snapshot, before, objects)
-            error = any(s.status == "error" for s in refused)
-            why: Literal["conflict", "error"] = "error" if error else "conflict"
-            log.warning("pod group %s was not assumed: %s", gang.key, refused[0].message)
-            await send(
-                self._queue,
-                RequeueGroup(
-                    key=gang.key,
-                    pods=[o.popped.pod for o in outcomes],
-                    cycle=outcomes[0].popped.cycle,
-                    why=why,
-                ),
-            )
-            statuses = dict(zip((o.popped.pod.key for o in placed), assumed.statuses, strict=True))
-            for o in outcomes:
-                result = o.decision.result
-                status = statuses.get(o.popped.pod.key)
-                if status is not None:
-                    metrics.RESERVE_ERROR.observe(share)
-                o.attempt.outcome(
-                    why,
-                    node=o.decision.node,
-                    nodes_examined=result.evaluated,
-                    nodes_feasible=result.feasible,
-                    message=status.message if status is not None else refused[0].message,
-                )
-                o.status = why
-            metrics.POD_GROUP_ATTEMPTS_ERROR.inc()
-            attempt = _group_attempt(gang, len(outcomes), len(placed))
-            for o in outcomes:
-                await self._report(o, group=attempt)
-            return "error"
-        # The group first, so that the queue counts them placed before anything else of them.
-        await send(self._queue, GroupPlaced(key=gang.key, pods=[o.popped.pod for o in placed]))
-        for o in outcomes:
-            if o.decision.node is None:
-                result = o.decision.result
-                if not result.error and result.message and self._would_preempt(o.popped.pod):
-                    note = f" preemption: not tried for a member of pod group {gang.key}."
-                    told = msgspec.structs.replace(result, message=result.message + note)
-                    o.decision = msgspec.structs.replace(o.decision, result=told)
-                await self._unschedulable(o)
-        done_to, done = trio.open_memory_channel[BindDone](len(placed))
-        binds: list[BindRequest] = []
-        for o, status in zip(placed, assumed.statuses, strict=True):
-            to = done_to if self._sync_binds else None
-            bind = await self._reserved(o, status, snapshot, before, share, to, group=gang.key)
-            assert bind is not None  # every member was assumed
-            binds.append(bind)
-        await send(self._binder, BindBatch(requests=binds))
-        metrics.POD_GROUP_ATTEMPTS_SCHEDULED.inc()
-        log.debug("pod group %s: %d of %d members placed", gang.key, len(placed), len(outcomes))
-        attempt = _group_attempt(gang, len(outcomes), len(placed), placed=True)
-        for o in outcomes:
-            await self._report(o, group=attempt)
-        if self._sync_binds:
-            for _ in binds:
-                await done.receive()
-        return "scheduled"
 
     async def _batch(
         self, pods: list[Popped], popped_at: float, traces: contextlib.ExitStack
@@ -1074,7 +457,7 @@ class Scheduler:
         message each. Pods not decided when the time bound passes go back to the queue.
         """
         deadline = popped_at + self._batch_max_seconds
-        outcomes: list[_Outcome] = []
+        outcomes: list[Outcome] = []
         # Node -> its NodeInfo before the batch's first fold on it (put back if refused).
         before: dict[str, NodeInfo] = {}
         async with self._lock:
@@ -1095,8 +478,8 @@ class Scheduler:
                     )
                 )
                 outcome = await self._attempt(popped, snapshot, started, attempt)
-                if isinstance(outcome, _Outcome):
-                    _observe_stages(outcome.decision)
+                if isinstance(outcome, Outcome):
+                    observe_stages(outcome.decision)
                     if outcome.status is None:
                         node = outcome.node
                         # One PodInfo for the fold and the cache's assume of this pod.
@@ -1113,7 +496,7 @@ class Scheduler:
                     attempt.outcome("given_back")
                     await self._give_back(pods[i:])
                     break
-                _observe_stages(outcome.decision)
+                observe_stages(outcome.decision)
                 outcomes.append(await self._preempted(popped, outcome, attempt, started))
                 await self._give_back(pods[1:])
                 break
@@ -1129,7 +512,7 @@ class Scheduler:
 
     async def _attempt(
         self, popped: Popped, snapshot: Snapshot, started: float, attempt: Attempt
-    ) -> _Outcome | _Preempting:
+    ) -> Outcome | _Preempting:
         """Filter and score one pod of the batch.
 
         Returns:
@@ -1146,9 +529,9 @@ class Scheduler:
         )
         decided = trio.current_time()
         if attempt.sampled:
-            _record_stages(attempt, decision, deciding, decided)
+            record_stages(attempt, decision, deciding, decided)
         if decision.node is not None:
-            return _Outcome(popped, decision, attempt, started, finished=decided)
+            return Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None
         calls: list[Call] = []
         if not decision.result.error and self._preemption:
@@ -1165,19 +548,19 @@ class Scheduler:
             return _Preempting(decision, preemption, tuple(calls))
         if preemption is not None:
             decision = _with_preemption(decision, preemption, calls)
-        return await self._unschedulable(_Outcome(popped, decision, attempt, started))
+        return await self._unschedulable(Outcome(popped, decision, attempt, started))
 
     async def _preempted(
         self, popped: Popped, preempting: _Preempting, attempt: Attempt, started: float
-    ) -> _Outcome:
+    ) -> Outcome:
         preemption = preempting.preemption
         preempted = await self._carry_out(popped.pod, preemption)
         decision = _with_preemption(preempting.decision, preemption, preempting.calls)
         return await self._unschedulable(
-            _Outcome(popped, decision, attempt, started, preempted=preempted)
+            Outcome(popped, decision, attempt, started, preempted=preempted)
         )
 
-    async def _unschedulable(self, outcome: _Outcome) -> _Outcome:
+    async def _unschedulable(self, outcome: Outcome) -> Outcome:
         """A pod that fit nowhere (or whose attempt failed): requeued and its condition
         recorded now; reported with the batch, in decision order."""
         pod, result = outcome.popped.pod, outcome.decision.result
@@ -1213,7 +596,7 @@ class Scheduler:
         return outcome
 
     async def _commit(
-        self, outcomes: list[_Outcome], snapshot: Snapshot, before: dict[str, NodeInfo]
+        self, outcomes: list[Outcome], snapshot: Snapshot, before: dict[str, NodeInfo]
     ) -> None:
         """Assume the placed pods (one message), requeue the ones the cache refused, hand the
         rest to the binder (one message), and report every outcome in decision order; with
@@ -1252,7 +635,7 @@ class Scheduler:
 
     async def _reserved(
         self,
-        o: _Outcome,
+        o: Outcome,
         status: AssumeStatus,
         snapshot: Snapshot,
         before: dict[str, NodeInfo],
@@ -1304,7 +687,7 @@ class Scheduler:
             group=group,
         )
 
-    async def _report(self, o: _Outcome, *, group: GroupAttempt | None = None) -> None:
+    async def _report(self, o: Outcome, *, group: GroupAttempt | None = None) -> None:
         status = o.status
         assert status is not None
         self._counts[status] += 1
@@ -1328,72 +711,13 @@ class Scheduler:
         )
 
 
-@dataclass(slots=True)
-class _Outcome:
-    """One decided pod of a batch.
-
-    ``status`` is None while it is placed and awaits the batch's assume. ``finished - started``
-    is the attempt's duration: from the start of its decision, less its share of the batch's
-    pop and refresh, to its requeue, or to the end of its decision plus its share of the
-    batch's assume round trip.
-    """
-
-    popped: Popped
-    decision: Decision
-    attempt: Attempt
-    started: float
-    status: Literal["scheduled", "unschedulable", "error", "conflict"] | None = None
-    finished: float = 0.0
-    preempted: list[str] = field(default_factory=list)
-    assumed: PodInfo | None = None
-    hints: list[Hint] = field(default_factory=list)
-
-    @property
-    def node(self) -> str:
-        assert self.decision.node is not None
-        return self.decision.node
-
-    def assumption(self) -> Assumption:
-        """What the cache's Assume takes for this placed pod."""
-        return Assumption(
-            pod=self.popped.pod,
-            node=self.node,
-            volumes=self.decision.volumes,
-            provisions=self.decision.provisions,
-            assumed=self.assumed,
-        )
-
-
-def _record_stages(attempt: Attempt, decision: Decision, deciding: float, decided: float) -> None:
-    """A sampled attempt's filter, score and select spans, and its extender calls."""
-    filtered = deciding + decision.filter_seconds
-    attempt.record(FILTER, deciding, filtered)
-    scored = filtered
-    if decision.score_seconds is not None:
-        scored = min(filtered + decision.score_seconds, decided)
-        attempt.record(SCORE, filtered, scored)
-    attempt.record(SELECT, scored, decided)
-    for extender, verb, outcome, start, end in decision.result.extender_calls:
-        attributes = {EXTENDER: extender, RESULT: outcome}
-        attempt.record(extender_span(verb), start, end, attributes)
-
-
-def _with_part(message: str, part: str | None) -> str:
-    """A member's FitError with the ``preemption:`` part its group's preemption gave it."""
-    return f"{message} {part}" if part and message else message
-
-
-def _group_attempt(
-    gang: GangBatch, members: int, fit: int, *, placed: bool = False
-) -> GroupAttempt:
-    return GroupAttempt(
-        key=gang.key,
-        min_count=gang.min_count,
-        bound=gang.bound,
-        members=members,
-        fit=fit,
-        placed=placed,
-    )
+_ATTEMPT_METRICS = {
+    "scheduled": (metrics.ATTEMPTS_SCHEDULED, metrics.ATTEMPT_DURATION_SCHEDULED),
+    "unschedulable": (metrics.ATTEMPTS_UNSCHEDULABLE, metrics.ATTEMPT_DURATION_UNSCHEDULABLE),
+    # Kubernetes counts an assume failure as an error.
+    "error": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
+    "conflict": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
+}
 
 
 def _changes_the_store(preemption: PreemptionResult) -> bool:
@@ -1414,20 +738,6 @@ class _Preempting:
     calls: tuple[Call, ...] = ()
 
 
-def _victim_refs(victims: Sequence[PodInfo], node: str) -> list[Victim]:
-    """The store's references to the pods to evict for a preemptor nominated to ``node``, each
-    naming its own node when it runs elsewhere (a member of a placed gang evicted whole)."""
-    return [
-        Victim(
-            namespace=v.namespace,
-            name=v.name,
-            uid=v.pod.metadata.uid,
-            node="" if v.pod.spec.node_name in ("", node) else v.pod.spec.node_name,
-        )
-        for v in victims
-    ]
-
-
 def _with_preemption(
     decision: Decision, preemption: PreemptionResult, calls: Sequence[Call] = ()
 ) -> Decision:
@@ -1444,27 +754,3 @@ def _with_preemption(
         result, message=message, extender_calls=(*result.extender_calls, *calls)
     )
     return msgspec.structs.replace(decision, result=changed)
-
-
-_ATTEMPT_METRICS = {
-    "scheduled": (metrics.ATTEMPTS_SCHEDULED, metrics.ATTEMPT_DURATION_SCHEDULED),
-    "unschedulable": (metrics.ATTEMPTS_UNSCHEDULABLE, metrics.ATTEMPT_DURATION_UNSCHEDULABLE),
-    # Kubernetes counts an assume failure as an error.
-    "error": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
-    "conflict": (metrics.ATTEMPTS_ERROR, metrics.ATTEMPT_DURATION_ERROR),
-}
-
-
-def _observe_stages(decision: Decision) -> None:
-    """The Filter and Score extension points' durations of one attempt."""
-    result = decision.result
-    scored = decision.score_seconds
-    if scored is None:
-        # Scoring never ran: the filter stage ended the attempt (no fit, or an error).
-        if result.error:
-            metrics.FILTER_ERROR.observe(decision.filter_seconds)
-        else:
-            metrics.FILTER_UNSCHEDULABLE.observe(decision.filter_seconds)
-        return
-    metrics.FILTER_SUCCESS.observe(decision.filter_seconds)
-    (metrics.SCORE_ERROR if result.error else metrics.SCORE_SUCCESS).observe(scored)

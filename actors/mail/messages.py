@@ -139,29 +139,35 @@ class Popped(_Mail, frozen=True, kw_only=True):
 
 
 class GangBatch(_Mail, frozen=True, kw_only=True):
-    """The pod group a :class:`PoppedBatch` holds the members of (protocol/gangs.py).
+    """A pod group a :class:`PoppedBatch` holds the members of (protocol/gangs.py).
 
     Attributes:
         key: the group's ``namespace/name``.
         min_count: its minCount (``minMember``).
         bound: its members bound, or placed and awaiting their binds, before this pop: at
-            least ``min_count - bound`` of the batch's pods must fit, or none is placed.
+            least ``min_count - bound`` of its popped members must fit, or none is placed.
+        members: how many of the batch's pods are its members: the next ones, after the
+            members of the groups before it in :attr:`PoppedBatch.groups`.
     """
 
     key: str
     min_count: int
     bound: int
+    members: int
 
 
 class PoppedBatch(_Mail, frozen=True, kw_only=True):
     """The pods to schedule now, one after another in this order (never empty).
 
-    ``group``: the batch is a gang's members, all it holds whatever ``max_pods`` asked (a
-    gang is decided whole, and never shares a batch with other pods); None for other pods.
+    ``groups``: the batch is gangs, one after another in queue order, each all the members
+    its unit holds (the first whatever ``max_pods`` asked: a gang is decided whole; the next
+    ones while the batch stays within ``max_pods``), ``pods`` their members group by group
+    (:attr:`GangBatch.members` each); a batch of gangs holds no other pods. Empty for other
+    pods.
     """
 
     pods: list[Popped]
-    group: GangBatch | None = None
+    groups: list[GangBatch] = []
 
 
 class GiveBack(_Mail, frozen=True, kw_only=True):

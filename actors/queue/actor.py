@@ -35,7 +35,8 @@ anything else                               nothing
 
 Pod groups (see :mod:`podium.actors.queue.core`): a gang's members wait before the queue until
 their group exists with minCount pods, then go as one unit; a Pop whose head is a unit is
-answered with all its members and :class:`~podium.actors.mail.messages.GangBatch`. The waiting
+answered with all its members and a :class:`~podium.actors.mail.messages.GangBatch`, and with
+the units that come next while the batch stays within ``max_pods``. The waiting
 is not written to the store: a gang of 128 arriving would cost a write per arrival for every
 member waiting (O(n^2)), and the count changes with each; :class:`Lookup` answers it instead
 (``waiting for pod group ml/train: 5 of 8 pods exist``), which ``podium explain`` shows. Once a
@@ -555,7 +556,7 @@ class QueueActor:
             # A batch of one while a bind could change what the next pop gives (an affinity
             # waiter moved) or nominations are in play (see podium.actors.queue.batching).
             batch_of_one = bool(self.nominations) or core.has_affinity_waiters
-            queued, gang = core.pop_batch(now, 1 if batch_of_one else pop.max_pods, _alone)
+            queued, gangs = core.pop_batch(now, 1 if batch_of_one else pop.max_pods, _alone)
             if not queued:  # pragma: no cover - active_count says there is one
                 return
             self._parked = None
@@ -572,9 +573,10 @@ class QueueActor:
                     )
                     for q in queued
                 ],
-                group=None
-                if gang is None
-                else GangBatch(key=gang.key, min_count=gang.min_count, bound=gang.bound),
+                groups=[
+                    GangBatch(key=g.key, min_count=g.min_count, bound=g.bound, members=g.members)
+                    for g in gangs
+                ],
             )
             try:
                 pop.reply.send_nowait(answer)

@@ -19,9 +19,11 @@ time only the one being decided) or unschedulable pods wait for an assigned pod 
 affinity (a bind between two pops could move one ahead of the next). The scheduler ends a
 batch itself after a pod whose preemption evicted pods or cleared nominations.
 
-None of this applies to a gang's batch (the queue hands out a gang's members whole, alone):
-the scheduler decides them with affinity and spreading counted against the snapshot's journal,
-which sees each fold, and folds each member's volume decision into the snapshot's objects
+None of this applies to a batch of gangs (the queue hands out each gang's members whole, and
+gangs share a batch only with gangs, up to ``max_pods`` and while no nomination exists nor
+affinity waiter waits): the scheduler decides them with affinity and spreading counted against
+the snapshot's journal, which sees each fold, folds each member's volume decision into the
+snapshot's objects, and settles each gang (assumed, or every fold undone) before the next
 (:mod:`podium.actors.cycle.scheduler`).
 """
 

@@ -47,50 +47,10 @@ moveRequestCycle: ``schedulingCycle`` counts pops; every move request (move all,
 added, the leftover flush) records the current cycle, so a pod that fails in a cycle during or
 after which a move request arrived goes to backoffQ, not to the unschedulable pods.
 
-Pod groups (issue 24; protocol/gangs.py says who belongs to which group and its minCount). The
-queue keeps, per group a pod names: the PodGroup (None until it exists), its pending members
-(gated ones aside), its members bound, and those *placed* (a gang attempt assumed them; in
-flight until Bound). While the group *holds* its members (it does not exist yet, or it is a
-gang with fewer than minCount members bound or placed), its pending members are not pods of
-activeQ but members of the group's **unit**::
-
-    member added ──▶ unit waiting ── the group exists with minCount pods ──▶ unit in activeQ
-                      ▲   (pending + bound)                                    │ pop_batch
-                      │                                                        ▼
-      a member or the group deleted                                      unit in flight
-      (fewer than minCount pods)        requeue_group ◀── too few fit, ───┤ (all its members,
-                                        (as a pod: backoff by the         │  one batch)
-                                         group's attempts, then           │
-                                         backoffQ or unschedulable)       ▼ group_placed
-                                                                  placed members in flight
-                                                                  until Bound; the rest are
-                                                                  ordinary pods from now on
-
-* Waiting is Kubernetes' GangScheduling PreEnqueue (v1.35+): a waiting unit is never popped nor
-  moved; :meth:`SchedulingQueue.waiting_message` says why (``waiting for pod group ml/train: 5
-  of 8 pods exist``, or ``...: the group does not exist``). A member deleted lowers the count;
-  a group deleted sends its members back to waiting for it.
-* Once the group has minCount pods, the unit goes to activeQ, ordered against the other units
-  by priority (its members' highest), then the group's creation: first as the queue saw it
-  (``seen_at``, the trio clock, the only clock the queue can compare with a pod's arrival),
-  then its ``creationTimestamp`` (groups recovered or committed together), then its key:
-  scheduler-plugins' Coscheduling QueueSort. Against pods, a unit goes before a pod of lower
-  priority, or of the same priority that arrived later than the group was created; a tie goes
-  to the pod. :meth:`SchedulingQueue.pop_batch` answers a unit whole (its members by priority,
-  then arrival), whatever ``max_pods``, with a :class:`PoppedGang`, and a batch of pods ends
-  before a unit that comes next, so a gang never shares a batch.
-* A unit is requeued, backed off, moved (move all, an assigned pod matching a member's
-  affinity, the leftover flush) and given back (a Pop answer that could not be delivered) as
-  one pod would be, with the group's own attempts and backoff; a member's update moves it as
-  an update moves a pod, and so does the group's minCount lowered (for an unschedulable unit,
-  or one in flight whose attempt then fails).
-* Once minCount members are placed or bound (:meth:`SchedulingQueue.group_placed`, then
-  Bound), the group is *released*: its members schedule as ordinary pods (a ``basic`` group's
-  always do). If the binder gives placed members back (:meth:`SchedulingQueue.requeue_group`:
-  the store refused the group's bindings), or a bound member goes, the group holds its
-  members again and pulls its ordinary ones back into the unit.
-* A group costs nothing to pods that name none beyond one check at each add and bind
-  (:func:`group_key`).
+Pod groups (issue 24): a gang's members wait before the queue and go as one unit, popped
+whole; :mod:`podium.actors.queue.gangs` (:class:`~podium.actors.queue.gangs.GangQueue`, which
+:class:`SchedulingQueue` is) keeps them and draws the unit's states. What a pending pod's entry
+holds is :mod:`podium.actors.queue.entry`.
 """
 
 from __future__ import annotations
@@ -98,17 +58,22 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
-from typing import Literal, TypeAlias
-
-import msgspec
 
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.nominated import NominatedPods
-from podium.actors.plugins.pod_topology_spread import hard_constraints_select
-from podium.protocol.gangs import GROUP_ANNOTATIONS, GROUP_LABELS, min_count, pod_group_key
-from podium.protocol.labels import label_selector_matches
-from podium.protocol.objects import Pod, PodAffinityTerm, PodGroup, PodStatus
+from podium.actors.queue.entry import (
+    Entry,
+    QueuedPodInfo,
+    QueueName,
+    affinity_term_matches,
+    group_key,
+    group_of,
+    is_pod_updated,
+    live_head,
+    moved_by_assigned_pods,
+    required_pod_affinity_terms,
+)
+from podium.actors.queue.gangs import Gang, GangQueue, PoppedGang
 
 __all__ = [
     "Nominations",
@@ -121,264 +86,21 @@ __all__ = [
     "required_pod_affinity_terms",
 ]
 
-QueueName: TypeAlias = Literal[
-    "active", "backoff", "unschedulable", "in_flight", "gated", "waiting"
-]
-"""Where a pending pod is; ``waiting``: a gang member held before the queue (its group does not
-exist, has fewer pods than minCount, or its other members are being scheduled)."""
-
-_Where: TypeAlias = Literal["active", "backoff", "unschedulable", "in_flight", "gated", "gang"]
-"""Where an entry is; ``gang``: held by its group's unit (which is waiting, or queued)."""
-
-_UnitWhere: TypeAlias = Literal["waiting", "active", "backoff", "unschedulable", "in_flight"]
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedPodInfo:
-    """A popped pod (v1.14 ``podInfo`` plus Podium's attempt count).
-
-    Attributes:
-        pod: the latest version of the pod.
-        cycle: the scheduling cycle this pop started.
-        attempts: pops of this pod so far, this one included.
-        arrived_at: the first enqueue time, kept across retries.
-    """
-
-    pod: PodInfo
-    cycle: int
-    attempts: int
-    arrived_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class PoppedGang:
-    """The gang a :meth:`SchedulingQueue.pop_batch` answered: its group ``key``
-    (``namespace/name``), ``min_count``, and ``bound``: its members bound or placed (assumed,
-    awaiting their binds) before this pop, so ``min_count - bound`` of the popped ones must fit.
-    """
-
-    key: str
-    min_count: int
-    bound: int
-
-
-class _Entry:
-    """One pending pod and where it is."""
-
-    __slots__ = (
-        "arrival",
-        "arrived_at",
-        "attempts",
-        "backoff_attempts",
-        "backoff_expiry",
-        "backoff_updated_at",
-        "cycle",
-        "group",
-        "has_affinity",
-        "pod",
-        "token",
-        "uid",
-        "unschedulable_since",
-        "updated_in_flight",
-        "where",
-    )
-
-    def __init__(self, pod: PodInfo, now: float, arrival: int) -> None:
-        self.pod = pod
-        self.uid = pod.pod.metadata.uid
-        self.arrived_at = now
-        self.arrival = arrival
-        self.where: _Where = "active"
-        self.token = 0
-        self.attempts = 0
-        self.backoff_attempts = 0
-        self.backoff_updated_at: float | None = None
-        self.backoff_expiry = 0.0
-        self.unschedulable_since = 0.0
-        self.cycle = 0
-        self.updated_in_flight = False
-        self.has_affinity = _moved_by_assigned_pods(pod.pod)
-        # The pod's group (namespace/name), or None: immutable in the store (protocol/gangs.py).
-        self.group = group_key(pod.pod)
-
-
-def required_pod_affinity_terms(pod: Pod) -> list[PodAffinityTerm]:
-    """``predicates.GetPodAffinityTerms``: the pod's required pod-affinity terms."""
-    affinity = pod.spec.affinity
-    if affinity is None or affinity.pod_affinity is None:
-        return []
-    return affinity.pod_affinity.required_during_scheduling_ignored_during_execution
-
-
-def _moved_by_assigned_pods(pod: Pod) -> bool:
-    """Whether a bound pod can move ``pod``: it has required pod-affinity terms, or
-    DoNotSchedule topology spread constraints (EvenPodsSpread, adopted from later Kubernetes,
-    whose queue moves a pod rejected by PodTopologySpread when a pod it counts is added)."""
-    return bool(required_pod_affinity_terms(pod)) or any(
-        c.when_unsatisfiable == "DoNotSchedule" for c in pod.spec.topology_spread_constraints
-    )
-
-
-def _affinity_term_matches(unschedulable: PodInfo, assigned: PodInfo) -> bool:
-    """Whether any required affinity term of ``unschedulable`` selects ``assigned``
-    (``getUnschedulablePodsWithMatchingAffinityTerm``: a term's namespaces default to the
-    defining pod's own, then ``PodMatchesTermsNamespaceAndSelector``), or one of its
-    DoNotSchedule spread constraints counts ``assigned`` (same namespace, selected)."""
-    for term in required_pod_affinity_terms(unschedulable.pod):
-        namespaces = term.namespaces or (unschedulable.namespace,)
-        if assigned.namespace in namespaces and label_selector_matches(
-            term.label_selector, assigned.labels
-        ):
-            return True
-    return hard_constraints_select(unschedulable.pod, assigned)
-
-
-_LABEL, _OLD_LABEL = GROUP_LABELS
-_ANNOTATION, _OLD_ANNOTATION = GROUP_ANNOTATIONS
-
-
-def group_key(pod: Pod) -> str | None:
-    """:func:`~podium.protocol.gangs.pod_group_key`, answered in ~0.2 us for a pod that names
-    no group (nearly every pod: the queue asks at each add and each bind) instead of ~2.5."""
-    if pod.spec.scheduling_group is None:
-        labels, annotations = pod.metadata.labels, pod.metadata.annotations
-        if not (
-            _LABEL in labels
-            or _OLD_LABEL in labels
-            or _ANNOTATION in annotations
-            or _OLD_ANNOTATION in annotations
-        ):
-            return None
-    return pod_group_key(pod)
-
-
-def _group_of(e: _Entry) -> str:
-    """The group of a member (only called for entries that have one)."""
-    assert e.group is not None
-    return e.group
-
 
 def _gated(pod: PodInfo) -> bool:
     return bool(pod.pod.spec.scheduling_gates)
 
 
-def _same_pod(e: _Entry, pod: PodInfo) -> bool:
+def _same_pod(e: Entry, pod: PodInfo) -> bool:
     """Same key is given; a different uid (both known) is a deleted-and-re-created pod."""
     uid = pod.pod.metadata.uid
     return not (uid and e.uid and uid != e.uid)
 
 
-_NO_STATUS = PodStatus()
-
-
-def is_pod_updated(old: Pod, new: Pod) -> bool:
-    """v1.14 ``isPodUpdated``: did anything but the status and resourceVersion change?"""
-
-    def strip(pod: Pod) -> Pod:
-        meta = msgspec.structs.replace(pod.metadata, resource_version="")
-        return msgspec.structs.replace(pod, metadata=meta, status=_NO_STATUS)
-
-    return strip(old) != strip(new)
-
-
-# The number of stale heap items tolerated beyond twice the live ones before a rebuild.
 _HEAP_SLACK = 1024
 
 
-class _Gang:
-    """One pod group as the queue sees it: the group object (None until it exists), its
-    pending members, the members bound or placed, and its *unit* (the members it holds, queued
-    and backed off as one, with the group's own attempts and backoff).
-
-    ``pending``: every pending member the queue holds that is not gated, wherever it is (held
-    by the unit, an ordinary entry, in flight). ``members``: the ones the unit holds (``where``
-    is ``gang``, or ``in_flight`` when the unit's pop took them). ``placed``: members a gang
-    attempt assumed, in flight until their Bound (or until the binder gives them back).
-    ``released``: the members are ordinary pods (the group is ``basic``, or has minCount
-    members bound or placed), as of the last regroup (a unit in flight defers it).
-    """
-
-    __slots__ = (
-        "attempts",
-        "backoff_attempts",
-        "backoff_expiry",
-        "backoff_updated_at",
-        "bound",
-        "creation",
-        "cycle",
-        "group",
-        "key",
-        "members",
-        "min_count",
-        "pending",
-        "placed",
-        "priority",
-        "quorum_at",
-        "released",
-        "seen_at",
-        "token",
-        "unschedulable_since",
-        "updated_in_flight",
-        "where",
-    )
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self.group: PodGroup | None = None
-        self.min_count: int | None = None
-        self.creation = ""
-        self.seen_at = 0.0
-        self.pending: dict[str, _Entry] = {}
-        self.members: dict[str, _Entry] = {}
-        self.bound: set[str] = set()
-        self.placed: set[str] = set()
-        self.where: _UnitWhere = "waiting"
-        self.token = 0
-        self.priority = 0
-        self.attempts = 0
-        self.backoff_attempts = 0
-        self.backoff_updated_at: float | None = None
-        self.backoff_expiry = 0.0
-        self.unschedulable_since = 0.0
-        self.cycle = 0
-        self.updated_in_flight = False
-        self.quorum_at: float | None = None
-        # The last regroup found the group not holding its members: they are ordinary pods.
-        self.released = False
-
-    @property
-    def held(self) -> bool:
-        """Whether the group's pending members wait for and go with the unit: the group does
-        not exist yet, or it is a gang with fewer than minCount members bound or placed
-        (afterwards its members schedule as ordinary pods; a ``basic`` group's always do)."""
-        if self.group is None:
-            return True
-        return self.min_count is not None and len(self.bound) + len(self.placed) < self.min_count
-
-    @property
-    def exist(self) -> int:
-        """The group's pods: pending (gated ones aside) and bound."""
-        return len(self.pending) + len(self.bound)
-
-    @property
-    def quorum(self) -> bool:
-        """The group exists and has at least minCount pods (the GangScheduling PreEnqueue)."""
-        return (
-            self.min_count is not None and self.group is not None and (self.exist >= self.min_count)
-        )
-
-    def order(self) -> tuple[int, float, str, str]:
-        """The unit's place in activeQ: its priority (the highest of its members'), then the
-        group's creation as the queue saw it (``seen_at``, the trio clock), its
-        ``creationTimestamp`` and its key (Coscheduling's QueueSort)."""
-        return (-self.priority, self.seen_at, self.creation, self.key)
-
-    def sorted_members(self) -> list[_Entry]:
-        """The unit's members in the order they are decided: priority, then arrival."""
-        return sorted(self.members.values(), key=lambda e: (-e.pod.priority, e.arrival))
-
-
-class SchedulingQueue:
+class SchedulingQueue(GangQueue):
     """v1.14 ``PriorityQueue``, sans locks and goroutines.
 
     Args:
@@ -416,42 +138,26 @@ class SchedulingQueue:
         self.pod_max_backoff_seconds = pod_max_backoff_seconds
         self.unschedulable_flush_interval_seconds = unschedulable_flush_interval_seconds
         self.unschedulable_max_wait_seconds = unschedulable_max_wait_seconds
-        self._pods: dict[str, _Entry] = {}
+        self._pods: dict[str, Entry] = {}
         # (-priority, arrived_at, arrival, token, key); stale items are skipped.
         self._active_q: list[tuple[int, float, int, int, str]] = []
         self._active_n = 0
         # (backoff expiry, token, key)
         self._backoff_q: list[tuple[float, int, str]] = []
         self._backoff_n = 0
-        self._unschedulable_pods: dict[str, _Entry] = {}
+        self._unschedulable_pods: dict[str, Entry] = {}
         # The unschedulable pods with required pod-affinity terms (or DoNotSchedule spread
         # constraints): the only ones an assigned pod can move (keeps Bound handling off the whole unschedulable set).
-        self._unschedulable_with_affinity: dict[str, _Entry] = {}
-        self._in_flight: dict[str, _Entry] = {}
-        self._gated: dict[str, _Entry] = {}
+        self._unschedulable_with_affinity: dict[str, Entry] = {}
+        self._in_flight: dict[str, Entry] = {}
+        self._gated: dict[str, Entry] = {}
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
         self._arrivals = 0
         self._tokens = 0
         self._flush_origin = now
         self._next_flush_at = now + unschedulable_flush_interval_seconds
-        # Pod groups (gangs): every group a pending or bound pod names, or the store holds.
-        self._gangs: dict[str, _Gang] = {}
-        # Units in activeQ: (-priority, seen_at, creationTimestamp, key, token).
-        self._active_units: list[tuple[int, float, str, str, int]] = []
-        # Units in backoffQ: (backoff expiry, token, key).
-        self._backoff_units: list[tuple[float, int, str]] = []
-        self._unschedulable_units: dict[str, _Gang] = {}
-        # The unschedulable units with a member an assigned pod can move.
-        self._unschedulable_units_with_affinity: set[str] = set()
-        # Pods held by the units in each sub-queue (counted with the pods there).
-        self._unit_pods: dict[str, int] = {"active": 0, "backoff": 0, "unschedulable": 0}
-        self._waiting_groups: set[str] = set()
-        # Held pods that entered activeQ with their unit (its quorum met), since the last
-        # take_activated(); and the groups whose last placed member was bound since the last
-        # take_completed(), with the seconds from their quorum.
-        self._activated = 0
-        self._completed: list[tuple[str, float]] = []
+        self._init_units()
 
     # ------------------------------------------------------------------ observation
 
@@ -479,12 +185,6 @@ class SchedulingQueue:
     def unschedulable_count(self) -> int:
         """v1.14 ``NumUnschedulablePods()``, the pods of unschedulable units included."""
         return len(self._unschedulable_pods) + self._unit_pods["unschedulable"]
-
-    @property
-    def waiting_groups(self) -> int:
-        """Groups whose pending members wait before the queue (no group yet, or fewer pods
-        than minCount)."""
-        return len(self._waiting_groups)
 
     @property
     def gated_count(self) -> int:
@@ -515,30 +215,10 @@ class SchedulingQueue:
             return (None, 0)
         if e.where != "gang":
             return (e.where, e.attempts)
-        where = self._gangs[_group_of(e)].where
+        where = self._gangs[group_of(e)].where
         if where == "active" or where == "backoff" or where == "unschedulable":
             return (where, e.attempts)
         return ("waiting", e.attempts)
-
-    def held(self, key: str) -> bool:
-        """Whether the pod ``key`` is a member its group's unit holds."""
-        e = self._pods.get(key)
-        return e is not None and e.where == "gang"
-
-    def waiting_message(self, key: str) -> str:
-        """Why the pod ``key`` waits before the queue for its group ("" when it does not):
-        ``waiting for pod group ml/train: 5 of 8 pods exist``."""
-        e = self._pods.get(key)
-        if e is None or e.where != "gang":
-            return ""
-        g = self._gangs[_group_of(e)]
-        if g.where == "in_flight":
-            return f"waiting for pod group {g.key}: its other members are being scheduled"
-        if g.where != "waiting":
-            return ""
-        if g.group is None:
-            return f"waiting for pod group {g.key}: the group does not exist"
-        return f"waiting for pod group {g.key}: {g.exist} of {g.min_count} pods exist"
 
     def backoff_expiry(self, key: str) -> float | None:
         """When the pod's current backoff ends (its unit's, for a held member), or None when it
@@ -546,21 +226,10 @@ class SchedulingQueue:
         e = self._pods.get(key)
         if e is None:
             return None
-        b: _Entry | _Gang = self._gangs[_group_of(e)] if e.where == "gang" else e
+        b: Entry | Gang = self._gangs[group_of(e)] if e.where == "gang" else e
         if b.backoff_updated_at is None:
             return None
         return b.backoff_expiry
-
-    def take_activated(self) -> int:
-        """Held pods that entered activeQ with their unit since the last call."""
-        n, self._activated = self._activated, 0
-        return n
-
-    def take_completed(self) -> list[tuple[str, float]]:
-        """``(group, seconds)`` for each gang whose last placed member was bound since the last
-        call: the seconds from its quorum to that bind."""
-        done, self._completed = self._completed, []
-        return done
 
     def pending_pods(self) -> Iterator[PodInfo]:
         """Every pod waiting in a queue (v1.14 ``PendingPods``; in-flight pods excluded)."""
@@ -570,16 +239,12 @@ class SchedulingQueue:
         """The earliest time something must happen without a message: a backoff expiring,
         or the next leftover flush while pods are unschedulable; None when nothing is due."""
         deadline: float | None = None
-        q = self._backoff_q
-        while q and not self._valid_backoff(q[0]):
-            heapq.heappop(q)
-        if q:
-            deadline = q[0][0]
-        units = self._backoff_units
-        while units and not self._valid_backoff_unit(units[0]):
-            heapq.heappop(units)
-        if units:
-            deadline = units[0][0] if deadline is None else min(deadline, units[0][0])
+        pods = live_head(self._backoff_q, self._valid_backoff)
+        if pods is not None:
+            deadline = pods[0]
+        units = live_head(self._backoff_units, self._valid_backoff_unit)
+        if units is not None:
+            deadline = units[0] if deadline is None else min(deadline, units[0])
         if self._unschedulable_pods or self._unschedulable_units:
             flush = self._next_flush_at
             deadline = flush if deadline is None else min(deadline, flush)
@@ -602,7 +267,7 @@ class SchedulingQueue:
         e = self._known(pod, now)
         if e is None:
             self._arrivals += 1
-            e = _Entry(pod, now, self._arrivals)
+            e = Entry(pod, now, self._arrivals)
             self._pods[pod.key] = e
             self._enqueue(e, now)
             return
@@ -676,129 +341,6 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ pod groups
 
-    def group_changed(self, key: str, group: PodGroup | None, now: float) -> None:
-        """The PodGroup ``key`` (``namespace/name``) was put, or deleted (``group`` None): its
-        waiting members are let in once it has minCount pods, a ``basic`` group's (or a gang's
-        with minCount members bound) schedule as ordinary pods, and those of a deleted group go
-        back to waiting for it. A lowered minCount may let the gang fit: its unschedulable unit
-        is moved (to backoffQ while backing off, else activeQ), and one in flight goes straight
-        back to activeQ if its attempt fails (Kubernetes' GangScheduling queueing hint: a
-        PodGroup update that decreases minCount is ``Queue``)."""
-        g = self._gangs.get(key)
-        if g is None:
-            if group is None:
-                return
-            g = self._gangs[key] = _Gang(key)
-        if group is not None and g.group is None:
-            g.seen_at = now
-        before = g.min_count
-        g.group = group
-        if group is None:
-            g.min_count, g.creation = None, ""
-        else:
-            g.min_count = min_count(group)
-            g.creation = group.metadata.creation_timestamp or ""
-        self._regroup(g, now)
-        if before is not None and g.min_count is not None and g.min_count < before:
-            if g.where == "unschedulable":
-                self._move_unit_from_unschedulable(g, now)
-            elif g.where == "in_flight":
-                g.updated_in_flight = True
-
-    def assigned_member(self, pod: PodInfo, now: float) -> None:
-        """A pod is bound (or was found bound): if it names a group, one more of the group's
-        members is bound (once per pod)."""
-        key = group_key(pod.pod)
-        if key is None:
-            return
-        g = self._gangs.get(key)
-        if g is None:
-            g = self._gangs[key] = _Gang(key)
-        if pod.key in g.bound:
-            return
-        self._count_bound(g, pod.key, now)
-        self._regroup(g, now)
-
-    def unassigned_member(self, pod: PodInfo, now: float) -> None:
-        """A bound pod was deleted or stopped holding its place: its group has one bound member
-        fewer (its waiting members may be held again)."""
-        key = group_key(pod.pod)
-        g = self._gangs.get(key) if key is not None else None
-        if g is None or pod.key not in g.bound:
-            return
-        g.bound.discard(pod.key)
-        self._regroup(g, now)
-
-    def group_placed(self, key: str, pods: Collection[PodInfo], now: float) -> None:
-        """A gang attempt placed ``pods`` (assumed, handed to the binder) and met the group's
-        minCount: they stay in flight until bound, counted as placed; the unit's other members
-        popped with them are ordinary pods in flight now (their own Requeue follows), and the
-        members that arrived meanwhile schedule as ordinary pods once the group has minCount
-        members placed or bound."""
-        g = self._gangs.get(key)
-        if g is None:
-            return
-        for pod in pods:
-            e = self._in_flight_entry(pod)
-            if e is not None and e.group == key:
-                g.placed.add(pod.key)
-        if g.where == "in_flight":
-            self._end_flight(g)
-        self._regroup(g, now)
-
-    def requeue_group(
-        self,
-        key: str,
-        pods: Collection[PodInfo],
-        cycle: int,
-        why: Literal["unschedulable", "error", "conflict"],
-        now: float,
-    ) -> tuple[QueueName | None, int]:
-        """Give a gang back as one unit: the members ``pods`` in flight (its attempt in
-        ``cycle`` placed fewer than it needed, the cache refused one of them, or the store
-        refused the group's bindings) go back into the unit with the group's other held
-        members, and the unit goes where :meth:`add_unschedulable_if_not_present` sends a pod
-        (its backoff bumped, the group's attempts counting), or straight to activeQ for a
-        ``conflict`` or a member updated in flight. Returns where the unit went and how many
-        pods it holds; ``(None, 0)`` when no member was in flight any more."""
-        g = self._gangs.get(key)
-        if g is None:
-            return (None, 0)
-        updated = g.updated_in_flight  # minCount lowered during the attempt
-        if g.where == "in_flight":
-            self._end_flight(g)
-        elif g.where != "waiting":
-            self._detach_unit(g)
-        back = 0
-        for pod in pods:
-            e = self._in_flight_entry(pod)
-            if e is None or e.group != key:
-                continue
-            del self._in_flight[pod.key]
-            g.placed.discard(pod.key)
-            updated = updated or e.updated_in_flight
-            self._hold(g, e)
-            back += 1
-        if not back:
-            self._regroup(g, now)
-            return (None, 0)
-        self._regroup(g, now, place=False)
-        if not g.members:
-            # Released: the group is no longer a gang (basic, or minCount bound meanwhile).
-            return ("active", back)
-        if not g.quorum:
-            self._note_waiting(g)
-            return ("waiting", len(g.members))
-        if why == "conflict" or updated:
-            self._push_unit_active(g)
-            return ("active", len(g.members))
-        self._backoff_pod(g, now)
-        if self._move_request_cycle >= cycle:
-            self._push_unit_backoff(g)
-            return ("backoff", len(g.members))
-        self._put_unit_unschedulable(g, now)
-        return ("unschedulable", len(g.members))
-
     def assigned_pod_added(self, pod: PodInfo, now: float) -> int:
         """A pod was bound (v1.14 ``AssignedPodAdded``/``AssignedPodUpdated``).
 
@@ -810,7 +352,7 @@ class SchedulingQueue:
         moved = [
             e
             for e in self._unschedulable_with_affinity.values()
-            if _affinity_term_matches(e.pod, pod)
+            if affinity_term_matches(e.pod, pod)
         ]
         for e in moved:
             self._move_from_unschedulable(e, now)
@@ -820,7 +362,7 @@ class SchedulingQueue:
                 self._gangs[key]
                 for key in self._unschedulable_units_with_affinity
                 if any(
-                    m.has_affinity and _affinity_term_matches(m.pod, pod)
+                    m.has_affinity and affinity_term_matches(m.pod, pod)
                     for m in self._gangs[key].members.values()
                 )
             ]
@@ -869,16 +411,17 @@ class SchedulingQueue:
 
     def pop_batch(
         self, now: float, max_pods: int, alone: Callable[[PodInfo], bool]
-    ) -> tuple[list[QueuedPodInfo], PoppedGang | None]:
+    ) -> tuple[list[QueuedPodInfo], list[PoppedGang]]:
         """Up to ``max_pods`` pops in a row, as successive :meth:`pop` calls at ``now`` would
         give them; a pod for which ``alone`` holds comes in a batch of its own (the batch ends
         before it, or after it when it is the first). Empty when activeQ is empty.
 
-        When a gang's unit leads activeQ, the batch is that unit: every member it holds,
-        whatever ``max_pods`` (a gang is decided whole), and the :class:`PoppedGang`; a batch of
-        pods ends before a unit that comes next. A unit comes before a pod of lower priority, or
-        of the same priority that arrived after the group was created (on the queue's clock); a
-        tie goes to the pod.
+        When a gang's unit leads activeQ, the batch is units: that one, every member it holds
+        whatever ``max_pods`` (a gang is decided whole), then each unit that comes next, whole,
+        while the batch stays within ``max_pods``, each with its :class:`PoppedGang` (a pod
+        that comes next ends it); a batch of pods ends before a unit that comes next. A unit
+        comes before a pod of lower priority, or of the same priority that arrived after the
+        group was created (on the queue's clock); a tie goes to the pod.
         """
         # Backoffs ended by ``now`` first, whatever activeQ holds: a unit whose backoff has
         # just ended may be the head.
@@ -886,13 +429,13 @@ class SchedulingQueue:
         if self._active_units:
             unit = self._head_unit()
             if unit is not None and self._unit_first(unit, self._head_active()):
-                return self._pop_unit(unit)
+                return self._pop_units(unit, max_pods)
         first = self.pop(now)
         if first is None:
-            return [], None
+            return [], []
         batch = [first]
         if alone(first.pod):
-            return batch, None
+            return batch, []
         while len(batch) < max_pods:
             head = self._head_active()
             if head is None or alone(head.pod):
@@ -904,7 +447,7 @@ class SchedulingQueue:
             queued = self.pop(now)
             assert queued is not None  # the head is active
             batch.append(queued)
-        return batch, None
+        return batch, []
 
     @property
     def has_affinity_waiters(self) -> bool:
@@ -912,53 +455,10 @@ class SchedulingQueue:
         spread constraints (:meth:`assigned_pod_added` would move it), alone or in a unit."""
         return bool(self._unschedulable_with_affinity or self._unschedulable_units_with_affinity)
 
-    def _head_unit(self) -> _Gang | None:
-        """The unit :meth:`pop_batch` would take next among the units (stale items dropped)."""
-        q = self._active_units
-        while q:
-            g = self._gangs.get(q[0][3])
-            if g is not None and g.where == "active" and g.token == q[0][4]:
-                return g
-            heapq.heappop(q)
-        return None
-
-    @staticmethod
-    def _unit_first(unit: _Gang, head: _Entry | None) -> bool:
-        """Whether ``unit`` goes before the pod ``head`` (see :meth:`pop_batch`)."""
-        if head is None:
-            return True
-        return (-unit.priority, unit.seen_at) < (-head.pod.priority, head.arrived_at)
-
-    def _pop_unit(self, g: _Gang) -> tuple[list[QueuedPodInfo], PoppedGang]:
-        heapq.heappop(self._active_units)
-        self._unit_pods["active"] -= len(g.members)
-        self._scheduling_cycle += 1
-        cycle = self._scheduling_cycle
-        g.attempts += 1
-        g.cycle = cycle
-        g.updated_in_flight = False
-        g.where = "in_flight"
-        g.token = 0
-        popped = []
-        for e in g.sorted_members():
-            e.attempts += 1
-            e.cycle = cycle
-            e.updated_in_flight = False
-            e.where = "in_flight"
-            self._in_flight[e.pod.key] = e
-            popped.append(QueuedPodInfo(e.pod, cycle, e.attempts, e.arrived_at))
-        assert g.min_count is not None  # a unit is queued only once its group is a gang
-        return popped, PoppedGang(g.key, g.min_count, len(g.bound) + len(g.placed))
-
-    def _head_active(self) -> _Entry | None:
+    def _head_active(self) -> Entry | None:
         """The entry :meth:`pop` would take next (stale heap items dropped on the way)."""
-        q = self._active_q
-        while q:
-            e = self._pods.get(q[0][4])
-            if e is not None and e.where == "active" and e.token == q[0][3]:
-                return e
-            heapq.heappop(q)
-        return None
+        item = live_head(self._active_q, self._valid_active)
+        return None if item is None else self._pods[item[4]]
 
     def cancel_pop(self, key: str) -> bool:
         """Undo a pop whose answer could not be delivered: the pod goes back to activeQ as if it
@@ -1088,7 +588,7 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ internals
 
-    def _known(self, pod: PodInfo, now: float) -> _Entry | None:
+    def _known(self, pod: PodInfo, now: float) -> Entry | None:
         """The entry of ``pod``, dropping one of a deleted-and-re-created namesake."""
         e = self._pods.get(pod.key)
         if e is not None and not _same_pod(e, pod):
@@ -1096,7 +596,7 @@ class SchedulingQueue:
             return None
         return e
 
-    def _forget(self, e: _Entry, now: float, *, bound: bool = False) -> None:
+    def _forget(self, e: Entry, now: float, *, bound: bool = False) -> None:
         """Drop the entry: out of its sub-queue, and out of its group (``bound``: as one of its
         bound members)."""
         self._detach(e)
@@ -1111,21 +611,21 @@ class SchedulingQueue:
             self._count_bound(g, key, now)
         self._regroup(g, now)
 
-    def _in_flight_entry(self, pod: PodInfo) -> _Entry | None:
+    def _in_flight_entry(self, pod: PodInfo) -> Entry | None:
         e = self._in_flight.get(pod.key)
         return e if e is not None and _same_pod(e, pod) else None
 
-    def _set_pod(self, e: _Entry, pod: PodInfo) -> None:
+    def _set_pod(self, e: Entry, pod: PodInfo) -> None:
         e.pod = pod
         e.uid = pod.pod.metadata.uid or e.uid
-        e.has_affinity = _moved_by_assigned_pods(pod.pod)
+        e.has_affinity = moved_by_assigned_pods(pod.pod)
 
-    def _update_in_flight(self, e: _Entry, pod: PodInfo) -> None:
+    def _update_in_flight(self, e: Entry, pod: PodInfo) -> None:
         if is_pod_updated(e.pod.pod, pod.pod):
             e.updated_in_flight = True
         self._set_pod(e, pod)
 
-    def _detach(self, e: _Entry) -> None:
+    def _detach(self, e: Entry) -> None:
         """Take the entry out of its sub-queue (heap items go stale with the token)."""
         key = e.pod.key
         match e.where:
@@ -1143,13 +643,13 @@ class SchedulingQueue:
             case "gated":
                 del self._gated[key]
             case "gang":
-                g = self._gangs[_group_of(e)]
+                g = self._gangs[group_of(e)]
                 del g.members[key]
                 if g.where in self._unit_pods:
                     self._unit_pods[g.where] -= 1
         e.token = 0
 
-    def _enqueue(self, e: _Entry, now: float) -> None:
+    def _enqueue(self, e: Entry, now: float) -> None:
         """A pod (new, or re-added or updated) to activeQ, or to the gated set while it has
         scheduling gates (the SchedulingGates PreEnqueue plugin, Kubernetes 1.27+), or to its
         group, whose unit holds it while the group is a gang short of minCount bound (the
@@ -1168,189 +668,11 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ units
 
-    def _gang(self, key: str) -> _Gang:
-        g = self._gangs.get(key)
-        if g is None:
-            g = self._gangs[key] = _Gang(key)
-        return g
-
-    def _join(self, e: _Entry, now: float) -> None:
-        """A pending member (not gated) arrives: an ordinary pod while its group is released,
-        else held by the unit."""
-        g = self._gang(_group_of(e))
-        g.pending[e.pod.key] = e
-        if g.released:
-            self._push_active(e)
-        else:
-            self._hold(g, e)
-        self._regroup(g, now)
-
-    def _rejoin(self, e: _Entry, now: float) -> bool:
-        """A member given back (detached) while its group holds its members: held by the unit
-        (the unit's own state decides where it is). False when the group is released."""
-        g = self._gangs[_group_of(e)]
-        if g.released:
-            return False
-        self._hold(g, e)
-        self._regroup(g, now)
-        return True
-
-    def _hold(self, g: _Gang, e: _Entry) -> None:
-        """``e`` (detached) is held by ``g``'s unit, wherever that is."""
-        e.where = "gang"
-        g.members[e.pod.key] = e
-        if g.where in self._unit_pods:
-            self._unit_pods[g.where] += 1
-            if g.where == "active":
-                self._activated += 1
-                if e.pod.priority > g.priority:
-                    self._detach_unit(g)
-                    self._push_unit_active(g)
-
-    def _regroup(self, g: _Gang, now: float, *, place: bool = True) -> None:
-        """Bring the group's unit in line with its group after any change.
-
-        While the group holds its members: ordinary members (not in flight) are pulled into
-        the unit, which waits while the group is short of minCount pods and goes to activeQ
-        once it has them (``place``). Once released (a ``basic`` group, or minCount members
-        bound or placed), the held members go to activeQ as ordinary pods. A unit in flight
-        is left alone: its outcome regroups it.
-        """
-        if g.where == "in_flight":
-            self._note_waiting(g)
-            return
-        if not g.held:
-            g.released = True
-            if g.members:
-                if g.where != "waiting":
-                    self._detach_unit(g)
-                for e in list(g.members.values()):
-                    del g.members[e.pod.key]
-                    self._push_active(e)
-                    self._activated += 1
-        else:
-            if g.released:
-                # Held again (a bound member gone, minCount raised, the group re-created):
-                # the ordinary members not in flight are pulled back into the unit.
-                g.released = False
-                for e in list(g.pending.values()):
-                    if e.where in ("active", "backoff", "unschedulable"):
-                        self._detach(e)
-                        self._hold(g, e)
-            if g.where != "waiting" and (not g.members or not g.quorum):
-                self._detach_unit(g)
-            elif place and g.where == "waiting" and g.members and g.quorum:
-                if g.quorum_at is None:
-                    g.quorum_at = now
-                self._activated += len(g.members)
-                self._push_unit_active(g)
-        self._note_waiting(g)
-        if not g.pending and not g.bound and not g.placed and g.group is None:
-            del self._gangs[g.key]
-
-    def _note_waiting(self, g: _Gang) -> None:
-        if g.where == "waiting" and g.members and g.held:
-            self._waiting_groups.add(g.key)
-        else:
-            self._waiting_groups.discard(g.key)
-
-    def _end_flight(self, g: _Gang) -> None:
-        """The unit's pop is answered: its members still in flight are ordinary pods in flight
-        now (a requeue or a bind follows each), and the unit waits."""
-        for key, e in list(g.members.items()):
-            if e.where == "in_flight":
-                del g.members[key]
-        g.where = "waiting"
-        g.updated_in_flight = False
-
-    def _count_bound(self, g: _Gang, key: str, now: float) -> None:
-        g.placed.discard(key)
-        g.bound.add(key)
-        if (
-            g.quorum_at is not None
-            and not g.placed
-            and g.min_count is not None
-            and len(g.bound) >= g.min_count
-        ):
-            self._completed.append((g.key, now - g.quorum_at))
-            g.quorum_at = None
-
-    def _update_held(self, e: _Entry, old: PodInfo | None, new: PodInfo) -> None:
-        """A held member changed: its unit moves as the update would move a pod."""
-        g = self._gangs[_group_of(e)]
-        updated = is_pod_updated((old or e.pod).pod, new.pod)
-        self._set_pod(e, new)
-        match g.where:
-            case "unschedulable" if updated:
-                self._detach_unit(g)
-                self._clear_backoff(g)
-                self._push_unit_active(g)
-            case "backoff":
-                self._detach_unit(g)
-                self._push_unit_active(g)
-            case "active" if new.priority > g.priority:
-                self._detach_unit(g)
-                self._push_unit_active(g)
-            case _:
-                pass
-        if g.where == "unschedulable":
-            self._note_unit_affinity(g)
-
-    def _detach_unit(self, g: _Gang) -> None:
-        """Take the unit out of its sub-queue; it waits (heap items go stale with the token)."""
-        where = g.where
-        if where in self._unit_pods:
-            self._unit_pods[where] -= len(g.members)
-        if where == "unschedulable":
-            del self._unschedulable_units[g.key]
-            self._unschedulable_units_with_affinity.discard(g.key)
-        g.where = "waiting"
-        g.token = 0
-
-    def _push_unit_active(self, g: _Gang) -> None:
-        g.where = "active"
-        g.token = self._next_token()
-        g.priority = max(e.pod.priority for e in g.members.values())
-        self._unit_pods["active"] += len(g.members)
-        heapq.heappush(self._active_units, (*g.order(), g.token))
-        self._waiting_groups.discard(g.key)
-
-    def _push_unit_backoff(self, g: _Gang) -> None:
-        g.where = "backoff"
-        g.token = self._next_token()
-        self._unit_pods["backoff"] += len(g.members)
-        heapq.heappush(self._backoff_units, (g.backoff_expiry, g.token, g.key))
-
-    def _put_unit_unschedulable(self, g: _Gang, since: float) -> None:
-        g.where = "unschedulable"
-        g.unschedulable_since = since
-        self._unit_pods["unschedulable"] += len(g.members)
-        self._unschedulable_units[g.key] = g
-        self._note_unit_affinity(g)
-
-    def _note_unit_affinity(self, g: _Gang) -> None:
-        if any(e.has_affinity for e in g.members.values()):
-            self._unschedulable_units_with_affinity.add(g.key)
-        else:
-            self._unschedulable_units_with_affinity.discard(g.key)
-
-    def _move_unit_from_unschedulable(self, g: _Gang, now: float) -> None:
-        """``movePodsToActiveQueue`` for a unit."""
-        self._detach_unit(g)
-        if self._is_backing_off(g, now):
-            self._push_unit_backoff(g)
-        else:
-            self._push_unit_active(g)
-
-    def _valid_backoff_unit(self, item: tuple[float, int, str]) -> bool:
-        g = self._gangs.get(item[2])
-        return g is not None and g.where == "backoff" and g.token == item[1]
-
     def _next_token(self) -> int:
         self._tokens += 1
         return self._tokens
 
-    def _push_active(self, e: _Entry) -> None:
+    def _push_active(self, e: Entry) -> None:
         e.where = "active"
         e.token = self._next_token()
         self._active_n += 1
@@ -1361,7 +683,7 @@ class SchedulingQueue:
             self._active_q = [i for i in self._active_q if self._valid_active(i)]
             heapq.heapify(self._active_q)
 
-    def _push_backoff(self, e: _Entry) -> None:
+    def _push_backoff(self, e: Entry) -> None:
         e.where = "backoff"
         e.token = self._next_token()
         self._backoff_n += 1
@@ -1378,7 +700,7 @@ class SchedulingQueue:
         e = self._pods.get(item[2])
         return e is not None and e.where == "backoff" and e.token == item[1]
 
-    def _put_unschedulable(self, e: _Entry, since: float) -> None:
+    def _put_unschedulable(self, e: Entry, since: float) -> None:
         e.where = "unschedulable"
         e.unschedulable_since = since
         key = e.pod.key
@@ -1386,7 +708,7 @@ class SchedulingQueue:
         if e.has_affinity:
             self._unschedulable_with_affinity[key] = e
 
-    def _move_from_unschedulable(self, e: _Entry, now: float) -> None:
+    def _move_from_unschedulable(self, e: Entry, now: float) -> None:
         """v1.14 ``movePodsToActiveQueue`` for one pod."""
         self._detach(e)
         if self._is_backing_off(e, now):
@@ -1401,11 +723,11 @@ class SchedulingQueue:
             self.pod_max_backoff_seconds,
         )
 
-    def _is_backing_off(self, e: _Entry | _Gang, now: float) -> bool:
+    def _is_backing_off(self, e: Entry | Gang, now: float) -> bool:
         """v1.14 ``isPodBackingOff``: the backoff ends after ``now``."""
         return e.backoff_updated_at is not None and e.backoff_expiry > now
 
-    def _backoff_pod(self, e: _Entry | _Gang, now: float) -> None:
+    def _backoff_pod(self, e: Entry | Gang, now: float) -> None:
         """v1.14 ``backoffPod``: bump the backoff unless the pod (or unit) is still backing
         off."""
         updated = e.backoff_updated_at
@@ -1418,7 +740,7 @@ class SchedulingQueue:
             e.backoff_expiry = now + self._backoff_duration(e.backoff_attempts)
 
     @staticmethod
-    def _clear_backoff(e: _Entry | _Gang) -> None:
+    def _clear_backoff(e: Entry | Gang) -> None:
         """v1.14 ``clearPodBackoff``."""
         e.backoff_attempts = 0
         e.backoff_updated_at = None

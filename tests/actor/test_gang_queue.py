@@ -3,109 +3,60 @@
 A gang's pending members wait before the queue until their PodGroup exists with minCount pods
 (Kubernetes' GangScheduling PreEnqueue, v1.35+), then go to activeQ as one unit ordered by
 priority, then the group's creation (scheduler-plugins' Coscheduling QueueSort); a Pop whose
-head is a unit answers all its members and nothing else; requeues, backoff and moves apply to
-the unit whole. ``basic`` groups, and members beyond a gang's bound minCount, are ordinary pods.
+head is a unit answers all its members, then the units next in line while the batch stays
+within ``max_pods``, and no other pod; requeues, backoff and moves apply to the unit whole. ``basic`` groups, and members beyond a gang's bound minCount, are ordinary pods.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal
 
 import trio
 import trio.testing
 from builders import make_node, make_pod
 from gangs import member, pod_group
+from queue_harness import QueueHarness, change, run_queue
 
 from podium.actors.mail.messages import (
     GangBatch,
+    GiveBack,
     GroupPlaced,
-    Lookup,
     LookupReply,
     Pop,
     PoppedBatch,
     QueueIdle,
-    QueueMsg,
     Requeue,
     RequeueGroup,
 )
-from podium.actors.queue.actor import QueueActor
 from podium.protocol import objects as o
 from podium.protocol.metrics import REGISTRY
-from podium.protocol.wire import EventType
-from podium.store.mail import Change, Committed, Recovered
-
-_revisions = itertools.count(1)
+from podium.store.mail import Recovered
 
 
-def change(
-    type_: EventType, obj: o.KubeObject, old: o.KubeObject | None = None, node: str = ""
-) -> Change:
-    return Change(
-        revision=next(_revisions),
-        type=type_,
-        kind=type(obj).__name__,
-        namespace=obj.metadata.namespace,
-        name=obj.metadata.name,
-        object=obj,
-        old=old,
-        node=node,
-    )
-
-
-@dataclass
-class Harness:
-    inbox: trio.MemorySendChannel[QueueMsg]
-    actor: QueueActor
-
-    def commit(self, *changes: Change) -> None:
-        self.inbox.send_nowait(Committed(revision=changes[-1].revision, changes=list(changes)))
-
-    def send(self, msg: QueueMsg) -> None:
-        self.inbox.send_nowait(msg)
-
+class Harness(QueueHarness):
     async def pop(self, max_pods: int = 1, *, idle_ok: bool = False) -> PoppedBatch | QueueIdle:
-        reply_to, answer = trio.open_memory_channel[PoppedBatch | QueueIdle](1)
-        self.send(Pop(reply=reply_to, idle_ok=idle_ok, max_pods=max_pods))
-        return await answer.receive()
+        return await self.pop_answer(max_pods, idle_ok=idle_ok)
 
     async def batch(self, max_pods: int = 1) -> PoppedBatch:
         got = await self.pop(max_pods)
         assert isinstance(got, PoppedBatch)
         return got
 
-    async def lookup(self, key: str) -> LookupReply:
-        reply_to, answer = trio.open_memory_channel[LookupReply](1)
-        self.send(Lookup(key=key, reply=reply_to))
-        return await answer.receive()
-
     async def requeue_group(
         self, got: PoppedBatch, why: Literal["unschedulable", "error", "conflict"]
     ) -> None:
-        assert got.group is not None
+        (group,) = got.groups
         self.send(
             RequeueGroup(
-                key=got.group.key, pods=[p.pod for p in got.pods], cycle=got.pods[0].cycle, why=why
+                key=group.key, pods=[p.pod for p in got.pods], cycle=got.pods[0].cycle, why=why
             )
         )
         await trio.testing.wait_all_tasks_blocked()
 
-    async def settle(self) -> None:
-        await trio.testing.wait_all_tasks_blocked()
 
-
-@asynccontextmanager
-async def running(**kwargs: Any) -> AsyncIterator[Harness]:
-    tx, rx = trio.open_memory_channel[QueueMsg](1024)
-    actor = QueueActor(rx, **kwargs)
-    with trio.fail_after(1000):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run)
-            yield Harness(tx, actor)
-            tx.close()
+def running(**kwargs: Any) -> AbstractAsyncContextManager[Harness]:
+    return run_queue(Harness, **kwargs)
 
 
 def names(got: PoppedBatch) -> list[str]:
@@ -144,7 +95,7 @@ async def test_members_wait_until_the_group_exists_with_min_count_pods(
         h.commit(change("Added", member("w2", "train")))
         got = await h.batch(max_pods=1)  # a gang is decided whole, whatever max_pods says
         assert names(got) == ["w0", "w1", "w2"]
-        assert got.group == GangBatch(key=TRAIN, min_count=3, bound=0)
+        assert got.groups == [GangBatch(key=TRAIN, min_count=3, bound=0, members=3)]
         assert [(p.cycle, p.attempts) for p in got.pods] == [(1, 1)] * 3
         assert await h.lookup("ml/w2") == LookupReply(queue="in_flight", attempts=1)
         assert sample("podium_pod_groups_waiting") == 0
@@ -162,7 +113,7 @@ async def test_quorum_counts_bound_members_and_a_group_arriving_last(
         h.commit(change("Added", pod_group("train", 3)))
         got = await h.batch()
         assert names(got) == ["w1", "w2"]
-        assert got.group == GangBatch(key=TRAIN, min_count=3, bound=1)
+        assert got.groups == [GangBatch(key=TRAIN, min_count=3, bound=1, members=2)]
 
 
 async def test_a_member_deleted_while_waiting_lowers_the_count(
@@ -257,29 +208,84 @@ async def test_units_are_ordered_by_priority_then_the_groups_creation(
         h.send(Recovered(revision=1, objects=objects))
         order = []
         for _ in range(4):
-            got = await h.batch(8)
-            assert got.group is not None
-            order.append(got.group.key)
+            got = await h.batch(1)
+            (group,) = got.groups
+            order.append(group.key)
     assert order == ["ml/urgent", "ml/b", "ml/c", "ml/a"]
 
 
-async def test_a_gang_never_shares_a_batch_and_takes_its_place_among_pods(
+def plain(name: str, priority: int = 0) -> o.Pod:
+    pod: o.Pod = make_pod(name).ns("ml").uid(f"uid-{name}").priority(priority).obj()
+    return pod
+
+
+async def test_gangs_share_a_batch_only_with_gangs_and_take_their_place_among_pods(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    def plain(name: str, priority: int = 0) -> o.Pod:
-        pod: o.Pod = make_pod(name).ns("ml").uid(f"uid-{name}").priority(priority).obj()
-        return pod
-
     async with running() as h:
         h.commit(change("Added", plain("early")), change("Added", plain("high", 10)))
         await trio.sleep(1)
-        h.commit(change("Added", pod_group("train", 2)))
+        h.commit(change("Added", pod_group("train", 2)), change("Added", pod_group("eval", 1)))
         h.commit(*(change("Added", member(f"w{i}", "train")) for i in range(2)))
+        h.commit(change("Added", member("e0", "eval")))
         await trio.sleep(1)
         h.commit(change("Added", plain("late")))
         batches = [await h.batch(8) for _ in range(3)]
-    assert [names(b) for b in batches] == [["high", "early"], ["w0", "w1"], ["late"]]
-    assert [b.group is not None for b in batches] == [False, True, False]
+    # The groups seen at once: by key.
+    assert [names(b) for b in batches] == [["high", "early"], ["e0", "w0", "w1"], ["late"]]
+    assert [[(g.key, g.members) for g in b.groups] for b in batches] == [
+        [],
+        [("ml/eval", 1), ("ml/train", 2)],
+        [],
+    ]
+    # Each unit its own scheduling cycle, as a pop of its own would give it.
+    assert [p.cycle for p in batches[1].pods] == [3, 4, 4]
+
+
+async def test_the_units_after_the_first_join_its_batch_only_within_max_pods(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Units of 3, 2, 3 and 1 members, a Pop of 4: the first unit whatever max_pods, then
+    the next while the batch stays within 4; a unit that would not fit starts the next batch
+    (never skipped for a smaller one behind it)."""
+    sizes = {"a": 3, "b": 2, "c": 3, "d": 1}
+    async with running() as h:
+        for name, size in sizes.items():
+            h.commit(change("Added", pod_group(name, size)))
+            h.commit(*(change("Added", member(f"{name}{i}", name)) for i in range(size)))
+            await trio.sleep(1)
+        batches = [await h.batch(4) for _ in range(3)]
+        big = await h.pop(2, idle_ok=True)
+    assert [[(g.key, g.members) for g in b.groups] for b in batches] == [
+        [("ml/a", 3)],
+        [("ml/b", 2)],
+        [("ml/c", 3), ("ml/d", 1)],
+    ]
+    assert [names(b) for b in batches][2] == ["c0", "c1", "c2", "d0"]
+    assert big == QueueIdle(unschedulable=0)
+
+
+async def test_a_batch_of_gangs_given_back_returns_each_unit_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The scheduler gives back the gangs of a batch it did not decide (its time bound, or an
+    earlier gang's preemption): each unit goes back to activeQ whole, its attempt not counted,
+    and the next Pop hands them out again in the same order."""
+    async with running() as h:
+        for name in ("a", "b"):
+            h.commit(change("Added", pod_group(name, 2)))
+            h.commit(*(change("Added", member(f"{name}{i}", name)) for i in range(2)))
+            await trio.sleep(1)
+        first = await h.batch(8)
+        assert names(first) == ["a0", "a1", "b0", "b1"]
+        h.send(GiveBack(keys=["ml/b0", "ml/b1"]))
+        await h.settle()
+        assert await h.lookup("ml/b1") == LookupReply(queue="active", attempts=0)
+        h.send(GiveBack(keys=["ml/a0", "ml/a1"]))
+        again = await h.batch(8)
+    assert names(again) == ["a0", "a1", "b0", "b1"]
+    assert [(g.key, g.members) for g in again.groups] == [("ml/a", 2), ("ml/b", 2)]
+    assert {p.attempts for p in again.pods} == {1}
 
 
 # --------------------------------------------------------------------------- requeue
@@ -362,7 +368,7 @@ async def test_members_beyond_a_placed_gang_are_ordinary_pods(
         h.send(Requeue(pod=w2, cycle=got.pods[2].cycle, why="unschedulable"))
         h.commit(change("Added", member("w3", "train")))
         plain = await h.batch(8)
-        assert names(plain) == ["w3"] and plain.group is None
+        assert names(plain) == ["w3"] and plain.groups == []
         assert (await h.lookup("ml/w2")).queue == "unschedulable"
         await trio.sleep(2)
         for pod in (w0, w1):
@@ -390,7 +396,7 @@ async def test_a_group_the_store_refused_is_held_again_with_its_ordinary_members
         assert [(await h.lookup(f"ml/w{i}")).queue for i in range(3)] == ["unschedulable"] * 3
         h.commit(change("Added", make_node("n1").obj()))
         again = await h.batch()
-        assert names(again) == ["w0", "w1", "w2"] and again.group is not None
+        assert names(again) == ["w0", "w1", "w2"] and len(again.groups) == 1
 
 
 async def test_a_basic_groups_pods_are_ordinary_pods(
@@ -400,7 +406,7 @@ async def test_a_basic_groups_pods_are_ordinary_pods(
         h.commit(change("Added", pod_group("web", None)))
         h.commit(*(change("Added", member(f"p{i}", "web")) for i in range(3)))
         got = await h.batch(2)
-        assert names(got) == ["p0", "p1"] and got.group is None
+        assert names(got) == ["p0", "p1"] and got.groups == []
         assert await h.lookup("ml/p2") == LookupReply(queue="active", attempts=0)
 
 

@@ -4,7 +4,6 @@ and one that fits nowhere. The registry is process-wide, so counters are compare
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 from collections.abc import AsyncIterator, Sequence
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 import trio
 import trio.testing
 from builders import make_node, make_pod
+from queue_harness import change, committed
 
 from podium.actors.cycle.filtering import FilterActor
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
@@ -40,12 +40,9 @@ from podium.actors.supervisor.supervisor import Runtime, load_plugin_set
 from podium.protocol import objects as o
 from podium.protocol.config import SchedulerConfig
 from podium.protocol.metrics import PROFILE, REGISTRY
-from podium.protocol.wire import EventType
 from podium.store.actor import StoreActor
 from podium.store.core import StoreCore
 from podium.store.mail import (
-    Change,
-    Committed,
     Published,
     StoreFailure,
     StoreMsg,
@@ -54,26 +51,9 @@ from podium.store.mail import (
 )
 from podium.store.memory import memory_store
 
-_revisions = itertools.count(1)
-
 
 def value(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
-
-
-def change(type_: EventType, obj: o.KubeObject) -> Change:
-    return Change(
-        revision=next(_revisions),
-        type=type_,
-        kind=type(obj).__name__,
-        namespace=obj.metadata.namespace,
-        name=obj.metadata.name,
-        object=obj,
-    )
-
-
-def committed(*changes: Change) -> Committed:
-    return Committed(revision=changes[-1].revision, changes=list(changes))
 
 
 @dataclass

@@ -3,9 +3,8 @@ idle_ok, and the mapping of store changes to queue operations (factory.go@v1.14 
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -13,46 +12,23 @@ import pytest
 import trio
 import trio.testing
 from builders import decode, make_node, make_pod
+from queue_harness import QueueHarness, change, run_queue
 
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail.messages import (
     GiveBack,
-    Lookup,
     LookupReply,
     Pop,
     Popped,
     PoppedBatch,
     QueueIdle,
-    QueueMsg,
     QueueStats,
     QueueStatsReply,
     Requeue,
 )
-from podium.actors.queue.actor import QueueActor, is_pending, node_scheduling_properties_changed
+from podium.actors.queue.actor import is_pending, node_scheduling_properties_changed
 from podium.protocol import objects as o
-from podium.protocol.wire import EventType
-from podium.store.mail import Change, Committed, Recovered
-
-_revisions = itertools.count(1)
-
-
-def change(
-    type_: EventType, obj: o.KubeObject, old: o.KubeObject | None = None, node: str = ""
-) -> Change:
-    return Change(
-        revision=next(_revisions),
-        type=type_,
-        kind=type(obj).__name__,
-        namespace=obj.metadata.namespace,
-        name=obj.metadata.name,
-        object=obj,
-        old=old,
-        node=node,
-    )
-
-
-def committed(*changes: Change) -> Committed:
-    return Committed(revision=changes[-1].revision, changes=list(changes))
+from podium.store.mail import Change, Recovered
 
 
 def pending(name: str, priority: int = 0) -> o.Pod:
@@ -60,16 +36,7 @@ def pending(name: str, priority: int = 0) -> o.Pod:
 
 
 @dataclass
-class Harness:
-    inbox: trio.MemorySendChannel[QueueMsg]
-    actor: QueueActor
-
-    def send(self, msg: QueueMsg) -> None:
-        self.inbox.send_nowait(msg)
-
-    def commit(self, *changes: Change) -> None:
-        self.send(committed(*changes))
-
+class Harness(QueueHarness):
     async def pop(self, *, idle_ok: bool = False) -> Popped | QueueIdle:
         """One pod (a batch of one), or QueueIdle."""
         got = await self.pop_batch(1, idle_ok=idle_ok)
@@ -79,9 +46,7 @@ class Harness:
         return one
 
     async def pop_batch(self, max_pods: int, *, idle_ok: bool = False) -> list[Popped] | QueueIdle:
-        reply_to, answer = trio.open_memory_channel[PoppedBatch | QueueIdle](1)
-        self.send(Pop(reply=reply_to, idle_ok=idle_ok, max_pods=max_pods))
-        got = await answer.receive()
+        got = await self.pop_answer(max_pods, idle_ok=idle_ok)
         return got if isinstance(got, QueueIdle) else got.pods
 
     async def popped(self) -> Popped:
@@ -95,29 +60,14 @@ class Harness:
         self.send(Requeue(pod=got.pod, cycle=got.cycle, why=why))
         await trio.testing.wait_all_tasks_blocked()
 
-    async def lookup(self, key: str) -> LookupReply:
-        reply_to, answer = trio.open_memory_channel[LookupReply](1)
-        self.send(Lookup(key=key, reply=reply_to))
-        return await answer.receive()
-
     async def stats(self) -> QueueStatsReply:
         reply_to, answer = trio.open_memory_channel[QueueStatsReply](1)
         self.send(QueueStats(reply=reply_to))
         return await answer.receive()
 
-    async def settle(self) -> None:
-        await trio.testing.wait_all_tasks_blocked()
 
-
-@asynccontextmanager
-async def running(**kwargs: Any) -> AsyncIterator[Harness]:
-    tx, rx = trio.open_memory_channel[QueueMsg](1024)
-    actor = QueueActor(rx, **kwargs)
-    with trio.fail_after(1000):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run)
-            yield Harness(tx, actor)
-            tx.close()
+def running(**kwargs: Any) -> AbstractAsyncContextManager[Harness]:
+    return run_queue(Harness, **kwargs)
 
 
 # --------------------------------------------------------------------------- wake-up times

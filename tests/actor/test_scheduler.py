@@ -531,9 +531,8 @@ async def test_a_control_mailbox_closed_before_scheduling_began_stops_the_schedu
 
 def gang(*pods: o.Pod, min_count: int, bound: int = 0) -> PoppedBatch:
     popped = [Popped(pod=PodInfo(p), cycle=9, attempts=1, arrived_at=0.0) for p in pods]
-    return PoppedBatch(
-        pods=popped, group=GangBatch(key="default/g", min_count=min_count, bound=bound)
-    )
+    group = GangBatch(key="default/g", min_count=min_count, bound=bound, members=len(pods))
+    return PoppedBatch(pods=popped, groups=[group])
 
 
 async def test_a_gang_is_assumed_atomically_and_bound_with_its_group(
@@ -710,3 +709,115 @@ async def test_a_gang_that_does_not_fit_is_undone_and_each_member_told_why(
     assert (requeued.why, requeued.plugins) == ("unschedulable", frozenset({"PodFitsResources"}))
     # Every fold was undone: n1 is free for the next pod.
     assert (report.status, report.node) == ("scheduled", "n1")
+
+
+def gangs(*groups: tuple[str, list[o.Pod], int]) -> PoppedBatch:
+    """One batch of gangs ``(name, members, minCount)``, each popped in a cycle of its own."""
+    pods: list[Popped] = []
+    batch: list[GangBatch] = []
+    for cycle, (name, members, min_count) in enumerate(groups, start=9):
+        pods += [Popped(pod=PodInfo(p), cycle=cycle, attempts=1, arrived_at=0.0) for p in members]
+        key = f"default/{name}"
+        batch.append(GangBatch(key=key, min_count=min_count, bound=0, members=len(members)))
+    return PoppedBatch(pods=pods, groups=batch)
+
+
+async def test_gangs_of_one_batch_are_each_all_or_nothing_as_in_batches_of_their_own(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """n0 with 1 CPU, n1 with 4: a (two of 1 CPU) fits; b (three of 2 CPU) does not, and
+    preemption finds nothing to evict; c (three of 1 CPU) fits only because b's one placed
+    member was taken back out before c was decided. One snapshot refresh for the batch; an
+    atomic Assume and a BindBatch carrying the group for each gang placed, each sent before
+    the next gang is decided; b requeued as one unit in its own cycle."""
+    a = [pod(f"a{i}", cpu="1") for i in range(2)]
+    b = [pod(f"b{i}", cpu="2") for i in range(3)]
+    c = [pod(f"c{i}", cpu="1") for i in range(3)]
+    async with running(node_infos([node("n0", "2"), node("n1", "4")])) as h:
+        h.to_pop.send_nowait(gangs(("a", a, 2), ("b", b, 3), ("c", c, 3)))
+        reports = [await h.reports.receive() for _ in range(8)]
+        await trio.testing.wait_all_tasks_blocked()
+    assert [(r.pod.name, r.status) for r in reports] == [
+        *((p.metadata.name, "scheduled") for p in a),
+        *((p.metadata.name, "unschedulable") for p in b),
+        *((p.metadata.name, "scheduled") for p in c),
+    ]
+    refreshes = [m for m in h.peers.got("cache") if isinstance(m, SnapshotRequest)]
+    assumes = [m for m in h.peers.got("cache") if isinstance(m, Assume)]
+    assert len(refreshes) == 1
+    assert [(m.atomic, [x.pod.name for x in m.pods]) for m in assumes] == [
+        (True, ["a0", "a1"]),
+        (True, ["c0", "c1", "c2"]),
+    ]
+    binds = h.peers.got("binder")
+    assert [{(r.pod.name, r.group) for r in m.requests} for m in binds] == [
+        {("a0", "default/a"), ("a1", "default/a")},
+        {("c0", "default/c"), ("c1", "default/c"), ("c2", "default/c")},
+    ]
+    to_queue = [m for m in h.peers.got("queue") if not isinstance(m, Pop)]
+    assert [(type(m).__name__, m.key) for m in to_queue] == [
+        ("GroupPlaced", "default/a"),
+        ("RequeueGroup", "default/b"),
+        ("GroupPlaced", "default/c"),
+    ]
+    assert to_queue[1].cycle == 10
+    # a's bind was handed over before b and c were decided (b's FitError counts a's pods).
+    trail = [what for _, what in h.peers.trail() if what != "queue Pop"]
+    assert trail.index("binder BindBatch") < trail.index("queue RequeueGroup")
+    assert reports[2].result.message is not None
+    assert reports[2].result.message.startswith("pod group default/b: 1 of 3 members fit")
+
+
+async def test_a_gang_whose_preemption_would_evict_after_the_first_goes_back_with_the_rest(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """a fits on n1; b (priority 1000) fits only by evicting the pod of priority 10 on n0:
+    b is not the batch's first gang, so nothing is evicted and b and c go back to the queue
+    (GiveBack: not counted as attempts) to come first in the next batch, as a pod's
+    preemption after the first pod of a batch does."""
+    low = pod("low", cpu="1", priority=10, on="n0")
+    a, b, c = pod("a0", cpu="1"), pod("b0", cpu="1", priority=1000), pod("c0", cpu="1")
+    async with running(node_infos([node("n0", "1"), node("n1", "1")], [low])) as h:
+        h.to_pop.send_nowait(gangs(("a", [a], 1), ("b", [b], 1), ("c", [c], 1)))
+        reports = [await h.reports.receive()]
+        await trio.testing.wait_all_tasks_blocked()
+    assert [(r.pod.name, r.status, r.node) for r in reports] == [("a0", "scheduled", "n1")]
+    assert [m for m in h.peers.got("store") if isinstance(m, Evict)] == []
+    (back,) = [m for m in h.peers.got("queue") if isinstance(m, GiveBack)]
+    assert back.keys == ["default/b0", "default/c0"]
+    assert not [m for m in h.peers.got("queue") if isinstance(m, RequeueGroup)]
+
+
+async def test_a_first_gang_that_evicts_ends_the_batch(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The batch's first gang evicts (one Evict, its members nominated) and goes back as one
+    unit; the gang after it goes back undecided, to be decided on a refreshed snapshot."""
+    low = pod("low", cpu="1", priority=10, on="n0")
+    b, c = pod("b0", cpu="1", priority=1000), pod("c0", cpu="1")
+    async with running(node_infos([node("n0", "1")], [low])) as h:
+        h.to_pop.send_nowait(gangs(("b", [b], 1), ("c", [c], 1)))
+        reports = [await h.reports.receive()]
+        await trio.testing.wait_all_tasks_blocked()
+    assert [(r.pod.name, r.status, r.preempted) for r in reports] == [
+        ("b0", "unschedulable", ["default/low"])
+    ]
+    (evict,) = [m for m in h.peers.got("store") if isinstance(m, Evict)]
+    assert (evict.name, evict.node) == ("b0", "n0")
+    to_queue = [m for m in h.peers.got("queue") if not isinstance(m, Pop)]
+    assert [type(m).__name__ for m in to_queue] == ["RequeueGroup", "GiveBack"]
+    assert to_queue[1].keys == ["default/c0"]
+
+
+async def test_the_gangs_a_batch_has_not_decided_when_its_time_bound_passes_go_back(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """With a time bound of 0, only the first gang is decided (whole): the others go back."""
+    a, b = [pod("a0", cpu="1"), pod("a1", cpu="1")], [pod("b0", cpu="1")]
+    async with running(two_nodes(), batch_max_seconds=0.0) as h:
+        h.to_pop.send_nowait(gangs(("a", a, 2), ("b", b, 1)))
+        reports = [await h.reports.receive() for _ in range(2)]
+        await trio.testing.wait_all_tasks_blocked()
+    assert [(r.pod.name, r.status) for r in reports] == [("a0", "scheduled"), ("a1", "scheduled")]
+    (back,) = [m for m in h.peers.got("queue") if isinstance(m, GiveBack)]
+    assert back.keys == ["default/b0"]

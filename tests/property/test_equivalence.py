@@ -106,6 +106,13 @@ def test_equivalence_classes_never_change_a_decision(
         pod = msgspec.structs.replace(
             template, metadata=msgspec.structs.replace(template.metadata, name=f"p{step}")
         )
+        if step % 3:
+            # A member of one of three gangs: the group is left out of the class (no predicate
+            # or priority reads it), so members of different gangs share verdicts.
+            group = o.PodSchedulingGroup(pod_group_name=f"g{(step + which) % 3}")
+            pod = msgspec.structs.replace(
+                pod, spec=msgspec.structs.replace(pod.spec, scheduling_group=group)
+            )
         a = with_classes.schedule(PodInfo(pod), shared)
         b = without.schedule(PodInfo(pod), fresh)
         assert _outcome(a) == _outcome(b), f"step {step}"
@@ -139,6 +146,21 @@ def test_a_class_reuses_its_verdict_and_rejudges_the_changed_node() -> None:
     # Four fit (one per node), the fifth finds every node full: each full node was re-judged.
     assert sorted(placed) == ["n0", "n1", "n2", "n3"]
     assert cache.hits == 4 and cache.misses == 1
+
+
+def test_members_of_different_gangs_with_one_spec_share_a_class() -> None:
+    """Issue 24: the pod group a pod names (``spec.schedulingGroup``) is not part of its
+    class, so a gang's first member reuses the verdict of another gang's."""
+    nodes = [NodeInfo(make_node(f"n{i}").capacity(cpu="4", pods="110").obj()) for i in range(4)]
+    snapshot = Snapshot(nodes)
+    algorithm = _Scheduler(seed=1)
+    cache = algorithm.filters.equivalence
+    for i, group in enumerate(("a", "a", "b", "c")):
+        pod = make_pod(f"p{i}").req(cpu="1").spec(schedulingGroup={"podGroupName": group}).obj()
+        result = algorithm.schedule(PodInfo(pod), snapshot)
+        assert result.node is not None
+        _place(snapshot, pod, result.node)
+    assert cache.hits == 3 and cache.misses == 1
 
 
 HOSTNAME = "kubernetes.io/hostname"

@@ -36,6 +36,7 @@ import dataclasses
 import random
 from dataclasses import dataclass
 
+import msgspec
 from builders import decode, make_node, make_pod
 from gangs import pod_group
 from hypothesis import HealthCheck, example, given, settings
@@ -49,6 +50,14 @@ from podium.protocol.quantity import parse_quantity
 
 CONFIG = dataclasses.replace(SchedulerConfig(), disable_preemption=True)
 PLUGINS = load_plugin_set(CONFIG)
+
+
+def one_at_a_time(config: SchedulerConfig) -> SchedulerConfig:
+    """``config`` with batches of one: each gang (decided whole) and each pod a batch of its
+    own, where the default batch size lets gangs next in queue order share one."""
+    podium = msgspec.structs.replace(config.podium, batch_max_pods=1)
+    return dataclasses.replace(config, podium=podium)
+
 
 SIZES = ("500m", "1", "2")
 NODE_CPU = ("1", "2", "3", "4", "8")
@@ -230,8 +239,8 @@ def reference(case: Case) -> set[str]:
     return bound
 
 
-def run(case: Case, seed: int) -> set[str]:
-    outcomes = simulate(case.objects, CONFIG, PLUGINS, seed=seed)
+def run(case: Case, seed: int, config: SchedulerConfig = CONFIG) -> set[str]:
+    outcomes = simulate(case.objects, config, PLUGINS, seed=seed)
     return {x.pod.key for x in outcomes if x.node is not None}
 
 
@@ -255,6 +264,28 @@ def test_gangs_are_all_or_nothing_and_placed_in_queue_order(
         needed = g.min_count - len(g.bound)
         assert not placed or len(placed) >= needed, f"gang {g.name} partly bound: {placed}"
     assert got == reference(case)
+    # The gangs next in queue order share a batch (up to batchMaxPods, 32 here), each decided
+    # as in a batch of its own: one gang a batch binds the same pods.
+    assert run(case, seed, one_at_a_time(CONFIG)) == got
+
+
+def test_a_gang_that_fails_between_two_that_fit_leaves_the_third_its_room() -> None:
+    """One batch of three gangs on 6 CPU: a (2 x 1 CPU) fits; b (3 x 2 CPU) does not, with one
+    member placed on the way; c (3 x 1 CPU) fits in what a left only once b's placement is
+    taken back out. The same with one gang a batch."""
+    nodes = [
+        make_node(f"n{i}").capacity(cpu=cpu, pods=110).condition("Ready", "True").obj()
+        for i, cpu in enumerate(("2", "4"))
+    ]
+    sizes = {"a": ("1", 2), "b": ("2", 3), "c": ("1", 3)}
+    members = [
+        member_pod(f"{g}-m{m}", g, cpu, "") for g, (cpu, size) in sizes.items() for m in range(size)
+    ]
+    groups = [pod_group(g, size) for g, (_, size) in sizes.items()]
+    objects: list[o.KubeObject] = [*nodes, *groups, *members]
+    want = {f"ml/{g}-m{m}" for g in "ac" for m in range(sizes[g][1])}
+    assert run(Case(objects, 6, [], []), seed=1) == want
+    assert run(Case(objects, 6, [], []), seed=1, config=one_at_a_time(CONFIG)) == want
 
 
 def test_two_gangs_that_fit_only_one_at_a_time_place_the_first_whole() -> None:
@@ -295,6 +326,14 @@ def test_with_preemption_gangs_stay_whole_and_evict_only_lower_units(
     case = build(seed, n_nodes, n_gangs, n_plain, only_gangs_preempt=True)
     outcomes = simulate(case.objects, PREEMPTING, load_plugin_set(PREEMPTING), seed=seed)
     got = {x.pod.key for x in outcomes if x.node is not None}
+    # Gangs sharing a batch decide as one gang a batch does: a gang whose preemption evicts
+    # ends the batch when it is the first, and goes back with the rest when it is not.
+    alone = one_at_a_time(PREEMPTING)
+    again = simulate(case.objects, alone, load_plugin_set(alone), seed=seed)
+    assert {x.pod.key for x in again if x.node is not None} == got
+    assert sorted(v for x in again for v in x.preempted) == sorted(
+        v for x in outcomes for v in x.preempted
+    )
     # The members of gangs (a basic group's pods are ordinary pods: they may be victims).
     gang_of = {k: g for g in case.gangs if g.min_count is not None for k in (*g.pending, *g.bound)}
     hits: dict[str, list[str]] = {}  # gang -> the preemptors that evicted any of its members

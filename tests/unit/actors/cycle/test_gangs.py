@@ -19,7 +19,7 @@ from podium.actors.framework.result import ScheduleResult
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.mail.messages import Decision, GangBatch
 
-GANG = GangBatch(key="ml/train", min_count=8, bound=0)
+GANG = GangBatch(key="ml/train", min_count=8, bound=0, members=8)
 
 
 def _member(name: str, nominated: str = "", priority: int = 0) -> PodInfo:
@@ -35,7 +35,7 @@ def test_the_message_lists_three_members_then_counts_the_rest_then_the_note() ->
         "pod group ml/train: 3 of 8 members fit, minCount 8; ml/w0: why 0; ml/w1: why 1; "
         "ml/w2: why 2; and 2 more; preemption: x"
     )
-    bound = GangBatch(key="ml/train", min_count=8, bound=2)
+    bound = GangBatch(key="ml/train", min_count=8, bound=2, members=6)
     assert gang_message(bound, 6, 5, unfit[:1]) == (
         "pod group ml/train: 5 of 6 members fit, minCount 8 (2 bound already); ml/w0: why 0"
     )

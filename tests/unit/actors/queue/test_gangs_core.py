@@ -66,6 +66,7 @@ class World:
                 self.outcome,
                 self.outcome,
                 self.bind_or_refuse,
+                self.bound_elsewhere,
                 self.move,
                 self.tick,
             ]
@@ -113,19 +114,30 @@ class World:
             self.q.group_changed(f"ml/{name}", None, self.now)
 
     def pop(self) -> None:
-        popped, gang = self.q.pop_batch(self.now, self.rng.randint(1, 4), lambda _: False)
+        max_pods = self.rng.randint(1, 4)
+        popped, gangs = self.q.pop_batch(self.now, max_pods, lambda _: False)
         assert popped or self.q.active_count == 0, "activeQ holds what no pop hands out"
-        if popped:
-            if gang is not None:
-                # A gang is its unit's members only, all of one group.
-                groups = {p.pod.pod.spec.scheduling_group for p in popped}
-                assert len(groups) == 1 and None not in groups
-                (group,) = groups
-                assert group is not None and f"ml/{group.pod_group_name}" == gang.key
-            else:
-                for p in popped:
-                    assert not self.q.held(p.pod.key)
-            self.in_flight.append((popped, gang))
+        if not popped:
+            return
+        if not gangs:
+            for p in popped:
+                assert not self.q.held(p.pod.key)
+            self.in_flight.append((popped, None))
+            return
+        assert all(g.members for g in gangs), "a gang of no members"
+        # Gangs only, each its unit's members, all of one group; the gangs after the first
+        # only while the batch stays within max_pods.
+        assert sum(g.members for g in gangs) == len(popped)
+        assert len(gangs) == 1 or len(popped) <= max_pods
+        start = 0
+        for gang in gangs:
+            members = popped[start : start + gang.members]
+            start += gang.members
+            groups = {p.pod.pod.spec.scheduling_group for p in members}
+            assert len(groups) == 1 and None not in groups
+            (group,) = groups
+            assert group is not None and f"ml/{group.pod_group_name}" == gang.key
+            self.in_flight.append((members, gang))
 
     def outcome(self) -> None:
         if not self.in_flight:
@@ -162,6 +174,15 @@ class World:
                     self.q.delete(p, self.now, bound=True)
         else:
             self.q.requeue_group(key, pods, cycle, "error", self.now)
+
+    def bound_elsewhere(self) -> None:
+        """A pending pod's Bound arrives though this queue never placed it (a deposed leader's
+        commit, replayed to the new one), wherever the pod is."""
+        if self.pending:
+            key = self.rng.choice(sorted(self.pending))
+            p = self.pending.pop(key)
+            self.q.delete(p, self.now, bound=True)
+            self.placed = [(g, [x for x in ps if x.key != key], c) for g, ps, c in self.placed]
 
     def move(self) -> None:
         self.q.move_all_to_active_queue(self.now)
@@ -202,3 +223,24 @@ def test_random_operations_keep_every_pod_in_one_place(seed: int, steps: int) ->
     for _ in range(steps):
         world.step()
         world.check()
+
+
+def test_a_unit_whose_last_held_member_is_bound_leaves_active_q() -> None:
+    """Found by the leader-change test (tests/e2e/test_gang_failover.py): a new leader's queue
+    holds a gang's unit in activeQ when the old leader's Bound events arrive; the last one
+    forgets the unit's last member and releases the group (minCount bound). The unit must leave
+    activeQ with it: an empty unit popped is a gang of no members that "fits" (0 needed), which
+    the scheduler cannot assume (it divided the assume's round trip by no pods)."""
+    q = SchedulingQueue()
+    q.group_changed("ml/a", pod_group("a", 2), 0.0)
+    members = [pod(f"w{i}", "a", 0) for i in range(2)]
+    for m in members:
+        q.add(m, 0.0)
+    q.add(pod("p", None, 0), 1.0)
+    assert q.active_count == 3
+    for m in members:
+        q.delete(m, 2.0, bound=True)
+    assert q.active_count == 1
+    popped, gangs = q.pop_batch(3.0, 32, lambda _: False)
+    assert ([p.pod.name for p in popped], gangs) == (["p"], [])
+    assert q.pop_batch(3.0, 32, lambda _: False) == ([], [])

@@ -1,0 +1,202 @@
+"""What the scheduler's two paths share (:mod:`podium.actors.cycle.scheduler` decides batches
+of pods, :mod:`podium.actors.cycle.gang_cycle` batches of gangs): one decided pod's
+:class:`Outcome`, its stages recorded as spans and metrics, and :class:`CycleSteps`, the steps
+of a cycle the gang cycle takes through the scheduler (its snapshot, its decide trip to the
+filter and score actors, its requeue, assume answer and report of one pod)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import trio
+
+from podium.actors.cycle.extenders import Extenders
+from podium.actors.framework.interface import FilterPlugin
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.nominated import NominatedPods
+from podium.actors.framework.snapshot import Snapshot
+from podium.actors.mail.messages import (
+    AssumeStatus,
+    Assumption,
+    BindDone,
+    BinderMsg,
+    BindRequest,
+    CacheMsg,
+    Decision,
+    GroupAttempt,
+    Popped,
+    QueueMsg,
+)
+from podium.actors.runtime.tracing import (
+    EXTENDER,
+    FILTER,
+    RESULT,
+    SCORE,
+    SELECT,
+    Attempt,
+    Tracing,
+    extender_span,
+)
+from podium.protocol import metrics
+from podium.protocol.wire import Hint
+from podium.store.mail import EvictResult, StoreFailure, StoreMsg, Victim
+
+__all__ = ["CycleSteps", "Outcome", "observe_stages", "record_stages"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One decided pod of a batch.
+
+    ``status`` is None while it is placed and awaits the batch's assume. ``finished - started``
+    is the attempt's duration: from the start of its decision, less its share of the batch's
+    pop and refresh, to its requeue, or to the end of its decision plus its share of the
+    batch's assume round trip.
+    """
+
+    popped: Popped
+    decision: Decision
+    attempt: Attempt
+    started: float
+    status: Literal["scheduled", "unschedulable", "error", "conflict"] | None = None
+    finished: float = 0.0
+    preempted: list[str] = field(default_factory=list)
+    assumed: PodInfo | None = None
+    hints: list[Hint] = field(default_factory=list)
+
+    @property
+    def node(self) -> str:
+        assert self.decision.node is not None
+        return self.decision.node
+
+    def assumption(self) -> Assumption:
+        """What the cache's Assume takes for this placed pod."""
+        return Assumption(
+            pod=self.popped.pod,
+            node=self.node,
+            volumes=self.decision.volumes,
+            provisions=self.decision.provisions,
+            assumed=self.assumed,
+        )
+
+
+def record_stages(attempt: Attempt, decision: Decision, deciding: float, decided: float) -> None:
+    """A sampled attempt's filter, score and select spans, and its extender calls."""
+    filtered = deciding + decision.filter_seconds
+    attempt.record(FILTER, deciding, filtered)
+    scored = filtered
+    if decision.score_seconds is not None:
+        scored = min(filtered + decision.score_seconds, decided)
+        attempt.record(SCORE, filtered, scored)
+    attempt.record(SELECT, scored, decided)
+    for extender, verb, outcome, start, end in decision.result.extender_calls:
+        attributes = {EXTENDER: extender, RESULT: outcome}
+        attempt.record(extender_span(verb), start, end, attributes)
+
+
+def observe_stages(decision: Decision) -> None:
+    """The Filter and Score extension points' durations of one attempt."""
+    result = decision.result
+    scored = decision.score_seconds
+    if scored is None:
+        # Scoring never ran: the filter stage ended the attempt (no fit, or an error).
+        if result.error:
+            metrics.FILTER_ERROR.observe(decision.filter_seconds)
+        else:
+            metrics.FILTER_UNSCHEDULABLE.observe(decision.filter_seconds)
+        return
+    metrics.FILTER_SUCCESS.observe(decision.filter_seconds)
+    (metrics.SCORE_ERROR if result.error else metrics.SCORE_SUCCESS).observe(scored)
+
+
+class CycleSteps(Protocol):
+    """The scheduler as the gang cycle uses it (:class:`~podium.actors.cycle.scheduler.Scheduler`
+    implements it): its peers, settings and lock, and the steps both paths take. Each step's
+    contract is the scheduler's method of the same name."""
+
+    _lock: trio.Lock
+    _queue: trio.MemorySendChannel[QueueMsg]
+    _cache: trio.MemorySendChannel[CacheMsg]
+    _binder: trio.MemorySendChannel[BinderMsg]
+    _store: trio.MemorySendChannel[StoreMsg]
+    _tracing: Tracing
+    _extenders: Extenders
+    _filters: list[FilterPlugin[Any]]
+    _preemption: bool
+    _explain_attempts: bool
+    _sync_binds: bool
+    _batch_max_seconds: float
+
+    async def _refresh(self) -> Snapshot:
+        """Bring the snapshot up to date with the cache (one round trip)."""
+        ...
+
+    async def _decide(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        dry: bool,
+        explain: bool,
+        nominated: NominatedPods | None = None,
+    ) -> Decision:
+        """Filter and score ``pod`` on ``snapshot`` (the filter and score actors' trip)."""
+        ...
+
+    async def _unresolvable(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        decision: Decision,
+        nominated: NominatedPods | None = None,
+    ) -> frozenset[str]:
+        """The nodes a pod that fit nowhere failed on unresolvably."""
+        ...
+
+    async def _evict(
+        self, pod: PodInfo, node: str, victims: list[PodInfo]
+    ) -> EvictResult | StoreFailure:
+        """One Evict: ``victims`` evicted for ``pod``, nominated to ``node`` ("" clears)."""
+        ...
+
+    async def _give_back(self, pods: list[Popped]) -> None:
+        """Popped pods not decided: back to the queue, not counted as attempts."""
+        ...
+
+    async def _unschedulable(self, outcome: Outcome) -> Outcome:
+        """A pod that fit nowhere (or whose attempt failed): requeued, its condition recorded."""
+        ...
+
+    async def _reserved(
+        self,
+        o: Outcome,
+        status: AssumeStatus,
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        seconds: float,
+        done: trio.MemorySendChannel[BindDone] | None,
+        *,
+        group: str = "",
+    ) -> BindRequest | None:
+        """One pod's assume answer: its bind, or None when the cache refused it."""
+        ...
+
+    async def _report(self, o: Outcome, *, group: GroupAttempt | None = None) -> None:
+        """Count a finished attempt and report it."""
+        ...
+
+
+def victim_refs(victims: Sequence[PodInfo], node: str) -> list[Victim]:
+    """The store's references to the pods to evict for a preemptor nominated to ``node``, each
+    naming its own node when it runs elsewhere (a member of a placed gang evicted whole)."""
+    return [
+        Victim(
+            namespace=v.namespace,
+            name=v.name,
+            uid=v.pod.metadata.uid,
+            node="" if v.pod.spec.node_name in ("", node) else v.pod.spec.node_name,
+        )
+        for v in victims
+    ]
