@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from podium.protocol.gangs import names_a_group
 from podium.protocol.objects import (
     Container,
     Node,
@@ -157,6 +158,8 @@ class PodInfo:
         non_zero_milli_cpu, non_zero_memory: the requests the priorities use.
         host_ports: the host ports its containers ask for (hostPort > 0).
         priority: ``spec.priority`` (0 when unset).
+        names_a_group: whether the pod may belong to a pod group (:func:`names_a_group`), so
+            that scans over every pod (preemption's) skip the others with one attribute read.
     """
 
     __slots__ = (
@@ -164,6 +167,7 @@ class PodInfo:
         "key",
         "labels",
         "name",
+        "names_a_group",
         "namespace",
         "non_zero_memory",
         "non_zero_milli_cpu",
@@ -178,6 +182,7 @@ class PodInfo:
         self.name = pod.metadata.name
         self.key = namespaced_key(self.namespace, self.name)
         self.labels = pod.metadata.labels
+        self.names_a_group = names_a_group(pod)
         spec = pod.spec
         request = Resource()
         nz_cpu = nz_mem = 0
@@ -229,6 +234,7 @@ class PodInfo:
             else namespaced_key(info.namespace, info.name)
         )
         info.labels = pod.metadata.labels
+        info.names_a_group = names_a_group(pod)  # labels and annotations may name one
         info.request = self.request
         info.non_zero_milli_cpu = self.non_zero_milli_cpu
         info.non_zero_memory = self.non_zero_memory

@@ -100,7 +100,7 @@ from podium.actors.framework.nominated import (
     lower_priority_nominated_pods,
 )
 from podium.actors.framework.snapshot import Snapshot
-from podium.protocol.gangs import min_count, names_a_group, pod_group_key
+from podium.protocol.gangs import min_count, pod_group_key
 from podium.protocol.labels import label_selector_matches
 from podium.protocol.objects import (
     Pod,
@@ -456,7 +456,7 @@ class PreemptionUnits:
         found: dict[str, list[tuple[str, PodInfo]]] = {}
         for info in snapshot.node_infos:
             for p in info.pods:
-                if not names_a_group(p.pod):
+                if not p.names_a_group:
                     continue
                 key = pod_group_key(p.pod)
                 if key is None:
@@ -476,7 +476,7 @@ class PreemptionUnits:
 
     def gang_of(self, pod: PodInfo) -> PlacedGang | None:
         """The placed gang ``pod`` is a member of, or None."""
-        if not names_a_group(pod.pod):
+        if not pod.names_a_group:
             return None
         return self._by_member().get(pod.key)
 
@@ -652,7 +652,7 @@ def select_victims_on_node(
     potential = [
         p for p in node_info.pods if p.priority < pod.priority and (spared is None or not spared(p))
     ]
-    if units is not None and any(names_a_group(p.pod) for p in potential):
+    if units is not None and any(p.names_a_group for p in potential):
         return _select_units_on_node(
             pod, node_info, original, snapshot, fits, budgets, spared, units
         )
