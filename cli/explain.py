@@ -92,7 +92,19 @@ def _explain_doc(reply: ExplainReply) -> dict[str, Any]:
 def _print_explain(reply: ExplainReply) -> None:
     p = reply.placement
     out(f"Pod:       {p.namespace}/{p.name}")
-    out(f"Node:      {p.node or '<none>'}")
+    group = reply.group
+    if (
+        p.node
+        and not p.bound
+        and group is not None
+        and group.min_count is not None
+        and not group.placed
+    ):
+        # A member that fits alone is not placed while its gang is not: say so beside the node,
+        # so that ``Node: n0`` is not read as the pod's place.
+        out(f"Node:      <none> (fits {p.node} alone; its group would not be placed)")
+    else:
+        out(f"Node:      {p.node or '<none>'}")
     if p.bound:
         # kubectl describe: a bound pod has a node and a status; no attempts are kept for it.
         out("Status:    Bound")

@@ -1583,6 +1583,35 @@ def test_explain_of_a_member_gives_its_groups_verdict(
     )
 
 
+def test_explain_of_a_member_that_fits_alone_in_a_group_not_placed_has_no_node(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``Node: n0`` would read as the pod's place; a member its gang's attempt would place on
+    n0 is not placed while the gang is not, and the line says both."""
+    fits = msgspec.structs.replace(MEMBER_EXPLAINED, placement=GROUP_EXPLAINED.group.members[1])
+
+    def handler(request: ClientMessage) -> Sequence[Outgoing]:
+        return [msgspec.structs.replace(fits, id=request.id)]
+
+    server = serve(handler)
+    assert podium("explain", "ml/w0", "--server", server.address) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [
+        "Pod:       ml/w0",
+        "Node:      <none> (fits n0 alone; its group would not be placed)",
+    ]
+    placed = msgspec.structs.replace(
+        fits, group=msgspec.structs.replace(GROUP_EXPLAINED.group, placed=True)
+    )
+
+    def placed_handler(request: ClientMessage) -> Sequence[Outgoing]:
+        return [msgspec.structs.replace(placed, id=request.id)]
+
+    server = serve(placed_handler)
+    assert podium("explain", "ml/w0", "--server", server.address) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "Node:      n0"
+
+
 def test_explain_json_of_a_pod_without_a_group_has_no_group_key(
     serve: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
