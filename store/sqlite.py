@@ -7,7 +7,7 @@ durable, watchers resume from a revision, and a compacted revision answers ``410
 actor holds: the actor applies each batch to the :class:`~podium.store.core.StoreCore`, then
 **commits** it here — every change of the batch in one SQLite transaction (group commit: many
 client writes and bindings per transaction, one hand-over to the database thread; a pod
-group's bindings, all or none, among them) — then
+group's bindings, all or none, among them; two aiosqlite calls, :func:`_commit_job`) — then
 publishes and releases the replies. So no acknowledgement and no published change (a Bound
 event included) ever precedes the durability of what it reports. A commit that fails stops the
 daemon (fail-stop): the core is ahead of the disk, and the only truthful state is the one a
