@@ -13,7 +13,11 @@ Usage (docs/benchmarks.md)::
     python ops/profile-serve.py --report /tmp/serve.prof /tmp/steps.json PODS
 
 ``--report`` prints the main thread's time by part of the daemon, the top functions by own
-time, and the task steps per pod (``PODS``: every pod the daemon scheduled, setup included).
+time, the task steps per pod (``PODS``: every pod the daemon scheduled, setup included), and,
+with the steps, the SQLite store's hand-overs counted per pod and per commit (machine
+independent): the commits, the jobs handed from trio to the database thread, the aiosqlite
+calls (each one statement, or a COMMIT, run on aiosqlite's own thread) by their SQL, and the
+thread crossings they make: two a hand-over (there and back) and two an aiosqlite call.
 A path given as ``-`` is not taken (the instrument costs time of its own: profile and count
 steps in separate runs). cProfile times wall clock: time the thread spends idle in epoll,
 or waiting for the GIL inside a function, counts as that function's.
@@ -76,12 +80,56 @@ class _Steps(trio.abc.Instrument):
         self.counts[" < ".join(reversed(chain[-2:])) if chain else task.name] += 1
 
 
+class _StoreCalls:
+    """Counts the SQLite store's commits, its hand-overs to the database thread
+    (``_Database.call``) and the aiosqlite calls (``Connection._execute``: one job on
+    aiosqlite's thread each) by what they run. Each counter is bumped from one thread only
+    (commits and hand-overs on trio's, aiosqlite calls on the database thread's loop)."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+
+    def install(self) -> None:
+        # Counting the store's calls needs aiosqlite's class; nothing here runs on it.
+        import aiosqlite.core  # noqa: TID251
+
+        from podium.store import sqlite as store_sqlite
+
+        counts = self.counts
+        execute = aiosqlite.core.Connection._execute
+        call = store_sqlite._Database.call
+        commit = store_sqlite.SqliteDurability.commit
+
+        async def counted_execute(conn: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            name = getattr(fn, "__name__", "?")
+            if args and isinstance(args[0], str):  # execute/executemany: name the statement
+                name = f"{name} {' '.join(args[0].split()[:3])}"
+            counts[f"aiosqlite {name}"] += 1
+            return await execute(conn, fn, *args, **kwargs)
+
+        async def counted_call(db: Any, job: Any) -> Any:
+            counts["hand-overs"] += 1
+            return await call(db, job)
+
+        async def counted_commit(durability: Any, changes: list[Any]) -> None:
+            counts["commits"] += 1
+            counts["changes committed"] += len(changes)
+            await commit(durability, changes)
+
+        setattr(aiosqlite.core.Connection, "_execute", counted_execute)  # noqa: B010
+        setattr(store_sqlite._Database, "call", counted_call)  # noqa: B010
+        setattr(store_sqlite.SqliteDurability, "commit", counted_commit)  # noqa: B010
+
+
 def serve(profile_path: str, steps_path: str, argv: list[str]) -> int:
     import podium.cli.serve as serve_cli
     from podium.cli.main import main
 
     profiler = cProfile.Profile()
     steps = _Steps()
+    store = _StoreCalls()
+    if steps_path != "-":
+        store.install()
     run = trio.run
 
     def instrumented(*args: Any, **kwargs: Any) -> Any:
@@ -94,7 +142,9 @@ def serve(profile_path: str, steps_path: str, argv: list[str]) -> int:
         if profile_path != "-":
             profiler.dump_stats(profile_path)
         if steps_path != "-":
-            Path(steps_path).write_text(json.dumps(dict(steps.counts), indent=1))
+            Path(steps_path).write_text(
+                json.dumps({"steps": dict(steps.counts), "store": dict(store.counts)}, indent=1)
+            )
 
     exit_now = serve_cli._exit_now
 
@@ -142,10 +192,32 @@ def _report_profile(profile_path: str, pods: int) -> None:
 
 
 def _report_steps(steps_path: str, pods: int) -> None:
-    counts = json.loads(Path(steps_path).read_text())
+    written = json.loads(Path(steps_path).read_text())
+    counts = written.get("steps", written)  # a file from before the store's counts
     print(f"task steps: {sum(counts.values()) / pods:.2f} a pod")
     for where, n in sorted(counts.items(), key=lambda kv: -kv[1])[:20]:
         print(f"  {n / pods:6.2f}  {where}")
+    store = written.get("store")
+    if store:
+        _report_store(store, pods)
+
+
+def _report_store(store: dict[str, int], pods: int) -> None:
+    commits = store.get("commits", 0)
+    per_commit = max(commits, 1)
+    calls = {k: n for k, n in store.items() if k.startswith("aiosqlite ")}
+    handovers = store.get("hand-overs", 0)
+    changes = store.get("changes committed", 0)
+    rows = [
+        ("aiosqlite calls", sum(calls.values())),
+        ("thread crossings", 2 * (handovers + sum(calls.values()))),
+        ("hand-overs to the database thread", handovers),
+        *sorted(calls.items(), key=lambda kv: -kv[1]),
+    ]
+    print(f"store: {commits / pods:.3f} commits a pod, {changes / per_commit:.1f} changes a commit")
+    print("  a pod / a commit")
+    for what, n in rows:
+        print(f"  {n / pods:6.2f} / {n / per_commit:5.2f}  {what}")
 
 
 if __name__ == "__main__":

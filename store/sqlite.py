@@ -7,7 +7,7 @@ durable, watchers resume from a revision, and a compacted revision answers ``410
 actor holds: the actor applies each batch to the :class:`~podium.store.core.StoreCore`, then
 **commits** it here — every change of the batch in one SQLite transaction (group commit: many
 client writes and bindings per transaction, one hand-over to the database thread; a pod
-group's bindings, all or none, among them) — then
+group's bindings, all or none, among them; two aiosqlite calls, :func:`_commit_job`) — then
 publishes and releases the replies. So no acknowledgement and no published change (a Bound
 event included) ever precedes the durability of what it reports. A commit that fails stops the
 daemon (fail-stop): the core is ahead of the disk, and the only truthful state is the one a
@@ -506,11 +506,16 @@ def _store_error(exc: BaseException) -> BaseException:
 def _load_job(path: str) -> Job:
     async def load(conn: aiosqlite.Connection) -> Recovery:
         try:
-            return await _load(conn, path)
+            loaded = await _load(conn, path)
         except sqlite3.Error as exc:
             if exc.sqlite_errorcode in _CORRUPT_CODES:
                 raise _damaged(path, f"cannot be read ({exc})") from exc
             raise
+        # Ready for commits (_commit_job): the view they write through, and each commit's
+        # first write opening its transaction (BEGIN IMMEDIATE) in the same call.
+        await conn.executescript(COMMIT_ROWS)
+        conn.isolation_level = "IMMEDIATE"
+        return loaded
 
     return load
 
@@ -655,93 +660,80 @@ class _LogReader:
             self._conn = None
 
 
+COMMIT_ROWS = """
+CREATE TEMP VIEW commit_rows (revision, type, kind, namespace, name, node, message, data, uid)
+AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE 0;
+CREATE TEMP TRIGGER commit_row INSTEAD OF INSERT ON commit_rows BEGIN
+    INSERT INTO events (revision, type, kind, namespace, name, node, message, data)
+    VALUES (NEW.revision, NEW.type, NEW.kind, NEW.namespace, NEW.name, NEW.node, NEW.message,
+            NEW.data);
+    INSERT INTO objects (kind, namespace, name, revision, data)
+    SELECT NEW.kind, NEW.namespace, NEW.name, NEW.revision, NEW.data
+    WHERE NEW.type NOT IN ('Deleted', 'Preempted')
+    ON CONFLICT (kind, namespace, name)
+    DO UPDATE SET revision = excluded.revision, data = excluded.data;
+    DELETE FROM objects WHERE NEW.type IN ('Deleted', 'Preempted')
+    AND kind = NEW.kind AND namespace = NEW.namespace AND name = NEW.name;
+    DELETE FROM bindings WHERE NEW.type IN ('Deleted', 'Preempted') AND uid = NEW.uid;
+    INSERT INTO bindings (uid, namespace, name, node, revision)
+    SELECT NEW.uid, NEW.namespace, NEW.name, NEW.node, NEW.revision
+    WHERE NEW.type = 'Bound' AND NEW.uid IS NOT NULL;
+    UPDATE meta SET value = CAST(NEW.revision AS TEXT) WHERE key = 'revision';
+END;
+"""
+"""How a commit writes, in the connection's temporary schema (nothing of it is on disk): one
+row of the ``commit_rows`` view a change, which its trigger turns into the change's event
+row, its object's upsert or delete, its pod's binding made (``Bound``: a second binding of
+one uid breaks the primary key, and the commit fails rather than bind a pod twice) or dropped
+(``Deleted``, ``Preempted``), and the meta revision. Applied in revision order, so the tables
+end as the batch's last change of each object leaves them."""
+
+_INSERT_COMMIT_ROWS = "INSERT INTO commit_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+CommitRow = tuple[int, str, str, str, str, str, str, bytes, str | None]
+"""A change's event row and its pod's uid (None for other kinds)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Batch:
-    revision: int
-    events: list[tuple[int, str, str, str, str, str, str, bytes]]
-    upserts: list[tuple[str, str, str, int, bytes]]
-    deletes: list[tuple[str, str, str]]
-    bindings: list[tuple[str, str, str, str, int]]
-    unbindings: list[tuple[str]]
+    rows: list[CommitRow]
     compact_through: int | None
 
 
 def _commit_job(batch: _Batch, check: Callable[[], None]) -> Job:
+    """One transaction in two aiosqlite calls (each a round trip to aiosqlite's thread): the
+    rows in one ``executemany`` (the connection's ``isolation_level`` opens the transaction,
+    ``BEGIN IMMEDIATE``, inside that call), then COMMIT. The compaction, when due, is a third
+    statement in the same transaction."""
+
     async def commit(conn: aiosqlite.Connection) -> None:
-        await conn.execute("BEGIN IMMEDIATE")
         try:
-            await conn.executemany(
-                "INSERT INTO events (revision, type, kind, namespace, name, node, message, data) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                batch.events,
-            )
-            if batch.upserts:
-                await conn.executemany(
-                    "INSERT INTO objects (kind, namespace, name, revision, data) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, namespace, name) "
-                    "DO UPDATE SET revision = excluded.revision, data = excluded.data",
-                    batch.upserts,
-                )
-            if batch.deletes:
-                await conn.executemany(
-                    "DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?",
-                    batch.deletes,
-                )
-            if batch.unbindings:
-                await conn.executemany("DELETE FROM bindings WHERE uid = ?", batch.unbindings)
-            if batch.bindings:
-                # A second binding of one uid breaks the primary key: the commit fails rather
-                # than bind a pod twice.
-                await conn.executemany(
-                    "INSERT INTO bindings (uid, namespace, name, node, revision) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    batch.bindings,
-                )
-            await conn.execute(
-                "UPDATE meta SET value = ? WHERE key = 'revision'", (str(batch.revision),)
-            )
+            await conn.executemany(_INSERT_COMMIT_ROWS, batch.rows)
+            if not conn.in_transaction:  # rows written outside a transaction: never ack them
+                raise StoreError(f"isolation_level {conn.isolation_level!r} opened no transaction")
             if batch.compact_through is not None:
                 await conn.execute(
                     "DELETE FROM events WHERE revision <= ?", (batch.compact_through,)
                 )
             check()  # the files are still the ones opened, or nothing is committed
-            await conn.execute("COMMIT")
+            await conn.commit()
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
-                await conn.execute("ROLLBACK")
+                await conn.rollback()
             raise
 
     return commit
 
 
 def _batch_of(changes: Sequence[Change], compact_through: int | None) -> _Batch:
-    final: dict[tuple[str, str, str], bytes | None] = {}
-    revisions: dict[tuple[str, str, str], int] = {}
-    # uid -> its binding row, or None when the pod is gone (a pod may be bound and deleted in
-    # one batch: only the final state reaches the table).
-    bound: dict[str, tuple[str, str, str, str, int] | None] = {}
-    events = []
-    for change in changes:
-        row = event_row(change)
-        events.append(row)
-        key = (change.kind, change.namespace, change.name)
-        deleted = change.type in ("Deleted", "Preempted")
-        final[key] = None if deleted else row[-1]
-        revisions[key] = change.revision
-        obj = change.object
-        if isinstance(obj, Pod):
-            uid = obj.metadata.uid
-            if change.type == "Bound":
-                bound[uid] = (uid, change.namespace, change.name, change.node, change.revision)
-            elif deleted:
-                bound[uid] = None
     return _Batch(
-        revision=changes[-1].revision,
-        events=events,
-        upserts=[(*k, revisions[k], d) for k, d in final.items() if d is not None],
-        deletes=[k for k, d in final.items() if d is None],
-        bindings=[row for row in bound.values() if row is not None],
-        unbindings=[(uid,) for uid, row in bound.items() if row is None],
+        rows=[
+            (
+                *event_row(change),
+                change.object.metadata.uid if isinstance(change.object, Pod) else None,
+            )
+            for change in changes
+        ],
         compact_through=compact_through,
     )
 

@@ -20,7 +20,7 @@ from builders import make_node, make_pod
 
 from podium.protocol import objects as o
 from podium.protocol.errors import StoreError
-from podium.protocol.wire import ObjectRef
+from podium.protocol.wire import EventType, ObjectRef
 from podium.store import sqlite as sqlite_module
 from podium.store import tuning
 from podium.store.actor import StoreActor
@@ -41,7 +41,7 @@ from podium.store.mail import (
     WriteObjects,
     WriteResult,
 )
-from podium.store.schema import SCHEMA_VERSION
+from podium.store.schema import MIGRATIONS, SCHEMA_VERSION
 from podium.store.sqlite import SqliteDurability, sqlite_store
 
 Published = Recovered | Committed
@@ -150,23 +150,90 @@ def _ref(kind: str, name: str, namespace: str = "") -> ObjectRef:
     return ObjectRef(kind=kind, name=name, namespace=namespace)
 
 
+def _committed(*batches: Sequence[Change]) -> sqlite3.Connection:
+    """A new schema in memory with ``batches`` committed as the store commits them: each one's
+    rows through the ``commit_rows`` trigger in one ``executemany``, the transaction opened by
+    the connection's ``isolation_level`` as the store's is after its load."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.executescript(MIGRATIONS[0])
+    conn.executescript(sqlite_module.COMMIT_ROWS)
+    conn.isolation_level = "IMMEDIATE"
+    for changes in batches:
+        conn.executemany(
+            sqlite_module._INSERT_COMMIT_ROWS, sqlite_module._batch_of(changes, None).rows
+        )
+        assert conn.in_transaction
+        conn.commit()
+    return conn
+
+
+def _tables(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
+    return {
+        "meta": conn.execute("SELECT key, value FROM meta").fetchall(),
+        "objects": conn.execute("SELECT kind, namespace, name, revision FROM objects").fetchall(),
+        "bindings": conn.execute("SELECT * FROM bindings").fetchall(),
+        "events": conn.execute("SELECT revision, type, name, node FROM events").fetchall(),
+    }
+
+
+def _change(revision: int, type_: EventType, obj: o.KubeObject, node: str = "") -> Change:
+    return Change(
+        revision=revision,
+        type=type_,
+        kind=str(type(obj).__struct_config__.tag),
+        namespace=obj.metadata.namespace,
+        name=obj.metadata.name,
+        object=obj,
+        node=node,
+    )
+
+
 def test_a_pod_bound_and_deleted_in_one_batch_leaves_no_binding() -> None:
     pod = make_pod("web").uid("u1").node("n1").obj()
-    changes = [
-        Change(
-            revision=1,
-            type="Bound",
-            kind="Pod",
-            namespace="default",
-            name="web",
-            object=pod,
-            node="n1",
-        ),
-        Change(revision=2, type="Deleted", kind="Pod", namespace="default", name="web", object=pod),
-    ]
-    batch = sqlite_module._batch_of(changes, None)
-    assert (batch.bindings, batch.unbindings) == ([], [("u1",)])
-    assert (batch.upserts, batch.deletes) == ([], [("Pod", "default", "web")])
+    conn = _committed([_change(1, "Bound", pod, "n1"), _change(2, "Deleted", pod)])
+    assert _tables(conn) == {
+        "meta": [("revision", "2")],
+        "objects": [],
+        "bindings": [],
+        "events": [(1, "Bound", "web", "n1"), (2, "Deleted", "web", "")],
+    }
+
+
+def test_a_batch_leaves_each_object_as_its_last_change_does() -> None:
+    node = make_node("n1").obj()
+    web = make_pod("web").uid("u1").obj()
+    gone = make_pod("gone").uid("u2").obj()
+    conn = _committed(
+        [_change(1, "Added", node), _change(2, "Added", gone), _change(3, "Bound", gone, "n1")],
+        [
+            _change(4, "Added", web),
+            _change(5, "Bound", web, "n1"),
+            _change(6, "Modified", node),
+            _change(7, "Preempted", gone),
+            _change(8, "Unschedulable", web),
+        ],
+    )
+    tables = _tables(conn)
+    assert tables["meta"] == [("revision", "8")]
+    assert sorted(tables["objects"]) == [("Node", "", "n1", 6), ("Pod", "default", "web", 8)]
+    assert tables["bindings"] == [("u1", "default", "web", "n1", 5)]
+    assert [row[0] for row in tables["events"]] == list(range(1, 9))
+
+
+def test_a_second_binding_of_one_uid_fails_the_whole_batch() -> None:
+    """The bindings table's primary key refuses a pod bound twice (in one batch or across
+    two); the transaction the batch opened is rolled back, so nothing of it stays."""
+    pod = make_pod("web").uid("u1").obj()
+    conn = _committed([_change(1, "Added", pod)])
+    before = _tables(conn)
+    twice = [_change(2, "Bound", pod, "n1"), _change(3, "Bound", pod, "n2")]
+    with pytest.raises(sqlite3.IntegrityError, match=r"bindings\.uid"):
+        conn.executemany(
+            sqlite_module._INSERT_COMMIT_ROWS, sqlite_module._batch_of(twice, None).rows
+        )
+    assert conn.in_transaction
+    conn.rollback()
+    assert _tables(conn) == before
 
 
 async def test_an_eviction_and_the_nomination_survive_a_restart(tmp_path: Path) -> None:

@@ -46,7 +46,15 @@ def test_the_profile_and_the_task_steps_are_written_when_the_daemon_stops(tmp_pa
     # The scheduling cycle's asks are among the counted steps.
     assert any("Scheduler._schedule_batch" in line for line in lines), report.stdout
     counts = json.loads(steps.read_text())
-    assert sum(counts.values()) > 1050
+    assert sum(counts["steps"].values()) > 1050
+    # The store's calls, counted in the same run: each commit one hand-over to the database
+    # thread and two aiosqlite calls (the rows, COMMIT), as store/sqlite.py's _commit_job.
+    store = counts["store"]
+    assert store["commits"] > 0
+    assert store["aiosqlite commit"] == store["commits"]
+    assert store["aiosqlite executemany INSERT INTO commit_rows"] == store["commits"]
+    assert store["hand-overs"] == store["commits"] + 1  # and the load at start
+    assert any(line.strip().endswith("thread crossings") for line in lines), report.stdout
 
 
 def test_help_shows_how_to_run_it() -> None:
