@@ -26,8 +26,9 @@ fits is placed) and its state is checked again; a SQLite file also passes ``podi
 The counts are printed (``-s``; docs/reliability.md records a run): kills, Bound events that
 committed before a kill but had not been reported to the watcher yet (the kill came between a
 bind's commit and its events), and the gangs bound whole and not bound in the states the
-kills left. ``PODIUM_GANG_KILLS`` and
-``PODIUM_GANG_SEED`` (those of test_gang_crash.py) make a longer run or another one::
+kills left. ``PODIUM_GANG_KILLS`` (4 by default, 20 under ``PODIUM_SOAK=1``:
+tests/support/long_runs.py) and ``PODIUM_GANG_SEED`` (those of test_gang_crash.py) make a
+longer run or another one::
 
     PODIUM_GANG_KILLS=100 PODIUM_GANG_SEED=7 pytest tests/e2e/test_gang_daemon_crash.py -s
 """
@@ -61,12 +62,13 @@ from gang_load import (
     split,
     write_gangs,
 )
+from long_runs import count
 
 from podium.cli.bench.loadgen import settle
 from podium.protocol.client import ClientConnectionError, RemoteError, connect
 from podium.protocol.wire import Event
 
-KILLS = int(os.environ.get("PODIUM_GANG_KILLS", "20"))
+KILLS = count("PODIUM_GANG_KILLS", 4)
 SEED = int(os.environ.get("PODIUM_GANG_SEED", "1"))
 NODES = 6
 WRITERS = 2
