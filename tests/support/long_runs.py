@@ -17,6 +17,7 @@ lists them all.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 __all__ = ["LONG", "count", "examples", "seconds", "soak", "soaking"]
 
@@ -59,16 +60,7 @@ def count(name: str, short: int) -> int:
         ValueError: it is set to something else than a whole number of at least 1; the
             message names the variable.
     """
-    value = os.environ.get(name, "")
-    if not value:
-        return short
-    try:
-        number = int(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r}: not a whole number") from None
-    if number < 1:
-        raise ValueError(f"{name}={value!r}: must be at least 1")
-    return number
+    return int(_read(name, short, int, "not a whole number", (1, "must be at least 1")))
 
 
 def seconds(name: str, short: float) -> float:
@@ -77,15 +69,28 @@ def seconds(name: str, short: float) -> float:
     Raises:
         ValueError: it is not a positive number; the message names the variable.
     """
+    return _read(name, short, float, "not a number of seconds", (0, "must be more than 0 seconds"))
+
+
+def _read(
+    name: str,
+    short: float,
+    parse: Callable[[str], float],
+    unreadable: str,
+    least: tuple[float, str],
+) -> float:
+    """The variable parsed, refused with ``unreadable`` or below ``least`` (a number it must
+    reach, and above 0 when that is 0), its message naming the variable."""
     value = os.environ.get(name, "")
     if not value:
         return short
     try:
-        number = float(value)
+        number = parse(value)
     except ValueError:
-        raise ValueError(f"{name}={value!r}: not a number of seconds") from None
-    if not number > 0:
-        raise ValueError(f"{name}={value!r}: must be more than 0 seconds")
+        raise ValueError(f"{name}={value!r}: {unreadable}") from None
+    smallest, too_small = least
+    if number < smallest or not number > 0:
+        raise ValueError(f"{name}={value!r}: {too_small}")
     return number
 
 
