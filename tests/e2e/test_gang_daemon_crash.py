@@ -234,7 +234,10 @@ def test_kill_9_of_the_daemon_during_gang_binds_never_leaves_a_gang_partly_bound
     )
     assert counts.kills == KILLS
     assert ledger.bound_events, "nothing was bound: the test proved nothing"
-    assert last.bound_gangs and last.waiting_gangs
+    assert last.bound_gangs, "no gang bound at the end: the test proved nothing"
+    # Gangs held whole without room, in a state a kill left or at the end: with the default 4
+    # kills the writers' last gangs sometimes all fit by the end (once in the three runs seen).
+    assert counts.gangs_waiting or last.waiting_gangs, "no gang ever waited for room"
     if backend == "sqlite":
         check = subprocess.run(
             [PODIUM, "db", "check", str(tmp_path / "podium.db")],
