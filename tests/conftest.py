@@ -6,6 +6,9 @@
 - ``daemon``: the default daemon, for tests that want one as it comes.
 - ``etcd_member``: one etcd member for the session, started when a test first asks for it.
 - ``store_backend``: SQLite and etcd in turn (the store tests run on both).
+
+``PODIUM_SOAK=1`` turns every long run to its long form (tests/support/long_runs.py) before
+any test module reads its variables.
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ from pathlib import Path
 import pytest
 from daemon import Daemon, StartDaemon, check_stopped, start_daemon
 from etcd_servers import EtcdCluster
+from long_runs import soak
 from store_backends import BACKENDS, Backend, EtcdBackend, SqliteBackend
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under PODIUM_SOAK=1, every long run's variable not set by hand to its long form."""
+    del config
+    soak()
 
 
 @pytest.fixture(name="start_daemon")

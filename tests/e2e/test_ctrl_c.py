@@ -48,6 +48,33 @@ def _wait_for_import(stderr: IO[str], module: str, seen: list[str]) -> None:
     raise AssertionError(f"the process ended before importing {module}: {''.join(seen)}")
 
 
+STOPS_WITHIN = 30.0
+"""Seconds a process has, after its SIGINT, to close its stderr and exit: a Ctrl-C it lost
+fails the test (naming the moment) instead of hanging the suite on a read without end."""
+
+
+def _read_until_exit(
+    proc: subprocess.Popen[str], within: float, moment: Moment, seen: list[str]
+) -> str:
+    """The rest of ``proc``'s stderr, read in a thread so that the wait has a deadline."""
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    rest: list[str] = []
+    reader = threading.Thread(target=lambda: rest.append(stderr.read()), daemon=True)
+    reader.start()
+    reader.join(within)
+    if reader.is_alive():
+        proc.kill()  # its stderr closes: the reader ends
+        reader.join()
+        said = "".join(line for line in seen if not line.startswith("import time:"))
+        raise AssertionError(
+            f"still running {within:g} s after SIGINT at {moment.name!r} (after "
+            f"{moment.after_import} + {moment.delay_seconds} s): the Ctrl-C was lost; "
+            f"stderr: {said + ''.join(rest)!r}"
+        )
+    return rest[0]
+
+
 def _interrupt(argv: list[str], moment: Moment, *, finishes: bool) -> tuple[int, list[str]]:
     """Run ``podium ARGV``, SIGINT it at ``moment``; its exit code and its stderr lines
     (without the import times). ``finishes``: the command may end before the signal."""
@@ -64,8 +91,8 @@ def _interrupt(argv: list[str], moment: Moment, *, finishes: bool) -> tuple[int,
             _wait_for_import(proc.stderr, moment.after_import, seen)
             time.sleep(moment.delay_seconds)
             proc.send_signal(signal.SIGINT)
-            rest = proc.stderr.read()
-            code = proc.wait(timeout=60)
+            rest = _read_until_exit(proc, STOPS_WITHIN, moment, seen)
+            code = proc.wait(timeout=STOPS_WITHIN)
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -16,7 +16,8 @@ SIGKILL at a random moment (during its start and recovery now and then, else whi
    that split a group (``VIOLATION``).
 
 A group handed over but not answered at the kill may be either; the counts are printed
-(``-s``). ``PODIUM_GANG_KILLS`` and ``PODIUM_GANG_SEED`` make a longer or another run.
+(``-s``). ``PODIUM_GANG_KILLS`` (6 by default, 20 under ``PODIUM_SOAK=1``:
+tests/support/long_runs.py) and ``PODIUM_GANG_SEED`` make a longer or another run.
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ from pathlib import Path
 import pytest
 import trio
 from etcd_servers import EtcdCluster
+from long_runs import count
 
 from podium.protocol import objects as o
 from podium.store.etcd.durability import EtcdDurability
 from podium.store.location import EtcdLocation, SqliteLocation, parse_store_url
 from podium.store.sqlite import SqliteDurability
 
-KILLS = int(os.environ.get("PODIUM_GANG_KILLS", "20"))
+KILLS = count("PODIUM_GANG_KILLS", 6)
 SEED = int(os.environ.get("PODIUM_GANG_SEED", "1"))
 CHILD = Path(__file__).resolve().parent.parent / "support" / "gang_binder.py"
 NAMESPACE = "g"

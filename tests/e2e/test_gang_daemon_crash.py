@@ -26,8 +26,9 @@ fits is placed) and its state is checked again; a SQLite file also passes ``podi
 The counts are printed (``-s``; docs/reliability.md records a run): kills, Bound events that
 committed before a kill but had not been reported to the watcher yet (the kill came between a
 bind's commit and its events), and the gangs bound whole and not bound in the states the
-kills left. ``PODIUM_GANG_KILLS`` and
-``PODIUM_GANG_SEED`` (those of test_gang_crash.py) make a longer run or another one::
+kills left. ``PODIUM_GANG_KILLS`` (4 by default, 20 under ``PODIUM_SOAK=1``:
+tests/support/long_runs.py) and ``PODIUM_GANG_SEED`` (those of test_gang_crash.py) make a
+longer run or another one::
 
     PODIUM_GANG_KILLS=100 PODIUM_GANG_SEED=7 pytest tests/e2e/test_gang_daemon_crash.py -s
 """
@@ -61,12 +62,13 @@ from gang_load import (
     split,
     write_gangs,
 )
+from long_runs import count
 
 from podium.cli.bench.loadgen import settle
 from podium.protocol.client import ClientConnectionError, RemoteError, connect
 from podium.protocol.wire import Event
 
-KILLS = int(os.environ.get("PODIUM_GANG_KILLS", "20"))
+KILLS = count("PODIUM_GANG_KILLS", 4)
 SEED = int(os.environ.get("PODIUM_GANG_SEED", "1"))
 NODES = 6
 WRITERS = 2
@@ -232,7 +234,10 @@ def test_kill_9_of_the_daemon_during_gang_binds_never_leaves_a_gang_partly_bound
     )
     assert counts.kills == KILLS
     assert ledger.bound_events, "nothing was bound: the test proved nothing"
-    assert last.bound_gangs and last.waiting_gangs
+    assert last.bound_gangs, "no gang bound at the end: the test proved nothing"
+    # Gangs held whole without room, in a state a kill left or at the end: with the default 4
+    # kills the writers' last gangs sometimes all fit by the end (once in the three runs seen).
+    assert counts.gangs_waiting or last.waiting_gangs, "no gang ever waited for room"
     if backend == "sqlite":
         check = subprocess.run(
             [PODIUM, "db", "check", str(tmp_path / "podium.db")],

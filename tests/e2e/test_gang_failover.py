@@ -23,7 +23,9 @@ when at least minCount fit (and exist), else not at all; a basic group's and a l
 fitting pods are bound; pods of a group that does not exist are not. And gang_load's checks:
 no gang partly bound, nothing acknowledged lost, every reported Bound standing, no pod bound
 twice in the whole log (a deposed leader's bind would be a second Bound), no node
-over-committed. ``PODIUM_GANG_FAILOVERS`` and ``PODIUM_GANG_SEED`` make a longer or another run.
+over-committed. ``PODIUM_GANG_FAILOVERS`` (2 by default, one of each way; 4 under
+``PODIUM_SOAK=1``: tests/support/long_runs.py) and ``PODIUM_GANG_SEED`` make a longer or another
+run.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from gang_load import (
     resolve_unknown,
     write_gangs,
 )
+from long_runs import count
 from replicas import LEASE, Replicas
 
 from podium.actors.framework.nodeinfo import PodInfo
@@ -63,7 +66,7 @@ from podium.protocol.client import ClientConnectionError, RemoteError, connect
 from podium.protocol.gangs import min_count, pod_group_key
 from podium.protocol.wire import Event
 
-FAILOVERS = int(os.environ.get("PODIUM_GANG_FAILOVERS", "4"))
+FAILOVERS = count("PODIUM_GANG_FAILOVERS", 2)
 SEED = int(os.environ.get("PODIUM_GANG_SEED", "1"))
 NODES, NODE_CPU = 8, 64
 WRITERS = 2

@@ -5,7 +5,9 @@ and schedules (the failover time is printed: docs/reliability.md records it); a 
 follower serves the leader's state; a rolling restart loses nothing. Each check at the end:
 nothing acknowledged lost, no pod bound twice, no node over-committed.
 
-The replicas run with a 2 s lease (tests/support/replicas.py), not Kubernetes' 15 s.
+The replicas run with a 2 s lease (tests/support/replicas.py), not Kubernetes' 15 s. The
+leader is killed :data:`KILLS` times: 3 by default, ``PODIUM_REPLICA_KILLS`` more (10 under
+``PODIUM_SOAK=1``: tests/support/long_runs.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import trio
 from builders import make_node, make_pod
 from daemon import Daemon, StartDaemon
 from etcd_servers import EtcdCluster
+from long_runs import count
 from netns import Network
 from replicas import LEASE, Ledger, Replicas, check_cluster, leader_of, seed_nodes, write_until
 
@@ -31,7 +34,7 @@ from podium.protocol import objects as o
 from podium.protocol.client import ClientConnectionError, RemoteError, connect
 from podium.store.schema import encode_object
 
-KILLS = 10
+KILLS = count("PODIUM_REPLICA_KILLS", 3)
 
 
 async def _bound_probe(addresses: str, name: str, token: str | None = None) -> None:
@@ -60,7 +63,7 @@ async def _put_and_wait_bound(addresses: str, name: str, token: str | None) -> N
             await trio.sleep(0.05)
 
 
-def test_kill_9_of_the_leader_ten_times_under_load_loses_nothing(
+def test_kill_9_of_the_leader_again_and_again_under_load_loses_nothing(
     etcd_cluster: EtcdCluster, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:
     replicas = Replicas(start_daemon, etcd_cluster, tmp_path).start_all()

@@ -1,5 +1,6 @@
 """Sustained load (podium.cli.bench.loadgen): writers and watchers on a real daemon, then every
-check. CI runs a short, narrow form; the long one is ``ops/sustained-load.py`` or this test::
+check. CI runs a short, narrow form (4 s; 60 s under ``PODIUM_SOAK=1``:
+tests/support/long_runs.py); the long one is ``ops/sustained-load.py`` or this test::
 
     PODIUM_SUSTAINED_SECONDS=300 PODIUM_SUSTAINED_WRITERS=50 PODIUM_SUSTAINED_WATCHERS=20 \\
         PODIUM_SUSTAINED_NODES=500 pytest tests/e2e/test_sustained.py -s
@@ -9,21 +10,21 @@ The checker's own tests come first: a checker that cannot fail proves nothing.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from long_runs import count, seconds
 
 from podium.cli.bench.loadgen import Ledger, LoadReport, LoadSpec, WatchCheck, run
 from podium.protocol.wire import Event, EventType
 
-SECONDS = float(os.environ.get("PODIUM_SUSTAINED_SECONDS", "12"))
-WRITERS = int(os.environ.get("PODIUM_SUSTAINED_WRITERS", "10"))
-WATCHERS = int(os.environ.get("PODIUM_SUSTAINED_WATCHERS", "4"))
-NODES = int(os.environ.get("PODIUM_SUSTAINED_NODES", "100"))
+SECONDS = seconds("PODIUM_SUSTAINED_SECONDS", 4)
+WRITERS = count("PODIUM_SUSTAINED_WRITERS", 10)
+WATCHERS = count("PODIUM_SUSTAINED_WATCHERS", 4)
+NODES = count("PODIUM_SUSTAINED_NODES", 100)
 
 
 def _ev(revision: int, type_: EventType = "Added", name: str = "p") -> Event:

@@ -20,6 +20,7 @@ import msgspec
 from builders import decode, make_node
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from long_runs import examples
 from prometheus_client import REGISTRY
 from random_cluster import HOSTNAME, RandomPick, existing_pod, incoming_pod, node
 
@@ -110,7 +111,9 @@ def run(
     return placed, _diff(before, counts())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(20, 60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_nodes=st.integers(1, 8),

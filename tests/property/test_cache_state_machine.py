@@ -32,6 +32,7 @@ from hypothesis.stateful import (
     multiple,
     rule,
 )
+from long_runs import examples
 
 from podium.actors.cache.core import SchedulerCache
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
@@ -394,5 +395,7 @@ class CacheMachine(RuleBasedStateMachine):
             assert objects_fingerprint(objects) == ofp
 
 
-CacheMachine.TestCase.settings = settings(max_examples=100, deadline=None, stateful_step_count=50)
+CacheMachine.TestCase.settings = settings(
+    max_examples=examples(30, 100), deadline=None, stateful_step_count=50
+)
 TestCacheStateMachine = CacheMachine.TestCase

@@ -17,6 +17,7 @@ import msgspec
 from builders import make_node, make_pod
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from long_runs import examples
 from random_cluster import RandomPick, incoming_pod, node
 from stages import decide
 
@@ -80,7 +81,9 @@ def _place(snapshot: Snapshot, pod: o.Pod, node_name: str) -> None:
     snapshot.replace_node_info(info)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(20, 60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 # Found by this test: a node listing Ready=False twice is "not ready" twice, also when re-judged.
 @example(cluster_seed=0, spec_seeds=[1], picks=[0, 0, 0, 0, 0, 0], edits=[259], nodes=3)
 @given(

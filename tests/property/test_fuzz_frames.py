@@ -228,14 +228,14 @@ def test_arbitrary_bytes_decode_or_raise_a_protocol_error(encoding: str, payload
     check_decode(CODECS[encoding], payload, None)
 
 
-@fuzz(300)
+@fuzz(120)
 @given(encoding=st.sampled_from(ENCODINGS), value=VALUES)
 def test_any_well_formed_value_is_a_request_or_invalid(encoding: str, value: Any) -> None:
     payload = encode(value, encoding)
     check_decode(CODECS[encoding], payload, value)
 
 
-@fuzz(600)
+@fuzz(200)
 @given(encoding=st.sampled_from(ENCODINGS), mutated=mutated_requests())
 def test_mutated_requests_are_invalid_at_the_mutated_field(encoding: str, mutated: Mutated) -> None:
     note(f"paths: {mutated.paths}")
@@ -243,7 +243,7 @@ def test_mutated_requests_are_invalid_at_the_mutated_field(encoding: str, mutate
     check_decode(CODECS[encoding], payload, mutated.value, mutated)
 
 
-@fuzz(300)
+@fuzz(120)
 @given(
     encoding=st.sampled_from(ENCODINGS),
     mutated=mutated_requests(),

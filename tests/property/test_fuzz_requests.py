@@ -477,7 +477,7 @@ def check_result(result: ScheduleResult, snapshot: Snapshot) -> None:
 # --------------------------------------------------------------------------- tests
 
 
-@fuzz(60)
+@fuzz(30)
 @given(
     encoding=st.sampled_from(["msgpack", "json"]),
     requests=st.lists(requests, min_size=1, max_size=8),
@@ -506,7 +506,7 @@ def test_requests_commit_or_change_nothing_and_the_scheduler_copes(
     event("scheduling decisions", tally.decisions)
 
 
-@fuzz(150)
+@fuzz(80)
 @given(encoding=st.sampled_from(["msgpack", "json"]), obj=objects)
 def test_one_object_is_stored_as_sent_or_refused_with_its_path(
     encoding: str, obj: dict[str, Any]

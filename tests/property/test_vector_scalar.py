@@ -36,6 +36,7 @@ import msgspec
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from long_runs import examples
 from random_cluster import (
     AVOID_ANNOTATION,
     GPU,
@@ -395,7 +396,7 @@ def check_decision(case: Case) -> None:
 
 
 @settings(
-    max_examples=200,
+    max_examples=examples(50, 200),
     deadline=None,
     derandomize=False,
     database=None,

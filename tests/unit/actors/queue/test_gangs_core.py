@@ -18,6 +18,7 @@ from builders import make_pod
 from gangs import pod_group
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from long_runs import examples
 
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.queue.core import PoppedGang, QueuedPodInfo, SchedulingQueue
@@ -216,7 +217,7 @@ class World:
                 assert q.waiting_message(key) == ""
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(80, 300), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 120))
 def test_random_operations_keep_every_pod_in_one_place(seed: int, steps: int) -> None:
     world = World(random.Random(seed))
