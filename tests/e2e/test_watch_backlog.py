@@ -107,6 +107,17 @@ trio.run(main, sys.argv[1], int(sys.argv[2]))
 """
 
 
+STALL_SECONDS = 2.0
+"""A put this slow was held up by the watches (the bug: 6.7 s each). Not a speed target: the
+bounds leave room for a loaded CI machine 3-4x slower than a quiet one, where an unhindered
+put takes tens of milliseconds (docs/benchmarks.md measures speed, not these tests)."""
+
+
+def _assert_not_stalled(latencies: list[float]) -> None:
+    assert latencies[int(len(latencies) * 0.95)] < STALL_SECONDS / 4, latencies[-10:]
+    assert latencies[-1] < STALL_SECONDS, latencies[-10:]
+
+
 async def _put_latencies(d: Daemon, puts: int) -> list[float]:
     """Each of ``puts`` one-object puts' latency, sorted, measured by a client in a process of
     its own (so the test's own watch decoding does not count)."""
@@ -138,8 +149,7 @@ async def test_watchers_from_revision_1_that_read_nothing_neither_stall_puts_nor
             s.close()
     # Before: one such watch stalled every put for 6.7 s and added 590 MiB.
     print("latencies", latencies[len(latencies) // 2], latencies[-10:], "rss", before, rss)
-    assert latencies[int(len(latencies) * 0.95)] < 0.1, latencies[-10:]
-    assert latencies[-1] < 1.0, latencies[-10:]
+    _assert_not_stalled(latencies)
     assert rss - before < 64 * 2**20, (before, rss)
     for revisions, end in ends:
         resume = revisions[-1]
@@ -175,5 +185,4 @@ async def test_a_watch_from_revision_1_that_reads_sees_every_revision_once_while
     assert seen == list(range(2, seen[-1] + 1))
     assert seen[-1] == last + probes
     print("latencies", latencies[len(latencies) // 2], latencies[-10:])
-    assert latencies[int(len(latencies) * 0.95)] < 0.1, latencies[-10:]
-    assert latencies[-1] < 1.0, latencies[-10:]
+    _assert_not_stalled(latencies)
