@@ -41,6 +41,7 @@ from builders import decode, make_node, make_pod
 from gangs import pod_group
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from long_runs import examples
 
 from podium.actors.simulation.run import simulate
 from podium.actors.supervisor.supervisor import load_plugin_set
@@ -244,7 +245,9 @@ def run(case: Case, seed: int, config: SchedulerConfig = CONFIG) -> set[str]:
     return {x.pod.key for x in outcomes if x.node is not None}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(60, 300), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_nodes=st.integers(1, 8),
@@ -303,7 +306,9 @@ def test_two_gangs_that_fit_only_one_at_a_time_place_the_first_whole() -> None:
 PREEMPTING = dataclasses.replace(SchedulerConfig(), disable_preemption=False)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(30, 150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_nodes=st.integers(1, 6),
