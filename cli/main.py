@@ -15,8 +15,8 @@ Start-up: a command module registers its parser with the standard library only a
 what its command needs (trio, the client, the actors, numpy) inside the command's function, so
 ``podium --version`` and ``podium get`` pay only for what they use (issue 26 point 5;
 tests/unit/cli/test_startup.py keeps it so). This module imports nothing at the top but
-``signal`` and ``sys``: everything else is imported inside :func:`main`, where a Ctrl-C is
-caught.
+``signal``, ``sys`` and :mod:`~podium.cli.common.interrupt` (standard library only):
+everything else is imported inside :func:`main`, where a Ctrl-C is caught.
 
 Exit codes: 0 ok, 1 rejected input or failure, 2 usage, 130 stopped by Ctrl-C (SIGINT). Human
 tables on stdout by default, ``-o json`` for machines; warnings and progress go to stderr
@@ -27,7 +27,10 @@ come as a ``KeyboardInterrupt`` inside an exception group), the command stops wi
 line on stderr (``interrupted``; none for ``watch``, whose normal end it is, nor before a
 command has begun) and exit code 130, never a traceback. Context managers unwind on the way
 (connections are closed, a benchmark's daemons stopped); a second Ctrl-C while the last line is
-written or the process exits is ignored.
+written or the process exits is ignored. A Ctrl-C the interpreter swallowed (raised in a
+weakref callback, as at the end of an import) is noticed and raised again when the command
+returns or its ``trio.run`` begins, and a daemon command's ``trio.run`` takes it at
+checkpoints only (:mod:`~podium.cli.common.interrupt`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ import sys
 import threading
 import warnings
 from typing import TYPE_CHECKING, NoReturn
+
+# Standard library only, and here rather than in main(): its hook is the first thing main()
+# sets up, before an import whose module-lock callback could swallow a Ctrl-C unnoticed.
+from podium.cli.common.interrupt import noticing_lost_interrupts, raise_if_interrupted
 
 if TYPE_CHECKING:
     import argparse
@@ -122,24 +129,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     line on stderr (see the module docstring).
     """
     args: argparse.Namespace | None = None
-    try:
-        from podium.cli.common.output import EXIT_FAILED, EXIT_OK, err
-        from podium.protocol.errors import PodiumError
-
-        argv = sys.argv[1:] if argv is None else list(argv)
-        args = build_parser(_commands_named(argv)).parse_args(argv)
+    with noticing_lost_interrupts():
         try:
-            code: int = args.func(args)
-        except PodiumError as exc:
-            err(f"error: {exc}")
-            return EXIT_FAILED
-        except BrokenPipeError:  # `podium simulate ... | head`
-            return EXIT_OK
-        return code
-    except BaseException as exc:
-        if not _is_interrupt(exc):
-            raise
-        stopped = exc
+            from podium.cli.common.output import EXIT_FAILED, EXIT_OK, err
+            from podium.protocol.errors import PodiumError
+
+            argv = sys.argv[1:] if argv is None else list(argv)
+            args = build_parser(_commands_named(argv)).parse_args(argv)
+            try:
+                code: int = args.func(args)
+            except PodiumError as exc:
+                err(f"error: {exc}")
+                code = EXIT_FAILED
+            except BrokenPipeError:  # `podium simulate ... | head`
+                code = EXIT_OK
+            raise_if_interrupted()  # a Ctrl-C the interpreter swallowed on the way is still one
+            return code
+        except BaseException as exc:
+            if not _is_interrupt(exc):
+                raise
+            stopped = exc
     # Only a Ctrl-C gets here; a second one while it is said is the same request.
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from podium.cli.common.interrupt import raise_if_interrupted
+
 if TYPE_CHECKING:
     from collections import Counter
 
@@ -64,12 +66,14 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DAMAGED, EXIT_DEPOSED = 0, 1, 2, 3, 4
 
 
 def out(text: str = "") -> None:
-    """One line on stdout."""
+    """One line on stdout; none after a Ctrl-C (which it raises, as ``KeyboardInterrupt``)."""
+    raise_if_interrupted()
     sys.stdout.write(text + "\n")
 
 
 def err(text: str) -> None:
-    """One line on stderr."""
+    """One line on stderr; none after a Ctrl-C (which it raises, as ``KeyboardInterrupt``)."""
+    raise_if_interrupted()
     sys.stderr.write(text + "\n")
 
 

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from podium.cli.common.arguments import add_command, server_address
+from podium.cli.common.interrupt import run_trio
 from podium.cli.common.output import EXIT_FAILED, EXIT_USAGE, err, print_remote_error
 
 if TYPE_CHECKING:
@@ -116,10 +117,10 @@ def run_client(
 
     Cancellation: a Ctrl-C propagates (a ``KeyboardInterrupt``, or a group holding one, from
     ``trio.run``) once the connection is closed; :func:`podium.cli.main.main` turns it into
-    exit 130.
+    exit 130. It reaches the command at a checkpoint of its main task, never inside the
+    connection's reader task or a callback, where it would be taken for a dropped connection
+    or lost (:func:`~podium.cli.common.interrupt.run_trio`).
     """
-    import trio
-
     from podium.protocol.client import (
         ClientConnectionError,
         RemoteError,
@@ -146,7 +147,7 @@ def run_client(
             return await body(client)
 
     try:
-        return trio.run(main)
+        return run_trio(main)
     except ServerUnreachable as exc:
         err(f"error: {exc} (is `podium serve` running?)")
     except RemoteError as exc:
