@@ -65,6 +65,7 @@ from podium.actors.queue.entry import (
     Entry,
     QueuedPodInfo,
     QueueName,
+    Retried,
     affinity_term_matches,
     group_key,
     group_of,
@@ -73,7 +74,7 @@ from podium.actors.queue.entry import (
     moved_by_assigned_pods,
     required_pod_affinity_terms,
 )
-from podium.actors.queue.gangs import Gang, GangQueue, PoppedGang
+from podium.actors.queue.gangs import GangQueue, PoppedGang
 
 __all__ = [
     "Nominations",
@@ -226,7 +227,7 @@ class SchedulingQueue(GangQueue):
         e = self._pods.get(key)
         if e is None:
             return None
-        b: Entry | Gang = self._gangs[group_of(e)] if e.where == "gang" else e
+        b: Retried = self._gangs[group_of(e)] if e.where == "gang" else e
         if b.backoff_updated_at is None:
             return None
         return b.backoff_expiry
@@ -723,11 +724,11 @@ class SchedulingQueue(GangQueue):
             self.pod_max_backoff_seconds,
         )
 
-    def _is_backing_off(self, e: Entry | Gang, now: float) -> bool:
+    def _is_backing_off(self, e: Retried, now: float) -> bool:
         """v1.14 ``isPodBackingOff``: the backoff ends after ``now``."""
         return e.backoff_updated_at is not None and e.backoff_expiry > now
 
-    def _backoff_pod(self, e: Entry | Gang, now: float) -> None:
+    def _backoff_pod(self, e: Retried, now: float) -> None:
         """v1.14 ``backoffPod``: bump the backoff unless the pod (or unit) is still backing
         off."""
         updated = e.backoff_updated_at
@@ -740,7 +741,7 @@ class SchedulingQueue(GangQueue):
             e.backoff_expiry = now + self._backoff_duration(e.backoff_attempts)
 
     @staticmethod
-    def _clear_backoff(e: Entry | Gang) -> None:
+    def _clear_backoff(e: Retried) -> None:
         """v1.14 ``clearPodBackoff``."""
         e.backoff_attempts = 0
         e.backoff_updated_at = None

@@ -23,6 +23,7 @@ __all__ = [
     "Entry",
     "QueueName",
     "QueuedPodInfo",
+    "Retried",
     "Where",
     "affinity_term_matches",
     "group_key",
@@ -60,33 +61,30 @@ class QueuedPodInfo:
     arrived_at: float
 
 
-class Entry:
-    """One pending pod and where it is."""
+class Retried:
+    """What the queue keeps of anything it pops and retries as one: a pending pod
+    (:class:`Entry`) or a gang's unit (:class:`~podium.actors.queue.gangs.Gang`).
+
+    Attributes:
+        token: the heap entry that is current (older ones are skipped when popped).
+        attempts: pops so far; cycle: the scheduling cycle of the last pop.
+        backoff_attempts, backoff_updated_at, backoff_expiry: v1.14's ``PodBackoff`` entry.
+        unschedulable_since: when it last entered the unschedulable queue.
+        updated_in_flight: it changed while popped (its outcome puts it back in activeQ).
+    """
 
     __slots__ = (
-        "arrival",
-        "arrived_at",
         "attempts",
         "backoff_attempts",
         "backoff_expiry",
         "backoff_updated_at",
         "cycle",
-        "group",
-        "has_affinity",
-        "pod",
         "token",
-        "uid",
         "unschedulable_since",
         "updated_in_flight",
-        "where",
     )
 
-    def __init__(self, pod: PodInfo, now: float, arrival: int) -> None:
-        self.pod = pod
-        self.uid = pod.pod.metadata.uid
-        self.arrived_at = now
-        self.arrival = arrival
-        self.where: Where = "active"
+    def __init__(self) -> None:
         self.token = 0
         self.attempts = 0
         self.backoff_attempts = 0
@@ -95,6 +93,28 @@ class Entry:
         self.unschedulable_since = 0.0
         self.cycle = 0
         self.updated_in_flight = False
+
+
+class Entry(Retried):
+    """One pending pod and where it is."""
+
+    __slots__ = (
+        "arrival",
+        "arrived_at",
+        "group",
+        "has_affinity",
+        "pod",
+        "uid",
+        "where",
+    )
+
+    def __init__(self, pod: PodInfo, now: float, arrival: int) -> None:
+        super().__init__()
+        self.pod = pod
+        self.uid = pod.pod.metadata.uid
+        self.arrived_at = now
+        self.arrival = arrival
+        self.where: Where = "active"
         self.has_affinity = moved_by_assigned_pods(pod.pod)
         # The pod's group (namespace/name), or None: immutable in the store (protocol/gangs.py).
         self.group = group_key(pod.pod)

@@ -62,6 +62,7 @@ from podium.actors.queue.entry import (
     Entry,
     QueuedPodInfo,
     QueueName,
+    Retried,
     group_key,
     group_of,
     is_pod_updated,
@@ -89,7 +90,7 @@ class PoppedGang:
     members: int
 
 
-class Gang:
+class Gang(Retried):
     """One pod group as the queue sees it: the group object (None until it exists), its
     pending members, the members bound or placed, and its *unit* (the members it holds, queued
     and backed off as one, with the group's own attempts and backoff).
@@ -103,13 +104,8 @@ class Gang:
     """
 
     __slots__ = (
-        "attempts",
-        "backoff_attempts",
-        "backoff_expiry",
-        "backoff_updated_at",
         "bound",
         "creation",
-        "cycle",
         "group",
         "key",
         "members",
@@ -120,13 +116,11 @@ class Gang:
         "quorum_at",
         "released",
         "seen_at",
-        "token",
-        "unschedulable_since",
-        "updated_in_flight",
         "where",
     )
 
     def __init__(self, key: str) -> None:
+        super().__init__()
         self.key = key
         self.group: PodGroup | None = None
         self.min_count: int | None = None
@@ -137,15 +131,7 @@ class Gang:
         self.bound: set[str] = set()
         self.placed: set[str] = set()
         self.where: UnitWhere = "waiting"
-        self.token = 0
         self.priority = 0
-        self.attempts = 0
-        self.backoff_attempts = 0
-        self.backoff_updated_at: float | None = None
-        self.backoff_expiry = 0.0
-        self.unschedulable_since = 0.0
-        self.cycle = 0
-        self.updated_in_flight = False
         self.quorum_at: float | None = None
         # The last regroup found the group not holding its members: they are ordinary pods.
         self.released = False
