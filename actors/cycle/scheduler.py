@@ -21,7 +21,8 @@ when ``batch_max_seconds`` has passed go back too.
 
 Gangs (issue 24: a Popped batch with ``groups``) are decided by
 :class:`~podium.actors.cycle.gang_cycle.GangCycle`, which the scheduler is: all or nothing,
-each gang of a batch settled before the next (that module says how).
+each gang of a batch decided before the next, the ones that fit assumed and bound together
+(that module says how).
 
 Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing the candidates
 (actors/cycle/extenders), and every extender call of an attempt becomes a span of its trace.
