@@ -658,8 +658,8 @@ class GangCycle(CycleSteps):
     async def _evict_group(
         self, entries: Sequence[tuple[PodInfo, str, list[PodInfo]]]
     ) -> EvictResult | StoreFailure:
-        """One Evict for a group's members: each (member, node, victims) evicted for and
-        nominated ("" clears), all in one transaction."""
+        """One Evict for a preemptor, or a group's members: each (member, node, victims)
+        evicted for and nominated ("" clears), all in one transaction."""
         (first, node, victims), *rest = entries
 
         group = [

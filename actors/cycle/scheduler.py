@@ -71,7 +71,7 @@ import trio
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.gang_cycle import GangCycle
-from podium.actors.cycle.steps import Outcome, observe_stages, record_stages, victim_refs
+from podium.actors.cycle.steps import Outcome, observe_stages, record_stages
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
@@ -135,7 +135,6 @@ from podium.protocol.config import DEFAULT_BATCH_MAX_PODS, DEFAULT_BATCH_MAX_SEC
 from podium.protocol.errors import PodiumError
 from podium.protocol.extender import ExtenderConfig
 from podium.store.mail import (
-    Evict,
     EvictResult,
     RecordUnschedulable,
     StoreFailure,
@@ -422,18 +421,7 @@ class Scheduler(GangCycle):
     async def _evict(
         self, pod: PodInfo, node: str, victims: list[PodInfo]
     ) -> EvictResult | StoreFailure:
-        refs = victim_refs(victims, node)
-        return await ask(
-            self._store,
-            lambda r: Evict(
-                namespace=pod.namespace,
-                name=pod.name,
-                uid=pod.pod.metadata.uid,
-                node=node,
-                victims=refs,
-                reply=r,
-            ),
-        )
+        return await self._evict_group([(pod, node, victims)])  # a group of one
 
     async def _schedule_batch(self) -> bool:
         """One batch; False when the queue is idle and the scheduler should stop."""
