@@ -84,6 +84,7 @@ from podium.actors.cycle.steps import (
     Outcome,
     observe_stages,
     record_stages,
+    record_unschedulable,
     victim_refs,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
@@ -128,7 +129,6 @@ from podium.store.mail import (
     Evict,
     EvictResult,
     Preemptor,
-    RecordUnschedulable,
     StoreFailure,
 )
 
@@ -412,21 +412,7 @@ class GangCycle(CycleSteps):
         now = trio.current_time()
         for o in outcomes:
             pod, result = o.popped.pod, o.decision.result
-            await send(
-                self._store,
-                RecordUnschedulable(
-                    namespace=pod.namespace,
-                    name=pod.name,
-                    uid=pod.pod.metadata.uid,
-                    message=message,
-                ),
-            )
-            o.attempt.outcome(
-                why,
-                nodes_examined=result.evaluated,
-                nodes_feasible=result.feasible,
-                message=message,
-            )
+            await record_unschedulable(self._store, o, why, message)
             result = msgspec.structs.replace(result, message=message)
             o.decision = msgspec.structs.replace(o.decision, result=result)
             o.status = why

@@ -71,7 +71,12 @@ import trio
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.gang_cycle import GangCycle
-from podium.actors.cycle.steps import Outcome, observe_stages, record_stages
+from podium.actors.cycle.steps import (
+    Outcome,
+    observe_stages,
+    record_stages,
+    record_unschedulable,
+)
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
@@ -136,7 +141,6 @@ from podium.protocol.errors import PodiumError
 from podium.protocol.extender import ExtenderConfig
 from podium.store.mail import (
     EvictResult,
-    RecordUnschedulable,
     StoreFailure,
     StoreMsg,
 )
@@ -565,21 +569,7 @@ class Scheduler(GangCycle):
                 plugins=frozenset(result.failed_plugins),
             ),
         )
-        await send(
-            self._store,
-            RecordUnschedulable(
-                namespace=pod.namespace,
-                name=pod.name,
-                uid=pod.pod.metadata.uid,
-                message=result.message or "",
-            ),
-        )
-        outcome.attempt.outcome(
-            why,
-            nodes_examined=result.evaluated,
-            nodes_feasible=result.feasible,
-            message=result.message or "",
-        )
+        await record_unschedulable(self._store, outcome, why, result.message or "")
         outcome.status = why
         outcome.finished = trio.current_time()
         return outcome
