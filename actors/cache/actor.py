@@ -17,7 +17,10 @@ Metrics: ``scheduler_cache_size{type}`` (nodes, pods, assumed_pods; also under i
 
 An Assume with ``atomic`` (a gang's members) is all or nothing: when any pod is refused, the
 ones assumed by the same message are forgotten again before the answer, which says
-``conflict`` for them and names the refused pod.
+``conflict`` for them and names the refused pod. With ``units`` (the gangs of one batch), each
+unit is all or nothing on its own: the units before a refused one stay assumed, and the ones
+after it are not assumed (``conflict``, naming the refused pod: they were decided with its pods
+folded in).
 
 Error handling: a :class:`~podium.protocol.errors.CacheStateError` (a wrong transition, from
 a message or from the store's stream) is logged and, for Assume, answered with status
@@ -153,9 +156,38 @@ class CacheActor:
         # The nodes only this batch's own earlier pods changed since the decisions' snapshot
         # (with ``folded``, their fit is not checked again: the decisions saw those pods).
         batch: dict[str, int] | None = {} if msg.folded else None
-        statuses = [self._assume_one(a, msg.generation, batch) for a in msg.pods]
-        if msg.atomic:
-            statuses = self._all_or_nothing(msg.pods, statuses)
+        if not msg.atomic:
+            return AssumeReply(
+                statuses=[self._assume_one(a, msg.generation, batch) for a in msg.pods]
+            )
+        units = [len(msg.pods)] if msg.units is None else msg.units
+        if sum(units) != len(msg.pods) or any(n < 1 for n in units):
+            # A sender's bug: nothing is assumed, and the answer says which field is wrong.
+            bad = (
+                f"Assume.units {units}: not sizes of at least 1 adding up to its "
+                f"{len(msg.pods)} pods; nothing assumed"
+            )
+            log.error("%s", bad)
+            return AssumeReply(statuses=[AssumeStatus(status="error", message=bad)] * len(msg.pods))
+        statuses: list[AssumeStatus] = []
+        start = 0
+        for n in units:
+            unit = msg.pods[start : start + n]
+            start += n
+            answer = self._all_or_nothing(
+                unit, [self._assume_one(a, msg.generation, batch) for a in unit]
+            )
+            statuses += answer
+            if answer[0].status != "assumed":
+                # The units after it saw its pods folded in: none of them is assumed either.
+                cause = next(s for s in answer if s.status != "assumed")
+                after = AssumeStatus(
+                    status="conflict",
+                    message=f"not assumed: decided with a pod group the cache refused "
+                    f"({cause.message})",
+                )
+                statuses += [after] * (len(msg.pods) - start)
+                break
         return AssumeReply(statuses=statuses)
 
     def _all_or_nothing(

@@ -22,12 +22,14 @@ the snapshot's objects (:func:`~podium.actors.plugins.volume_binding.fold_volume
 the claims bound and volumes taken as the cache's assume makes them), so the next member's
 claims do not pick the same volume. Then:
 
-- at least ``min_count - bound`` placed: one Assume with ``atomic`` (the cache takes all or
-  none), GroupPlaced to the queue, the members that did not fit requeued as ordinary
-  unschedulable pods (the group has its minCount), one BindBatch whose requests carry the group
-  (the binder's bindings carry it, and the store binds them in one transaction or refuses them
-  all); a refused Assume undoes every fold and requeues the group as one unit (conflict, or
-  error);
+- at least ``min_count - bound`` placed: its folds stay, and it is settled with the batch's
+  other gangs that fit (:meth:`GangCycle._settle`): one Assume with ``atomic`` whose ``units``
+  make each gang all or none, then for each gang the cache took GroupPlaced to the queue and
+  its members that did not fit requeued as ordinary unschedulable pods (the group has its
+  minCount), and one BindBatch whose requests carry their group (the binder's bindings carry
+  it, and the store binds each group in one transaction or refuses it whole, inside its one
+  commit); a gang the cache refuses, and every gang after it (decided with its folds in), has
+  its folds undone (last gang first) and is requeued as one unit (conflict, or error);
 - fewer: with preemption on (and no member's attempt an error), the gang's preemption
   (:mod:`podium.actors.cycle.gangs`: a plan member by member as pod preemption picks, a
   lower gang evicted whole or not at all, then a check that every needed member fits once the victims are
@@ -40,9 +42,11 @@ claims do not pick the same volume. Then:
   nodes are available: ...``, each member's preemption part as a pod's message has it).
 
 The gangs of one batch are decided one after another, each all or nothing as above before the
-next is decided (a gang placed is assumed and handed to the binder, a gang not placed has its
-folds undone), so each sees the snapshot a batch of its own would have: exactly the placements
-one gang a batch gives (tests/property/test_gangs.py compares the two). A gang whose preemption
+next is decided (a gang placed keeps its folds, as the cache's assume will make them; a gang
+not placed has its folds undone), so each sees the snapshot a batch of its own would have:
+exactly the placements one gang a batch gives (tests/property/test_gangs.py compares the two).
+Only then are the gangs placed assumed and bound, together: one Assume round trip and one
+BindBatch for the batch, where each gang used to pay its own. A gang whose preemption
 writes to the store (evicts, or clears its members' nominations) ends the batch: when it is the
 batch's first, it is carried out and the gangs after it go back to the queue (GiveBack); when
 it is not, nothing is written and it goes back with them, to come first in the next batch, as
@@ -58,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -79,6 +84,7 @@ from podium.actors.cycle.steps import (
     Outcome,
     observe_stages,
     record_stages,
+    record_unschedulable,
     victim_refs,
 )
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
@@ -102,6 +108,7 @@ from podium.actors.framework.snapshot import ClusterObjects, Snapshot
 from podium.actors.mail.messages import (
     Assume,
     AssumeReply,
+    AssumeStatus,
     BindBatch,
     BindDone,
     BindRequest,
@@ -122,7 +129,6 @@ from podium.store.mail import (
     Evict,
     EvictResult,
     Preemptor,
-    RecordUnschedulable,
     StoreFailure,
 )
 
@@ -208,23 +214,26 @@ class GangCycle(CycleSteps):
         traces: contextlib.ExitStack,
     ) -> None:
         """Decide a batch of gangs one after another on one snapshot (refreshed once), each as
-        :meth:`_gang` decides it: a gang placed is assumed and handed to the binder, and a gang
-        not placed has every fold undone, before the next gang is decided, so each sees the
-        snapshot a batch of its own would have (the earlier gangs' placements as the cache's
-        assume made them). The gangs not decided once ``batch_max_seconds`` has passed go back
-        to the queue (GiveBack, not counted as attempts), and so do the ones after a gang whose
-        preemption wrote to the store (see :meth:`_gang`)."""
+        :meth:`_gang` decides it: a gang placed keeps its folds (as the cache's assume will
+        make them), and a gang not placed has every fold undone, before the next gang is
+        decided, so each sees the snapshot a batch of its own would have. Then the gangs placed
+        are settled together (:meth:`_settle`: one Assume, each gang its own all-or-nothing
+        unit, and one BindBatch). The gangs not decided once ``batch_max_seconds`` has passed
+        go back to the queue (GiveBack, not counted as attempts), and so do the ones after a
+        gang whose preemption wrote to the store (see :meth:`_gang`)."""
         deadline = popped_at + self._batch_max_seconds
         async with self._lock:
             snapshot = await self._refresh()
             # The pop and the snapshot's refresh served every pod of the batch: each member's
             # attempt counts its share (as the assume's round trip).
             share = (trio.current_time() - popped_at) / len(pods)
+            placed: list[_Placed] = []
+            back: list[Popped] = []
             start = 0
             for n, gang in enumerate(gangs):
                 if n and trio.current_time() >= deadline:
-                    await self._give_back(pods[start:])
-                    return
+                    back = pods[start:]
+                    break
                 members = pods[start : start + gang.members]
                 start += gang.members
                 went = await self._gang(
@@ -236,12 +245,17 @@ class GangCycle(CycleSteps):
                     share=share,
                     first=n == 0,
                 )
-                if went == "given_back":
-                    await self._give_back(pods[start - gang.members :])
-                    return
-                if went == "end":
-                    await self._give_back(pods[start:])
-                    return
+                if isinstance(went, _Placed):
+                    placed.append(went)
+                elif went == "given_back":
+                    back = pods[start - gang.members :]
+                    break
+                elif went == "end":
+                    back = pods[start:]
+                    break
+            await self._settle(placed, snapshot)
+            if back:
+                await self._give_back(back)
 
     async def _gang(
         self,
@@ -253,18 +267,19 @@ class GangCycle(CycleSteps):
         popped_at: float | None,
         share: float,
         first: bool,
-    ) -> Literal["next", "end", "given_back"]:
+    ) -> _Placed | Literal["next", "end", "given_back"]:
         """Decide a gang's members one after another on ``snapshot``, each placement folded in
         before the next (its NodeInfo change, and its volume decision into the snapshot's
         objects), with no time bound; then all or nothing: at least ``min_count - bound``
-        placed are assumed in one atomic Assume and bound in one BindBatch carrying the group,
-        else every fold is undone and the group requeued, after its preemption.
+        placed are kept (folds and all) for :meth:`_settle` to assume as one unit and bind in
+        one transaction, else every fold is undone and the group requeued, after its
+        preemption.
 
         ``popped_at``: when the batch was popped, for the batch's first gang (None for the
         others); ``share``: each member's share of the pop and refresh.
 
         Returns:
-            ``next``; ``end`` when the gang's preemption wrote to the store (evicted, or
+            the gang placed, for :meth:`_settle`; ``next`` when it was not; ``end`` when the gang's preemption wrote to the store (evicted, or
             cleared its members' nominations), which ends the batch (the gangs after it are
             decided on a refreshed snapshot in the next); ``given_back`` when it would have
             evicted but is not the batch's ``first``: nothing is written and the caller gives
@@ -277,8 +292,6 @@ class GangCycle(CycleSteps):
         before: dict[str, NodeInfo] = {}
         objects = snapshot.objects
         began = trio.current_time() if popped_at is None else popped_at
-        result = "unschedulable"
-        went: Literal["next", "end", "given_back"] = "next"
         # The members an earlier preemption of the group nominated: each member sees the
         # others' nominations until they are placed (the queue's view leaves the gang out).
         nominations = member_nominations(p.pod for p in pods)
@@ -314,41 +327,38 @@ class GangCycle(CycleSteps):
         if len(placed) >= needed:
             for o in outcomes:
                 observe_stages(o.decision)
-            result = await self._commit_gang(gang, outcomes, placed, snapshot, before, objects)
-        else:
-            preemption = None
-            if self._preemption and not any(o.decision.result.error for o in outcomes):
-                preemption = await self._gang_preemption(
-                    [o.popped.pod for o in outcomes],
-                    [o.decision for o in outcomes],
-                    needed,
-                    snapshot,
-                    before,
-                    objects,
-                    pods[0].nominated,
-                )
-            undo(snapshot, before, objects)
-            writes = preemption is not None and (
-                preemption.evict or any(p.pod.pod.status.nominated_node_name for p in pods)
+            return _Placed(gang, outcomes, placed, before, objects, began)
+        preemption = None
+        if self._preemption and not any(o.decision.result.error for o in outcomes):
+            preemption = await self._gang_preemption(
+                [o.popped.pod for o in outcomes],
+                [o.decision for o in outcomes],
+                needed,
+                snapshot,
+                before,
+                objects,
+                pods[0].nominated,
             )
-            if writes and not first:
-                for o in outcomes:
-                    o.attempt.outcome("given_back")
-                return "given_back"
-            if writes:
-                went = "end"
+        undo(snapshot, before, objects)
+        writes = preemption is not None and (
+            preemption.evict or any(p.pod.pod.status.nominated_node_name for p in pods)
+        )
+        if writes and not first:
             for o in outcomes:
-                observe_stages(o.decision)
-            result = await self._gang_unschedulable(gang, outcomes, len(placed), preemption)
+                o.attempt.outcome("given_back")
+            return "given_back"
+        for o in outcomes:
+            observe_stages(o.decision)
+        result = await self._gang_unschedulable(gang, outcomes, len(placed), preemption)
         self._tracing.group_attempt(
             gang.key,
             members=len(pods),
-            placed=len(placed) if result == "scheduled" else 0,
+            placed=0,
             result=result,
             start=began,
             end=trio.current_time(),
         )
-        return went
+        return "end" if writes else "next"
 
     def _would_preempt(self, pod: PodInfo) -> bool:
         """Whether a pod that fits nowhere would have preemption tried for it (on, and the
@@ -402,21 +412,7 @@ class GangCycle(CycleSteps):
         now = trio.current_time()
         for o in outcomes:
             pod, result = o.popped.pod, o.decision.result
-            await send(
-                self._store,
-                RecordUnschedulable(
-                    namespace=pod.namespace,
-                    name=pod.name,
-                    uid=pod.pod.metadata.uid,
-                    message=message,
-                ),
-            )
-            o.attempt.outcome(
-                why,
-                nodes_examined=result.evaluated,
-                nodes_feasible=result.feasible,
-                message=message,
-            )
+            await record_unschedulable(self._store, o, why, message)
             result = msgspec.structs.replace(result, message=message)
             o.decision = msgspec.structs.replace(o.decision, result=result)
             o.status = why
@@ -675,21 +671,20 @@ class GangCycle(CycleSteps):
             ),
         )
 
-    async def _commit_gang(
-        self,
-        gang: GangBatch,
-        outcomes: list[Outcome],
-        placed: list[Outcome],
-        snapshot: Snapshot,
-        before: dict[str, NodeInfo],
-        objects: ClusterObjects,
-    ) -> str:
-        """Enough members fit: assume the placed ones all or nothing, then hand them to the
-        binder in one BindBatch carrying the group; the members that did not fit are requeued
-        as ordinary unschedulable pods. A refused assume undoes every fold and requeues the
-        group as one unit."""
+    async def _settle(self, gangs: list[_Placed], snapshot: Snapshot) -> None:
+        """Settle the batch's gangs that fit, together: one Assume holding each gang's placed
+        members as one all-or-nothing unit, then, for every gang the cache took, GroupPlaced
+        and its members that did not fit requeued as ordinary unschedulable pods, and one
+        BindBatch whose requests carry their group (the store binds each group in one
+        transaction or refuses it whole). The cache refuses a gang whole, and the gangs after
+        it too (decided with its folds in): their folds are undone, last gang first, and each
+        is requeued as one unit (conflict, or error). Metrics, reports and the
+        ``pod_group_attempt`` span stay per gang; each member's attempt counts its share of
+        the Assume's round trip."""
+        if not gangs:
+            return
         reserving = trio.current_time()
-        assumptions = [o.assumption() for o in placed]
+        assumptions = [o.assumption() for g in gangs for o in g.placed]
         assumed: AssumeReply = await ask(
             self._cache,
             lambda r: Assume(
@@ -698,74 +693,134 @@ class GangCycle(CycleSteps):
                 reply=r,
                 folded=True,
                 atomic=True,
+                units=[len(g.placed) for g in gangs],
             ),
         )
         reserved = trio.current_time()
-        share = (reserved - reserving) / len(placed)
-        for o in placed:
-            o.attempt.record(ASSUME, reserving, reserved)
-            o.finished += share
-        refused = [s for s in assumed.statuses if s.status != "assumed"]
-        if refused:
-            undo(snapshot, before, objects)
-            error = any(s.status == "error" for s in refused)
-            why: Literal["conflict", "error"] = "error" if error else "conflict"
-            log.warning("pod group %s was not assumed: %s", gang.key, refused[0].message)
+        share = (reserved - reserving) / len(assumptions)
+        statuses: list[list[AssumeStatus]] = []
+        start = 0
+        for g in gangs:
+            statuses.append(assumed.statuses[start : start + len(g.placed)])
+            start += len(g.placed)
+            for o in g.placed:
+                o.attempt.record(ASSUME, reserving, reserved)
+                o.finished += share
+        taken = next(
+            (n for n, ss in enumerate(statuses) if any(s.status != "assumed" for s in ss)),
+            len(gangs),
+        )
+        for g in reversed(gangs[taken:]):
+            undo(snapshot, g.before, g.objects)
+        results: list[str] = []
+        for g, ss in zip(gangs[taken:], statuses[taken:], strict=True):
+            results.append(await self._refused(g, ss, share))
+        # The groups first, so that the queue counts them placed before anything else of them.
+        for g in gangs[:taken]:
             await send(
-                self._queue,
-                RequeueGroup(
-                    key=gang.key,
-                    pods=[o.popped.pod for o in outcomes],
-                    cycle=outcomes[0].popped.cycle,
-                    why=why,
-                ),
+                self._queue, GroupPlaced(key=g.gang.key, pods=[o.popped.pod for o in g.placed])
             )
-            statuses = dict(zip((o.popped.pod.key for o in placed), assumed.statuses, strict=True))
-            for o in outcomes:
-                result = o.decision.result
-                status = statuses.get(o.popped.pod.key)
-                if status is not None:
-                    metrics.RESERVE_ERROR.observe(share)
-                o.attempt.outcome(
-                    why,
-                    node=o.decision.node,
-                    nodes_examined=result.evaluated,
-                    nodes_feasible=result.feasible,
-                    message=status.message if status is not None else refused[0].message,
-                )
-                o.status = why
-            metrics.POD_GROUP_ATTEMPTS_ERROR.inc()
-            attempt = _group_attempt(gang, len(outcomes), len(placed))
-            for o in outcomes:
-                await self._report(o, group=attempt)
-            return "error"
-        # The group first, so that the queue counts them placed before anything else of them.
-        await send(self._queue, GroupPlaced(key=gang.key, pods=[o.popped.pod for o in placed]))
-        for o in outcomes:
-            if o.decision.node is None:
-                result = o.decision.result
-                if not result.error and result.message and self._would_preempt(o.popped.pod):
-                    note = f" preemption: not tried for a member of pod group {gang.key}."
-                    told = msgspec.structs.replace(result, message=result.message + note)
-                    o.decision = msgspec.structs.replace(o.decision, result=told)
-                await self._unschedulable(o)
-        done_to, done = trio.open_memory_channel[BindDone](len(placed))
+        done_to, done = trio.open_memory_channel[BindDone](len(assumptions))
         binds: list[BindRequest] = []
-        for o, status in zip(placed, assumed.statuses, strict=True):
-            to = done_to if self._sync_binds else None
-            bind = await self._reserved(o, status, snapshot, before, share, to, group=gang.key)
-            assert bind is not None  # every member was assumed
-            binds.append(bind)
-        await send(self._binder, BindBatch(requests=binds))
-        metrics.POD_GROUP_ATTEMPTS_SCHEDULED.inc()
-        log.debug("pod group %s: %d of %d members placed", gang.key, len(placed), len(outcomes))
-        attempt = _group_attempt(gang, len(outcomes), len(placed), placed=True)
-        for o in outcomes:
-            await self._report(o, group=attempt)
+        for g, ss in zip(gangs[:taken], statuses[:taken], strict=True):
+            for o in g.outcomes:
+                if o.decision.node is None:
+                    await self._unfit_member(g.gang, o)
+            for o, status in zip(g.placed, ss, strict=True):
+                to = done_to if self._sync_binds else None
+                bind = await self._reserved(
+                    o, status, snapshot, g.before, share, to, group=g.gang.key
+                )
+                assert bind is not None  # every member was assumed
+                binds.append(bind)
+        if binds:
+            await send(self._binder, BindBatch(requests=binds))
+        for g in gangs[:taken]:
+            metrics.POD_GROUP_ATTEMPTS_SCHEDULED.inc()
+            log.debug(
+                "pod group %s: %d of %d members placed",
+                g.gang.key,
+                len(g.placed),
+                len(g.outcomes),
+            )
+            attempt = _group_attempt(g.gang, len(g.outcomes), len(g.placed), placed=True)
+            for o in g.outcomes:
+                await self._report(o, group=attempt)
+        end = trio.current_time()
+        for n, g in enumerate(gangs):
+            scheduled = n < taken
+            self._tracing.group_attempt(
+                g.gang.key,
+                members=len(g.outcomes),
+                placed=len(g.placed) if scheduled else 0,
+                result="scheduled" if scheduled else results[n - taken],
+                start=g.began,
+                end=end,
+            )
         if self._sync_binds:
             for _ in binds:
                 await done.receive()
-        return "scheduled"
+
+    async def _unfit_member(self, gang: GangBatch, o: Outcome) -> None:
+        """A member that did not fit in a gang placed without it: an ordinary unschedulable
+        pod (the group has its minCount), whose message says why preemption was not tried."""
+        result = o.decision.result
+        if not result.error and result.message and self._would_preempt(o.popped.pod):
+            note = f" preemption: not tried for a member of pod group {gang.key}."
+            told = msgspec.structs.replace(result, message=result.message + note)
+            o.decision = msgspec.structs.replace(o.decision, result=told)
+        await self._unschedulable(o)
+
+    async def _refused(self, g: _Placed, statuses: list[AssumeStatus], share: float) -> str:
+        """A gang the cache did not assume (its folds already undone): requeued as one unit,
+        ``error`` when the cache failed on one of its members, ``conflict`` otherwise; every
+        member's attempt ends so. Returns the group attempt's result (``error``)."""
+        refused = [s for s in statuses if s.status != "assumed"]
+        error = any(s.status == "error" for s in refused)
+        why: Literal["conflict", "error"] = "error" if error else "conflict"
+        log.warning("pod group %s was not assumed: %s", g.gang.key, refused[0].message)
+        await send(
+            self._queue,
+            RequeueGroup(
+                key=g.gang.key,
+                pods=[o.popped.pod for o in g.outcomes],
+                cycle=g.outcomes[0].popped.cycle,
+                why=why,
+            ),
+        )
+        by_key = dict(zip((o.popped.pod.key for o in g.placed), statuses, strict=True))
+        for o in g.outcomes:
+            result = o.decision.result
+            status = by_key.get(o.popped.pod.key)
+            if status is not None:
+                metrics.RESERVE_ERROR.observe(share)
+            o.attempt.outcome(
+                why,
+                node=o.decision.node,
+                nodes_examined=result.evaluated,
+                nodes_feasible=result.feasible,
+                message=status.message if status is not None else refused[0].message,
+            )
+            o.status = why
+        metrics.POD_GROUP_ATTEMPTS_ERROR.inc()
+        attempt = _group_attempt(g.gang, len(g.outcomes), len(g.placed))
+        for o in g.outcomes:
+            await self._report(o, group=attempt)
+        return "error"
+
+
+@dataclass(slots=True)
+class _Placed:
+    """A gang of the batch that fits, waiting for :meth:`GangCycle._settle`: its outcomes in
+    member order, the placed ones, each node as before the gang's first fold on it and the
+    snapshot's objects as before any (for undoing it), and when its attempt began."""
+
+    gang: GangBatch
+    outcomes: list[Outcome]
+    placed: list[Outcome]
+    before: dict[str, NodeInfo]
+    objects: ClusterObjects
+    began: float
 
 
 def _with_part(message: str, part: str | None) -> str:

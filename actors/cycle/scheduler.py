@@ -21,7 +21,8 @@ when ``batch_max_seconds`` has passed go back too.
 
 Gangs (issue 24: a Popped batch with ``groups``) are decided by
 :class:`~podium.actors.cycle.gang_cycle.GangCycle`, which the scheduler is: all or nothing,
-each gang of a batch settled before the next (that module says how).
+each gang of a batch decided before the next, the ones that fit assumed and bound together
+(that module says how).
 
 Preemption runs v1.14 ``Preempt`` with the extenders' preempt verbs narrowing the candidates
 (actors/cycle/extenders), and every extender call of an attempt becomes a span of its trace.
@@ -70,7 +71,12 @@ import trio
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.gang_cycle import GangCycle
-from podium.actors.cycle.steps import Outcome, observe_stages, record_stages
+from podium.actors.cycle.steps import (
+    Outcome,
+    observe_stages,
+    record_stages,
+    record_unschedulable,
+)
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
@@ -135,7 +141,6 @@ from podium.protocol.errors import PodiumError
 from podium.protocol.extender import ExtenderConfig
 from podium.store.mail import (
     EvictResult,
-    RecordUnschedulable,
     StoreFailure,
     StoreMsg,
 )
@@ -564,21 +569,7 @@ class Scheduler(GangCycle):
                 plugins=frozenset(result.failed_plugins),
             ),
         )
-        await send(
-            self._store,
-            RecordUnschedulable(
-                namespace=pod.namespace,
-                name=pod.name,
-                uid=pod.pod.metadata.uid,
-                message=result.message or "",
-            ),
-        )
-        outcome.attempt.outcome(
-            why,
-            nodes_examined=result.evaluated,
-            nodes_feasible=result.feasible,
-            message=result.message or "",
-        )
+        await record_unschedulable(self._store, outcome, why, result.message or "")
         outcome.status = why
         outcome.finished = trio.current_time()
         return outcome

@@ -29,6 +29,7 @@ from podium.actors.mail.messages import (
     Popped,
     QueueMsg,
 )
+from podium.actors.runtime.mailbox import send
 from podium.actors.runtime.tracing import (
     EXTENDER,
     FILTER,
@@ -41,9 +42,16 @@ from podium.actors.runtime.tracing import (
 )
 from podium.protocol import metrics
 from podium.protocol.wire import Hint
-from podium.store.mail import EvictResult, StoreFailure, StoreMsg, Victim
+from podium.store.mail import EvictResult, RecordUnschedulable, StoreFailure, StoreMsg, Victim
 
-__all__ = ["CycleSteps", "Outcome", "observe_stages", "record_stages"]
+__all__ = [
+    "CycleSteps",
+    "Outcome",
+    "observe_stages",
+    "record_stages",
+    "record_unschedulable",
+    "victim_refs",
+]
 
 
 @dataclass(slots=True)
@@ -200,3 +208,23 @@ def victim_refs(victims: Sequence[PodInfo], node: str) -> list[Victim]:
         )
         for v in victims
     ]
+
+
+async def record_unschedulable(
+    store: trio.MemorySendChannel[StoreMsg],
+    o: Outcome,
+    why: Literal["error", "unschedulable"],
+    message: str,
+) -> None:
+    """A pod that was not placed: its PodScheduled condition's message to the store, and how
+    its attempt ended (the nodes it examined and found feasible) to its span and metrics."""
+    pod, result = o.popped.pod, o.decision.result
+    await send(
+        store,
+        RecordUnschedulable(
+            namespace=pod.namespace, name=pod.name, uid=pod.pod.metadata.uid, message=message
+        ),
+    )
+    o.attempt.outcome(
+        why, nodes_examined=result.evaluated, nodes_feasible=result.feasible, message=message
+    )

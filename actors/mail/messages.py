@@ -316,6 +316,12 @@ class Assume(_Mail, frozen=True, kw_only=True):
     """All or nothing (a gang's members): when the cache refuses any pod, it assumes none
     (the ones it took are forgotten again) and answers ``conflict`` for the others, naming the
     refused pod."""
+    units: list[int] | None = None
+    """With ``atomic``, the sizes of the all-or-nothing units ``pods`` holds one after another
+    (the gangs of one batch, each its members; they add up to ``len(pods)``); None: ``pods``
+    is one unit. A unit refused is all or nothing as above, and the units after it are not
+    assumed either (``conflict``, naming the refused pod): each was decided with the refused
+    unit's pods folded in. The units before it stay assumed."""
 
 
 class AssumeStatus(_Mail, frozen=True, kw_only=True):

@@ -334,12 +334,18 @@ async def test_the_actor_stops_when_its_mailbox_is_closed(
     assert trio.current_time() == 0.0
 
 
+def cache_with_n0(cpu: str) -> tuple[trio.MemorySendChannel[CacheMsg], CacheActor]:
+    """A cache actor (not started) holding one node n0 of ``cpu``, and its mailbox."""
+    tx, rx = trio.open_memory_channel[CacheMsg](16)
+    cache = CacheActor(rx)
+    cache.core.add_node(make_node("n0").capacity(cpu=cpu, memory="8Gi", pods=110).obj())
+    return tx, cache
+
+
 async def test_an_atomic_assume_refused_for_one_pod_assumes_none(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    tx, rx = trio.open_memory_channel[CacheMsg](16)
-    cache = CacheActor(rx)
-    cache.core.add_node(make_node("n0").capacity(cpu="4", memory="8Gi", pods=110).obj())
+    tx, cache = cache_with_n0(cpu="4")
     pods = [
         PodInfo(make_pod(f"w{i}").ns("ml").uid(f"uid-w{i}").req(cpu="1").obj()) for i in range(3)
     ]
@@ -363,4 +369,44 @@ async def test_an_atomic_assume_refused_for_one_pod_assumes_none(
         # Without atomic, the same assumptions take the two that fit.
         answer = await ask(tx, lambda r: Assume(pods=assumptions, generation=1, reply=r))
         assert [s.status for s in answer.statuses] == ["assumed", "assumed", "conflict"]
+        await tx.aclose()
+
+
+async def test_an_assume_of_units_refuses_one_unit_and_the_ones_after_it_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The gangs of one batch share an Assume (issue 24): each unit all or nothing, the units
+    # before a refused one stay assumed, the ones after it (decided with it folded in) are not.
+    tx, cache = cache_with_n0(cpu="8")
+
+    def pod(name: str) -> PodInfo:
+        return PodInfo(make_pod(name).ns("ml").uid(f"uid-{name}").req(cpu="1").obj())
+
+    a = [Assumption(pod=pod(f"a{i}"), node="n0") for i in range(2)]
+    b = [Assumption(pod=pod("b0"), node="n0"), Assumption(pod=pod("b1"), node="gone")]
+    c = [Assumption(pod=pod(f"c{i}"), node="n0") for i in range(2)]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(cache.run)
+        answer: AssumeReply = await ask(
+            tx,
+            lambda r: Assume(pods=a + b + c, generation=1, reply=r, atomic=True, units=[2, 2, 2]),
+        )
+        assert [s.status for s in answer.statuses] == ["assumed"] * 2 + ["conflict"] * 4
+        assert sorted(cache.core.dump().pods) == ["ml/a0", "ml/a1"]
+        assert answer.statuses[2].message == (
+            "not assumed: the cache refused ml/b1 of its pod group (node gone is not in the "
+            "cache; cannot assume pod ml/b1 on it)"
+        )
+        assert answer.statuses[4].message.startswith(
+            "not assumed: decided with a pod group the cache refused (not assumed: the cache "
+            "refused ml/b1"
+        )
+        # Units that do not add up to the pods: nothing assumed, the field named.
+        answer = await ask(
+            tx,
+            lambda r: Assume(pods=c, generation=1, reply=r, atomic=True, units=[1]),
+        )
+        assert [s.status for s in answer.statuses] == ["error"] * 2
+        assert answer.statuses[0].message.startswith("Assume.units [1]:")
+        assert sorted(cache.core.dump().pods) == ["ml/a0", "ml/a1"]
         await tx.aclose()

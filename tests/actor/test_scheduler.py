@@ -106,6 +106,9 @@ class Peers:
 
     nodes: list[NodeInfo]
     assume: Literal["assumed", "conflict", "error"] = "assumed"
+    refuse: frozenset[str] = frozenset()
+    """Pods the played cache answers ``conflict`` for, with an atomic Assume's unit rule:
+    the unit holding one and the units after it are all ``conflict``."""
     snapshot_seconds: float = 0.0
     log: list[tuple[float, str, Any]] = field(default_factory=list)
 
@@ -169,6 +172,17 @@ async def _play_cache(inbox: trio.MemoryReceiveChannel[CacheMsg], peers: Peers) 
             case SnapshotRequest():
                 delta = SnapshotDelta(generation=1, nodes=[], removed=[], order=None, objects=None)
                 msg.reply.send_nowait(delta)
+            case Assume(atomic=True) if peers.refuse:
+                units = msg.units or [len(msg.pods)]
+                statuses: list[AssumeStatus] = []
+                for n in units:
+                    unit = msg.pods[len(statuses) : len(statuses) + n]
+                    if any(a.pod.name in peers.refuse for a in unit):
+                        rest = len(msg.pods) - len(statuses)
+                        statuses += [AssumeStatus(status="conflict", message="refused")] * rest
+                        break
+                    statuses += [AssumeStatus(status=peers.assume)] * n
+                msg.reply.send_nowait(AssumeReply(statuses=statuses))
             case Assume():
                 status = AssumeStatus(status=peers.assume)
                 msg.reply.send_nowait(AssumeReply(statuses=[status] * len(msg.pods)))
@@ -727,9 +741,10 @@ async def test_gangs_of_one_batch_are_each_all_or_nothing_as_in_batches_of_their
 ) -> None:
     """n0 with 1 CPU, n1 with 4: a (two of 1 CPU) fits; b (three of 2 CPU) does not, and
     preemption finds nothing to evict; c (three of 1 CPU) fits only because b's one placed
-    member was taken back out before c was decided. One snapshot refresh for the batch; an
-    atomic Assume and a BindBatch carrying the group for each gang placed, each sent before
-    the next gang is decided; b requeued as one unit in its own cycle."""
+    member was taken back out before c was decided. One snapshot refresh for the batch; b
+    requeued as one unit in its own cycle as soon as it is decided; then the gangs placed
+    settled together: one atomic Assume with a unit for each (a, c), their GroupPlaced, and
+    one BindBatch whose requests carry each member's group."""
     a = [pod(f"a{i}", cpu="1") for i in range(2)]
     b = [pod(f"b{i}", cpu="2") for i in range(3)]
     c = [pod(f"c{i}", cpu="1") for i in range(3)]
@@ -738,34 +753,77 @@ async def test_gangs_of_one_batch_are_each_all_or_nothing_as_in_batches_of_their
         reports = [await h.reports.receive() for _ in range(8)]
         await trio.testing.wait_all_tasks_blocked()
     assert [(r.pod.name, r.status) for r in reports] == [
-        *((p.metadata.name, "scheduled") for p in a),
         *((p.metadata.name, "unschedulable") for p in b),
+        *((p.metadata.name, "scheduled") for p in a),
         *((p.metadata.name, "scheduled") for p in c),
     ]
     refreshes = [m for m in h.peers.got("cache") if isinstance(m, SnapshotRequest)]
     assumes = [m for m in h.peers.got("cache") if isinstance(m, Assume)]
     assert len(refreshes) == 1
-    assert [(m.atomic, [x.pod.name for x in m.pods]) for m in assumes] == [
-        (True, ["a0", "a1"]),
-        (True, ["c0", "c1", "c2"]),
+    assert [(m.atomic, m.units, [x.pod.name for x in m.pods]) for m in assumes] == [
+        (True, [2, 3], ["a0", "a1", "c0", "c1", "c2"]),
     ]
-    binds = h.peers.got("binder")
-    assert [{(r.pod.name, r.group) for r in m.requests} for m in binds] == [
-        {("a0", "default/a"), ("a1", "default/a")},
-        {("c0", "default/c"), ("c1", "default/c"), ("c2", "default/c")},
+    (bind,) = h.peers.got("binder")
+    assert [(r.pod.name, r.group) for r in bind.requests] == [
+        ("a0", "default/a"),
+        ("a1", "default/a"),
+        ("c0", "default/c"),
+        ("c1", "default/c"),
+        ("c2", "default/c"),
     ]
     to_queue = [m for m in h.peers.got("queue") if not isinstance(m, Pop)]
     assert [(type(m).__name__, m.key) for m in to_queue] == [
-        ("GroupPlaced", "default/a"),
         ("RequeueGroup", "default/b"),
+        ("GroupPlaced", "default/a"),
         ("GroupPlaced", "default/c"),
     ]
-    assert to_queue[1].cycle == 10
-    # a's bind was handed over before b and c were decided (b's FitError counts a's pods).
-    trail = [what for _, what in h.peers.trail() if what != "queue Pop"]
-    assert trail.index("binder BindBatch") < trail.index("queue RequeueGroup")
-    assert reports[2].result.message is not None
-    assert reports[2].result.message.startswith("pod group default/b: 1 of 3 members fit")
+    assert to_queue[0].cycle == 10
+    # b was decided with a's members folded in (its FitError counts a's pods).
+    assert reports[0].result.message is not None
+    assert reports[0].result.message.startswith("pod group default/b: 1 of 3 members fit")
+
+
+async def test_a_gang_the_cache_refuses_is_requeued_with_the_gangs_after_it_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Three gangs that fit share one Assume; the cache refuses b (a conflict): a stays
+    assumed and is bound, b and c (decided with b's members folded in) are requeued, each
+    as one unit, every fold of theirs undone (their CPU is free again for the next pod)."""
+    a = [pod(f"a{i}", cpu="1") for i in range(2)]
+    b = [pod(f"b{i}", cpu="1") for i in range(2)]
+    c = [pod(f"c{i}", cpu="1") for i in range(2)]
+    nodes = node_infos([node("n0", "2"), node("n1", "4")])
+    async with running(nodes) as h:
+        h.peers.refuse = frozenset({"b1"})
+        h.to_pop.send_nowait(gangs(("a", a, 2), ("b", b, 2), ("c", c, 2)))
+        reports = [await h.reports.receive() for _ in range(6)]
+        h.peers.refuse = frozenset()
+        report = await h.attempt(pod("big", cpu="3"))
+    assert [(r.pod.name, r.status) for r in reports] == [
+        ("b0", "conflict"),
+        ("b1", "conflict"),
+        ("c0", "conflict"),
+        ("c1", "conflict"),
+        ("a0", "scheduled"),
+        ("a1", "scheduled"),
+    ]
+    requeued = [m for m in h.peers.got("queue") if isinstance(m, RequeueGroup)]
+    assert [(m.key, m.why, [p.name for p in m.pods]) for m in requeued] == [
+        ("default/b", "conflict", ["b0", "b1"]),
+        ("default/c", "conflict", ["c0", "c1"]),
+    ]
+    placed = [m for m in h.peers.got("queue") if isinstance(m, GroupPlaced)]
+    assert [m.key for m in placed] == ["default/a"]
+    # a's BindBatch, then the 3-CPU pod's.
+    binds = h.peers.got("binder")
+    assert [[(r.pod.name, r.group) for r in m.requests] for m in binds] == [
+        [("a0", "default/a"), ("a1", "default/a")],
+        [("big", "")],
+    ]
+    # a's two members took one CPU of each node; b and c the four left, which are free
+    # again: the 3-CPU pod fits on n1 only if the refused gangs' folds were undone.
+    assert sorted(r.node for r in reports if r.status == "scheduled") == ["n0", "n1"]
+    assert (report.status, report.node) == ("scheduled", "n1")
 
 
 async def test_a_gang_whose_preemption_would_evict_after_the_first_goes_back_with_the_rest(
