@@ -70,6 +70,7 @@ class Entry:
         "backoff_attempts",
         "backoff_expiry",
         "backoff_updated_at",
+        "batch",
         "cycle",
         "group",
         "has_affinity",
@@ -94,6 +95,8 @@ class Entry:
         self.backoff_expiry = 0.0
         self.unschedulable_since = 0.0
         self.cycle = 0
+        # The first cycle of the batch it was last popped in (its own cycle when it was first).
+        self.batch = 0
         self.updated_in_flight = False
         self.has_affinity = moved_by_assigned_pods(pod.pod)
         # The pod's group (namespace/name), or None: immutable in the store (protocol/gangs.py).
