@@ -9,9 +9,10 @@ Podium runs those cycles in batches (the only path; a batch of one is one cycle)
 answers up to ``batch_max_pods`` pods in the order successive pops would give; one snapshot
 request brings the snapshot up to date; the pods are then decided one after another (one
 FilterRequest each: filter actor -> score actor -> back here), each decision folded into
-the snapshot as the cache's assume would change it
-(:func:`~podium.actors.cache.core.fold_assumed`), so the next pod sees what it would have
-seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
+the snapshot as the cache's assume would change it (its NodeInfo change,
+:func:`~podium.actors.framework.snapshot.fold_assumed`, and its volume decision in the
+snapshot's objects: :func:`~podium.actors.cycle.gangs.fold_member`), so the next pod sees
+what it would have seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
 may share a batch is :mod:`podium.actors.queue.batching`'s rule (the queue applies it); a
 preemption that evicts pods or clears a nomination ends the batch: carried out when its pod
 is the batch's first, otherwise that pod goes back to the queue with the rest (GiveBack, not
@@ -437,8 +438,9 @@ class Scheduler(GangCycle):
         self, pods: list[Popped], popped_at: float, traces: contextlib.ExitStack
     ) -> None:
         """Decide ``pods`` one after another on one snapshot, each decision folded in before
-        the next (the assume's NodeInfo change), then assume and bind the placed ones in one
-        message each. Pods not decided when the time bound passes go back to the queue.
+        the next (the assume's NodeInfo change and volume decision), then assume and bind the
+        placed ones in one message each. Pods not decided when the time bound passes go back
+        to the queue.
         """
         deadline = popped_at + self._batch_max_seconds
         outcomes: list[Outcome] = []
