@@ -19,7 +19,7 @@ from typing import Any, Literal
 import pytest
 import trio
 import trio.testing
-from builders import decode, make_node, make_pod
+from builders import make_claim, make_node, make_pod, make_storage_class, make_volume
 from policies import plugins, volume_binder
 from priority_harness import node_infos
 
@@ -315,40 +315,10 @@ async def test_a_batch_decides_each_pod_on_a_snapshot_carrying_the_decisions_bef
 def one_local_volume() -> ClusterObjects:
     """One local volume (WaitForFirstConsumer) and two claims for it, c-a and c-b."""
     objects = ClusterObjects()
-    objects.storage_classes["local"] = decode(
-        o.StorageClass,
-        {
-            "kind": "StorageClass",
-            "metadata": {"name": "local"},
-            "provisioner": "kubernetes.io/no-provisioner",
-            "volumeBindingMode": "WaitForFirstConsumer",
-        },
-    )
-    objects.persistent_volumes["pv0"] = decode(
-        o.PersistentVolume,
-        {
-            "kind": "PersistentVolume",
-            "metadata": {"name": "pv0"},
-            "spec": {
-                "capacity": {"storage": "10Gi"},
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": "local",
-            },
-        },
-    )
+    objects.storage_classes["local"] = make_storage_class("local")
+    objects.persistent_volumes["pv0"] = make_volume("pv0", "local")
     for name in ("c-a", "c-b"):
-        objects.persistent_volume_claims[f"default/{name}"] = decode(
-            o.PersistentVolumeClaim,
-            {
-                "kind": "PersistentVolumeClaim",
-                "metadata": {"name": name, "namespace": "default"},
-                "spec": {
-                    "accessModes": ["ReadWriteOnce"],
-                    "storageClassName": "local",
-                    "resources": {"requests": {"storage": "1Gi"}},
-                },
-            },
-        )
+        objects.persistent_volume_claims[f"default/{name}"] = make_claim(name, "local")
     return objects
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from builders import decode, make_node
+from builders import decode, make_claim, make_node, make_storage_class, make_volume
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from long_runs import examples
@@ -149,57 +149,21 @@ def volumes(rng: random.Random, names: Sequence[str]) -> list[o.KubeObject]:
     each on one node or on none in particular, of two sizes), so that a pod's volume decision
     takes a volume the next pod's claim cannot have; a provisioner's class; an Immediate one
     with no volume (its claims stay unbound)."""
-    classes = [
-        ("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer"),
-        ("provisioned", "example.com/csi", "WaitForFirstConsumer"),
-        ("immediate", "kubernetes.io/no-provisioner", "Immediate"),
-    ]
     out: list[o.KubeObject] = [
-        decode(
-            o.StorageClass,
-            {
-                "kind": "StorageClass",
-                "metadata": {"name": name},
-                "provisioner": provisioner,
-                "volumeBindingMode": mode,
-            },
-        )
-        for name, provisioner, mode in classes
+        make_storage_class("local"),
+        make_storage_class("provisioned", provisioner="example.com/csi"),
+        make_storage_class("immediate", mode="Immediate"),
     ]
     for i in range(rng.randint(0, 2 * len(names))):
-        spec: dict[str, Any] = {
-            "capacity": {"storage": rng.choice(("1Gi", "10Gi"))},
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": "local",
-        }
-        if rng.random() < 0.8:
-            term = {"key": HOSTNAME, "operator": "In", "values": [rng.choice(names)]}
-            spec["nodeAffinity"] = {
-                "required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}
-            }
-        out.append(
-            decode(
-                o.PersistentVolume,
-                {"kind": "PersistentVolume", "metadata": {"name": f"pv{i}"}, "spec": spec},
-            )
-        )
+        node = rng.choice(names) if rng.random() < 0.8 else None
+        size = rng.choice(("1Gi", "10Gi"))
+        out.append(make_volume(f"pv{i}", "local", size=size, node=node))
     return out
 
 
 def claim(rng: random.Random, name: str, namespace: str) -> o.PersistentVolumeClaim:
-    made: o.PersistentVolumeClaim = decode(
-        o.PersistentVolumeClaim,
-        {
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": rng.choice(CLAIM_CLASSES),
-                "resources": {"requests": {"storage": rng.choice(("1Gi", "5Gi"))}},
-            },
-        },
-    )
-    return made
+    size = rng.choice(("1Gi", "5Gi"))
+    return make_claim(name, rng.choice(CLAIM_CLASSES), namespace=namespace, size=size)
 
 
 def run(
