@@ -13,10 +13,10 @@ gets, each placement folded in before the next, but all or nothing,
 with no time bound, and with a preemption of its own (all or nothing too). Members an earlier
 preemption of the group nominated are each decided seeing the other members' nominations until
 those are placed (:func:`~podium.actors.cycle.gangs.nominated_with`: the queue's view leaves
-out the pods in flight, the whole gang). What :mod:`podium.actors.queue.batching` says a fold
-does not carry is exact here: pod (anti-)affinity and spreading keep their counts against the
-snapshot's journal of node changes and the NodeInfo objects, which a fold changes like any
-other node change (the next member sees the earlier ones: the actor tests place members with
+out the pods in flight, the whole gang). The folds :mod:`podium.actors.queue.batching`
+describes for a batch of pods are a gang's too: pod (anti-)affinity and spreading keep their
+counts against the snapshot's journal of node changes and the NodeInfo objects, which a fold
+changes like any other node change (the next member sees the earlier ones: the actor tests place members with
 anti-affinity to each other on distinct nodes); and a member's volume decision is folded into
 the snapshot's objects (:func:`~podium.actors.plugins.volume_binding.fold_volume_decision`,
 the claims bound and volumes taken as the cache's assume makes them), so the next member's

@@ -164,7 +164,8 @@ def fold_member(
 ) -> PodInfo:
     """Fold a placed member into ``snapshot``: its NodeInfo change (``before`` keeps each
     node's NodeInfo before the gang's first change to it) and its volume decision (into the
-    snapshot's objects). Returns the member as the cache's assume counts it."""
+    snapshot's objects). Returns the member as the cache's assume counts it. A batch of pods
+    folds each placed pod the same way (:mod:`podium.actors.cycle.scheduler`)."""
     node = decision.node
     assert node is not None
     assumed = assumed_pod(member, node)

@@ -9,9 +9,10 @@ Podium runs those cycles in batches (the only path; a batch of one is one cycle)
 answers up to ``batch_max_pods`` pods in the order successive pops would give; one snapshot
 request brings the snapshot up to date; the pods are then decided one after another (one
 FilterRequest each: filter actor -> score actor -> back here), each decision folded into
-the snapshot as the cache's assume would change it
-(:func:`~podium.actors.cache.core.fold_assumed`), so the next pod sees what it would have
-seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
+the snapshot as the cache's assume would change it (its NodeInfo change,
+:func:`~podium.actors.framework.snapshot.fold_assumed`, and its volume decision in the
+snapshot's objects: :func:`~podium.actors.cycle.gangs.fold_member`), so the next pod sees
+what it would have seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
 may share a batch is :mod:`podium.actors.queue.batching`'s rule (the queue applies it); a
 preemption that evicts pods or clears a nomination ends the batch: carried out when its pod
 is the batch's first, otherwise that pod goes back to the queue with the rest (GiveBack, not
@@ -71,6 +72,7 @@ import trio
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.gang_cycle import GangCycle
+from podium.actors.cycle.gangs import fold_member
 from podium.actors.cycle.steps import (
     Outcome,
     observe_stages,
@@ -85,12 +87,7 @@ from podium.actors.framework.preemption import (
     PreemptionResult,
     fit_error_with_preemption,
 )
-from podium.actors.framework.snapshot import (
-    Snapshot,
-    apply_delta,
-    assumed_pod,
-    fold_assumed,
-)
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot, apply_delta
 from podium.actors.mail.messages import (
     Assume,
     AssumeReply,
@@ -446,8 +443,9 @@ class Scheduler(GangCycle):
         self, pods: list[Popped], popped_at: float, traces: contextlib.ExitStack
     ) -> None:
         """Decide ``pods`` one after another on one snapshot, each decision folded in before
-        the next (the assume's NodeInfo change), then assume and bind the placed ones in one
-        message each. Pods not decided when the time bound passes go back to the queue.
+        the next (the assume's NodeInfo change and volume decision), then assume and bind the
+        placed ones in one message each. Pods not decided when the time bound passes go back
+        to the queue.
         """
         deadline = popped_at + self._batch_max_seconds
         outcomes: list[Outcome] = []
@@ -455,6 +453,8 @@ class Scheduler(GangCycle):
         before: dict[str, NodeInfo] = {}
         async with self._lock:
             snapshot = await self._refresh()
+            # The objects before the batch's volume decisions (put back if one is refused).
+            objects = snapshot.objects
             refreshed = trio.current_time()
             for i, popped in enumerate(pods):
                 started = trio.current_time()
@@ -474,11 +474,11 @@ class Scheduler(GangCycle):
                 if isinstance(outcome, Outcome):
                     observe_stages(outcome.decision)
                     if outcome.status is None:
-                        node = outcome.node
-                        # One PodInfo for the fold and the cache's assume of this pod.
-                        outcome.assumed = assumed_pod(popped.pod, node)
-                        folded = fold_assumed(snapshot, popped.pod, node, assumed=outcome.assumed)
-                        before.setdefault(node, folded)
+                        # Its NodeInfo change and its volume decision, as the cache's assume
+                        # will make them; one PodInfo for the fold and the assume.
+                        outcome.assumed = fold_member(
+                            snapshot, before, popped.pod, outcome.decision
+                        )
                     outcomes.append(outcome)
                     continue
                 # Preemption evicts pods or clears nominations: the batch ends. A preemptor
@@ -497,7 +497,7 @@ class Scheduler(GangCycle):
             # counts its share (as the assume's round trip below).
             for o in outcomes:
                 o.started -= (refreshed - popped_at) / len(outcomes)
-            await self._commit(outcomes, snapshot, before)
+            await self._commit(outcomes, snapshot, before, objects)
 
     async def _give_back(self, pods: list[Popped]) -> None:
         if pods:
@@ -575,11 +575,16 @@ class Scheduler(GangCycle):
         return outcome
 
     async def _commit(
-        self, outcomes: list[Outcome], snapshot: Snapshot, before: dict[str, NodeInfo]
+        self,
+        outcomes: list[Outcome],
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        objects: ClusterObjects,
     ) -> None:
         """Assume the placed pods (one message), requeue the ones the cache refused, hand the
         rest to the binder (one message), and report every outcome in decision order; with
-        ``sync_binds``, wait for the binds to commit."""
+        ``sync_binds``, wait for the binds to commit. ``objects``: the snapshot's objects
+        before the batch's volume decisions were folded in."""
         placed = [o for o in outcomes if o.status is None]
         binds: list[BindRequest] = []
         done_to, done = trio.open_memory_channel[BindDone](max(len(placed), 1))
@@ -604,6 +609,11 @@ class Scheduler(GangCycle):
                 bind = await self._reserved(o, status, snapshot, before, share, to)
                 if bind is not None:
                     binds.append(bind)
+                elif o.decision.volumes or o.decision.provisions:
+                    # Its volume decision is not the cache's either: the objects as before
+                    # the batch (the next refresh brings the cache's whenever another pod's
+                    # volume decision was assumed, as the cache's objects changed then).
+                    snapshot.objects = objects
         if binds:
             await send(self._binder, BindBatch(requests=binds))
         for o in outcomes:

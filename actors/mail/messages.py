@@ -100,10 +100,9 @@ class Pop(_Mail, frozen=True, kw_only=True):
     """Ask for the next pods once one is active: up to ``max_pods`` of them, in exactly the
     order successive v1.14 Pops would give (highest priority, then earliest arrival).
 
-    The queue answers fewer when batching them could change a decision (see
-    :func:`~podium.actors.queue.batching.decided_alone` and the queue actor's docstring): a pod
-    decided alone comes in a batch of its own, and so does every pod while nominations exist
-    or unschedulable pods wait for assigned pods to match their affinity.
+    The queue answers one pod when batching them could change a decision (see
+    :mod:`podium.actors.queue.batching` and the queue actor's docstring): while nominations
+    exist or unschedulable pods wait for assigned pods to match their affinity.
 
     With ``idle_ok`` (``podium simulate``), answer :class:`QueueIdle` instead of waiting when
     activeQ and backoffQ are both empty. A Pop is answered exactly once; only one may be

@@ -60,10 +60,11 @@ Emits: PoppedBatch / QueueIdle on a Pop's reply channel; LookupReply, QueueStats
 Batches: a Pop asks for up to ``max_pods`` pods and gets them in the order successive pops
 would give. The batch holds one pod while nominations exist or an unschedulable pod waits for
 an assigned pod to match its affinity (a bind between two one-pod pops could change what the
-second gives), and a pod that must be decided alone
-(:func:`~podium.actors.queue.batching.decided_alone`) comes in a batch of its own. GiveBack
-returns popped pods the scheduler did not decide to activeQ where they were (their attempt not
-counted), so a higher-priority pod that arrived meanwhile goes first.
+second gives: :func:`~podium.actors.queue.batching.batch_max_pods`). A Bound carries the cycle
+its pod was popped in to :meth:`~podium.actors.queue.core.SchedulingQueue.assigned_pod_added`,
+so it does not move a pod of its batch that failed after it. GiveBack returns popped pods the
+scheduler did not decide to activeQ where they were (their attempt not counted), so a
+higher-priority pod that arrived meanwhile goes first.
 
 Timers: the receive loop waits for mail at most until the core's next deadline (a backoff
 expiring, the next leftover flush), then flushes with the trio clock's ``now``; a parked Pop is
@@ -84,7 +85,7 @@ from a group's quorum to the Bound of the last member its placing attempt placed
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, assert_never
 
 import trio
@@ -106,7 +107,7 @@ from podium.actors.mail.messages import (
     Requeue,
     RequeueGroup,
 )
-from podium.actors.queue.batching import decided_alone
+from podium.actors.queue.batching import batch_max_pods
 from podium.actors.queue.core import Nominations, QueueName, SchedulingQueue
 from podium.actors.runtime.mailbox import receive_batch, reply
 from podium.protocol import metrics
@@ -142,6 +143,9 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 # onPvUpdate, onPvcAdd, onPvcUpdate, onServiceAdd, onServiceUpdate; Service also on delete).
 _MOVE_ON_ADD_OR_MODIFY = frozenset({"PersistentVolume", "PersistentVolumeClaim", "Service"})
 
+# The kinds a bind changes besides its pod (a claim bound to its volume, or provisioned).
+_VOLUME_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim"})
+
 # The queue_incoming_pods_total event of a move caused by (kind, change type).
 _MOVE_EVENTS = {
     ("Node", "Added"): "NodeAdd",
@@ -175,10 +179,6 @@ def _unschedulable_gauge(plugin: str) -> Gauge:
         child = metrics.UNSCHEDULABLE_PODS.labels(plugin=plugin, profile=metrics.PROFILE)
         _UNSCHEDULABLE_BY_PLUGIN[plugin] = child
     return child
-
-
-def _alone(pod: PodInfo) -> bool:
-    return decided_alone(pod.pod)
 
 
 def is_pending(pod: Pod, scheduler_name: str) -> bool:
@@ -340,16 +340,16 @@ class QueueActor:
         if moved > to_backoff:
             _incoming("active", event, moved - to_backoff)
 
-    def _move_all(self, event: str, now: float) -> None:
+    def _move_all(self, event: str, now: float, cycle: int = 0) -> None:
         backoff = self.core.backoff_count
-        moved = self.core.move_all_to_active_queue(now)
+        moved = self.core.move_all_to_active_queue(now, cycle)
         if moved:
             self._count_moved(event, moved, backoff)
 
-    def _assigned_pod_added(self, pod: PodInfo, now: float) -> None:
+    def _assigned_pod_added(self, pod: PodInfo, now: float, cycle: int = 0) -> None:
         self.core.assigned_member(pod, now)
         backoff = self.core.backoff_count
-        moved = self.core.assigned_pod_added(pod, now)
+        moved = self.core.assigned_pod_added(pod, now, cycle)
         if moved:
             self._count_moved("AssignedPodAdd", moved, backoff)
 
@@ -373,8 +373,11 @@ class QueueActor:
             case Recovered(objects=objects):
                 self._recover(objects, now)
             case Committed(changes=changes):
-                for change in changes:
-                    self._apply(change, now)
+                for i, change in enumerate(changes):
+                    if change.kind in _VOLUME_KINDS and change.type == "Modified":
+                        self._apply(change, now, self._binding_cycle(changes, i))
+                    else:
+                        self._apply(change, now)
             case Pop():
                 if self._parked is not None:
                     # One Pop at a time; a requester that gave up and asked again replaces it.
@@ -445,7 +448,20 @@ class QueueActor:
                 key = namespaced_key(obj.metadata.namespace, obj.metadata.name)
                 self.core.group_changed(key, obj, now)
 
-    def _apply(self, change: Change, now: float) -> None:
+    def _binding_cycle(self, changes: Sequence[Change], i: int) -> int:
+        """The cycle that placed the pod whose bind made the volume change ``changes[i]`` (the
+        store commits a binding as its volumes' and claims' Modified, then the pod's Bound),
+        or 0 when no bind of a pod in flight made it."""
+        for change in changes[i + 1 :]:
+            if change.kind in _VOLUME_KINDS and change.type == "Modified":
+                continue
+            if change.type == "Bound" and isinstance(change.object, Pod):
+                return self.core.placed_cycle(PodInfo(change.object))
+            return 0
+        return 0
+
+    def _apply(self, change: Change, now: float, cycle: int = 0) -> None:
+        """One change of a commit; ``cycle``: a volume change's :meth:`_binding_cycle`."""
         obj = change.object
         if isinstance(obj, Pod):
             self._apply_pod(change, obj, now)
@@ -471,7 +487,7 @@ class QueueActor:
                     # request for the pod in flight (v1.14 updateNodeInCache).
                     self._move_all(event, now)
             case kind, "Added" | "Modified" if kind in _MOVE_ON_ADD_OR_MODIFY:
-                self._move_all(event, now)
+                self._move_all(event, now, cycle)
             case "Service", "Deleted":
                 self._move_all(event, now)
             case "StorageClass", "Added":
@@ -517,10 +533,11 @@ class QueueActor:
                 # Bound, terminating, finished or not ours any more: no longer nominated.
                 self.nominations.delete(key)
                 assigned = _is_assigned(pod)
+                cycle = core.placed_cycle(info)
                 if was_pending or info.key in core:
                     self._delete(info, now, bound=assigned)
                 if assigned:
-                    self._assigned_pod_added(info, now)
+                    self._assigned_pod_added(info, now, cycle)
                 elif old is not None and _is_assigned(old):
                     core.unassigned_member(info, now)
                     self._move_all("AssignedPodDelete", now)
@@ -534,8 +551,9 @@ class QueueActor:
             case "Bound":
                 info = PodInfo(pod)
                 self.nominations.delete(key)
+                cycle = core.placed_cycle(info)
                 self._delete(info, now, bound=True)
-                self._assigned_pod_added(info, now)
+                self._assigned_pod_added(info, now, cycle)
             case "Unschedulable":
                 pass
             case _:
@@ -553,10 +571,12 @@ class QueueActor:
             return
         core = self.core
         if core.active_count:
-            # A batch of one while a bind could change what the next pop gives (an affinity
-            # waiter moved) or nominations are in play (see podium.actors.queue.batching).
-            batch_of_one = bool(self.nominations) or core.has_affinity_waiters
-            queued, gangs = core.pop_batch(now, 1 if batch_of_one else pop.max_pods, _alone)
+            most = batch_max_pods(
+                pop.max_pods,
+                nominations=bool(self.nominations),
+                affinity_waiters=core.has_affinity_waiters,
+            )
+            queued, gangs = core.pop_batch(now, most)
             if not queued:  # pragma: no cover - active_count says there is one
                 return
             self._parked = None

@@ -1,47 +1,47 @@
-"""Which pods a scheduling batch may carry together (pure, no actors).
+"""How many pods a scheduling batch may carry together (pure, no actors).
 
 The scheduler decides the pods of a batch one after another on one snapshot, folding each
-decision into it (:func:`~podium.actors.cache.core.fold_assumed`, the NodeInfo change the
-cache's assume makes), so a pod sees what it would have seen decided alone. Folding is exact
-for everything a NodeInfo holds (resources, ports, pod counts, the pods with affinity, the
-columns, which the equivalence classes follow by row version). What a fold does not carry
-decides the rules here, and they err on the side of deciding alone:
+decision into it as the cache's assume will make it, so a pod sees what it would have seen
+decided alone after the earlier ones were bound:
 
-- a pod with pod affinity or anti-affinity terms, or topology spread constraints: its verdict
-  depends on other nodes' pods through per-snapshot state (affinity counts, spreading
-  domains) and, once it is unschedulable, the queue moves it on other pods' binds;
-- a pod with PersistentVolumeClaims: its volume decision is assumed in the cache's objects
-  (claims bound, volumes taken), which the snapshot only sees after its next refresh.
+- the NodeInfo change (:func:`~podium.actors.framework.snapshot.fold_assumed`): a new
+  NodeInfo (resources, ports, pod counts, the pods with affinity), its column row stamped
+  (the equivalence classes and the spreading counts follow rows by version, the spreading
+  counts NodeInfos by identity too) and an entry in the snapshot's journal of node changes
+  (against which the inter-pod affinity plugins keep their counts per class of incoming pods),
+  so a pod with pod (anti-)affinity terms or topology spread constraints counts every earlier
+  pod of its batch;
+- the volume decision (:func:`~podium.actors.plugins.volume_binding.fold_volume_decision`):
+  the claims bound and the volumes taken in the snapshot's objects, so the next pod's claims
+  do not pick a volume an earlier one took.
 
-Such a pod is decided in a batch of its own. The queue also hands out batches of one while
-nominations exist (the nominated pods' view leaves out every pod in flight, and one pod at a
-time only the one being decided) or unschedulable pods wait for an assigned pod to match their
-affinity (a bind between two pops could move one ahead of the next). The scheduler ends a
+So any pod may share a batch: with pod (anti-)affinity, spread constraints and claims (until
+issue 27 each was decided in a batch of its own). What one pod at a time would give differs
+only in what the queue does between two pops, so the queue hands out batches of one while
+
+- nominations exist (the nominated pods' view leaves out every pod in flight, and one pod at a
+  time only the one being decided), or
+- an unschedulable pod waits for an assigned pod to match its affinity or spreading (a bind
+  between two pops could move it ahead of the next pod).
+
+A pod of a batch decided unschedulable after earlier pods of the batch were placed is not
+moved by their binds (they arrive after its requeue, where one at a time they would have come
+before its pop): the queue remembers each pod's batch
+(:meth:`~podium.actors.queue.core.SchedulingQueue.assigned_pod_added`). The scheduler ends a
 batch itself after a pod whose preemption evicted pods or cleared nominations.
 
-None of this applies to a batch of gangs (the queue hands out each gang's members whole, and
-gangs share a batch only with gangs, up to ``max_pods`` and while no nomination exists nor
-affinity waiter waits): the scheduler decides them with affinity and spreading counted against
-the snapshot's journal, which sees each fold, folds each member's volume decision into the
-snapshot's objects, and settles each gang (assumed, or every fold undone) before the next
-(:mod:`podium.actors.cycle.scheduler`).
+A batch of gangs follows the same folds (the queue hands out each gang's members whole, and
+gangs share a batch only with gangs, up to ``max_pods`` and under the same two rules), and
+settles each gang (assumed, or every fold undone) before the next
+(:mod:`podium.actors.cycle.gang_cycle`).
 """
 
 from __future__ import annotations
 
-from podium.protocol.objects import Pod
-
-__all__ = ["decided_alone"]
+__all__ = ["batch_max_pods"]
 
 
-def decided_alone(pod: Pod) -> bool:
-    """Whether ``pod`` must be decided in a batch of its own (see the module docstring)."""
-    spec = pod.spec
-    affinity = spec.affinity
-    if affinity is not None and (
-        affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
-    ):
-        return True
-    if spec.topology_spread_constraints:
-        return True
-    return any(v.persistent_volume_claim is not None for v in spec.volumes)
+def batch_max_pods(max_pods: int, *, nominations: bool, affinity_waiters: bool) -> int:
+    """The most pods the next batch may take: ``max_pods``, or one while ``nominations``
+    exist or ``affinity_waiters`` wait (see the module docstring)."""
+    return 1 if nominations or affinity_waiters else max_pods

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.nominated import NominatedPods
@@ -342,18 +342,23 @@ class SchedulingQueue(GangQueue):
 
     # ------------------------------------------------------------------ pod groups
 
-    def assigned_pod_added(self, pod: PodInfo, now: float) -> int:
+    def assigned_pod_added(self, pod: PodInfo, now: float, cycle: int = 0) -> int:
         """A pod was bound (v1.14 ``AssignedPodAdded``/``AssignedPodUpdated``).
 
         Moves the unschedulable pods with a required pod-affinity term matching ``pod``, or a
         DoNotSchedule spread constraint counting it (to backoffQ while backing off, else to
         activeQ), and records a move request even when none
         matched, as v1.14 ``movePodsToActiveQueue`` does. Returns the number moved.
+
+        ``cycle``: the scheduling cycle that placed ``pod`` (0: not known, or not ours). A pod
+        that failed later in the same batch is not moved: its decision counted ``pod``
+        already, as one pod at a time it would have been decided after ``pod``'s bind, which
+        would have moved nothing of it (:meth:`pop_batch`).
         """
         moved = [
             e
             for e in self._unschedulable_with_affinity.values()
-            if affinity_term_matches(e.pod, pod)
+            if not e.batch <= cycle < e.cycle and affinity_term_matches(e.pod, pod)
         ]
         for e in moved:
             self._move_from_unschedulable(e, now)
@@ -373,10 +378,14 @@ class SchedulingQueue(GangQueue):
         self._move_request_cycle = self._scheduling_cycle
         return count
 
-    def move_all_to_active_queue(self, now: float) -> int:
+    def move_all_to_active_queue(self, now: float, cycle: int = 0) -> int:
         """v1.14 ``MoveAllToActiveQueue``: every unschedulable pod to backoffQ (still backing
-        off) or activeQ, and a move request at the current cycle. Returns the number moved."""
-        moved = list(self._unschedulable_pods.values())
+        off) or activeQ, and a move request at the current cycle. Returns the number moved.
+
+        ``cycle``: when a bind made the change (its volumes), the cycle that placed its pod:
+        the pods of its batch that failed after it stay (as in :meth:`assigned_pod_added`).
+        """
+        moved = [e for e in self._unschedulable_pods.values() if not e.batch <= cycle < e.cycle]
         for e in moved:
             self._move_from_unschedulable(e, now)
         count = len(moved)
@@ -403,19 +412,17 @@ class SchedulingQueue(GangQueue):
             self._active_n -= 1
             self._scheduling_cycle += 1
             e.attempts += 1
-            e.cycle = self._scheduling_cycle
+            e.cycle = e.batch = self._scheduling_cycle
             e.updated_in_flight = False
             e.where = "in_flight"
             self._in_flight[e.pod.key] = e
             return QueuedPodInfo(e.pod, e.cycle, e.attempts, e.arrived_at)
         return None
 
-    def pop_batch(
-        self, now: float, max_pods: int, alone: Callable[[PodInfo], bool]
-    ) -> tuple[list[QueuedPodInfo], list[PoppedGang]]:
+    def pop_batch(self, now: float, max_pods: int) -> tuple[list[QueuedPodInfo], list[PoppedGang]]:
         """Up to ``max_pods`` pops in a row, as successive :meth:`pop` calls at ``now`` would
-        give them; a pod for which ``alone`` holds comes in a batch of its own (the batch ends
-        before it, or after it when it is the first). Empty when activeQ is empty.
+        give them, each pod remembering the batch's first cycle (:meth:`assigned_pod_added`
+        reads it). Empty when activeQ is empty.
 
         When a gang's unit leads activeQ, the batch is units: that one, every member it holds
         whatever ``max_pods`` (a gang is decided whole), then each unit that comes next, whole,
@@ -435,11 +442,9 @@ class SchedulingQueue(GangQueue):
         if first is None:
             return [], []
         batch = [first]
-        if alone(first.pod):
-            return batch, []
         while len(batch) < max_pods:
             head = self._head_active()
-            if head is None or alone(head.pod):
+            if head is None:
                 break
             if self._active_units:
                 unit = self._head_unit()
@@ -447,8 +452,15 @@ class SchedulingQueue(GangQueue):
                     break
             queued = self.pop(now)
             assert queued is not None  # the head is active
+            head.batch = first.cycle
             batch.append(queued)
         return batch, []
+
+    def placed_cycle(self, pod: PodInfo) -> int:
+        """The scheduling cycle of ``pod``'s pop while it is in flight (being bound), else 0:
+        what :meth:`assigned_pod_added` takes when the pod's bind arrives."""
+        e = self._in_flight_entry(pod)
+        return 0 if e is None else e.cycle
 
     @property
     def has_affinity_waiters(self) -> bool:

@@ -78,6 +78,7 @@ class Retried:
         "backoff_attempts",
         "backoff_expiry",
         "backoff_updated_at",
+        "batch",
         "cycle",
         "token",
         "unschedulable_since",
@@ -92,6 +93,8 @@ class Retried:
         self.backoff_expiry = 0.0
         self.unschedulable_since = 0.0
         self.cycle = 0
+        # The first cycle of the batch it was last popped in (its own cycle when it was first).
+        self.batch = 0
         self.updated_in_flight = False
 
 

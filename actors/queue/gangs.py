@@ -457,7 +457,7 @@ class GangQueue(QueueSteps):
         members = g.sorted_members()
         for e in members:
             e.attempts += 1
-            e.cycle = cycle
+            e.cycle = e.batch = cycle
             e.updated_in_flight = False
             e.where = "in_flight"
             self._in_flight[e.pod.key] = e

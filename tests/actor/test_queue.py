@@ -8,6 +8,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -830,6 +831,13 @@ async def test_recovered_nominations(autojump_clock: trio.testing.MockClock) -> 
 # --------------------------------------------------------------------------- batches
 
 
+SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": "zone",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app": "db"}},
+}
+
 ANTI_AFFINITY = {
     "podAntiAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -857,30 +865,76 @@ async def test_a_batch_is_the_pods_successive_pops_would_give_in_their_order(
 
 
 @pytest.mark.parametrize(
-    ("alone", "batches"),
+    "middle",
     [
-        (
-            make_pod("b").uid("uid-b").affinity(ANTI_AFFINITY).obj(),
-            [["a"], ["b"], ["c"]],
-        ),
-        (make_pod("b").uid("uid-b").pvc("data").obj(), [["a"], ["b"], ["c"]]),
-        (pending("b"), [["a", "b", "c"]]),
+        make_pod("b").uid("uid-b").affinity(ANTI_AFFINITY).obj(),
+        make_pod("b").uid("uid-b").pvc("data").obj(),
+        make_pod("b").uid("uid-b").spec(topologySpreadConstraints=[SPREAD]).obj(),
+        pending("b"),
     ],
-    ids=["pod-anti-affinity-alone", "claim-alone", "plain-pods-together"],
+    ids=["pod-anti-affinity", "claim", "spreading", "plain"],
 )
-async def test_a_pod_that_must_be_decided_alone_comes_in_a_batch_of_its_own(
-    autojump_clock: trio.testing.MockClock, alone: o.Pod, batches: list[list[str]]
+async def test_pods_with_affinity_spreading_or_claims_share_a_batch(
+    autojump_clock: trio.testing.MockClock, middle: o.Pod
 ) -> None:
+    """The scheduler folds each decision's affinity, spreading and volume state into its
+    snapshot (issue 27): no pod is decided in a batch of its own for what its spec holds."""
     async with running() as h:
         h.commit(change("Added", pending("a")))
-        h.commit(change("Added", alone))
+        h.commit(change("Added", middle))
         h.commit(change("Added", pending("c")))
-        got: list[list[str]] = []
-        while sum(map(len, got)) < 3:
-            popped = await h.pop_batch(8)
-            assert not isinstance(popped, QueueIdle)
-            got.append([p.pod.name for p in popped])
-    assert got == batches
+        popped = await h.pop_batch(8)
+    assert not isinstance(popped, QueueIdle)
+    assert [p.pod.name for p in popped] == ["a", "b", "c"]
+
+
+def on_node(pod: o.Pod, node: str = "n1") -> o.Pod:
+    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))
+
+
+@pytest.mark.parametrize("volumes", [False, True], ids=["bind", "bind-with-volumes"])
+async def test_a_bind_moves_only_the_pods_of_its_batch_that_failed_before_it(
+    autojump_clock: trio.testing.MockClock, volumes: bool
+) -> None:
+    """Batch a, w1, c, w2: w1 and w2 fail (their required affinity matches a and c), then a
+    and c are bound. One pod at a time, a's bind (and the claim it bound) would have come
+    before w1's pop, and c's before w2's: a's moves neither, c's moves w1 only."""
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    a = make_pod("a").uid("uid-a").label("app", "db").obj()
+    c = make_pod("c").uid("uid-c").label("app", "db").obj()
+    w1 = make_pod("w1").uid("uid-w1").affinity(affinity).obj()
+    w2 = make_pod("w2").uid("uid-w2").affinity(affinity).obj()
+    claim = decode(
+        o.PersistentVolumeClaim,
+        {"kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"}},
+    )
+
+    def bind(pod: o.Pod) -> list[Change]:
+        # The store's order for one binding: its claims (Modified), then the pod (Bound).
+        done = [change("Modified", claim, claim)] if volumes else []
+        return [*done, change("Bound", on_node(pod), pod)]
+
+    async with running() as h:
+        h.commit(*(change("Added", p) for p in (a, w1, c, w2)))
+        popped = await h.pop_batch(8)
+        assert not isinstance(popped, QueueIdle)
+        assert [p.pod.name for p in popped] == ["a", "w1", "c", "w2"]
+        for p in (popped[1], popped[3]):
+            await h.requeue(p, "unschedulable")
+        h.commit(*bind(a))
+        await h.settle()
+        assert (await h.lookup("default/w1")).queue == "unschedulable"
+        assert (await h.lookup("default/w2")).queue == "unschedulable"
+        h.commit(*bind(c))
+        await h.settle()
+        assert (await h.lookup("default/w1")).queue == "backoff"
+        assert (await h.lookup("default/w2")).queue == "unschedulable"
 
 
 async def test_nominations_make_every_batch_a_batch_of_one(

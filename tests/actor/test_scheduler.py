@@ -19,7 +19,7 @@ from typing import Any, Literal
 import pytest
 import trio
 import trio.testing
-from builders import make_node, make_pod
+from builders import make_claim, make_node, make_pod, make_storage_class, make_volume
 from policies import plugins, volume_binder
 from priority_harness import node_infos
 
@@ -27,7 +27,9 @@ from podium.actors.cycle.filtering import FilterActor
 from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
 from podium.actors.cycle.scheduler import NO_POLICY_FILE, PluginSet, Scheduler
 from podium.actors.cycle.scoring import ScoreActor
+from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.snapshot import ClusterObjects
 from podium.actors.mail.messages import (
     Assume,
     AssumeReply,
@@ -109,6 +111,7 @@ class Peers:
     refuse: frozenset[str] = frozenset()
     """Pods the played cache answers ``conflict`` for, with an atomic Assume's unit rule:
     the unit holding one and the units after it are all ``conflict``."""
+    objects: ClusterObjects | None = None  # the first snapshot's
     snapshot_seconds: float = 0.0
     log: list[tuple[float, str, Any]] = field(default_factory=list)
 
@@ -166,7 +169,7 @@ async def _play_cache(inbox: trio.MemoryReceiveChannel[CacheMsg], peers: Peers) 
                 await trio.sleep(peers.snapshot_seconds)
                 order = [n.name for n in peers.nodes]
                 delta = SnapshotDelta(
-                    generation=1, nodes=peers.nodes, removed=[], order=order, objects=None
+                    generation=1, nodes=peers.nodes, removed=[], order=order, objects=peers.objects
                 )
                 msg.reply.send_nowait(delta)
             case SnapshotRequest():
@@ -209,10 +212,15 @@ async def _play_store(inbox: trio.MemoryReceiveChannel[StoreMsg], peers: Peers) 
 
 @asynccontextmanager
 async def running(
-    nodes: list[NodeInfo], *, begin: bool = True, **options: Any
+    nodes: list[NodeInfo],
+    *,
+    begin: bool = True,
+    objects: ClusterObjects | None = None,
+    filters: list[FilterPlugin[Any]] = FILTERS,
+    **options: Any,
 ) -> AsyncIterator[Harness]:
     """The scheduler with its peers; ``options`` go to :class:`Scheduler`."""
-    peers = Peers(nodes)
+    peers = Peers(nodes, objects=objects)
     control_tx, control_rx = trio.open_memory_channel[SchedulerMsg](0)
     to_pop_tx, to_pop_rx = trio.open_memory_channel[PoppedBatch](1024)
     reports_tx, reports_rx = trio.open_memory_channel[Attempted](1024)
@@ -231,7 +239,7 @@ async def running(
         binder=binder_tx,
         store=store_tx,
         reports=reports_tx,
-        filters=FILTERS,
+        filters=filters,
         **options,
     )
     with trio.fail_after(TIME_LIMIT):
@@ -242,7 +250,7 @@ async def running(
             nursery.start_soon(_play_store, store_rx, peers)
             stage = ScoreStage(SCORERS, rng=random.Random(1))
             await nursery.start(ScoreActor(scorers_rx, stage, volume_binder()).run)
-            pool = FilterActor(filter_rx, scorers_tx.clone(), FilterStage(FILTERS))
+            pool = FilterActor(filter_rx, scorers_tx.clone(), FilterStage(filters))
             await nursery.start(pool.run)
             await nursery.start(scheduler.run)
             if begin:
@@ -316,6 +324,58 @@ async def test_a_batch_decides_each_pod_on_a_snapshot_carrying_the_decisions_bef
     assert [(r.pod.key, r.cycle) for r in bound.requests] == [("default/a", 1), ("default/b", 2)]
     requeued = [m for m in h.peers.got("queue") if isinstance(m, Requeue)]
     assert [(m.pod.key, m.cycle, m.why) for m in requeued] == [("default/c", 3, "unschedulable")]
+
+
+def one_local_volume() -> ClusterObjects:
+    """One local volume (WaitForFirstConsumer) and two claims for it, c-a and c-b."""
+    objects = ClusterObjects()
+    objects.storage_classes["local"] = make_storage_class("local")
+    objects.persistent_volumes["pv0"] = make_volume("pv0", "local")
+    for name in ("c-a", "c-b"):
+        objects.persistent_volume_claims[f"default/{name}"] = make_claim(name, "local")
+    return objects
+
+
+def claiming(name: str) -> o.Pod:
+    result: o.Pod = make_pod(name).uid(f"uid-{name}").req(cpu="1").pvc(f"c-{name}").obj()
+    return result
+
+
+VOLUME_FILTERS, _ = plugins(["PodFitsResources", "CheckVolumeBinding"])
+
+
+async def test_a_pods_claims_see_the_volumes_earlier_pods_of_its_batch_took(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """a's volume decision (pv0) is folded into the batch's snapshot, so b finds no volume,
+    as it would have after a's bind one pod at a time, instead of both choosing pv0 and the
+    cache refusing b."""
+    a, b = claiming("a"), claiming("b")
+    async with running(two_nodes(), objects=one_local_volume(), filters=VOLUME_FILTERS) as h:
+        h.to_pop.send_nowait(batch(a, b))
+        reports = {r.pod.key: r for r in [await h.reports.receive() for _ in range(2)]}
+    assert reports["default/a"].status == "scheduled"
+    assert reports["default/b"].status == "unschedulable"
+    message = reports["default/b"].result.message or ""
+    assert "didn't find available persistent volumes to bind" in message
+    ((bind,),) = [m.requests for m in h.peers.got("binder")]
+    assert (bind.pod.key, bind.volumes) == ("default/a", {"default/c-a": "pv0"})
+
+
+async def test_a_refused_pods_volume_decision_is_taken_back_out_of_the_snapshot(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The cache refuses a: the volume a's decision took is free again for the next batch
+    (the cache's objects did not change, so no refresh would bring them)."""
+    a, b = claiming("a"), claiming("b")
+    async with running(two_nodes(), objects=one_local_volume(), filters=VOLUME_FILTERS) as h:
+        h.peers.assume = "conflict"
+        first = await h.attempt(a)
+        h.peers.assume = "assumed"
+        second = await h.attempt(b, cycle=2)
+    assert (first.status, second.status) == ("conflict", "scheduled")
+    ((bind,),) = [m.requests for m in h.peers.got("binder")]
+    assert (bind.pod.key, bind.volumes) == ("default/b", {"default/c-b": "pv0"})
 
 
 async def test_pods_a_batch_has_not_decided_when_its_time_bound_passes_go_back(

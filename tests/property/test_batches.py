@@ -17,13 +17,21 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from builders import decode, make_node
+from builders import decode, make_claim, make_node, make_storage_class, make_volume
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from long_runs import examples
 from prometheus_client import REGISTRY
-from random_cluster import HOSTNAME, RandomPick, existing_pod, incoming_pod, node
+from random_cluster import (
+    HOSTNAME,
+    POD_LABELS,
+    RandomPick,
+    existing_pod,
+    incoming_pod,
+    node,
+)
 
+from podium.actors.framework.zones import LABEL_ZONE_GA
 from podium.actors.simulation.cluster import SimulationError
 from podium.actors.simulation.run import simulate
 from podium.actors.supervisor.supervisor import load_plugin_set
@@ -64,8 +72,9 @@ def _diff(before: dict[Any, float], after: dict[Any, float]) -> dict[Any, float]
 
 
 def cluster(seed: int, n_nodes: int, n_pods: int, n_specs: int) -> list[o.KubeObject]:
-    """Random nodes (some holding pods), then a stream of pending pods drawn from a few specs
-    (so equivalence classes repeat) with random priorities (so preemption happens)."""
+    """Random nodes (some holding pods), volumes and storage classes, then a stream of pending
+    pods drawn from a few specs in runs (so equivalence classes repeat) with random priorities
+    (so preemption happens), some with pod (anti-)affinity, spread constraints or a claim."""
     pick = RandomPick(seed)
     rng = random.Random(seed)
     names = [f"n{i}" for i in range(n_nodes)]
@@ -82,21 +91,79 @@ def cluster(seed: int, n_nodes: int, n_pods: int, n_specs: int) -> list[o.KubeOb
         bound = existing_pod(pick, f"old-{i}", rng.choice(names))
         spec = msgspec.structs.replace(bound.spec, priority_class_name=rng.choice(CLASSES))
         objects.append(msgspec.structs.replace(bound, spec=spec))
+    objects += volumes(rng, names)
     specs = [incoming_pod(pick, names) for _ in range(n_specs)]
-    # Most specs without pod (anti-)affinity: such pods are decided alone, the rest share.
-    for i, spec in enumerate(specs):
-        affinity = spec.spec.affinity
-        if affinity is not None and rng.random() < 0.7:
-            alone = msgspec.structs.replace(affinity, pod_affinity=None, pod_anti_affinity=None)
-            specs[i] = msgspec.structs.replace(
-                spec, spec=msgspec.structs.replace(spec.spec, affinity=alone)
-            )
+    # Pod (anti-)affinity in about half the specs (incoming_pod's odds), spreading in a third,
+    # a claim of its own for each pod in a third: such pods share batches with the others, and
+    # a batch must count each earlier placement in their affinity, spreading and volume
+    # decisions as one pod at a time does.
+    for i, template in enumerate(specs):
+        if rng.random() < 0.35:
+            constraints = spread_constraints(rng, template)
+            spec = msgspec.structs.replace(template.spec, topology_spread_constraints=constraints)
+            specs[i] = msgspec.structs.replace(template, spec=spec)
+    claimed = [rng.random() < 0.35 for _ in specs]
+    chosen = 0
     for i in range(n_pods):
-        template = rng.choice(specs)
+        # Runs of one spec (a class of identical pods) as often as a fresh draw.
+        if rng.random() < 0.5:
+            chosen = rng.randrange(len(specs))
+        template = specs[chosen]
         meta = msgspec.structs.replace(template.metadata, name=f"p{i}", uid="")
         spec = msgspec.structs.replace(template.spec, priority_class_name=rng.choice(CLASSES))
+        if claimed[chosen]:
+            objects.append(claim(rng, f"c-p{i}", meta.namespace))
+            source = o.PersistentVolumeClaimVolumeSource(claim_name=f"c-p{i}")
+            volume = o.Volume(name="data", persistent_volume_claim=source)
+            spec = msgspec.structs.replace(spec, volumes=[*spec.volumes, volume])
         objects.append(msgspec.structs.replace(template, metadata=meta, spec=spec))
     return objects
+
+
+def spread_constraints(rng: random.Random, pod: o.Pod) -> list[o.TopologySpreadConstraint]:
+    """One or two constraints over hostnames, zones or racks, hard or soft, selecting the
+    pod's own labels (so that the pods of its class count) or other labels."""
+    out = []
+    for _ in range(rng.randint(1, 2)):
+        own = pod.metadata.labels
+        if own and rng.random() < 0.7:
+            selector: dict[str, Any] = {"matchLabels": dict(own)}
+        else:
+            key = rng.choice(sorted(POD_LABELS))
+            selector = {"matchLabels": {key: rng.choice(POD_LABELS[key])}}
+        raw = {
+            "maxSkew": rng.randint(1, 2),
+            "topologyKey": rng.choice((HOSTNAME, HOSTNAME, LABEL_ZONE_GA, "rack")),
+            "whenUnsatisfiable": rng.choice(("DoNotSchedule", "DoNotSchedule", "ScheduleAnyway")),
+            "labelSelector": selector,
+        }
+        out.append(decode(o.TopologySpreadConstraint, raw))
+    return out
+
+
+CLAIM_CLASSES = ("local", "local", "provisioned", "immediate")
+
+
+def volumes(rng: random.Random, names: Sequence[str]) -> list[o.KubeObject]:
+    """The storage classes claims name and a few volumes: local ones (WaitForFirstConsumer,
+    each on one node or on none in particular, of two sizes), so that a pod's volume decision
+    takes a volume the next pod's claim cannot have; a provisioner's class; an Immediate one
+    with no volume (its claims stay unbound)."""
+    out: list[o.KubeObject] = [
+        make_storage_class("local"),
+        make_storage_class("provisioned", provisioner="example.com/csi"),
+        make_storage_class("immediate", mode="Immediate"),
+    ]
+    for i in range(rng.randint(0, 2 * len(names))):
+        node = rng.choice(names) if rng.random() < 0.8 else None
+        size = rng.choice(("1Gi", "10Gi"))
+        out.append(make_volume(f"pv{i}", "local", size=size, node=node))
+    return out
+
+
+def claim(rng: random.Random, name: str, namespace: str) -> o.PersistentVolumeClaim:
+    size = rng.choice(("1Gi", "5Gi"))
+    return make_claim(name, rng.choice(CLAIM_CLASSES), namespace=namespace, size=size)
 
 
 def run(

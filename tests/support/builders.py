@@ -373,3 +373,55 @@ def make_pod_group(name: str = "group") -> PodGroupBuilder:
 
 def make_node(name: str = "node") -> NodeBuilder:
     return NodeBuilder(name)
+
+
+def make_storage_class(
+    name: str,
+    *,
+    provisioner: str = "kubernetes.io/no-provisioner",
+    mode: str = "WaitForFirstConsumer",
+) -> o.StorageClass:
+    """A StorageClass: by default local volumes bound when their first pod is placed."""
+    raw = {
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": mode,
+    }
+    made: o.StorageClass = decode(o.StorageClass, raw)
+    return made
+
+
+def make_volume(
+    name: str, storage_class: str, *, size: str = "10Gi", node: str | None = None
+) -> o.PersistentVolume:
+    """A ReadWriteOnce PersistentVolume of ``storage_class``; with ``node``, usable only there
+    (required node affinity on its hostname label)."""
+    spec: dict[str, Any] = {
+        "capacity": {"storage": size},
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": storage_class,
+    }
+    if node is not None:
+        term = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}}
+    raw = {"kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
+    made: o.PersistentVolume = decode(o.PersistentVolume, raw)
+    return made
+
+
+def make_claim(
+    name: str, storage_class: str, *, namespace: str = "default", size: str = "1Gi"
+) -> o.PersistentVolumeClaim:
+    """An unbound ReadWriteOnce PersistentVolumeClaim of ``storage_class``."""
+    raw = {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": storage_class,
+            "resources": {"requests": {"storage": size}},
+        },
+    }
+    made: o.PersistentVolumeClaim = decode(o.PersistentVolumeClaim, raw)
+    return made

@@ -424,6 +424,36 @@ def test_assigned_pod_added_affinity_matching(case: AffinityCase) -> None:
     assert q.move_request_cycle == before
 
 
+def test_a_bind_in_a_batch_moves_only_the_pods_of_the_batch_that_failed_before_it() -> None:
+    """Batch a, w1, b, w2 (cycles 1-4): w1 and w2 fail. A move made by the bind of a (cycle
+    1) or b (cycle 3), its Bound or its volumes' change, leaves the pods of the batch that
+    failed after it (one pod at a time they were popped after that bind); a change no bind of
+    ours made (cycle 0) moves every one, as v1.14 does."""
+    q = SchedulingQueue()
+    w1 = affinity_pod("w1", {"matchLabels": {"app": "db"}})
+    w2 = affinity_pod("w2", {"matchLabels": {"app": "db"}})
+    a, b = pod("a", MID), pod("b", MID)
+    for p in (a, w1, b, w2):
+        q.add(p, 0.0)
+    popped, _ = q.pop_batch(0.0, 8)
+    assert [(x.pod.name, x.cycle) for x in popped] == [("a", 1), ("w1", 2), ("b", 3), ("w2", 4)]
+    for x in (popped[1], popped[3]):
+        assert q.add_unschedulable_if_not_present(x.pod, x.cycle, 0.0) == "unschedulable"
+    assert (q.placed_cycle(a), q.placed_cycle(b), q.placed_cycle(w1)) == (1, 3, 0)
+
+    def bound(name: str) -> PodInfo:
+        return make_pod(name).uid(f"uid-{name}").label("app", "db").node("n").info()
+
+    assert q.assigned_pod_added(bound("a"), 0.0, 1) == 0
+    assert q.move_all_to_active_queue(0.0, 1) == 0
+    assert (where(q, w1), where(q, w2)) == ("unschedulable", "unschedulable")
+    assert q.assigned_pod_added(bound("b"), 0.0, 3) == 1
+    assert (where(q, w1), where(q, w2)) == ("backoff", "unschedulable")
+    assert q.move_all_to_active_queue(0.0, 3) == 0
+    assert q.move_all_to_active_queue(0.0) == 1
+    assert where(q, w2) == "backoff"
+
+
 def test_assigned_pod_added_sends_a_backing_off_pod_to_backoff_q() -> None:
     q = SchedulingQueue()
     u = affinity_pod("u", SERVICE_WEB)

@@ -116,7 +116,7 @@ class World:
 
     def pop(self) -> None:
         max_pods = self.rng.randint(1, 4)
-        popped, gangs = self.q.pop_batch(self.now, max_pods, lambda _: False)
+        popped, gangs = self.q.pop_batch(self.now, max_pods)
         assert popped or self.q.active_count == 0, "activeQ holds what no pop hands out"
         if not popped:
             return
@@ -242,6 +242,6 @@ def test_a_unit_whose_last_held_member_is_bound_leaves_active_q() -> None:
     for m in members:
         q.delete(m, 2.0, bound=True)
     assert q.active_count == 1
-    popped, gangs = q.pop_batch(3.0, 32, lambda _: False)
+    popped, gangs = q.pop_batch(3.0, 32)
     assert ([p.pod.name for p in popped], gangs) == (["p"], [])
-    assert q.pop_batch(3.0, 32, lambda _: False) == ([], [])
+    assert q.pop_batch(3.0, 32) == ([], [])

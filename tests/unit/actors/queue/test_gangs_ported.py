@@ -89,7 +89,7 @@ def drain(q: SchedulingQueue, now: float) -> list[tuple[list[str], PoppedGang | 
     (a unit comes whole), until activeQ is empty."""
     batches: list[tuple[list[str], PoppedGang | None]] = []
     while True:
-        popped, gangs = q.pop_batch(now, 1, lambda _: False)
+        popped, gangs = q.pop_batch(now, 1)
         if not popped:
             return batches
         assert len(gangs) <= 1  # one unit a batch of one
@@ -411,7 +411,7 @@ def test_coscheduling_pod_group_backoff_time() -> None:
     pods = [coscheduling_pod(f"pod{i}", "ns", "pg1") for i in (1, 2, 3)]
     for pod in pods:
         q.add(pod, 0.0)
-    popped, (gang,) = q.pop_batch(0.0, 1, lambda _: False)
+    popped, (gang,) = q.pop_batch(0.0, 1)
     assert [p.pod.name for p in popped] == ["pod1", "pod2", "pod3"]  # pod1's siblings came along
     assert (gang.key, gang.min_count, gang.members) == ("ns/pg1", 3, 3)
     # pod2 failed: the group is requeued whole (a move request arrived meanwhile: backoffQ).
@@ -423,7 +423,7 @@ def test_coscheduling_pod_group_backoff_time() -> None:
     assert {q.lookup(p.key)[0] for p in pods} == {"backoff"}
     assert {q.backoff_expiry(p.key) for p in pods} == {1.0}
     # "failed recently": pod3 is not tried while the group backs off ...
-    assert q.pop_batch(0.5, 1, lambda _: False) == ([], [])
+    assert q.pop_batch(0.5, 1) == ([], [])
     # ... and afterwards the whole group is, once.
     assert [names for names, _ in drain(q, 1.0)] == [["pod1", "pod2", "pod3"]]
 
@@ -721,7 +721,7 @@ def test_gang_scheduling_hint_after_pod_group_updated_unschedulable(case: Update
     pods = [_default(p, case.group, ns="ns1") for p in ("p", "s1", "s2")]
     for p in pods:
         q.add(p, 0.0)
-    popped, (gang,) = q.pop_batch(0.0, 1, lambda _: False)
+    popped, (gang,) = q.pop_batch(0.0, 1)
     assert len(popped) == 3
     assert q.requeue_group(gang.key, pods, popped[0].cycle, "unschedulable", 0.0)[0] == (
         "unschedulable"
@@ -743,7 +743,7 @@ def test_gang_scheduling_hint_min_count_decreased_in_flight() -> None:
     pods = [_default(p, "pg", ns="ns1") for p in ("p", "s1", "s2")]
     for p in pods:
         q.add(p, 0.0)
-    popped, (gang,) = q.pop_batch(0.0, 1, lambda _: False)
+    popped, (gang,) = q.pop_batch(0.0, 1)
     q.group_changed("ns1/pg", pod_group("pg", 2, ns="ns1"), 0.5)
     assert q.requeue_group(gang.key, pods, popped[0].cycle, "unschedulable", 1.0) == ("active", 3)
     [(_, unit)] = drain(q, 1.0)
