@@ -864,9 +864,27 @@ async def test_a_batch_is_the_pods_successive_pops_would_give_in_their_order(
             [["a"], ["b"], ["c"]],
         ),
         (make_pod("b").uid("uid-b").pvc("data").obj(), [["a"], ["b"], ["c"]]),
+        (
+            make_pod("b").uid("uid-b").volume({"name": "scratch", "emptyDir": {}}).obj(),
+            [["a", "b", "c"]],
+        ),
+        (
+            make_pod("b")
+            .uid("uid-b")
+            .volume({"name": "scratch", "emptyDir": {}})
+            .pvc("data")
+            .obj(),
+            [["a"], ["b"], ["c"]],
+        ),
         (pending("b"), [["a", "b", "c"]]),
     ],
-    ids=["pod-anti-affinity-alone", "claim-alone", "plain-pods-together"],
+    ids=[
+        "pod-anti-affinity-alone",
+        "claim-alone",
+        "volume-without-claim-together",
+        "claim-after-another-volume-alone",
+        "plain-pods-together",
+    ],
 )
 async def test_a_pod_that_must_be_decided_alone_comes_in_a_batch_of_its_own(
     autojump_clock: trio.testing.MockClock, alone: o.Pod, batches: list[list[str]]
