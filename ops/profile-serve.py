@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import collections
 import cProfile
+import gc
 import json
 import pstats
-import gc
 import sys
 import time
 from pathlib import Path

@@ -246,7 +246,18 @@ def metadata_errors(
     names and values label values; annotation keys qualified names once lower-cased, and every
     key and value together at most 256 KiB.
     """
-    if _metadata_valid(kind, name, generate_name, namespace, labels, annotations):
+    # Valid, by the same checks, with the verdicts on namespaces, labels and annotation keys
+    # remembered: they repeat from pod to pod (a ReplicaSet's pods share them), and each label
+    # took ~10 us to judge again in every put (docs/benchmarks.md, issue 27's machinery).
+    # Anything invalid goes on below, where the errors are worded.
+    if (
+        (name or generate_name)
+        and not name_errors(kind, generate_name, prefix=True)
+        and not name_errors(kind, name)
+        and (not namespace or _namespace_valid(namespace))
+        and all(_label_valid(key, value) for key, value in labels.items())
+        and (not annotations or _annotations_valid(annotations))
+    ):
         return []
     errors: list[tuple[str, str]] = []
     for field, value, prefix in (("generateName", generate_name, True), ("name", name, False)):
@@ -283,29 +294,6 @@ def metadata_errors(
             )
         )
     return errors
-
-
-def _metadata_valid(
-    kind: str,
-    name: str,
-    generate_name: str,
-    namespace: str,
-    labels: Mapping[str, str],
-    annotations: Mapping[str, str],
-) -> bool:
-    """Whether :func:`metadata_errors` finds nothing, by the same checks, the verdicts on
-    namespaces, labels and annotation keys remembered: they repeat from pod to pod (a
-    ReplicaSet's pods share them), and each label took ~10 us to judge again in every put
-    (docs/benchmarks.md, issue 27's machinery). Anything invalid takes the full path, which
-    words the errors."""
-    return (
-        bool(name or generate_name)
-        and not name_errors(kind, generate_name, prefix=True)
-        and not name_errors(kind, name)
-        and (not namespace or _namespace_valid(namespace))
-        and all(_label_valid(key, value) for key, value in labels.items())
-        and (not annotations or _annotations_valid(annotations))
-    )
 
 
 _VERDICTS_KEPT = 4096
@@ -352,6 +340,7 @@ def _annotations_valid(annotations: Mapping[str, str]) -> bool:
             return False
         total += _length(key) + _length(value)
     return total <= TOTAL_ANNOTATION_SIZE_LIMIT
+
 
 SCHEDULING_GATED = "SchedulingGated"
 """core/v1 ``PodReasonSchedulingGated``: the PodScheduled condition's reason on a gated pod."""

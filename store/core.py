@@ -83,7 +83,7 @@ import os
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal, TypeVar
 
 import msgspec
@@ -257,9 +257,8 @@ class _RandomUids:
         if at >= len(self._pool):
             self._pool, at = os.urandom(_UID_POOL_BYTES), 0
         self._at = at + 16
-        h = "%032x" % (  # noqa: UP031 # the fastest way to 32 hex digits with leading zeros
-            int.from_bytes(self._pool[at : at + 16], "big") & _UUID4_CLEAR | _UUID4_SET
-        )
+        value = int.from_bytes(self._pool[at : at + 16], "big") & _UUID4_CLEAR | _UUID4_SET
+        h = f"{value:032x}"
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
@@ -341,12 +340,12 @@ class _Transaction:
         deleted: bool = False,
         node: str = "",
         message: str = "",
-        meta: dict[str, object] | None = None,
+        metadata: Mapping[str, object] | None = None,
     ) -> KubeObject:
         """Stage ``obj`` (or its deletion) with the next revision; returns it as stored.
-        ``meta``: other metadata fields to set with the resource version (one copy)."""
+        ``metadata``: other metadata fields to set with the resource version (one copy)."""
         revision = self.next_revision()
-        obj = _with_meta(obj, resource_version=str(revision), **(meta or {}))
+        obj = _with_meta(obj, resource_version=str(revision), **(metadata or {}))
         kind = type(obj).__name__
         meta = obj.metadata
         self.staged[(kind, meta.namespace, meta.name)] = None if deleted else obj
@@ -550,7 +549,7 @@ class StoreCore:
             if isinstance(obj, Pod):
                 obj = _gated_condition(admit_pod(obj, classes))
             created = {"uid": self._new_uid(), "creation_timestamp": _utc(self._wall_clock())}
-            stored = tx.record("Added", obj, None, meta=created)
+            stored = tx.record("Added", obj, None, metadata=created)
             action: Literal["created", "replaced", "unchanged"] = "created"
         else:
             obj = _with_meta(

@@ -206,7 +206,8 @@ def test_scheduling_gates(
     assert [m for _, m in scheduling_gates_errors(gates, node, old)] == errors
 
 
-@pytest.mark.parametrize("asked", ["first", "again"])  # the second time from the remembered verdicts
+# Asked again, the verdicts come from what was remembered the first time.
+@pytest.mark.parametrize("asked", ["first", "again"])
 def test_metadata_is_valid_exactly_when_every_kubernetes_check_passes(asked: str) -> None:
     # Every good and bad value of Kubernetes' tables above, as a namespace, a label key, a label
     # value and an annotation key: metadata_errors finds nothing exactly when the rule's own

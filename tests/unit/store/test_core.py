@@ -146,7 +146,15 @@ def test_default_uids_are_distinct_random_version_4_uuids_in_uuid4s_text() -> No
 @pytest.mark.parametrize(
     "seconds",
     [0.0, T0, T0 + 0.999, T0 + 1.0, T0 - 0.5, 951825599.5, -1.5],
-    ids=["epoch", "T0", "just-before-next-second", "next-second", "half-before", "leap-day", "negative"],
+    ids=[
+        "epoch",
+        "T0",
+        "just-before-next-second",
+        "next-second",
+        "half-before",
+        "leap-day",
+        "negative",
+    ],
 )
 def test_creation_timestamps_are_the_wall_clocks_second_in_rfc3339(seconds: float) -> None:
     clock = [T0 + 5.0]  # another second's text made first, so the made-once text is not reused
