@@ -21,15 +21,30 @@ thread crossings they make: two a hand-over (there and back) and two an aiosqlit
 A path given as ``-`` is not taken (the instrument costs time of its own: profile and count
 steps in separate runs). cProfile times wall clock: time the thread spends idle in epoll,
 or waiting for the GIL inside a function, counts as that function's.
+
+The daemon's CPU by task, without cProfile (docs/benchmarks.md, "per-task CPU")::
+
+    python ops/profile-serve.py --tasks /tmp/tasks.json serve --db /tmp/p.db ... &
+    podium bench --server 127.0.0.1:7070 --workload SchedulingBasic --nodes 500
+    kill -TERM %1; wait
+    python ops/profile-serve.py --report-tasks /tmp/tasks.json PODS
+
+measures each trio task's steps with ``time.thread_time`` (the CPU of the daemon's thread
+only, so it is exact under load, unlike wall clock) and the garbage collector's passes by
+generation with ``gc.callbacks``; a collection's time also falls in the task that allocated.
+The report gives the CPU a pod by task (named by its function: every connection's request
+tasks add up under one name), the steps a pod, and the collections.
 """
 
 from __future__ import annotations
 
 import collections
 import cProfile
+import gc
 import json
 import pstats
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +134,111 @@ class _StoreCalls:
         setattr(aiosqlite.core.Connection, "_execute", counted_execute)  # noqa: B010
         setattr(store_sqlite._Database, "call", counted_call)  # noqa: B010
         setattr(store_sqlite.SqliteDurability, "commit", counted_commit)  # noqa: B010
+
+
+class _TaskCpu(trio.abc.Instrument):
+    """CPU seconds of the daemon's thread (``time.thread_time``) and steps, by task name."""
+
+    def __init__(self) -> None:
+        self.cpu: collections.Counter[str] = collections.Counter()
+        self.steps: collections.Counter[str] = collections.Counter()
+        self.gc_seconds: collections.Counter[str] = collections.Counter()
+        self.gc_passes: collections.Counter[str] = collections.Counter()
+        self._names: dict[trio.lowlevel.Task, str] = {}
+        self._started = 0.0
+        self._gc_started = 0.0
+        self._outside = time.thread_time()
+
+    def _name(self, task: trio.lowlevel.Task) -> str:
+        name = self._names.get(task)
+        if name is None:
+            # The function the task runs ("Connection._request"): trio's name without the
+            # module, or, for an actor the supervisor runs, the actor's own ``run``.
+            name = ".".join(task.name.rsplit(".", 2)[-2:])
+            outer = task.coro
+            inner = getattr(outer, "cr_await", None)
+            if name == "Runtime._supervise" and inner is not None and hasattr(inner, "cr_code"):
+                name = inner.cr_code.co_qualname
+            self._names[task] = name
+        return name
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        now = time.thread_time()
+        self.cpu["(trio's own: scheduling, epoll, between steps)"] += now - self._outside
+        self._started = now
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        now = time.thread_time()
+        name = self._name(task)
+        self.cpu[name] += now - self._started
+        self.steps[name] += 1
+        self._outside = now
+
+    def on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.thread_time()
+        else:
+            generation = f"generation {info['generation']}"
+            self.gc_seconds[generation] += time.thread_time() - self._gc_started
+            self.gc_passes[generation] += 1
+
+    def written(self) -> dict[str, Any]:
+        return {
+            "cpu": dict(self.cpu),
+            "steps": dict(self.steps),
+            "gc_seconds": dict(self.gc_seconds),
+            "gc_passes": dict(self.gc_passes),
+        }
+
+
+def serve_tasks(tasks_path: str, argv: list[str]) -> int:
+    """``podium serve`` with :class:`_TaskCpu` installed; written when the daemon stops."""
+    import podium.cli.serve as serve_cli
+    from podium.cli.main import main
+
+    tasks = _TaskCpu()
+    run = trio.run
+
+    def instrumented(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("instruments", []).append(tasks)
+        return run(*args, **kwargs)
+
+    def write() -> None:
+        Path(tasks_path).write_text(json.dumps(tasks.written(), indent=1))
+
+    exit_now = serve_cli._exit_now
+
+    def exit_after_writing(code: int) -> Any:
+        write()
+        return exit_now(code)
+
+    gc.callbacks.append(tasks.on_gc)
+    trio.run = instrumented  # type: ignore[assignment] # the daemon's one trio.run
+    serve_cli._exit_now = exit_after_writing  # type: ignore[assignment] # see serve()
+    code = main(argv)
+    write()
+    return code
+
+
+def report_tasks(tasks_path: str, pods: int) -> None:
+    written = json.loads(Path(tasks_path).read_text())
+    cpu: dict[str, float] = written["cpu"]
+    steps: dict[str, int] = written["steps"]
+    total = sum(cpu.values())
+    print(f"daemon thread: {total:.2f} CPU s, {total / pods * 1000:.3f} ms a pod")
+    print("  CPU us a pod   share   steps a pod  task")
+    for name, seconds in sorted(cpu.items(), key=lambda kv: -kv[1])[:20]:
+        print(
+            f"  {seconds / pods * 1e6:12.1f}  {seconds / total:6.1%}  "
+            f"{steps.get(name, 0) / pods:11.2f}  {name}"
+        )
+    print(f"  steps a pod: {sum(steps.values()) / pods:.2f}")
+    for generation, seconds in sorted(written["gc_seconds"].items()):
+        passes = written["gc_passes"][generation]
+        print(
+            f"  collections, {generation}: {passes} passes, {seconds:.2f} CPU s "
+            f"({seconds / pods * 1e6:.1f} us a pod, within the tasks above)"
+        )
 
 
 def serve(profile_path: str, steps_path: str, argv: list[str]) -> int:
@@ -226,5 +346,9 @@ if __name__ == "__main__":
         sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
     if sys.argv[1:2] == ["--report"]:
         report(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1:2] == ["--report-tasks"]:
+        report_tasks(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["--tasks"]:
+        sys.exit(serve_tasks(sys.argv[2], sys.argv[3:]))
     else:
         sys.exit(serve(sys.argv[1], sys.argv[2], sys.argv[3:]))

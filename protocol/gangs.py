@@ -118,6 +118,8 @@ def membership_errors(pod: Pod, old: Pod | None) -> list[tuple[str, str]]:
     Podium's (``$.metadata.labels['scheduling.x-k8s.io/pod-group']``), the message
     Kubernetes' (``metadata.labels[scheduling.x-k8s.io/pod-group]: Invalid value: "a/b":
     ...``)."""
+    if not names_a_group(pod) and (old is None or not names_a_group(old)):
+        return []  # nearly every put: a few lookups instead of ~3 us of lists (issue 27)
     errors: list[tuple[str, str]] = []
     found = _sources(pod)
     for path, name in found:

@@ -16,6 +16,7 @@ tables (``nodeA``) take any object.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -245,6 +246,19 @@ def metadata_errors(
     names and values label values; annotation keys qualified names once lower-cased, and every
     key and value together at most 256 KiB.
     """
+    # Valid, by the same checks, with the verdicts on namespaces, labels and annotation keys
+    # remembered: they repeat from pod to pod (a ReplicaSet's pods share them), and each label
+    # took ~10 us to judge again in every put (docs/benchmarks.md, issue 27's machinery).
+    # Anything invalid goes on below, where the errors are worded.
+    if (
+        (name or generate_name)
+        and not name_errors(kind, generate_name, prefix=True)
+        and not name_errors(kind, name)
+        and (not namespace or _namespace_valid(namespace))
+        and all(_label_valid(key, value) for key, value in labels.items())
+        and (not annotations or _annotations_valid(annotations))
+    ):
+        return []
     errors: list[tuple[str, str]] = []
     for field, value, prefix in (("generateName", generate_name, True), ("name", name, False)):
         errors += [
@@ -280,6 +294,52 @@ def metadata_errors(
             )
         )
     return errors
+
+
+_VERDICTS_KEPT = 4096
+_QUALIFIED_NAME_MAX = _SUBDOMAIN_MAX + 1 + _LABEL_MAX
+"""The longest valid qualified name (a subdomain prefix, '/', a name): a longer string is
+invalid whatever it holds, and is not remembered (the caches hold short strings only)."""
+
+
+def _namespace_valid(namespace: str) -> bool:
+    return len(namespace) <= _LABEL_MAX and _short_namespace_valid(namespace)
+
+
+@functools.lru_cache(maxsize=_VERDICTS_KEPT)
+def _short_namespace_valid(namespace: str) -> bool:
+    return not is_dns1123_label(namespace)
+
+
+def _label_valid(key: str, value: str) -> bool:
+    return (
+        len(key) <= _QUALIFIED_NAME_MAX
+        and len(value) <= _LABEL_MAX
+        and _short_label_valid(key, value)
+    )
+
+
+@functools.lru_cache(maxsize=_VERDICTS_KEPT)
+def _short_label_valid(key: str, value: str) -> bool:
+    return not is_qualified_name(key) and not is_label_value(value)
+
+
+def _annotation_key_valid(key: str) -> bool:
+    return len(key) <= _QUALIFIED_NAME_MAX and _short_annotation_key_valid(key)
+
+
+@functools.lru_cache(maxsize=_VERDICTS_KEPT)
+def _short_annotation_key_valid(key: str) -> bool:
+    return not is_qualified_name(key.lower())
+
+
+def _annotations_valid(annotations: Mapping[str, str]) -> bool:
+    total = 0
+    for key, value in annotations.items():
+        if not _annotation_key_valid(key):
+            return False
+        total += _length(key) + _length(value)
+    return total <= TOTAL_ANNOTATION_SIZE_LIMIT
 
 
 SCHEDULING_GATED = "SchedulingGated"

@@ -15,10 +15,11 @@ from daemon import PODIUM
 SCRIPT = Path(__file__).resolve().parents[2] / "ops" / "profile-serve.py"
 
 
-def test_the_profile_and_the_task_steps_are_written_when_the_daemon_stops(tmp_path: Path) -> None:
-    prof, steps = tmp_path / "serve.prof", tmp_path / "steps.json"
+def _serve_a_small_bench(tmp_path: Path, *mode: str) -> None:
+    """``podium serve`` under the script in ``mode``, a 1050-pod bench against it, then stop
+    it as an operator would (SIGTERM): the script writes its files as the daemon stops."""
     with subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(prof), str(steps), "serve", "--db",
+        [sys.executable, str(SCRIPT), *mode, "serve", "--db",
          str(tmp_path / "p.db"), "--listen", "127.0.0.1:0", "--metrics", "none"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     ) as daemon:  # fmt: skip
@@ -35,6 +36,11 @@ def test_the_profile_and_the_task_steps_are_written_when_the_daemon_stops(tmp_pa
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(timeout=60)
     assert daemon.returncode == 0
+
+
+def test_the_profile_and_the_task_steps_are_written_when_the_daemon_stops(tmp_path: Path) -> None:
+    prof, steps = tmp_path / "serve.prof", tmp_path / "steps.json"
+    _serve_a_small_bench(tmp_path, str(prof), str(steps))
     report = subprocess.run(
         [sys.executable, str(SCRIPT), "--report", str(prof), str(steps), "1050"],
         capture_output=True, text=True, timeout=60, check=False,
@@ -57,9 +63,29 @@ def test_the_profile_and_the_task_steps_are_written_when_the_daemon_stops(tmp_pa
     assert any(line.strip().endswith("thread crossings") for line in lines), report.stdout
 
 
+def test_the_cpu_by_task_is_written_when_the_daemon_stops(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.json"
+    _serve_a_small_bench(tmp_path, "--tasks", str(tasks))
+    written = json.loads(tasks.read_text())
+    # Each actor the supervisor runs is named by its own run, not by the supervisor's wrapper.
+    for actor in ("Scheduler.run", "QueueActor.run", "CacheActor.run", "StoreActor.run"):
+        assert written["cpu"][actor] > 0 and written["steps"][actor] > 0, actor
+    assert "Runtime._supervise" not in written["cpu"]
+    report = subprocess.run(
+        [sys.executable, str(SCRIPT), "--report-tasks", str(tasks), "1050"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    lines = report.stdout.splitlines()
+    assert lines[0].startswith("daemon thread: ")
+    assert any(line.endswith("  QueueActor.run") for line in lines), report.stdout
+    assert any("steps a pod:" in line for line in lines), report.stdout
+
+
 def test_help_shows_how_to_run_it() -> None:
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
     assert "--report" in done.stdout and "podium bench --server" in done.stdout
+    assert "--tasks" in done.stdout and "--report-tasks" in done.stdout

@@ -204,3 +204,25 @@ def test_scheduling_gates(
     # pkg/apis/core/validation/validation_test.go TestValidatePodCreateWithSchedulingGates,
     # TestValidatePodUpdate ("add a scheduling gate", "remove a scheduling gate").
     assert [m for _, m in scheduling_gates_errors(gates, node, old)] == errors
+
+
+# Asked again, the verdicts come from what was remembered the first time.
+@pytest.mark.parametrize("asked", ["first", "again"])
+def test_metadata_is_valid_exactly_when_every_kubernetes_check_passes(asked: str) -> None:
+    # Every good and bad value of Kubernetes' tables above, as a namespace, a label key, a label
+    # value and an annotation key: metadata_errors finds nothing exactly when the rule's own
+    # check finds nothing, whether or not it judged the same string before.
+    cases: list[tuple[dict[str, object], bool]] = []
+    for ns in {*_LABEL_GOOD, *_LABEL_BAD, "a.b"} - {""}:
+        cases.append(({"namespace": ns}, not is_dns1123_label(ns)))
+    for key in [*_QUALIFIED_GOOD, *_QUALIFIED_BAD]:
+        cases.append(({"labels": {key: "v"}}, not is_qualified_name(key)))
+        lowered = key.lower()
+        cases.append(({"annotations": {key: "v"}}, not is_qualified_name(lowered)))
+    for value in [*_VALUE_GOOD, *_VALUE_BAD]:
+        cases.append(({"labels": {"k": value}}, not is_label_value(value)))
+    cases.append(({"labels": {"ok": "v", "a,b": "v"}}, False))  # one bad label among good ones
+    cases.append(({"annotations": {"a": "b" * (TOTAL_ANNOTATION_SIZE_LIMIT - 1)}}, True))
+    cases.append(({"annotations": {"a": "b" * TOTAL_ANNOTATION_SIZE_LIMIT}}, False))
+    for fields, valid in cases:
+        assert (_meta(**fields) == []) is valid, (asked, fields)

@@ -8,6 +8,8 @@ v1.14 plus the later preemptionPolicy rows) and keep their names.
 from __future__ import annotations
 
 import itertools
+import time
+import uuid
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -128,6 +130,40 @@ def test_create_assigns_uid_timestamp_namespace_and_revision(core: StoreCore) ->
     assert pod.metadata.uid == "uid-1"
     assert pod.metadata.resource_version == "1"
     assert pod.metadata.creation_timestamp == T0_TEXT
+
+
+def test_default_uids_are_distinct_random_version_4_uuids_in_uuid4s_text() -> None:
+    core = StoreCore(wall_clock=lambda: T0)
+    # More than one pool of random bytes (256 uids), so a refill is crossed.
+    _, statuses, _ = core.write([make_pod(f"p{i}").obj() for i in range(600)])
+    uids = [s.uid for s in statuses]
+    assert len(set(uids)) == 600
+    for text in uids:
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, text)
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [0.0, T0, T0 + 0.999, T0 + 1.0, T0 - 0.5, 951825599.5, -1.5],
+    ids=[
+        "epoch",
+        "T0",
+        "just-before-next-second",
+        "next-second",
+        "half-before",
+        "leap-day",
+        "negative",
+    ],
+)
+def test_creation_timestamps_are_the_wall_clocks_second_in_rfc3339(seconds: float) -> None:
+    clock = [T0 + 5.0]  # another second's text made first, so the made-once text is not reused
+    core = StoreCore(wall_clock=lambda: clock[0])
+    core.write([make_pod("before").obj()])
+    clock[0] = seconds
+    core.write([make_pod("web").obj()])
+    expected = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    assert _pod(core, "web").metadata.creation_timestamp == expected
 
 
 @dataclass(frozen=True)
