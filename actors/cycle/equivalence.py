@@ -22,18 +22,19 @@ forms are tested against, so a verdict patched row by row equals one computed af
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
+from podium.actors.cycle.ring import Ring
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import Code, FilterPlugin, Status, run_filter
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 
-__all__ = ["Blame", "EquivalenceCache", "ScoreCache", "Verdict"]
+__all__ = ["Blame", "EquivalenceCache", "ScoreCache", "Verdict", "Window", "WindowNodes"]
 
 Blame = tuple[str, npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_], Code]]]
 """A predicate's name, the rows it is blamed for, and (reason, rows giving it, code) entries
@@ -58,12 +59,21 @@ class Verdict:
         blamed: per predicate, the rows it rejected first and their reasons.
         epoch, version: the columns this verdict reflects (``NodeColumns.epoch`` and
             ``NodeColumns.version`` when it was made or last patched).
+        ring: the rows that pass, and the class's totals, as a tree that walks and picks in
+            O(log nodes) (:mod:`podium.actors.cycle.ring`); kept by the cache for classes
+            whose every active predicate is node-local, patched with ``alive``.
+        dirty: rows re-judged since the score stage last brought ``scores`` up to date.
+        scores: the score stage's per-class state over every row
+            (``generic_scheduler.ClassScores``), None until a pod of the class is scored.
     """
 
     alive: npt.NDArray[np.bool_]
     blamed: list[Blame]
     epoch: int
     version: int
+    ring: Ring | None = None
+    dirty: set[int] = field(default_factory=set)
+    scores: Any = None
 
 
 class EquivalenceCache:
@@ -97,13 +107,20 @@ class EquivalenceCache:
                 self.misses += 1
                 return None
             verdict.version = cols.version
+            if verdict.ring is not None:
+                rows = changed.tolist()
+                alive = verdict.alive
+                for row in rows:
+                    verdict.ring.set_row(row, bool(alive[row]))
+                verdict.dirty.update(rows)
         self._verdicts.move_to_end(key)
         self.hits += 1
         return verdict
 
-    def store(self, key: bytes, verdict: Verdict) -> None:
-        """Keep a copy of ``verdict`` (its arrays may be the plugins' or the columns' own)."""
-        self._verdicts[key] = Verdict(
+    def store(self, key: bytes, verdict: Verdict) -> Verdict:
+        """Keep a copy of ``verdict`` (its arrays may be the plugins' or the columns' own);
+        returns the copy."""
+        kept = self._verdicts[key] = Verdict(
             verdict.alive.copy(),
             [
                 (name, rows.copy(), [(reason, mask.copy(), code) for reason, mask, code in masks])
@@ -115,6 +132,7 @@ class EquivalenceCache:
         self._verdicts.move_to_end(key)
         while len(self._verdicts) > self._size:
             self._verdicts.popitem(last=False)
+        return kept
 
 
 def _patch(
@@ -220,3 +238,94 @@ class ScoreCache:
                 entry.raw[row] = compute_one(row)
             entry.valid[needed] = True
         return entry.raw[rows]
+
+
+class Window(Sequence[int]):
+    """The feasible rows of one attempt as the class's ring gives them: ``examined`` rows from
+    ``start``, ``fits`` of which fit, without listing them.
+
+    The score stage picks among them on the ring (``ScoreStage.run``); anything else that
+    reads them (extenders, explain, a priority whose reduce step needs the window) gets the
+    rows in examination order, listed on first read. Valid until the verdict is next patched
+    (the next pod's filter stage): the scheduler decides one pod at a time.
+    """
+
+    __slots__ = ("_rows", "examined", "fits", "start", "verdict", "version")
+
+    def __init__(self, verdict: Verdict, start: int, examined: int, fits: int) -> None:
+        self.verdict = verdict
+        self.start = start
+        self.examined = examined
+        self.fits = fits
+        self.version = verdict.version
+        self._rows: list[int] | None = None
+
+    def rows(self) -> list[int]:
+        """The feasible rows in examination order."""
+        if self._rows is None:
+            verdict = self.verdict
+            if verdict.version != self.version or verdict.ring is None:
+                raise RuntimeError("the class's verdict changed since this window was walked")
+            alive = verdict.alive
+            self._rows = [
+                i
+                for a, b in verdict.ring.spans(self.start, self.examined)
+                for i in (np.flatnonzero(alive[a:b]) + a).tolist()
+            ]
+        return self._rows
+
+    def __len__(self) -> int:
+        return self.fits
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        return self.rows()[index]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rows())
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to the list of the same rows in the same order (as the list walk gives)."""
+        if isinstance(other, Window):
+            other = other.rows()
+        return isinstance(other, list) and self.rows() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class WindowNodes(Sequence[NodeInfo]):
+    """A :class:`Window`'s NodeInfos in examination order, listed on first read (what
+    ``pre_score`` is handed as the feasible nodes: most priorities never read them)."""
+
+    __slots__ = ("_infos", "_nodes", "_window")
+
+    def __init__(self, window: Window, infos: list[NodeInfo]) -> None:
+        self._window = window
+        self._infos = infos
+        self._nodes: list[NodeInfo] | None = None
+
+    def _listed(self) -> list[NodeInfo]:
+        if self._nodes is None:
+            infos = self._infos
+            self._nodes = [infos[i] for i in self._window.rows()]
+        return self._nodes
+
+    def __len__(self) -> int:
+        return len(self._window)
+
+    @overload
+    def __getitem__(self, index: int) -> NodeInfo: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[NodeInfo]: ...
+
+    def __getitem__(self, index: int | slice) -> NodeInfo | list[NodeInfo]:
+        return self._listed()[index]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self._listed())

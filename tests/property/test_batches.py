@@ -3,17 +3,21 @@
 ``podium simulate`` runs the daemon's own actors (queue, cache, filter actor, score actor,
 binder, scheduler, the in-memory store) with each bind committed before the next batch and
 trio's MockClock, so a run repeats exactly. The same random cluster and pod stream, with the
-same tie-break seed, is simulated one pod at a time (``batchMaxPods: 1``) and in batches of
-several sizes; every outcome must be identical: each pod's node or FitError message (with the
+same tie-break seed, is simulated one pod at a time (``batchMaxPods: 1``) with every pod walked
+and scored over lists (``FilterStage.use_ring`` off), and in batches of several sizes with the
+equivalence classes' rings (runs of identical pods filtered once, only the chosen node's row
+re-judged and re-scored, the pick read off the ring: actors/cycle/ring.py); every outcome must
+be identical: each pod's node or FitError message (with the
 preemption part), its attempts, the pods its attempts evicted, the order of the final attempts,
 and the per-pod metric counts (attempts by result, extension points, preemption, queue moves).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -24,6 +28,7 @@ from long_runs import examples
 from prometheus_client import REGISTRY
 from random_cluster import HOSTNAME, RandomPick, existing_pod, incoming_pod, node
 
+from podium.actors.cycle.generic_scheduler import FilterStage
 from podium.actors.simulation.cluster import SimulationError
 from podium.actors.simulation.run import simulate
 from podium.actors.supervisor.supervisor import load_plugin_set
@@ -65,7 +70,9 @@ def _diff(before: dict[Any, float], after: dict[Any, float]) -> dict[Any, float]
 
 def cluster(seed: int, n_nodes: int, n_pods: int, n_specs: int) -> list[o.KubeObject]:
     """Random nodes (some holding pods), then a stream of pending pods drawn from a few specs
-    (so equivalence classes repeat) with random priorities (so preemption happens)."""
+    (so equivalence classes repeat) with random priorities (so preemption happens); half the
+    time a pod repeats the one before it, priority and all (a run of one class, as a
+    ReplicaSet's pods come)."""
     pick = RandomPick(seed)
     rng = random.Random(seed)
     names = [f"n{i}" for i in range(n_nodes)]
@@ -91,12 +98,24 @@ def cluster(seed: int, n_nodes: int, n_pods: int, n_specs: int) -> list[o.KubeOb
             specs[i] = msgspec.structs.replace(
                 spec, spec=msgspec.structs.replace(spec.spec, affinity=alone)
             )
+    spec = None
     for i in range(n_pods):
-        template = rng.choice(specs)
+        if spec is None or rng.random() < 0.5:
+            template = rng.choice(specs)
+            spec = msgspec.structs.replace(template.spec, priority_class_name=rng.choice(CLASSES))
         meta = msgspec.structs.replace(template.metadata, name=f"p{i}", uid="")
-        spec = msgspec.structs.replace(template.spec, priority_class_name=rng.choice(CLASSES))
         objects.append(msgspec.structs.replace(template, metadata=meta, spec=spec))
     return objects
+
+
+@contextlib.contextmanager
+def lists_only() -> Iterator[None]:
+    """Every pod walked and scored over lists: the reference for the rings."""
+    FilterStage.use_ring = False
+    try:
+        yield
+    finally:
+        FilterStage.use_ring = True
 
 
 def run(
@@ -124,11 +143,32 @@ def run(
 def test_batched_and_one_at_a_time_decisions_are_identical(
     seed: int, n_nodes: int, n_pods: int, n_specs: int, batches: list[int]
 ) -> None:
+    _compare(seed, n_nodes, n_pods, n_specs, batches)
+
+
+@settings(max_examples=examples(4, 15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_nodes=st.integers(101, 220),
+    n_pods=st.integers(20, 60),
+    n_specs=st.integers(1, 3),
+    batches=st.lists(st.integers(2, 40), min_size=1, max_size=1),
+)
+def test_large_clusters_decide_alike_in_batches_and_one_at_a_time(
+    seed: int, n_nodes: int, n_pods: int, n_specs: int, batches: list[int]
+) -> None:
+    """Above 100 nodes a pod examines only numFeasibleNodesToFind of them: the start index
+    moves round the nodes and the ring's walk decides which are examined."""
+    _compare(seed, n_nodes, n_pods, n_specs, batches)
+
+
+def _compare(seed: int, n_nodes: int, n_pods: int, n_specs: int, batches: list[int]) -> None:
     objects = cluster(seed, n_nodes, n_pods, n_specs)
     # The generators make some objects the store refuses (label values, names): leave them out.
     for _ in range(10):
         try:
-            alone, alone_counts = run(objects, 1, seed)
+            with lists_only():
+                alone, alone_counts = run(objects, 1, seed)
             break
         except SimulationError as exc:
             refused = {i for i, _, _ in exc.objects}
