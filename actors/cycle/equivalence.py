@@ -62,6 +62,8 @@ class Verdict:
         ring: the rows that pass, and the class's totals, as a tree that walks and picks in
             O(log nodes) (:mod:`podium.actors.cycle.ring`); kept by the cache for classes
             whose every active predicate is node-local, patched with ``alive``.
+        head: the active predicates and their metadata when every one is node-local (the
+            ring's pods: the next pod of the class reuses them, ``FilterStage._ring_active``).
         dirty: rows re-judged since the score stage last brought ``scores`` up to date.
         scores: the score stage's per-class state over every row
             (``generic_scheduler.ClassScores``), None until a pod of the class is scored.
@@ -72,6 +74,7 @@ class Verdict:
     epoch: int
     version: int
     ring: Ring | None = None
+    head: list[tuple[FilterPlugin[Any], Any]] | None = None
     dirty: set[int] = field(default_factory=set)
     scores: Any = None
 
@@ -87,6 +90,10 @@ class EquivalenceCache:
 
     def __len__(self) -> int:
         return len(self._verdicts)
+
+    def peek(self, key: bytes) -> Verdict | None:
+        """The class's verdict as kept (maybe behind the columns), or None; not counted."""
+        return self._verdicts.get(key)
 
     def lookup(
         self,

@@ -297,11 +297,16 @@ class FilterStage:
             examined = [snapshot.node_infos[i].name for i in order] if explain else []
             return _Walk(evaluated=n, examined=examined), order
         want = num_feasible_nodes_to_find(n, self.percentage)
-        active = self._active_filters(pod, snapshot)
+        key = _class_key(pod)
+        active = None
+        if self.use_ring and not explain and observe is None:
+            active = self._ring_active(key, pod, snapshot)
+        if active is None:
+            active = self._active_filters(pod, snapshot)
         with_nominated = self._nominated_rows(pod, snapshot, nominated)
         if not with_nominated and all(id(p) in self._vector_filters for p, _ in active):
             walk, feasible = self._fit_vector(
-                pod, snapshot, active, start, want, explain=explain, observe=observe
+                pod, snapshot, active, start, want, key, explain=explain, observe=observe
             )
         else:
             walk, feasible = self._fit_loop(
@@ -317,6 +322,21 @@ class FilterStage:
         self.next_start_index = (start + walk.evaluated) % n
         return walk, feasible
 
+    def _ring_active(
+        self, key: bytes, pod: PodInfo, snapshot: Snapshot
+    ) -> list[tuple[FilterPlugin[Any], Any]] | None:
+        """The active predicates of a pod whose class keeps a ring, without making the
+        node-local ones' metadata again: their answers depend on the spec alone, so the
+        class's (``Verdict.head``) serve; None unless the class has a ring and every other
+        predicate skips this pod (then :meth:`_active_filters` decides)."""
+        verdict = self.equivalence.peek(key)
+        if verdict is None or verdict.head is None:
+            return None
+        for plugin in self.filters:
+            if id(plugin) not in self._node_local and plugin.pre_filter(pod, snapshot) is not SKIP:
+                return None
+        return verdict.head
+
     def _fit_vector(
         self,
         pod: PodInfo,
@@ -324,6 +344,7 @@ class FilterStage:
         active: list[tuple[FilterPlugin[Any], Any]],
         start: int,
         want: int,
+        key: bytes,
         *,
         explain: bool,
         observe: PluginObserver | None,
@@ -339,7 +360,6 @@ class FilterStage:
                 local += 1
         if local:
             head, tail = active[:local], active[local:]
-            key = _class_key(pod)
             verdict = None
             if not explain and observe is None:
                 verdict = self.equivalence.lookup(key, pod, cols, head)
@@ -349,6 +369,7 @@ class FilterStage:
                 verdict = self._verdict(pod, cols, tail, observe, after=verdict)
             elif self.use_ring and not explain and observe is None:
                 # Every active predicate is node-local: the class's ring walks in O(log n).
+                verdict.head = head
                 return self._fit_ring(verdict, start, want)
         else:
             verdict = self._verdict(pod, cols, active, observe)
