@@ -43,6 +43,10 @@ Blame = tuple[str, npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_],
 CLASSES = 64
 """Verdicts kept (least recently used dropped first)."""
 
+RINGS = 8
+"""Verdicts that keep a ring (about 1.5 MB at 5000 nodes each; the least recently walked
+one loses its ring and scores first)."""
+
 SCALAR_ROWS = 16
 """Up to this many unknown map scores are computed row by row with the scalar form."""
 
@@ -82,14 +86,29 @@ class Verdict:
 class EquivalenceCache:
     """Verdicts by equivalence class (the pod's encoded spec), least recently used dropped."""
 
-    def __init__(self, size: int = CLASSES) -> None:
+    def __init__(self, size: int = CLASSES, rings: int = RINGS) -> None:
         self._size = size
         self._verdicts: OrderedDict[bytes, Verdict] = OrderedDict()
+        self._rings = rings
+        # The verdicts holding a ring, least recently given one first (by identity).
+        self._with_ring: OrderedDict[int, Verdict] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
     def __len__(self) -> int:
         return len(self._verdicts)
+
+    def attach_ring(self, verdict: Verdict) -> Ring:
+        """Give ``verdict`` a ring over its rows; past :data:`RINGS` of them, the least
+        recently given one drops its ring, scores and head (it is walked over lists again
+        until given a new one)."""
+        ring = verdict.ring = Ring(verdict.alive)
+        self._with_ring[id(verdict)] = verdict
+        while len(self._with_ring) > self._rings:
+            _, old = self._with_ring.popitem(last=False)
+            old.ring, old.scores, old.head = None, None, None
+            old.dirty.clear()
+        return ring
 
     def peek(self, key: bytes) -> Verdict | None:
         """The class's verdict as kept (maybe behind the columns), or None; not counted."""

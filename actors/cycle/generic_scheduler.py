@@ -47,7 +47,6 @@ from podium.actors.cycle.equivalence import (
     Window,
     WindowNodes,
 )
-from podium.actors.cycle.ring import Ring
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     NO_NODES_AVAILABLE,
@@ -402,15 +401,14 @@ class FilterStage:
                     walk.unresolvable.add(cols.names[i])
         return walk, feasible
 
-    @staticmethod
-    def _fit_ring(verdict: Verdict, start: int, want: int) -> tuple[_Walk, Window]:
+    def _fit_ring(self, verdict: Verdict, start: int, want: int) -> tuple[_Walk, Window]:
         """The walk of :meth:`_fit_vector` on the class's ring (:mod:`~podium.actors.cycle.ring`):
         the rows examined and how many fit in O(log n), the feasible rows as a
         :class:`~podium.actors.cycle.equivalence.Window` the score stage picks from; the
         reasons counted over the same spans."""
         ring = verdict.ring
         if ring is None:
-            ring = verdict.ring = Ring(verdict.alive)
+            ring = self.equivalence.attach_ring(verdict)
         evaluated, count = ring.walk(start, want)
         walk = _Walk(evaluated=evaluated)
         _count_reasons(walk, verdict.blamed, ring.spans(start, evaluated))
@@ -786,7 +784,8 @@ class ScoreStage:
         """
         verdict = window.verdict
         ring = verdict.ring
-        assert ring is not None  # a Window is made only on a verdict with a ring
+        if ring is None or verdict.version != window.version:
+            raise RuntimeError("the class's verdict changed since this window was walked")
         n = ring.n
         if window.fits == 1:
             # v1.14: "When only one node after predicate, just use it" (no draw).
