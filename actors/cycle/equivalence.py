@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -266,7 +266,32 @@ class ScoreCache:
         return entry.raw[rows]
 
 
-class Window(Sequence[int]):
+T = TypeVar("T")
+
+
+class _Listed(Sequence[T]):
+    """A sequence whose items are listed on first read (:meth:`_listed`), its length known
+    before."""
+
+    __slots__ = ()
+
+    def _listed(self) -> list[T]:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        return self._listed()[index]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._listed())
+
+
+class Window(_Listed[int]):
     """The feasible rows of one attempt as the class's ring gives them: ``examined`` rows from
     ``start``, ``fits`` of which fit, without listing them.
 
@@ -286,7 +311,7 @@ class Window(Sequence[int]):
         self.version = verdict.version
         self._rows: list[int] | None = None
 
-    def rows(self) -> list[int]:
+    def _listed(self) -> list[int]:
         """The feasible rows in examination order."""
         if self._rows is None:
             verdict = self.verdict
@@ -303,28 +328,16 @@ class Window(Sequence[int]):
     def __len__(self) -> int:
         return self.fits
 
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[int]: ...
-
-    def __getitem__(self, index: int | slice) -> int | list[int]:
-        return self.rows()[index]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.rows())
-
     def __eq__(self, other: object) -> bool:
         """Equal to the list of the same rows in the same order (as the list walk gives)."""
         if isinstance(other, Window):
-            other = other.rows()
-        return isinstance(other, list) and self.rows() == other
+            other = other._listed()
+        return isinstance(other, list) and self._listed() == other
 
     __hash__ = None  # type: ignore[assignment]
 
 
-class WindowNodes(Sequence[NodeInfo]):
+class WindowNodes(_Listed[NodeInfo]):
     """A :class:`Window`'s NodeInfos in examination order, listed on first read (what
     ``pre_score`` is handed as the feasible nodes: most priorities never read them)."""
 
@@ -338,20 +351,8 @@ class WindowNodes(Sequence[NodeInfo]):
     def _listed(self) -> list[NodeInfo]:
         if self._nodes is None:
             infos = self._infos
-            self._nodes = [infos[i] for i in self._window.rows()]
+            self._nodes = [infos[i] for i in self._window]
         return self._nodes
 
     def __len__(self) -> int:
         return len(self._window)
-
-    @overload
-    def __getitem__(self, index: int) -> NodeInfo: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[NodeInfo]: ...
-
-    def __getitem__(self, index: int | slice) -> NodeInfo | list[NodeInfo]:
-        return self._listed()[index]
-
-    def __iter__(self) -> Iterator[NodeInfo]:
-        return iter(self._listed())

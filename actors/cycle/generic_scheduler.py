@@ -839,20 +839,7 @@ class ScoreStage:
             if meta is SKIP:
                 raw = np.zeros(len(rows), dtype=np.int64)
             elif id(plugin) in self._vector_scorers:
-                vector = cast("VectorScorePlugin[Any]", plugin)
-                if id(plugin) in self._node_local:
-                    if key is None:
-                        key = _class_key(pod)
-                    infos_by_row = cols.infos
-                    raw = self.classes.raw(
-                        (key, id(plugin)),
-                        cols,
-                        rows,
-                        functools.partial(vector.score_columns, pod, meta, cols),
-                        lambda row: plugin.score(pod, meta, infos_by_row[row]),  # noqa: B023
-                    )
-                else:
-                    raw = vector.score_columns(pod, meta, cols, rows)
+                raw, key = self._map_columns(plugin, pod, meta, cols, rows, key)
             else:
                 raw = np.asarray(run_score(plugin, pod, meta, infos), dtype=np.int64)
             if not _reduces_row_by_row(plugin, pod, meta, raw):
@@ -902,6 +889,32 @@ class ScoreStage:
             ring.set_row(row, True, total)
         return True
 
+    def _map_columns(
+        self,
+        plugin: ScorePlugin[Any],
+        pod: PodInfo,
+        meta: Any,
+        cols: NodeColumns,
+        rows: npt.NDArray[np.intp],
+        key: bytes | None,
+    ) -> tuple[npt.NDArray[np.int64], bytes | None]:
+        """A vector priority's map scores for ``rows`` (a node-local one's kept per class in
+        :attr:`classes`), and the pod's class key (``key``, encoded here on first need)."""
+        vector = cast("VectorScorePlugin[Any]", plugin)
+        if id(plugin) not in self._node_local:
+            return vector.score_columns(pod, meta, cols, rows), key
+        if key is None:
+            key = _class_key(pod)
+        infos_by_row = cols.infos
+        raw = self.classes.raw(
+            (key, id(plugin)),
+            cols,
+            rows,
+            functools.partial(vector.score_columns, pod, meta, cols),
+            lambda row: plugin.score(pod, meta, infos_by_row[row]),
+        )
+        return raw, key
+
     def _reduce(
         self,
         plugin: ScorePlugin[Any],
@@ -947,21 +960,9 @@ class ScoreStage:
                 if meta is SKIP:
                     columns = np.zeros(len(infos), dtype=np.int64)
                 else:
-                    vector = cast("VectorScorePlugin[Any]", plugin)
-                    cols = snapshot.columns
-                    if id(plugin) in self._node_local:
-                        if key is None:
-                            key = _class_key(pod)
-                        infos_by_row = cols.infos
-                        columns = self.classes.raw(
-                            (key, id(plugin)),
-                            cols,
-                            row_array,
-                            functools.partial(vector.score_columns, pod, meta, cols),
-                            lambda row: plugin.score(pod, meta, infos_by_row[row]),  # noqa: B023
-                        )
-                    else:
-                        columns = vector.score_columns(pod, meta, cols, row_array)
+                    columns, key = self._map_columns(
+                        plugin, pod, meta, snapshot.columns, row_array, key
+                    )
                 array = normalize_columns(pod, meta, infos, columns)
                 if observe is not None:
                     observe(plugin.name, "Score", "Success", time.perf_counter() - started)
