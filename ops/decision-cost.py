@@ -7,7 +7,12 @@ What the scheduler's batch loop does per pod, without the actors, the store or t
 pods (100m / 500Mi, all of one spec: one equivalence class).
 
 Usage: ops/decision-cost.py [--nodes 500 5000] [--pods 2000] [--batch 32] [--runs 3]
-       [--profile]
+       [--profile] [--no-refresh]
+
+A tenth of the pods (``PLUGIN_METRICS_SAMPLE_PERCENT``) are sampled attempts, their plugins
+timed, as the filter actor draws them. Between batches the nodes the last two batches placed pods on are swapped in anew, as the
+daemon's snapshot refresh brings the cache's assumed and bound NodeInfos (``--no-refresh``:
+not).
 
 Prints per node count the CPU microseconds a decided pod (``time.process_time``), the
 minimum and the median over ``--runs``, and where the pods went (a hash of the placements,
@@ -31,6 +36,14 @@ from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot, assumed_pod, fold_assumed
 from podium.actors.plugins.policy import build_plugins, default_policy
 from podium.cli.bench.workload import DEFAULT_POD, ZONES, make_node, make_pods
+from podium.protocol import metrics
+
+SAMPLED = metrics.PLUGIN_METRICS_SAMPLE_PERCENT / 100
+"""The share of attempts the filter actor samples for the plugin metrics (their plugins timed)."""
+
+
+def _ignore(plugin: str, point: str, status: str, seconds: float) -> None:
+    """A sampled attempt's plugin timings, dropped (the daemon observes a histogram)."""
 
 
 def _snapshot(nodes: int) -> Snapshot:
@@ -44,33 +57,50 @@ def _decide_all(
     snapshot: Snapshot,
     pods: list[PodInfo],
     batch: int,
+    refresh: bool,
 ) -> list[str | None]:
-    """Decide ``pods`` in batches of ``batch``, each placement folded in before the next."""
+    """Decide ``pods`` in batches of ``batch``, each placement folded in before the next.
+
+    ``refresh``: before each batch, swap in a new NodeInfo (the same pods) for every node the
+    last batch placed pods on (the cache's assume) and the batch before it (the bind
+    confirmed), as the daemon's snapshot refresh does: those rows count as changed.
+    """
     placed: list[str | None] = []
+    sampling = random.Random(2)
+    last: set[str] = set()
+    before_last: set[str] = set()
     for first in range(0, len(pods), batch):
+        if refresh:
+            for name in sorted(last | before_last):
+                snapshot.replace_node_info(snapshot.by_name[name].clone())
+        folded: set[str] = set()
         for pod in pods[first : first + batch]:
-            result, feasible = filters.run(pod, snapshot)
+            # The filter actor's plugin-metrics draw: a sampled attempt times each plugin.
+            observe = _ignore if sampling.random() < SAMPLED else None
+            result, feasible = filters.run(pod, snapshot, observe=observe)
             if feasible:
-                result = scores.run(pod, snapshot, result, feasible)
+                result = scores.run(pod, snapshot, result, feasible, observe=observe)
             placed.append(result.node)
             if result.node is not None:
                 fold_assumed(snapshot, pod, result.node, assumed=assumed_pod(pod, result.node))
+                folded.add(result.node)
+        before_last, last = last, folded
     return placed
 
 
-def one_run(nodes: int, pods: int, batch: int, profile: bool) -> tuple[float, str]:
+def one_run(nodes: int, pods: int, batch: int, profile: bool, refresh: bool) -> tuple[float, str]:
     filters_list, scorers = build_plugins(default_policy())
     filters = FilterStage(filters_list)
     scores = ScoreStage(scorers, rng=random.Random(1))
     snapshot = _snapshot(nodes)
     init = [PodInfo(p) for p in make_pods(DEFAULT_POD, "init", "default", 1000)]
-    _decide_all(filters, scores, snapshot, init, batch)
+    _decide_all(filters, scores, snapshot, init, batch, refresh)
     measured = [PodInfo(p) for p in make_pods(DEFAULT_POD, "pod", "default", pods)]
     profiler = cProfile.Profile() if profile else None
     started = time.process_time()
     if profiler is not None:
         profiler.enable()
-    placed = _decide_all(filters, scores, snapshot, measured, batch)
+    placed = _decide_all(filters, scores, snapshot, measured, batch, refresh)
     if profiler is not None:
         profiler.disable()
     spent = time.process_time() - started
@@ -87,11 +117,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--no-refresh",
+        dest="refresh",
+        action="store_false",
+        help="no snapshot refresh between batches (only the batch's own folds change rows)",
+    )
     args = parser.parse_args()
     for nodes in args.nodes:
         costs, digests = [], set()
         for _ in range(args.runs):
-            cost, digest = one_run(nodes, args.pods, args.batch, args.profile)
+            cost, digest = one_run(nodes, args.pods, args.batch, args.profile, args.refresh)
             costs.append(cost)
             digests.add(digest)
         print(

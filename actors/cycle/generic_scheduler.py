@@ -206,7 +206,9 @@ class FilterStage:
         Returns:
             The result so far (reasons, counts; ``message`` set when the attempt already
             failed: FitError text, or the error with ``error`` set) and the feasible rows in
-            examination order (empty when the attempt failed).
+            examination order (empty when the attempt failed): on a class's ring a
+            :class:`~podium.actors.cycle.equivalence.Window`, which lists them only when read
+            and which :class:`ScoreStage` picks from on the ring.
         """
         basic = pod_passes_basic_checks(pod.pod, snapshot.objects)
         if basic is not None:
@@ -360,10 +362,15 @@ class FilterStage:
         if local:
             head, tail = active[:local], active[local:]
             verdict = None
-            if not explain and observe is None:
+            kept = not explain and observe is None
+            if kept:
                 verdict = self.equivalence.lookup(key, pod, cols, head)
             if verdict is None:
-                verdict = self.equivalence.store(key, self._verdict(pod, cols, head, observe))
+                verdict = self._verdict(pod, cols, head, observe)
+                # A timed (sampled) or explained attempt computes its own verdict; it does not
+                # take the place of the class's, whose ring and scores the next pod reuses.
+                if kept or self.equivalence.peek(key) is None:
+                    verdict = self.equivalence.store(key, verdict)
             if tail:
                 verdict = self._verdict(pod, cols, tail, observe, after=verdict)
             elif self.use_ring and not explain and observe is None:
