@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -130,30 +130,30 @@ def run(
     return placed, _diff(before, counts())
 
 
-@settings(
-    max_examples=examples(20, 60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n_nodes=st.integers(1, 8),
-    n_pods=st.integers(1, 30),
-    n_specs=st.integers(1, 4),
-    batches=st.lists(st.integers(2, 40), min_size=1, max_size=2),
-)
+def _streams(
+    *, nodes: tuple[int, int], pods: tuple[int, int], specs: int, sizes: int, runs: int
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Hypothesis draws a cluster of ``nodes`` nodes and ``pods`` pods of up to ``specs``
+    specs, and up to ``sizes`` batch sizes, ``runs`` times."""
+    draws = given(
+        seed=st.integers(0, 2**32 - 1),
+        n_nodes=st.integers(*nodes),
+        n_pods=st.integers(*pods),
+        n_specs=st.integers(1, specs),
+        batches=st.lists(st.integers(2, 40), min_size=1, max_size=sizes),
+    )
+    kept = settings(max_examples=runs, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    return lambda test: kept(draws(test))
+
+
+@_streams(nodes=(1, 8), pods=(1, 30), specs=4, sizes=2, runs=examples(20, 60))
 def test_batched_and_one_at_a_time_decisions_are_identical(
     seed: int, n_nodes: int, n_pods: int, n_specs: int, batches: list[int]
 ) -> None:
     _compare(seed, n_nodes, n_pods, n_specs, batches)
 
 
-@settings(max_examples=examples(4, 15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n_nodes=st.integers(101, 220),
-    n_pods=st.integers(20, 60),
-    n_specs=st.integers(1, 3),
-    batches=st.lists(st.integers(2, 40), min_size=1, max_size=1),
-)
+@_streams(nodes=(101, 220), pods=(20, 60), specs=3, sizes=1, runs=examples(4, 15))
 def test_large_clusters_decide_alike_in_batches_and_one_at_a_time(
     seed: int, n_nodes: int, n_pods: int, n_specs: int, batches: list[int]
 ) -> None:
