@@ -22,18 +22,19 @@ forms are tested against, so a verdict patched row by row equals one computed af
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
+from podium.actors.cycle.ring import Ring
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import Code, FilterPlugin, Status, run_filter
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 
-__all__ = ["Blame", "EquivalenceCache", "ScoreCache", "Verdict"]
+__all__ = ["Blame", "EquivalenceCache", "ScoreCache", "Verdict", "Window", "WindowNodes"]
 
 Blame = tuple[str, npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_], Code]]]
 """A predicate's name, the rows it is blamed for, and (reason, rows giving it, code) entries
@@ -41,6 +42,10 @@ Blame = tuple[str, npt.NDArray[np.bool_], list[tuple[str, npt.NDArray[np.bool_],
 
 CLASSES = 64
 """Verdicts kept (least recently used dropped first)."""
+
+RINGS = 8
+"""Verdicts that keep a ring (about 1.5 MB at 5000 nodes each; the least recently walked
+one loses its ring and scores first)."""
 
 SCALAR_ROWS = 16
 """Up to this many unknown map scores are computed row by row with the scalar form."""
@@ -58,25 +63,56 @@ class Verdict:
         blamed: per predicate, the rows it rejected first and their reasons.
         epoch, version: the columns this verdict reflects (``NodeColumns.epoch`` and
             ``NodeColumns.version`` when it was made or last patched).
+        ring: the rows that pass, and the class's totals, as a tree that walks and picks in
+            O(log nodes) (:mod:`podium.actors.cycle.ring`); kept by the cache for classes
+            whose every active predicate is node-local, patched with ``alive``.
+        head: the active predicates and their metadata when every one is node-local (the
+            ring's pods: the next pod of the class reuses them, ``FilterStage._ring_active``).
+        dirty: rows re-judged since the score stage last brought ``scores`` up to date.
+        scores: the score stage's per-class state over every row
+            (``generic_scheduler.ClassScores``), None until a pod of the class is scored.
     """
 
     alive: npt.NDArray[np.bool_]
     blamed: list[Blame]
     epoch: int
     version: int
+    ring: Ring | None = None
+    head: list[tuple[FilterPlugin[Any], Any]] | None = None
+    dirty: set[int] = field(default_factory=set)
+    scores: Any = None
 
 
 class EquivalenceCache:
     """Verdicts by equivalence class (the pod's encoded spec), least recently used dropped."""
 
-    def __init__(self, size: int = CLASSES) -> None:
+    def __init__(self, size: int = CLASSES, rings: int = RINGS) -> None:
         self._size = size
         self._verdicts: OrderedDict[bytes, Verdict] = OrderedDict()
+        self._rings = rings
+        # The verdicts holding a ring, least recently given one first (by identity).
+        self._with_ring: OrderedDict[int, Verdict] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
     def __len__(self) -> int:
         return len(self._verdicts)
+
+    def attach_ring(self, verdict: Verdict) -> Ring:
+        """Give ``verdict`` a ring over its rows; past :data:`RINGS` of them, the least
+        recently given one drops its ring, scores and head (it is walked over lists again
+        until given a new one)."""
+        ring = verdict.ring = Ring(verdict.alive)
+        self._with_ring[id(verdict)] = verdict
+        while len(self._with_ring) > self._rings:
+            _, old = self._with_ring.popitem(last=False)
+            old.ring, old.scores, old.head = None, None, None
+            old.dirty.clear()
+        return ring
+
+    def peek(self, key: bytes) -> Verdict | None:
+        """The class's verdict as kept (maybe behind the columns), or None; not counted."""
+        return self._verdicts.get(key)
 
     def lookup(
         self,
@@ -97,13 +133,20 @@ class EquivalenceCache:
                 self.misses += 1
                 return None
             verdict.version = cols.version
+            if verdict.ring is not None:
+                rows = changed.tolist()
+                alive = verdict.alive
+                for row in rows:
+                    verdict.ring.set_row(row, bool(alive[row]))
+                verdict.dirty.update(rows)
         self._verdicts.move_to_end(key)
         self.hits += 1
         return verdict
 
-    def store(self, key: bytes, verdict: Verdict) -> None:
-        """Keep a copy of ``verdict`` (its arrays may be the plugins' or the columns' own)."""
-        self._verdicts[key] = Verdict(
+    def store(self, key: bytes, verdict: Verdict) -> Verdict:
+        """Keep a copy of ``verdict`` (its arrays may be the plugins' or the columns' own);
+        returns the copy."""
+        kept = self._verdicts[key] = Verdict(
             verdict.alive.copy(),
             [
                 (name, rows.copy(), [(reason, mask.copy(), code) for reason, mask, code in masks])
@@ -115,6 +158,7 @@ class EquivalenceCache:
         self._verdicts.move_to_end(key)
         while len(self._verdicts) > self._size:
             self._verdicts.popitem(last=False)
+        return kept
 
 
 def _patch(
@@ -220,3 +264,95 @@ class ScoreCache:
                 entry.raw[row] = compute_one(row)
             entry.valid[needed] = True
         return entry.raw[rows]
+
+
+T = TypeVar("T")
+
+
+class _Listed(Sequence[T]):
+    """A sequence whose items are listed on first read (:meth:`_listed`), its length known
+    before."""
+
+    __slots__ = ()
+
+    def _listed(self) -> list[T]:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        return self._listed()[index]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._listed())
+
+
+class Window(_Listed[int]):
+    """The feasible rows of one attempt as the class's ring gives them: ``examined`` rows from
+    ``start``, ``fits`` of which fit, without listing them.
+
+    The score stage picks among them on the ring (``ScoreStage.run``); anything else that
+    reads them (extenders, explain, a priority whose reduce step needs the window) gets the
+    rows in examination order, listed on first read. Valid until the verdict is next patched
+    (the next pod's filter stage): the scheduler decides one pod at a time.
+    """
+
+    __slots__ = ("_rows", "examined", "fits", "start", "verdict", "version")
+
+    def __init__(self, verdict: Verdict, start: int, examined: int, fits: int) -> None:
+        self.verdict = verdict
+        self.start = start
+        self.examined = examined
+        self.fits = fits
+        self.version = verdict.version
+        self._rows: list[int] | None = None
+
+    def _listed(self) -> list[int]:
+        """The feasible rows in examination order."""
+        if self._rows is None:
+            verdict = self.verdict
+            if verdict.version != self.version or verdict.ring is None:
+                raise RuntimeError("the class's verdict changed since this window was walked")
+            alive = verdict.alive
+            self._rows = [
+                i
+                for a, b in verdict.ring.spans(self.start, self.examined)
+                for i in (np.flatnonzero(alive[a:b]) + a).tolist()
+            ]
+        return self._rows
+
+    def __len__(self) -> int:
+        return self.fits
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to the list of the same rows in the same order (as the list walk gives)."""
+        if isinstance(other, Window):
+            other = other._listed()
+        return isinstance(other, list) and self._listed() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class WindowNodes(_Listed[NodeInfo]):
+    """A :class:`Window`'s NodeInfos in examination order, listed on first read (what
+    ``pre_score`` is handed as the feasible nodes: most priorities never read them)."""
+
+    __slots__ = ("_infos", "_nodes", "_window")
+
+    def __init__(self, window: Window, infos: list[NodeInfo]) -> None:
+        self._window = window
+        self._infos = infos
+        self._nodes: list[NodeInfo] | None = None
+
+    def _listed(self) -> list[NodeInfo]:
+        if self._nodes is None:
+            infos = self._infos
+            self._nodes = [infos[i] for i in self._window]
+        return self._nodes
+
+    def __len__(self) -> int:
+        return len(self._window)

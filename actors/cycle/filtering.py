@@ -116,7 +116,7 @@ class FilterActor:
             result, feasible = ScheduleResult(message=f"internal error: {exc}", error=True), []
         if feasible and self._extenders:
             result, feasible = await self._extenders.filter(
-                msg.pod, msg.snapshot, result, feasible, explain=msg.explain
+                msg.pod, msg.snapshot, result, list(feasible), explain=msg.explain
             )
         seconds = trio.current_time() - started
         if feasible:

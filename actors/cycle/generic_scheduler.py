@@ -39,7 +39,14 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from podium.actors.cycle.equivalence import Blame, EquivalenceCache, ScoreCache, Verdict
+from podium.actors.cycle.equivalence import (
+    Blame,
+    EquivalenceCache,
+    ScoreCache,
+    Verdict,
+    Window,
+    WindowNodes,
+)
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     NO_NODES_AVAILABLE,
@@ -152,8 +159,16 @@ class FilterStage:
         always_check_all_predicates: record every failing predicate, not only the first.
 
     Pods with the same spec share the node-local predicates' verdicts
-    (:mod:`~podium.actors.cycle.equivalence`).
+    (:mod:`~podium.actors.cycle.equivalence`). When every predicate active for a pod is
+    node-local, its class's verdict keeps a ring (:mod:`~podium.actors.cycle.ring`): the walk
+    costs O(log n), the feasible rows are a
+    :class:`~podium.actors.cycle.equivalence.Window` the score stage picks from on the same
+    ring, and a placement re-judges only the row it changed.
     """
+
+    use_ring = True
+    """Walk and pick on the class's ring; False: the list walk every pod (the reference the
+    property tests compare the ring with, tests/property/test_equivalence.py)."""
 
     def __init__(
         self,
@@ -180,7 +195,7 @@ class FilterStage:
         dry: bool = False,
         observe: PluginObserver | None = None,
         nominated: NominatedPods | None = None,
-    ) -> tuple[ScheduleResult, list[int]]:
+    ) -> tuple[ScheduleResult, Sequence[int]]:
         """Filter ``pod`` over ``snapshot`` (never mutated).
 
         ``observe`` (sampled attempts) is told each predicate's time over the walk, with
@@ -191,7 +206,9 @@ class FilterStage:
         Returns:
             The result so far (reasons, counts; ``message`` set when the attempt already
             failed: FitError text, or the error with ``error`` set) and the feasible rows in
-            examination order (empty when the attempt failed).
+            examination order (empty when the attempt failed): on a class's ring a
+            :class:`~podium.actors.cycle.equivalence.Window`, which lists them only when read
+            and which :class:`ScoreStage` picks from on the ring.
         """
         basic = pod_passes_basic_checks(pod.pod, snapshot.objects)
         if basic is not None:
@@ -272,7 +289,7 @@ class FilterStage:
         explain: bool,
         observe: PluginObserver | None,
         nominated: NominatedPods | None = None,
-    ) -> tuple[_Walk, list[int]]:
+    ) -> tuple[_Walk, Sequence[int]]:
         n = len(snapshot)
         start = self.next_start_index % n
         if not self.filters:
@@ -281,11 +298,16 @@ class FilterStage:
             examined = [snapshot.node_infos[i].name for i in order] if explain else []
             return _Walk(evaluated=n, examined=examined), order
         want = num_feasible_nodes_to_find(n, self.percentage)
-        active = self._active_filters(pod, snapshot)
+        key = _class_key(pod)
+        active = None
+        if self.use_ring and not explain and observe is None:
+            active = self._ring_active(key, pod, snapshot)
+        if active is None:
+            active = self._active_filters(pod, snapshot)
         with_nominated = self._nominated_rows(pod, snapshot, nominated)
         if not with_nominated and all(id(p) in self._vector_filters for p, _ in active):
             walk, feasible = self._fit_vector(
-                pod, snapshot, active, start, want, explain=explain, observe=observe
+                pod, snapshot, active, start, want, key, explain=explain, observe=observe
             )
         else:
             walk, feasible = self._fit_loop(
@@ -301,6 +323,21 @@ class FilterStage:
         self.next_start_index = (start + walk.evaluated) % n
         return walk, feasible
 
+    def _ring_active(
+        self, key: bytes, pod: PodInfo, snapshot: Snapshot
+    ) -> list[tuple[FilterPlugin[Any], Any]] | None:
+        """The active predicates of a pod whose class keeps a ring, without making the
+        node-local ones' metadata again: their answers depend on the spec alone, so the
+        class's (``Verdict.head``) serve; None unless the class has a ring and every other
+        predicate skips this pod (then :meth:`_active_filters` decides)."""
+        verdict = self.equivalence.peek(key)
+        if verdict is None or verdict.head is None:
+            return None
+        for plugin in self.filters:
+            if id(plugin) not in self._node_local and plugin.pre_filter(pod, snapshot) is not SKIP:
+                return None
+        return verdict.head
+
     def _fit_vector(
         self,
         pod: PodInfo,
@@ -308,10 +345,11 @@ class FilterStage:
         active: list[tuple[FilterPlugin[Any], Any]],
         start: int,
         want: int,
+        key: bytes,
         *,
         explain: bool,
         observe: PluginObserver | None,
-    ) -> tuple[_Walk, list[int]]:
+    ) -> tuple[_Walk, Sequence[int]]:
         cols = snapshot.columns
         n = cols.n
         # The node-local predicates at the head of the active list share a verdict with every
@@ -323,15 +361,22 @@ class FilterStage:
                 local += 1
         if local:
             head, tail = active[:local], active[local:]
-            key = _class_key(pod)
             verdict = None
-            if not explain and observe is None:
+            kept = not explain and observe is None
+            if kept:
                 verdict = self.equivalence.lookup(key, pod, cols, head)
             if verdict is None:
                 verdict = self._verdict(pod, cols, head, observe)
-                self.equivalence.store(key, verdict)
+                # A timed (sampled) or explained attempt computes its own verdict; it does not
+                # take the place of the class's, whose ring and scores the next pod reuses.
+                if kept or self.equivalence.peek(key) is None:
+                    verdict = self.equivalence.store(key, verdict)
             if tail:
                 verdict = self._verdict(pod, cols, tail, observe, after=verdict)
+            elif self.use_ring and not explain and observe is None:
+                # Every active predicate is node-local: the class's ring walks in O(log n).
+                verdict.head = head
+                return self._fit_ring(verdict, start, want)
         else:
             verdict = self._verdict(pod, cols, active, observe)
         alive, blamed = verdict.alive, verdict.blamed
@@ -345,12 +390,7 @@ class FilterStage:
         spans = [(start, end)] if end <= n else [(start, n), (0, end - n)]
         feasible = [i for a, b in spans for i in (np.flatnonzero(alive[a:b]) + a).tolist()]
         walk = _Walk(evaluated=evaluated)
-        for name, rows, masks in blamed:
-            for reason, mask, _ in masks:
-                count = sum(int(np.count_nonzero(mask[a:b] & rows[a:b])) for a, b in spans)
-                if count:
-                    walk.reasons[reason] += count
-                    walk.failed_plugins.add(name)
+        _count_reasons(walk, blamed, spans)
         if explain:
             examined = np.concatenate([np.arange(a, b) for a, b in spans])
             walk.examined = [cols.names[i] for i in examined.tolist()]
@@ -367,6 +407,19 @@ class FilterStage:
                 if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     walk.unresolvable.add(cols.names[i])
         return walk, feasible
+
+    def _fit_ring(self, verdict: Verdict, start: int, want: int) -> tuple[_Walk, Window]:
+        """The walk of :meth:`_fit_vector` on the class's ring (:mod:`~podium.actors.cycle.ring`):
+        the rows examined and how many fit in O(log n), the feasible rows as a
+        :class:`~podium.actors.cycle.equivalence.Window` the score stage picks from; the
+        reasons counted over the same spans."""
+        ring = verdict.ring
+        if ring is None:
+            ring = self.equivalence.attach_ring(verdict)
+        evaluated, count = ring.walk(start, want)
+        walk = _Walk(evaluated=evaluated)
+        _count_reasons(walk, verdict.blamed, ring.spans(start, evaluated))
+        return walk, Window(verdict, start, evaluated, count)
 
     def _verdict(
         self,
@@ -549,6 +602,16 @@ class FilterStage:
         return self._node_reasons(pod, checks, row, changed, walk, errors, spent)
 
 
+def _count_reasons(walk: _Walk, blamed: Sequence[Blame], spans: Sequence[tuple[int, int]]) -> None:
+    """Add to ``walk`` the reasons of the rows in ``spans`` each predicate is blamed for."""
+    for name, rows, masks in blamed:
+        for reason, mask, _ in masks:
+            count = sum(int(np.count_nonzero(mask[a:b] & rows[a:b])) for a, b in spans)
+            if count:
+                walk.reasons[reason] += count
+                walk.failed_plugins.add(name)
+
+
 def _run_filter_timed(
     plugin: FilterPlugin[Any],
     pod: PodInfo,
@@ -584,6 +647,34 @@ def _add_extender_scores(
                 if info.name in by_node:
                     scores[f"extender {extender}"] = by_node[info.name]
             explain.totals[info.name] = int(totals[j])
+
+
+def _reduces_row_by_row(
+    plugin: ScorePlugin[Any], pod: PodInfo, meta: Any, raw: npt.NDArray[np.int64]
+) -> bool:
+    """:meth:`ScorePlugin.reduces_row_by_row`, False for a priority without it."""
+    ask = getattr(plugin, "reduces_row_by_row", None)
+    return bool(ask(pod, meta, raw)) if ask is not None else False
+
+
+@dataclass(slots=True)
+class ClassScores:
+    """The score stage's state for one class on its verdict (``Verdict.scores``).
+
+    Attributes:
+        stage: the ScoreStage that made it (another, after a reload, starts afresh).
+        metas: each priority's metadata for the class's pods.
+        totals: each feasible row's weighted total (read where the verdict's ``alive``).
+        by_row: every priority's reduce step reads no other row (``reduces_row_by_row``), so
+            ``totals`` hold in any window; False: each pod prioritizes its own window.
+    """
+
+    stage: ScoreStage
+    metas: list[Any]
+    totals: npt.NDArray[np.int64]
+    by_row: bool
+    reduced: dict[tuple[int, int], int] = field(default_factory=dict)
+    """(priority's index, map score) -> its reduced score, for rows scored alone."""
 
 
 @dataclass(slots=True)
@@ -649,6 +740,16 @@ class ScoreStage:
         node -> the sum of score x weight, added to the totals (v1.14 ``PrioritizeNodes``'
         ``combinedScores``), and extender -> node -> score (shown with ``explain``).
         """
+        if (
+            isinstance(feasible, Window)
+            and not explain
+            and observe is None
+            and extender_scores is None
+            and self.scorers
+        ):
+            node = self._pick_on_ring(pod, snapshot, feasible)
+            if node is not None:
+                return msgspec.structs.replace(result, node=node)
         # itemgetter builds the list in C (a comprehension costs ~25 us for 500 rows).
         infos = (
             list(operator.itemgetter(*feasible)(snapshot.node_infos))
@@ -672,6 +773,167 @@ class ScoreStage:
         return msgspec.structs.replace(
             result, node=infos[pick].name, scores=shown.scores, totals=shown.totals
         )
+
+    # ------------------------------------------------------------------ the class's ring
+
+    def _pick_on_ring(self, pod: PodInfo, snapshot: Snapshot, window: Window) -> str | None:
+        """The host ``selectHost`` picks among ``window``'s rows, read off the class's ring in
+        O(log n) with the same draw; None when the class's scores cannot be kept per row (a
+        reduce step that depends on the window, a priority that erred): the caller then
+        prioritizes the window as usual.
+
+        The class keeps every feasible row's total (``ClassScores``); a row the filter stage
+        re-judged since (the node a pod was folded onto) is scored again alone. A priority's
+        scores are kept per row only while :meth:`ScorePlugin.reduces_row_by_row` says its
+        reduce step reads no other row, and only for pods whose metadata equals the class's
+        (node-local priorities' depends on the spec alone, the class's key; the others' is
+        made again for each pod and compared).
+        """
+        verdict = window.verdict
+        ring = verdict.ring
+        if ring is None or verdict.version != window.version:
+            raise RuntimeError("the class's verdict changed since this window was walked")
+        n = ring.n
+        if window.fits == 1:
+            # v1.14: "When only one node after predicate, just use it" (no draw).
+            examined, _ = ring.walk(window.start, 1)
+            return snapshot.node_infos[(window.start + examined - 1) % n].name
+        try:
+            scores = self._class_scores(pod, snapshot, window)
+        except PredicateError:
+            return None
+        if scores is None:
+            return None
+        top, ties = ring.best(window.start, window.examined)
+        j = self.rng.randrange(ties) if ties > 1 else 0
+        return snapshot.node_infos[ring.nth_best(window.start, window.examined, top, j)].name
+
+    def _class_scores(self, pod: PodInfo, snapshot: Snapshot, window: Window) -> ClassScores | None:
+        """The class's per-row totals, up to date on ``window.verdict``'s ring; None when a
+        priority's reduce step reads the window for this class."""
+        verdict = window.verdict
+        kept: ClassScores | None = verdict.scores
+        metas: list[Any] = []
+        nodes = WindowNodes(window, snapshot.node_infos)
+        for i, (plugin, _) in enumerate(self.scorers):
+            if kept is not None and kept.stage is self and id(plugin) in self._node_local:
+                metas.append(kept.metas[i])
+            else:
+                metas.append(plugin.pre_score(pod, snapshot, nodes))
+        if kept is None or kept.stage is not self or kept.metas != metas:
+            kept = verdict.scores = self._score_class(pod, snapshot, verdict, metas)
+            verdict.dirty.clear()
+        elif verdict.dirty and kept.by_row:
+            kept.by_row = self._score_rows(pod, snapshot, verdict, kept, sorted(verdict.dirty))
+            verdict.dirty.clear()
+        return kept if kept.by_row else None
+
+    def _score_class(
+        self, pod: PodInfo, snapshot: Snapshot, verdict: Verdict, metas: list[Any]
+    ) -> ClassScores:
+        """Every feasible row's total for a class (O(n) numpy), set on the ring."""
+        cols = snapshot.columns
+        rows = np.flatnonzero(verdict.alive)
+        infos = (
+            list(operator.itemgetter(*rows.tolist())(cols.infos))
+            if len(rows) > 1
+            else [cols.infos[i] for i in rows.tolist()]
+        )
+        totals = np.zeros(cols.n, dtype=np.int64)
+        by_row = True
+        key: bytes | None = None
+        for (plugin, weight), meta in zip(self.scorers, metas, strict=True):
+            if meta is SKIP:
+                raw = np.zeros(len(rows), dtype=np.int64)
+            elif id(plugin) in self._vector_scorers:
+                raw, key = self._map_columns(plugin, pod, meta, cols, rows, key)
+            else:
+                raw = np.asarray(run_score(plugin, pod, meta, infos), dtype=np.int64)
+            if not _reduces_row_by_row(plugin, pod, meta, raw):
+                by_row = False
+                break
+            totals[rows] += self._reduce(plugin, pod, meta, infos, raw) * weight
+        kept = ClassScores(self, metas, totals, by_row)
+        if by_row:
+            assert verdict.ring is not None
+            verdict.ring.set_totals(verdict.alive, totals)
+        return kept
+
+    def _score_rows(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        verdict: Verdict,
+        kept: ClassScores,
+        rows: list[int],
+    ) -> bool:
+        """Score ``rows`` (re-judged by the filter stage) again, each alone, onto the ring;
+        False when a row's map score makes some priority's reduce read the window."""
+        ring = verdict.ring
+        assert ring is not None
+        infos = snapshot.columns.infos
+        reduced = kept.reduced
+        for row in rows:
+            if not verdict.alive[row]:
+                ring.set_row(row, False)
+                continue
+            info = infos[row]
+            total = 0
+            for i, ((plugin, weight), meta) in enumerate(
+                zip(self.scorers, kept.metas, strict=True)
+            ):
+                raw = 0 if meta is SKIP else plugin.score(pod, meta, info)
+                # A reduce step that reads no other row gives a row a function of its map
+                # score (reduces_row_by_row's contract): one per distinct score and priority.
+                score = reduced.get((i, raw))
+                if score is None:
+                    one = np.array([raw], dtype=np.int64)
+                    if not _reduces_row_by_row(plugin, pod, meta, one):
+                        return False
+                    score = reduced[(i, raw)] = int(self._reduce(plugin, pod, meta, [info], one)[0])
+                total += score * weight
+            kept.totals[row] = total
+            ring.set_row(row, True, total)
+        return True
+
+    def _map_columns(
+        self,
+        plugin: ScorePlugin[Any],
+        pod: PodInfo,
+        meta: Any,
+        cols: NodeColumns,
+        rows: npt.NDArray[np.intp],
+        key: bytes | None,
+    ) -> tuple[npt.NDArray[np.int64], bytes | None]:
+        """A vector priority's map scores for ``rows`` (a node-local one's kept per class in
+        :attr:`classes`), and the pod's class key (``key``, encoded here on first need)."""
+        vector = cast("VectorScorePlugin[Any]", plugin)
+        if id(plugin) not in self._node_local:
+            return vector.score_columns(pod, meta, cols, rows), key
+        if key is None:
+            key = _class_key(pod)
+        infos_by_row = cols.infos
+        raw = self.classes.raw(
+            (key, id(plugin)),
+            cols,
+            rows,
+            functools.partial(vector.score_columns, pod, meta, cols),
+            lambda row: plugin.score(pod, meta, infos_by_row[row]),
+        )
+        return raw, key
+
+    def _reduce(
+        self,
+        plugin: ScorePlugin[Any],
+        pod: PodInfo,
+        meta: Any,
+        infos: list[NodeInfo],
+        raw: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.int64]:
+        normalize_columns = self._normalize_columns.get(id(plugin))
+        if normalize_columns is not None:
+            return normalize_columns(pod, meta, infos, raw)
+        return np.asarray(plugin.normalize(pod, meta, infos, raw.tolist()), dtype=np.int64)
 
     # ------------------------------------------------------------------ score
 
@@ -705,21 +967,9 @@ class ScoreStage:
                 if meta is SKIP:
                     columns = np.zeros(len(infos), dtype=np.int64)
                 else:
-                    vector = cast("VectorScorePlugin[Any]", plugin)
-                    cols = snapshot.columns
-                    if id(plugin) in self._node_local:
-                        if key is None:
-                            key = _class_key(pod)
-                        infos_by_row = cols.infos
-                        columns = self.classes.raw(
-                            (key, id(plugin)),
-                            cols,
-                            row_array,
-                            functools.partial(vector.score_columns, pod, meta, cols),
-                            lambda row: plugin.score(pod, meta, infos_by_row[row]),  # noqa: B023
-                        )
-                    else:
-                        columns = vector.score_columns(pod, meta, cols, row_array)
+                    columns, key = self._map_columns(
+                        plugin, pod, meta, snapshot.columns, row_array, key
+                    )
                 array = normalize_columns(pod, meta, infos, columns)
                 if observe is not None:
                     observe(plugin.name, "Score", "Success", time.perf_counter() - started)

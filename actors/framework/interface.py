@@ -230,6 +230,24 @@ class ScorePlugin(Protocol[M]):
         """The reduce step: raw scores (one per node, in ``nodes`` order) to [0, 10]."""
         ...
 
+    def reduces_row_by_row(
+        self, pod: PodInfo, meta: M | Skip, scores: npt.NDArray[np.int64]
+    ) -> bool:
+        """Whether, the map scores of some rows being ``scores``, the reduce step gives each
+        of those rows the same score in any window of them (the feasible nodes one attempt
+        examines), as it does applied to that row alone, a score that depends on the row's map
+        score only: True for no reduce step, or one that reads no other row for such scores
+        (all zero after SKIP, say). The map step must read the pod only through its spec and
+        ``meta`` (pods of one class share totals while their metadata is equal). It must hold for a set
+        of rows whenever it holds for each of its rows: the score stage asks once over every
+        feasible row of a class, then for each row that changes (``ScoreStage.run``).
+
+        False (this default) for a reduce step scaled by the window (``NormalizeReduce``'s
+        highest score, the spread over the window's zones): each attempt then reduces over
+        its own window.
+        """
+        return False
+
 
 @runtime_checkable
 class VectorScorePlugin(ScorePlugin[M], Protocol[M]):

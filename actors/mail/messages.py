@@ -27,6 +27,8 @@ from podium.protocol.errors import ErrorCode
 from podium.store.mail import Committed, Recovered, StoreMsg
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import trio
 
     from podium.actors.framework.interface import FilterPlugin, ScorePlugin
@@ -425,7 +427,7 @@ class ScoreRequest(_Mail, frozen=True, kw_only=True):
     pod: PodInfo
     snapshot: Snapshot
     result: ScheduleResult
-    feasible: list[int]
+    feasible: Sequence[int]
     explain: bool
     reply: trio.MemorySendChannel[Decision]
     filter_seconds: float = 0.0

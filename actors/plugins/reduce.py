@@ -84,6 +84,11 @@ class NormalizeReduce:
     ) -> npt.NDArray[np.int64]:
         return normalize_reduce_array(scores, reverse=self.reverse)
 
+    def reduces_row_by_row(self, pod: PodInfo, meta: object, scores: npt.NDArray[np.int64]) -> bool:
+        """While no score is above 0 the highest is 0 in any window: every row keeps its
+        score (or gets ``MAX_PRIORITY`` with ``reverse``), whatever the others."""
+        return int(scores.max(initial=0)) <= 0
+
 
 class NoReduce:
     """No reduce step (``Reduce: nil``): the map scores are the priority's scores."""
@@ -101,3 +106,7 @@ class NoReduce:
         scores: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         return scores
+
+    def reduces_row_by_row(self, pod: PodInfo, meta: object, scores: npt.NDArray[np.int64]) -> bool:
+        """No reduce step: a row's score is its map score."""
+        return True

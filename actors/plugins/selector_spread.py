@@ -310,6 +310,12 @@ class SelectorSpread(CountMatchingPods, VectorScorePlugin[Siblings]):
             return np.full(len(nodes), MAX_PRIORITY, dtype=np.int64)
         return np.asarray(self.normalize(pod, meta, nodes, scores.tolist()), dtype=np.int64)
 
+    def reduces_row_by_row(
+        self, pod: PodInfo, meta: Siblings | Skip, scores: npt.NDArray[np.int64]
+    ) -> bool:
+        """All counts zero (or SKIP): every row gets ``MAX_PRIORITY`` in any window."""
+        return meta is SKIP or not scores.any()
+
 
 class ServiceSpreading(SelectorSpread):
     """ServiceSpreadingPriority: SelectorSpreadPriority counting Services only."""

@@ -3,17 +3,21 @@
 ``podium simulate`` runs the daemon's own actors (queue, cache, filter actor, score actor,
 binder, scheduler, the in-memory store) with each bind committed before the next batch and
 trio's MockClock, so a run repeats exactly. The same random cluster and pod stream, with the
-same tie-break seed, is simulated one pod at a time (``batchMaxPods: 1``) and in batches of
-several sizes; every outcome must be identical: each pod's node or FitError message (with the
+same tie-break seed, is simulated one pod at a time (``batchMaxPods: 1``) with every pod walked
+and scored over lists (``FilterStage.use_ring`` off), and in batches of several sizes with the
+equivalence classes' rings (runs of identical pods filtered once, only the chosen node's row
+re-judged and re-scored, the pick read off the ring: actors/cycle/ring.py); every outcome must
+be identical: each pod's node or FitError message (with the
 preemption part), its attempts, the pods its attempts evicted, the order of the final attempts,
 and the per-pod metric counts (attempts by result, extension points, preemption, queue moves).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -31,6 +35,7 @@ from random_cluster import (
     node,
 )
 
+from podium.actors.cycle.generic_scheduler import FilterStage
 from podium.actors.framework.zones import LABEL_ZONE_GA
 from podium.actors.simulation.cluster import SimulationError
 from podium.actors.simulation.run import simulate
@@ -73,8 +78,10 @@ def _diff(before: dict[Any, float], after: dict[Any, float]) -> dict[Any, float]
 
 def cluster(seed: int, n_nodes: int, n_pods: int, n_specs: int) -> list[o.KubeObject]:
     """Random nodes (some holding pods), volumes and storage classes, then a stream of pending
-    pods drawn from a few specs in runs (so equivalence classes repeat) with random priorities
-    (so preemption happens), some with pod (anti-)affinity, spread constraints or a claim."""
+    pods drawn from a few specs (so equivalence classes repeat) with random priorities (so
+    preemption happens), some with pod (anti-)affinity, spread constraints or a claim; half the
+    time a pod repeats the one before it, priority and all (a run of one class, as a
+    ReplicaSet's pods come)."""
     pick = RandomPick(seed)
     rng = random.Random(seed)
     names = [f"n{i}" for i in range(n_nodes)]
@@ -104,13 +111,17 @@ def cluster(seed: int, n_nodes: int, n_pods: int, n_specs: int) -> list[o.KubeOb
             specs[i] = msgspec.structs.replace(template, spec=spec)
     claimed = [rng.random() < 0.35 for _ in specs]
     chosen = 0
+    drawn: o.PodSpec | None = None
     for i in range(n_pods):
-        # Runs of one spec (a class of identical pods) as often as a fresh draw.
-        if rng.random() < 0.5:
+        # Runs of one spec, priority and all (a class of identical pods), as often as a fresh
+        # draw.
+        if drawn is None or rng.random() < 0.5:
             chosen = rng.randrange(len(specs))
-        template = specs[chosen]
+            drawn = msgspec.structs.replace(
+                specs[chosen].spec, priority_class_name=rng.choice(CLASSES)
+            )
+        template, spec = specs[chosen], drawn
         meta = msgspec.structs.replace(template.metadata, name=f"p{i}", uid="")
-        spec = msgspec.structs.replace(template.spec, priority_class_name=rng.choice(CLASSES))
         if claimed[chosen]:
             objects.append(claim(rng, f"c-p{i}", meta.namespace))
             source = o.PersistentVolumeClaimVolumeSource(claim_name=f"c-p{i}")
@@ -166,6 +177,16 @@ def claim(rng: random.Random, name: str, namespace: str) -> o.PersistentVolumeCl
     return make_claim(name, rng.choice(CLAIM_CLASSES), namespace=namespace, size=size)
 
 
+@contextlib.contextmanager
+def lists_only() -> Iterator[None]:
+    """Every pod walked and scored over lists: the reference for the rings."""
+    FilterStage.use_ring = False
+    try:
+        yield
+    finally:
+        FilterStage.use_ring = True
+
+
 def run(
     objects: Sequence[o.KubeObject], batch: int, seed: int
 ) -> tuple[list[Any], dict[Any, float]]:
@@ -178,24 +199,45 @@ def run(
     return placed, _diff(before, counts())
 
 
-@settings(
-    max_examples=examples(20, 60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n_nodes=st.integers(1, 8),
-    n_pods=st.integers(1, 30),
-    n_specs=st.integers(1, 4),
-    batches=st.lists(st.integers(2, 40), min_size=1, max_size=2),
-)
+def _streams(
+    *, nodes: tuple[int, int], pods: tuple[int, int], specs: int, sizes: int, runs: int
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Hypothesis draws a cluster of ``nodes`` nodes and ``pods`` pods of up to ``specs``
+    specs, and up to ``sizes`` batch sizes, ``runs`` times."""
+    draws = given(
+        seed=st.integers(0, 2**32 - 1),
+        n_nodes=st.integers(*nodes),
+        n_pods=st.integers(*pods),
+        n_specs=st.integers(1, specs),
+        batches=st.lists(st.integers(2, 40), min_size=1, max_size=sizes),
+    )
+    kept = settings(max_examples=runs, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    return lambda test: kept(draws(test))
+
+
+@_streams(nodes=(1, 8), pods=(1, 30), specs=4, sizes=2, runs=examples(20, 60))
 def test_batched_and_one_at_a_time_decisions_are_identical(
     seed: int, n_nodes: int, n_pods: int, n_specs: int, batches: list[int]
 ) -> None:
+    _compare(seed, n_nodes, n_pods, n_specs, batches)
+
+
+@_streams(nodes=(101, 220), pods=(20, 60), specs=3, sizes=1, runs=examples(4, 15))
+def test_large_clusters_decide_alike_in_batches_and_one_at_a_time(
+    seed: int, n_nodes: int, n_pods: int, n_specs: int, batches: list[int]
+) -> None:
+    """Above 100 nodes a pod examines only numFeasibleNodesToFind of them: the start index
+    moves round the nodes and the ring's walk decides which are examined."""
+    _compare(seed, n_nodes, n_pods, n_specs, batches)
+
+
+def _compare(seed: int, n_nodes: int, n_pods: int, n_specs: int, batches: list[int]) -> None:
     objects = cluster(seed, n_nodes, n_pods, n_specs)
     # The generators make some objects the store refuses (label values, names): leave them out.
     for _ in range(10):
         try:
-            alone, alone_counts = run(objects, 1, seed)
+            with lists_only():
+                alone, alone_counts = run(objects, 1, seed)
             break
         except SimulationError as exc:
             refused = {i for i, _, _ in exc.objects}

@@ -1,10 +1,13 @@
 """Equivalence classes never change a decision.
 
 Two schedulers with the default policy, one sharing node-local verdicts and map scores between
-pods with the same spec (:mod:`podium.actors.cycle.equivalence`) and keeping inter-pod affinity
-counts per class from pod to pod, and one filtering, counting and scoring every pod afresh, place the
-same stream of pods (drawn from a few specs, so classes repeat) on two copies of a random
-cluster. After each placement the pod is added to its node in both copies, and now and then a
+pods with the same spec (:mod:`podium.actors.cycle.equivalence`), walking and picking on the
+class's ring (:mod:`podium.actors.cycle.ring`: only the row a placement changed re-judged and
+re-scored) and keeping inter-pod affinity counts per class from pod to pod, and one filtering,
+counting and scoring every pod afresh over a list (no ring), place the same stream of pods
+(drawn from a few specs, so classes repeat) on two copies of a random cluster: small ones,
+and ones of more than 100 nodes, where a pod examines only some of the nodes
+(``numFeasibleNodesToFind``) and the start index moves round the ring. After each placement the pod is added to its node in both copies, and now and then a
 node is replaced by a different Node object or loses a pod, as the cache's deltas do. Every
 result must be identical: node, message, reasons, nodes examined and feasible, next start index.
 """
@@ -37,7 +40,7 @@ class _Scheduler:
         afresh: the reference that computes everything from scratch: every pod gets new
             plugins and new stages (the start index and the random source carried over), so
             nothing one pod computed (verdicts and map scores per class, inter-pod affinity
-            counts per class) serves the next.
+            counts per class) serves the next, and walks and picks over lists (no ring).
     """
 
     def __init__(self, *, seed: int, afresh: bool = False) -> None:
@@ -47,7 +50,9 @@ class _Scheduler:
 
     def _stages(self) -> tuple[FilterStage, ScoreStage]:
         filters, scorers = build_plugins(default_policy())
-        return FilterStage(filters), ScoreStage(scorers, rng=self.rng)
+        stage = FilterStage(filters)
+        stage.use_ring = not self.afresh
+        return stage, ScoreStage(scorers, rng=self.rng)
 
     @property
     def next_start_index(self) -> int:
@@ -96,10 +101,53 @@ def _place(snapshot: Snapshot, pod: o.Pod, node_name: str) -> None:
 def test_equivalence_classes_never_change_a_decision(
     cluster_seed: int, spec_seeds: list[int], picks: list[int], edits: list[int], nodes: int
 ) -> None:
+    _compare(cluster_seed, spec_seeds, picks, edits, nodes)
+
+
+@settings(max_examples=examples(8, 30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cluster_seed=st.integers(0, 2**32),
+    spec_seeds=st.lists(st.integers(0, 2**32), min_size=1, max_size=3),
+    runs=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 12)), min_size=1, max_size=8),
+    edits=st.lists(st.integers(0, 2**32), max_size=4),
+    nodes=st.integers(101, 260),
+)
+def test_runs_of_one_class_on_large_clusters_decide_as_lists_do(
+    cluster_seed: int,
+    spec_seeds: list[int],
+    runs: list[tuple[int, int]],
+    edits: list[int],
+    nodes: int,
+) -> None:
+    """Above 100 nodes a pod examines some nodes only (numFeasibleNodesToFind), so the ring's
+    walk from the start index, its wrap and its pick among ties are what decides; pods come
+    in runs of one class, as a ReplicaSet's do."""
+    picks = [which for which, length in runs for _ in range(length)]
+    _compare(cluster_seed, spec_seeds, picks, edits, nodes, plain=True)
+
+
+def _compare(
+    cluster_seed: int,
+    spec_seeds: list[int],
+    picks: list[int],
+    edits: list[int],
+    nodes: int,
+    *,
+    plain: bool = False,
+) -> None:
+    """``plain``: every other spec without affinity (whose preferred node affinity terms
+    make each pod reduce over its own window), so that the ring picks as often as not."""
     pick = RandomPick(cluster_seed)
     names = [f"n{i}" for i in range(nodes)]
     infos = [NodeInfo(node(pick, name)) for name in names]
     specs = [incoming_pod(RandomPick(s), names) for s in spec_seeds]
+    if plain:
+        specs = [
+            msgspec.structs.replace(p, spec=msgspec.structs.replace(p.spec, affinity=None))
+            if i % 2 == 0
+            else p
+            for i, p in enumerate(specs)
+        ]
     shared, fresh = Snapshot(infos), Snapshot(list(infos))
     with_classes = _Scheduler(seed=cluster_seed)
     without = _Scheduler(seed=cluster_seed, afresh=True)
@@ -120,6 +168,8 @@ def test_equivalence_classes_never_change_a_decision(
         b = without.schedule(PodInfo(pod), fresh)
         assert _outcome(a) == _outcome(b), f"step {step}"
         assert with_classes.next_start_index == without.next_start_index
+        # The same tie-breaking draws, so every later pick draws from the same state.
+        assert with_classes.rng.getstate() == without.rng.getstate(), f"step {step}"
         if a.node is not None:
             _place(shared, pod, a.node)
             _place(fresh, pod, a.node)

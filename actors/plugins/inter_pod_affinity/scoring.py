@@ -239,6 +239,12 @@ class InterPodAffinityPriority(VectorScorePlugin[PairWeights]):
     ) -> npt.NDArray[np.int64]:
         return normalize_counts_array(scores)
 
+    def reduces_row_by_row(
+        self, pod: PodInfo, meta: PairWeights | Skip, scores: npt.NDArray[np.int64]
+    ) -> bool:
+        """All counts zero (or SKIP): max - min is 0 in any window, every row gets 0."""
+        return not scores.any()
+
 
 FACTORIES: dict[str, Callable[[PluginArgs], InterPodAffinityPriority]] = {
     NAME: InterPodAffinityPriority

@@ -300,6 +300,12 @@ class EvenPodsSpreadPriority(VectorScorePlugin[PreScoreMeta]):
             return [0] * len(nodes)
         return normalize_spread_scores(scores, [n.name in meta.ignored for n in nodes])
 
+    def reduces_row_by_row(
+        self, pod: PodInfo, meta: PreScoreMeta | Skip, scores: npt.NDArray[np.int64]
+    ) -> bool:
+        """SKIP (no soft constraint): every row 0 in any window."""
+        return meta is SKIP
+
 
 FACTORIES: dict[str, Callable[[PluginArgs], EvenPodsSpreadPriority]] = {
     NAME: EvenPodsSpreadPriority

@@ -1,0 +1,190 @@
+"""A segment tree over the node ring: per range, the feasible nodes and the best total.
+
+Kubernetes counterpart: none. v1.14 ``findNodesThatFit`` walks the nodes from
+``nextStartNodeIndex`` until ``numFeasibleNodesToFind`` fit, and ``selectHost`` takes the
+highest total among them, ties broken at random (docs/differences.md); both cost O(nodes) a
+pod. For the pods of one equivalence class (actors/cycle/runs.py) only the chosen node changes
+from one pod to the next, so the tree keeps per range of rows the number of feasible rows, the
+best total among them and how many rows have it, and answers the same walk and the same pick in
+O(log nodes):
+
+- :meth:`Ring.walk`: from ``start``, how many rows are examined until ``want`` fit (all of
+  them when fewer fit), and how many fit among them: the start index moves on by the first;
+- :meth:`Ring.best`: the best total among the feasible rows of that window and its tie count;
+- :meth:`Ring.nth_best`: the ``j``-th of those tied rows in examination order (from ``start``,
+  wrapping past the last row), the row ``selectHost``'s draw ``j`` picks.
+
+A row that does not fit holds no total (:data:`NONE`). The tree is a list-backed complete
+binary tree (leaf ``i`` at ``size + i``); built level by level with numpy, updated one row at
+a time (a placement changes one row).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["NONE", "Ring"]
+
+NONE = -(2**62)
+"""The total of a row that does not fit (below every weighted sum of scores)."""
+
+
+class Ring:
+    """Feasible counts and best totals over ``n`` rows in ring order.
+
+    Args:
+        alive: which rows fit (length ``n``).
+        totals: each row's total (read where ``alive``); None: not known yet (every total
+            :data:`NONE` until :meth:`set_totals`), which :meth:`walk` does not need.
+    """
+
+    def __init__(
+        self, alive: npt.NDArray[np.bool_], totals: npt.NDArray[np.int64] | None = None
+    ) -> None:
+        self.n = n = len(alive)
+        size = 1
+        while size < max(n, 1):
+            size *= 2
+        self._size = size
+        self._count: list[int] = []
+        self._best: list[int] = []
+        self._ties: list[int] = []
+        self._build(alive, totals)
+
+    def _build(self, alive: npt.NDArray[np.bool_], totals: npt.NDArray[np.int64] | None) -> None:
+        size, n = self._size, self.n
+        count = np.zeros(size, dtype=np.int64)
+        count[:n] = alive
+        best = np.full(size, NONE, dtype=np.int64)
+        if totals is not None:
+            best[:n] = np.where(alive, totals, NONE)
+        ties = (best != NONE).astype(np.int64)
+        # Levels from the leaves up; each list holds the level's nodes in order.
+        counts, bests, tie_levels = [count], [best], [ties]
+        while len(count) > 1:
+            left_c, right_c = count[0::2], count[1::2]
+            left_b, right_b = best[0::2], best[1::2]
+            left_t, right_t = ties[0::2], ties[1::2]
+            count = left_c + right_c
+            best = np.maximum(left_b, right_b)
+            ties = np.where(left_b == best, left_t, 0) + np.where(right_b == best, right_t, 0)
+            ties[best == NONE] = 0
+            counts.append(count)
+            bests.append(best)
+            tie_levels.append(ties)
+        # Index 0 unused; the root at 1, the level of width w at [w, 2w).
+        self._count = [0]
+        self._best = [NONE]
+        self._ties = [0]
+        for c, b, t in zip(reversed(counts), reversed(bests), reversed(tie_levels), strict=True):
+            self._count += c.tolist()
+            self._best += b.tolist()
+            self._ties += t.tolist()
+
+    @property
+    def feasible(self) -> int:
+        """How many rows fit."""
+        return self._count[1]
+
+    def set_totals(self, alive: npt.NDArray[np.bool_], totals: npt.NDArray[np.int64]) -> None:
+        """Rebuild with every row's fit and total (O(n), numpy)."""
+        self._build(alive, totals)
+
+    def set_row(self, row: int, alive: bool, total: int = NONE) -> None:
+        """Row ``row`` now fits or not, with ``total`` (ignored when it does not fit)."""
+        i = self._size + row
+        count, best, ties = self._count, self._best, self._ties
+        count[i] = 1 if alive else 0
+        best[i] = total if alive else NONE
+        ties[i] = 1 if alive and total != NONE else 0
+        i //= 2
+        while i:
+            left, right = 2 * i, 2 * i + 1
+            count[i] = count[left] + count[right]
+            b = best[left] if best[left] >= best[right] else best[right]
+            best[i] = b
+            t = (ties[left] if best[left] == b else 0) + (ties[right] if best[right] == b else 0)
+            ties[i] = t if b != NONE else 0
+            i //= 2
+
+    # ------------------------------------------------------------------ queries
+
+    def _cover(self, a: int, b: int) -> list[int]:
+        """The tree nodes that exactly cover rows ``[a, b)``, left to right."""
+        left: list[int] = []
+        right: list[int] = []
+        lo, hi = a + self._size, b + self._size
+        while lo < hi:
+            if lo & 1:
+                left.append(lo)
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                right.append(hi)
+            lo //= 2
+            hi //= 2
+        left.extend(reversed(right))
+        return left
+
+    def spans(self, start: int, examined: int) -> list[tuple[int, int]]:
+        """The rows ``examined`` rows from ``start`` cover: one span, or two when they wrap."""
+        end = start + examined
+        return [(start, end)] if end <= self.n else [(start, self.n), (0, end - self.n)]
+
+    def _ring_cover(self, start: int) -> list[int]:
+        return self._cover(start, self.n) + self._cover(0, start)
+
+    def walk(self, start: int, want: int) -> tuple[int, int]:
+        """From row ``start``: (rows examined until ``want`` fit, or all ``n`` when fewer fit;
+        how many of them fit). ``want`` >= 1."""
+        total = self._count[1]
+        if total < want:
+            return self.n, total
+        count = self._count
+        k = want
+        for node in self._ring_cover(start):
+            if count[node] < k:
+                k -= count[node]
+                continue
+            while node < self._size:
+                node *= 2
+                if count[node] < k:
+                    k -= count[node]
+                    node += 1
+            row = node - self._size
+            return (row - start) % self.n + 1, want
+        raise AssertionError("the counts do not add up")  # pragma: no cover
+
+    def best(self, start: int, examined: int) -> tuple[int, int]:
+        """(the best total among the rows that fit in the window, how many have it);
+        (:data:`NONE`, 0) when none fits."""
+        top, ties = NONE, 0
+        for a, b in self.spans(start, examined):
+            for node in self._cover(a, b):
+                value = self._best[node]
+                if value > top:
+                    top, ties = value, self._ties[node]
+                elif value == top and value != NONE:
+                    ties += self._ties[node]
+        return top, ties
+
+    def nth_best(self, start: int, examined: int, top: int, j: int) -> int:
+        """The row of the ``j``-th (from 0) row with total ``top`` in the window, in
+        examination order."""
+        best, ties = self._best, self._ties
+        for a, b in self.spans(start, examined):
+            for node in self._cover(a, b):
+                if best[node] != top:
+                    continue
+                if ties[node] <= j:
+                    j -= ties[node]
+                    continue
+                while node < self._size:
+                    node *= 2
+                    here = ties[node] if best[node] == top else 0
+                    if here <= j:
+                        j -= here
+                        node += 1
+                return node - self._size
+        raise IndexError(f"j: no tie {j} with total {top} in the window")
