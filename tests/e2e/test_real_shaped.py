@@ -322,10 +322,11 @@ TURN3 = next(
 )
 
 
-def test_client_go_files_without_kind_apply_with_one_warning_each(daemon: Daemon) -> None:
+def test_client_go_files_without_kind_apply_with_one_warning_each(shared_daemon: Daemon) -> None:
+    """On the module's shared daemon (the other test on it sends nothing)."""
     files = ["node_edge-7.json", "pod_telemetry_collector-0.json"]
     args = [a for f in files for a in ("-f", str(CLIENT_GO / f))]
-    proc = daemon.cli("apply", *args)
+    proc = shared_daemon.cli("apply", *args)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "node/edge-7 created\npod/telemetry/collector-0 created\n"
     assert proc.stderr == (
@@ -337,10 +338,10 @@ def test_client_go_files_without_kind_apply_with_one_warning_each(daemon: Daemon
 
 
 def test_a_client_go_file_whose_kind_cannot_be_told_sends_nothing_and_says_how_to_fix_it(
-    daemon: Daemon,
+    shared_daemon: Daemon,
 ) -> None:
     path = CLIENT_GO / "secret_telemetry_token.json"
-    proc = daemon.cli("apply", "-f", str(path))
+    proc = shared_daemon.cli("apply", "-f", str(path))
     assert proc.returncode == 1
     assert proc.stderr == (
         f"error: {path}: object 0 (telemetry/collector-token) at $.kind: missing kind: add "
