@@ -28,7 +28,7 @@ import msgspec
 import pytest
 import trio
 from cli_runner import run_podium
-from daemon import PODIUM, Daemon, StartDaemon
+from daemon import Daemon, StartDaemon
 
 from podium.protocol import objects as o
 from podium.protocol.client import connect
