@@ -4,6 +4,11 @@
   as a test needs; after the test each is stopped with SIGTERM and must exit 0 with no
   traceback on stderr (a daemon the test killed is left as it is).
 - ``daemon``: the default daemon, for tests that want one as it comes.
+- ``shared_daemon``: one default daemon for a whole test module, for the tests that need only
+  a running daemon and not a fresh store: each keeps to names (namespaces, nodes) of its own
+  and asserts nothing of what other tests put there (a daemon start costs 1–2 s; a test that
+  kills, restarts, counts objects, watches from revision 0 or schedules onto "every node"
+  keeps its own ``daemon``). Stopped and checked as ``start_daemon``'s after the module.
 - ``etcd_member``: one etcd member for the session, started when a test first asks for it.
 - ``store_backend``: SQLite and etcd in turn (the store tests run on both).
 
@@ -52,6 +57,15 @@ def start_daemon_fixture(tmp_path: Path) -> Iterator[StartDaemon]:
 @pytest.fixture
 def daemon(start_daemon: StartDaemon) -> Daemon:
     return start_daemon()
+
+
+@pytest.fixture(scope="module")
+def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    d = start_daemon(tmp_path_factory.mktemp("shared-daemon"))
+    try:
+        yield d
+    finally:
+        check_stopped(d)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,10 @@ far the start-up went: the test waits for a module's line, then for a delay, the
 Python's own start-up (before the first line of ``podium`` runs) is out of reach of any program
 and is not tested: the first moment is just after ``podium.cli.common.output`` was imported, inside
 :func:`podium.cli.main.main`.
+
+The interrupted ``get`` and ``watch`` commands share the module's ``shared_daemon``
+(tests/conftest.py): they only connect to it (``get`` reads, ``watch`` from now on). The watch
+that must see an event first has a fresh ``daemon`` of its own.
 """
 
 from __future__ import annotations
@@ -117,9 +121,11 @@ START_UP = [
 
 
 @pytest.mark.parametrize("moment", START_UP, ids=attrgetter("name"))
-def test_ctrl_c_while_get_starts_says_at_most_one_line(daemon: Daemon, moment: Moment) -> None:
+def test_ctrl_c_while_get_starts_says_at_most_one_line(
+    shared_daemon: Daemon, moment: Moment
+) -> None:
     code, lines = _interrupt(
-        ["get", "pods", "-A", "--server", daemon.address], moment, finishes=True
+        ["get", "pods", "-A", "--server", shared_daemon.address], moment, finishes=True
     )
     assert code == EXIT_INTERRUPTED, lines
     assert lines in ([], ["interrupted"])
@@ -138,8 +144,10 @@ def test_ctrl_c_while_version_starts_says_nothing(delay_seconds: float) -> None:
     [*START_UP[:4], Moment("connecting", "podium.protocol.client", 0.0)],
     ids=attrgetter("name"),
 )
-def test_ctrl_c_while_watch_starts_says_at_most_one_line(daemon: Daemon, moment: Moment) -> None:
-    code, lines = _interrupt(["watch", "--server", daemon.address], moment, finishes=False)
+def test_ctrl_c_while_watch_starts_says_at_most_one_line(
+    shared_daemon: Daemon, moment: Moment
+) -> None:
+    code, lines = _interrupt(["watch", "--server", shared_daemon.address], moment, finishes=False)
     assert code == EXIT_INTERRUPTED, lines
     assert lines == []  # a watch ends by Ctrl-C: nothing to say at any moment
 

@@ -1,6 +1,7 @@
 """End to end: a real ``podium serve`` with its HTTP endpoint on port 0.
 
-The daemon is the ``daemon`` fixture's (tests/conftest.py). The ready line names the
+The daemon is the module's ``shared_daemon`` (tests/conftest.py): the three tests of the
+default daemon only read its endpoints and count at least what they applied. The ready line names the
 endpoint's real address; after ``podium apply -f examples/cluster.yaml`` ``/metrics`` carries
 the scheduler's metrics under the Kubernetes names; ``/healthz`` and ``/readyz`` answer 200, an
 unknown path 404. Only the standard library speaks HTTP here.
@@ -38,13 +39,15 @@ def sample(text: str, series: str) -> float:
     return 0.0
 
 
-def test_ready_line_names_the_metrics_address(daemon: Daemon) -> None:
+def test_ready_line_names_the_metrics_address(shared_daemon: Daemon) -> None:
+    daemon = shared_daemon
     assert daemon.metrics.startswith("127.0.0.1:")
     assert not daemon.metrics.endswith(":0")
     assert daemon.metrics != daemon.address
 
 
-def test_health_endpoints(daemon: Daemon) -> None:
+def test_health_endpoints(shared_daemon: Daemon) -> None:
+    daemon = shared_daemon
     assert get(daemon, "/healthz")[::2] == (200, b"ok")
     assert get(daemon, "/livez")[::2] == (200, b"ok")
     assert get(daemon, "/readyz")[::2] == (200, b"ok")
@@ -54,7 +57,8 @@ def test_health_endpoints(daemon: Daemon) -> None:
     assert (status, body) == (200, b"")
 
 
-def test_metrics_after_applying_the_example_cluster(daemon: Daemon) -> None:
+def test_metrics_after_applying_the_example_cluster(shared_daemon: Daemon) -> None:
+    daemon = shared_daemon
     applied = subprocess.run(
         [PODIUM, "apply", "-f", str(EXAMPLES / "cluster.yaml"), "--server", daemon.address],
         capture_output=True,

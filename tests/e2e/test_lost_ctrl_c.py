@@ -7,7 +7,8 @@ The points are those a real Ctrl-C met by bad luck in test_ctrl_c.py under load:
 at load 6), its ``KeyboardInterrupt`` dropped by the interpreter in importlib's module-lock
 weakref callback (``Exception ignored in: <function _get_module_lock.<locals>.cb>``); and 9 of
 300 said ``warning: connection ... lost: closed by the daemon`` first, the interrupt having
-landed in the connection's reader task. Here each happens every time.
+landed in the connection's reader task. Here each happens every time. The
+commands share the module's ``shared_daemon`` (tests/conftest.py): they only read and watch.
 """
 
 from __future__ import annotations
@@ -47,13 +48,17 @@ def _run(moment: str, *argv: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("moment", list(MOMENTS))
-def test_a_watch_stops_silently_wherever_its_ctrl_c_is_handled(daemon: Daemon, moment: str) -> None:
-    code, stderr = _run(moment, "watch", "--server", daemon.address)
+def test_a_watch_stops_silently_wherever_its_ctrl_c_is_handled(
+    shared_daemon: Daemon, moment: str
+) -> None:
+    code, stderr = _run(moment, "watch", "--server", shared_daemon.address)
     assert (code, stderr) == (EXIT_INTERRUPTED, "")
 
 
 @pytest.mark.parametrize("moment", list(MOMENTS))
-def test_a_get_says_interrupted_wherever_its_ctrl_c_is_handled(daemon: Daemon, moment: str) -> None:
+def test_a_get_says_interrupted_wherever_its_ctrl_c_is_handled(
+    shared_daemon: Daemon, moment: str
+) -> None:
     # `get` would finish without it: a Ctrl-C dropped on the way must still end it as one.
-    code, stderr = _run(moment, "get", "pods", "-A", "--server", daemon.address)
+    code, stderr = _run(moment, "get", "pods", "-A", "--server", shared_daemon.address)
     assert (code, stderr) == (EXIT_INTERRUPTED, "interrupted\n")

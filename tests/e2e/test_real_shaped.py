@@ -9,6 +9,10 @@ manifest of 32 objects of 30 kinds. Each loads unedited: the kinds the scheduler
 are skipped with one summary line on stderr, the rest are placed. The golden files pin the
 placements (table and JSON); regenerate them deliberately with
 ``PODIUM_UPDATE_GOLDEN=1 pytest tests/e2e/test_real_shaped.py`` and read the diff.
+
+``podium simulate`` runs in this process (tests/support/cli_runner.py: these tests are about its
+output; test_simulate_cli.py runs it as a process); ``podium apply`` runs as a process against
+a real daemon.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from pathlib import Path
 import msgspec
 import pytest
 import trio
-from daemon import PODIUM, Daemon, StartDaemon
+from cli_runner import run_podium
+from daemon import Daemon, StartDaemon
 
 from podium.protocol import objects as o
 from podium.protocol.client import connect
@@ -34,9 +39,8 @@ GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 
 
 def podium(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PODIUM, *args], cwd=REAL, capture_output=True, text=True, timeout=120, check=False
-    )
+    """``podium ARGS`` in this process, in the fixtures' folder."""
+    return run_podium(*args, cwd=REAL)
 
 
 @dataclass(frozen=True)
@@ -322,10 +326,11 @@ TURN3 = next(
 )
 
 
-def test_client_go_files_without_kind_apply_with_one_warning_each(daemon: Daemon) -> None:
+def test_client_go_files_without_kind_apply_with_one_warning_each(shared_daemon: Daemon) -> None:
+    """On the module's shared daemon (the other test on it sends nothing)."""
     files = ["node_edge-7.json", "pod_telemetry_collector-0.json"]
     args = [a for f in files for a in ("-f", str(CLIENT_GO / f))]
-    proc = daemon.cli("apply", *args)
+    proc = shared_daemon.cli("apply", *args)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "node/edge-7 created\npod/telemetry/collector-0 created\n"
     assert proc.stderr == (
@@ -337,10 +342,10 @@ def test_client_go_files_without_kind_apply_with_one_warning_each(daemon: Daemon
 
 
 def test_a_client_go_file_whose_kind_cannot_be_told_sends_nothing_and_says_how_to_fix_it(
-    daemon: Daemon,
+    shared_daemon: Daemon,
 ) -> None:
     path = CLIENT_GO / "secret_telemetry_token.json"
-    proc = daemon.cli("apply", "-f", str(path))
+    proc = shared_daemon.cli("apply", "-f", str(path))
     assert proc.returncode == 1
     assert proc.stderr == (
         f"error: {path}: object 0 (telemetry/collector-token) at $.kind: missing kind: add "
@@ -354,8 +359,11 @@ def test_every_shared_real_file_applies_unedited_one_by_one(daemon: Daemon) -> N
     assert TURN3 is not None
     files = sorted(p for p in TURN3.rglob("*") if p.suffix in (".json", ".yaml"))
     assert files
-    for path in files:  # "apply every rendered file", as a shell loop does
-        proc = daemon.cli("apply", "-f", str(path))
+    for i, path in enumerate(files):  # "apply every rendered file", as a shell loop does
+        # The first as a process, the rest in this process (the same command, without 0.5-1 s
+        # of start-up each: what is tested is what apply says of each file).
+        args = ("apply", "-f", str(path))
+        proc = daemon.cli(*args) if i == 0 else run_podium(*args, "--server", daemon.address)
         assert proc.returncode == 0, (path, proc.stderr)
         said = proc.stderr.splitlines()
         assert all(line.startswith(("warning: ", "skipped ")) for line in said), said

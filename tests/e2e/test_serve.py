@@ -1,8 +1,11 @@
 """End to end: a real ``podium serve`` subprocess, real sockets, real clients and CLI.
 
-Each test starts its own daemon on port 0 (and a Unix socket in tmp_path) through the
-``daemon`` and ``start_daemon`` fixtures (tests/conftest.py), which read the ready line for the
-real address and stop it with SIGTERM, asserting exit code 0.
+Each test that schedules, counts objects, watches from revision 0 or stops the daemon starts
+its own on port 0 (and a Unix socket in tmp_path) through the ``daemon`` and ``start_daemon``
+fixtures (tests/conftest.py), which read the ready line for the real address and stop it with
+SIGTERM, asserting exit code 0. The tests that need only a running daemon (frames, refusals,
+addresses and databases in use) share the module's ``shared_daemon``, each with names of its
+own.
 """
 
 from __future__ import annotations
@@ -318,9 +321,9 @@ def _node_json(name: str) -> dict[str, Any]:
     }
 
 
-def test_malformed_frame_closes_only_its_own_connection(daemon: Daemon) -> None:
+def test_malformed_frame_closes_only_its_own_connection(shared_daemon: Daemon) -> None:
     hello = frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
-    with _raw(daemon) as good, _raw(daemon) as bad:
+    with _raw(shared_daemon) as good, _raw(shared_daemon) as bad:
         good.sendall(hello)
         bad.sendall(hello)
         assert recv_frame(good) and recv_frame(bad)
@@ -339,7 +342,7 @@ def test_malformed_frame_closes_only_its_own_connection(daemon: Daemon) -> None:
         assert (err["id"], err["code"]) == (-1, "invalid")
         assert recv_frame(bad) is None
         # An oversized length prefix: too_large, closed.
-        with _raw(daemon) as huge:
+        with _raw(shared_daemon) as huge:
             huge.sendall(hello)
             assert recv_frame(huge)
             huge.sendall(struct.pack(">I", 2**31))
@@ -454,20 +457,18 @@ def test_bad_flags_and_policy_fail_before_serving(tmp_path: Path) -> None:
 
 
 def test_policy_reload_says_the_daemon_has_no_policy_file(
-    daemon: Daemon, start_daemon: StartDaemon, tmp_path: Path
+    shared_daemon: Daemon, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:
-    refused = daemon.cli("policy", "reload")
+    refused = shared_daemon.cli("policy", "reload")
     assert refused.returncode == 1
     assert refused.stderr == (
         "error: this daemon was started without a policy file: it runs the default policy, and "
         "there is no file to read again (to use one, restart it with --policy FILE, or with a "
         "config whose algorithmSource.policy.file.path names it)\n"
     )
-    second = tmp_path / "second"  # (a database of its own)
-    second.mkdir()
-    policy = second / "policy.json"
+    policy = tmp_path / "policy.json"
     policy.write_text('{"kind": "Policy", "predicates": [{"name": "PodFitsResources"}]}')
-    with_file = start_daemon("--policy", str(policy), cwd=second)
+    with_file = start_daemon("--policy", str(policy))
     policy.write_text('{"kind": "Policy", "predicates": [{"name": "HostName"}]}')
     reloaded = with_file.cli("policy", "reload", "-o", "json")
     assert reloaded.returncode == 0, reloaded.stderr
@@ -476,9 +477,9 @@ def test_policy_reload_says_the_daemon_has_no_policy_file(
 
 @pytest.mark.parametrize("held", ["listen", "metrics"])
 def test_an_address_in_use_is_named_with_its_flag(
-    daemon: Daemon, tmp_path: Path, held: str
+    shared_daemon: Daemon, tmp_path: Path, held: str
 ) -> None:
-    taken = daemon.address if held == "listen" else daemon.metrics
+    taken = shared_daemon.address if held == "listen" else shared_daemon.metrics
     flags = {"listen": "127.0.0.1:0", "metrics": "127.0.0.1:0", held: taken}
     proc = subprocess.run(
         [
@@ -504,7 +505,7 @@ def test_an_address_in_use_is_named_with_its_flag(
 
 
 def test_a_second_daemon_on_the_same_database_names_the_holder(
-    daemon: Daemon, tmp_path: Path
+    shared_daemon: Daemon, tmp_path: Path
 ) -> None:
     proc = subprocess.run(
         [
@@ -515,25 +516,26 @@ def test_a_second_daemon_on_the_same_database_names_the_holder(
             "--metrics",
             "none",
             "--db",
-            str(tmp_path / "podium.db"),
+            str(shared_daemon.workdir / "podium.db"),
         ],
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
+        cwd=tmp_path,
     )
     assert proc.returncode == 1
-    assert f"is in use by podium pid {daemon.proc.pid} on " in proc.stderr
+    assert f"is in use by podium pid {shared_daemon.proc.pid} on " in proc.stderr
 
 
 @pytest.mark.parametrize("link", ["symlink", "hard link"])
 def test_a_second_daemon_through_another_path_to_the_file_is_refused(
-    daemon: Daemon, tmp_path: Path, link: str
+    shared_daemon: Daemon, tmp_path: Path, link: str
 ) -> None:
     """Issue 25 point 3: the lock is the file's, not the path's. Through a symlink the second
     daemon served stale reads, then died on a UNIQUE constraint; through a hard link each had a
     WAL of its own over the one file, and acknowledged writes were lost at a checkpoint."""
-    database = tmp_path / "podium.db"
+    database = shared_daemon.workdir / "podium.db"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     other = elsewhere / "other.db"
@@ -551,12 +553,12 @@ def test_a_second_daemon_through_another_path_to_the_file_is_refused(
     )
     assert proc.returncode == 1, proc.stderr
     assert (
-        f"database {other} is in use by podium pid {daemon.proc.pid} on {socket.gethostname()} "
+        f"database {other} is in use by podium pid {shared_daemon.proc.pid} on {socket.gethostname()} "
         "(since " in proc.stderr
     )
     assert f", as {database.resolve()}); stop that daemon first" in proc.stderr
     assert sorted(p.name for p in elsewhere.iterdir()) == ["other.db"]  # no WAL of its own
-    assert daemon.cli("get", "nodes").returncode == 0
+    assert shared_daemon.cli("get", "nodes").returncode == 0
 
 
 async def test_a_finished_watch_leaves_the_hub(daemon: Daemon) -> None:
@@ -569,14 +571,14 @@ async def test_a_finished_watch_leaves_the_hub(daemon: Daemon) -> None:
             assert (await cl.stats()).watchers == 0
 
 
-def test_a_client_that_closes_its_side_still_gets_every_answer(daemon: Daemon) -> None:
+def test_a_client_that_closes_its_side_still_gets_every_answer(shared_daemon: Daemon) -> None:
     hello = frame(json.dumps({"msg": "hello", "protocol": 1, "encoding": "json"}).encode())
-    with _raw(daemon) as sock:
+    with _raw(shared_daemon) as sock:
         sock.sendall(hello)
         assert recv_frame(sock)
         for i, req in enumerate(
             [
-                {"msg": "put", "objects": [_node_json("n1")]},
+                {"msg": "put", "objects": [_node_json("closes-its-side")]},
                 {"msg": "stats"},
                 {"msg": "get", "kind": "Node"},
             ],
@@ -804,11 +806,15 @@ async def test_scheduling_gates_hold_a_pod_and_generate_name_fills_the_name(
         }
 
 
-async def test_names_and_labels_kubernetes_refuses_are_refused(daemon: Daemon) -> None:
-    async with connect(daemon.address) as client:
+async def test_names_and_labels_kubernetes_refuses_are_refused(shared_daemon: Daemon) -> None:
+    async with connect(shared_daemon.address) as client:
         with pytest.raises(RemoteError) as refused:
             await client.put(
-                [make_pod("ok").obj(), make_pod("a/b").obj(), make_pod("p").label("a,b", "x").obj()]
+                [
+                    make_pod("ok").ns("refused").obj(),
+                    make_pod("a/b").ns("refused").obj(),
+                    make_pod("p").ns("refused").label("a,b", "x").obj(),
+                ]
             )
         assert refused.value.code == "invalid"
         assert [(e.index, e.path) for e in refused.value.errors] == [
@@ -816,4 +822,4 @@ async def test_names_and_labels_kubernetes_refuses_are_refused(daemon: Daemon) -
             (2, "$.metadata.labels['a,b']"),
         ]
         assert "a lowercase RFC 1123 subdomain must consist" in refused.value.errors[0].message
-        assert (await client.get("Pod", namespace="default")).items == []
+        assert (await client.get("Pod", namespace="refused")).items == []

@@ -1,4 +1,7 @@
-"""``podium simulate`` as a user runs it: a real subprocess over the example cluster.
+"""``podium simulate`` as a user runs it over the example cluster: a real subprocess where the
+process is what is tested (standard input, usage errors' exit code 2), else the same command in
+this process (tests/support/cli_runner.py: the output is what is tested, and a subprocess costs
+0.5-1 s of start-up a command).
 
 The golden files pin Podium's decisions on examples/: a change to a predicate, a priority, the
 node order or the tie-break shows up here as a diff to review. Regenerate them deliberately
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import run_podium
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -22,6 +26,12 @@ GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 
 
 def podium(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``podium ARGS`` in this process."""
+    return run_podium(*args, stdin=stdin, cwd=ROOT)
+
+
+def podium_process(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``podium ARGS`` as a real process (``python -m podium.cli.main``)."""
     return subprocess.run(
         [sys.executable, "-m", "podium.cli.main", *args],
         cwd=ROOT,
@@ -141,7 +151,7 @@ def test_stdin_and_a_kind_list_load_as_kubectl_prints_them() -> None:
         ],
         "metadata": {"resourceVersion": ""},
     }
-    proc = podium("simulate", "-f", "-", "-o", "json", stdin=json.dumps(dump))
+    proc = podium_process("simulate", "-f", "-", "-o", "json", stdin=json.dumps(dump))
     assert proc.returncode == 0, proc.stderr
     pods = {p["name"]: p for p in json.loads(proc.stdout)["pods"]}
     assert pods["small"]["node"] == "n1"
@@ -179,8 +189,10 @@ def test_unknown_policy_name_is_an_error_naming_the_entry(tmp_path: Path) -> Non
 
 
 def test_usage_errors_exit_2() -> None:
+    assert podium_process("simulate").returncode == 2
+    assert podium_process("no-such-command").returncode == 2
+    # The same in this process (argparse's SystemExit is its exit code).
     assert podium("simulate").returncode == 2
-    assert podium("no-such-command").returncode == 2
 
 
 def test_a_later_config_version_says_which_version_podium_reads(tmp_path: Path) -> None:

@@ -6,6 +6,9 @@ handed over only when the connection has room: puts keep committing meanwhile, a
 reads nothing is cut off with ``overloaded`` (where to resume) and holds one page at most, and
 a watcher that reads sees every revision exactly once across the switch from the pages to the
 hub. Before the fix one such watch stalled every put for 6.7 s and added 590 MiB.
+
+The two tests share one filled daemon (the module's: filling it is most of their time); each
+takes the revision it starts from off the daemon's stats.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ from __future__ import annotations
 import json
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from daemon import Daemon, StartDaemon
+from daemon import Daemon, check_stopped, start_daemon
 from raw_frames import frame, recv_frame
 
 from podium.actors.gateway.watch import PAGE_STALL_SECONDS
@@ -82,10 +86,20 @@ def _drain(sock: socket.socket) -> tuple[list[int], dict[str, Any]]:
             return revisions, msg
 
 
-@pytest.fixture
-def filled(start_daemon: StartDaemon) -> tuple[Daemon, int]:
-    d = start_daemon("--metrics", "none")
-    return d, trio.run(_fill, d)
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A daemon whose log holds ~EVENTS events, for the module (stopped and checked after)."""
+    d = start_daemon(tmp_path_factory.mktemp("backlog"), "--metrics", "none")
+    try:
+        assert trio.run(_fill, d) >= EVENTS
+        yield d
+    finally:
+        check_stopped(d)
+
+
+async def _revision(d: Daemon) -> int:
+    async with connect(d.address) as cl:
+        return (await cl.stats()).revision
 
 
 PROBE = """
@@ -93,17 +107,17 @@ import json, sys, time, trio
 from podium.protocol.client import connect
 from podium.protocol import objects as o
 
-async def main(address: str, puts: int) -> None:
+async def main(address: str, puts: int, prefix: str) -> None:
     out = []
     async with connect(address) as cl:
         for i in range(puts):
             started = time.perf_counter()
-            await cl.put([o.Service(metadata=o.ObjectMeta(name=f"probe{i}"))])
+            await cl.put([o.Service(metadata=o.ObjectMeta(name=f"{prefix}{i}"))])
             out.append(time.perf_counter() - started)
             await trio.sleep(0.01)
     print(json.dumps(out))
 
-trio.run(main, sys.argv[1], int(sys.argv[2]))
+trio.run(main, sys.argv[1], int(sys.argv[2]), sys.argv[3])
 """
 
 
@@ -118,26 +132,27 @@ def _assert_not_stalled(latencies: list[float]) -> None:
     assert latencies[-1] < STALL_SECONDS, latencies[-10:]
 
 
-async def _put_latencies(d: Daemon, puts: int) -> list[float]:
+async def _put_latencies(d: Daemon, puts: int, prefix: str) -> list[float]:
     """Each of ``puts`` one-object puts' latency, sorted, measured by a client in a process of
-    its own (so the test's own watch decoding does not count)."""
+    its own (so the test's own watch decoding does not count). The Services are new, named
+    ``prefix`` and a number: each put is one event."""
     done = await trio.run_process(
-        [sys.executable, "-c", PROBE, d.address, str(puts)], capture_stdout=True
+        [sys.executable, "-c", PROBE, d.address, str(puts), prefix], capture_stdout=True
     )
     return sorted(json.loads(done.stdout))
 
 
 async def test_watchers_from_revision_1_that_read_nothing_neither_stall_puts_nor_grow_memory(
-    filled: tuple[Daemon, int],
+    filled: Daemon,
 ) -> None:
-    d, last = filled
-    assert last >= EVENTS
+    d = filled
+    assert await _revision(d) >= EVENTS
     before = _rss(d)
     silent = [_silent_watch(d, 1) for _ in range(8)]
     try:
         with trio.fail_after(90):
             # Puts go on while eight watches read the log on disk and fill their connections.
-            latencies = await _put_latencies(d, 200)
+            latencies = await _put_latencies(d, 200, "silent")
             rss = _rss(d)
             # Each is cut off once its client has taken nothing for PAGE_STALL_SECONDS.
             await trio.sleep(PAGE_STALL_SECONDS + 2)
@@ -163,9 +178,10 @@ async def test_watchers_from_revision_1_that_read_nothing_neither_stall_puts_nor
 
 
 async def test_a_watch_from_revision_1_that_reads_sees_every_revision_once_while_puts_go_on(
-    filled: tuple[Daemon, int],
+    filled: Daemon,
 ) -> None:
-    d, last = filled
+    d = filled
+    last = await _revision(d)
     probes = 100
     seen: list[int] = []
     with trio.fail_after(120):
@@ -173,7 +189,7 @@ async def test_a_watch_from_revision_1_that_reads_sees_every_revision_once_while
             latencies: list[float] = []
 
             async def put_meanwhile() -> None:
-                latencies.extend(await _put_latencies(d, probes))
+                latencies.extend(await _put_latencies(d, probes, "probe"))
 
             async with cl.watch(from_revision=1) as events:
                 nursery.start_soon(put_meanwhile)

@@ -47,10 +47,12 @@ class Daemon(ServeProcess):
 
     Attributes:
         unix: the Unix socket path it was told to listen on (the last ``--unix``), or ``""``.
+        workdir: its working directory (where its default database ``podium.db`` is).
         killed: :meth:`kill` ended it (a crash a test made): its exit code is not checked.
     """
 
     unix = ""
+    workdir = Path()
     killed = False
 
     def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -88,6 +90,7 @@ def start_daemon(
         flags = [*DEFAULT_FLAGS, "--unix", str(workdir / "podium.sock"), *flags]
     daemon = Daemon.start(*flags, cwd=workdir, wrapper=wrapper)
     daemon.unix = _last(flags, "--unix")
+    daemon.workdir = workdir
     return daemon
 
 
