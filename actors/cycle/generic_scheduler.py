@@ -416,6 +416,8 @@ class FilterStage:
         ring = verdict.ring
         if ring is None:
             ring = self.equivalence.attach_ring(verdict)
+        else:
+            self.equivalence.walked(verdict)
         evaluated, count = ring.walk(start, want)
         walk = _Walk(evaluated=evaluated)
         _count_reasons(walk, verdict.blamed, ring.spans(start, evaluated))
@@ -664,14 +666,13 @@ class ClassScores:
     Attributes:
         stage: the ScoreStage that made it (another, after a reload, starts afresh).
         metas: each priority's metadata for the class's pods.
-        totals: each feasible row's weighted total (read where the verdict's ``alive``).
         by_row: every priority's reduce step reads no other row (``reduces_row_by_row``), so
-            ``totals`` hold in any window; False: each pod prioritizes its own window.
+            the totals the ring holds are good in any window; False: each pod prioritizes its
+            own window.
     """
 
     stage: ScoreStage
     metas: list[Any]
-    totals: npt.NDArray[np.int64]
     by_row: bool
     reduced: dict[tuple[int, int], int] = field(default_factory=dict)
     """(priority's index, map score) -> its reduced score, for rows scored alone."""
@@ -820,7 +821,7 @@ class ScoreStage:
                 metas.append(kept.metas[i])
             else:
                 metas.append(plugin.pre_score(pod, snapshot, nodes))
-        if kept is None or kept.stage is not self or kept.metas != metas:
+        if kept is None or kept.stage is not self or not _same_metas(kept.metas, metas):
             kept = verdict.scores = self._score_class(pod, snapshot, verdict, metas)
             verdict.dirty.clear()
         elif verdict.dirty and kept.by_row:
@@ -853,7 +854,7 @@ class ScoreStage:
                 by_row = False
                 break
             totals[rows] += self._reduce(plugin, pod, meta, infos, raw) * weight
-        kept = ClassScores(self, metas, totals, by_row)
+        kept = ClassScores(self, metas, by_row)
         if by_row:
             assert verdict.ring is not None
             verdict.ring.set_totals(verdict.alive, totals)
@@ -892,7 +893,6 @@ class ScoreStage:
                         return False
                     score = reduced[(i, raw)] = int(self._reduce(plugin, pod, meta, [info], one)[0])
                 total += score * weight
-            kept.totals[row] = total
             ring.set_row(row, True, total)
         return True
 
@@ -993,3 +993,20 @@ class ScoreStage:
                 explain.scores[info.name] = {name: int(s[j]) for name, s in per_plugin}
                 explain.totals[info.name] = int(totals[j])
         return totals
+
+
+def _same_metas(kept: Sequence[Any], made: Sequence[Any]) -> bool:
+    """Whether the priorities' pre-score metadata ``made`` for this pod equals what ``kept``
+    was scored with. Metadata holding arrays (a spreading matrix) cannot say it is equal
+    (numpy answers an array, whose truth raises): such metadata counts as changed."""
+    if len(kept) != len(made):
+        return False
+    for a, b in zip(kept, made, strict=True):
+        if a is b:
+            continue
+        try:
+            if a != b:
+                return False
+        except ValueError:
+            return False
+    return True

@@ -166,6 +166,18 @@ class Siblings:
     namespace: str
     selector: Selector
 
+    def __eq__(self, other: object) -> bool:
+        # By what the selector selects (a Selector compiled afresh on every pre-score compares
+        # by identity): the pods of one class then keep their class's scores from pod to pod.
+        return (
+            isinstance(other, Siblings)
+            and self.namespace == other.namespace
+            and self.selector.key == other.selector.key
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.namespace, self.selector.key))
+
     @classmethod
     def of(cls, namespace: str, selectors: Sequence[LabelSelector]) -> Siblings | None:
         """The merged selector, or ``None`` when no pod can match (no selectors, or a key

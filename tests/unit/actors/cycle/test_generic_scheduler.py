@@ -231,3 +231,60 @@ def test_nominated_pods_use_the_loop_walk_and_dry_keeps_the_start_index() -> Non
     assert result.examined == ("n2", "n3", "n0", "n1")
     assert result.failed == {"n2": ("Insufficient cpu",)}
     assert feasible == [3, 0, 1] and stage.next_start_index == 2
+
+
+def _service_cluster(n: int) -> Snapshot:
+    from podium.actors.framework.snapshot import ClusterObjects
+    from podium.protocol import objects as o
+
+    service = o.Service(
+        metadata=o.ObjectMeta(name="s", namespace="default"),
+        spec=o.ServiceSpec(selector={"app": "a"}),
+    )
+    nodes = [
+        make_node(f"n{i}")
+        .label("kubernetes.io/hostname", f"n{i}")
+        .capacity(cpu="64", memory="64Gi", pods=110)
+        .info()
+        for i in range(n)
+    ]
+    return Snapshot(nodes, ClusterObjects(services={"default/s": service}))
+
+
+def test_a_service_selected_class_keeps_its_class_state_from_pod_to_pod(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pods a Service selects (SelectorSpread's metadata compiles its selector afresh every
+    pod) keep their class's scores: the class is scored over every row once, not once a pod
+    (it was, and each pod then prioritized its window again besides), and the picks are the
+    list path's."""
+    import msgspec
+
+    from podium.actors.plugins.policy import build_plugins, default_policy
+
+    calls = Counter[str]()
+    score_class = ScoreStage._score_class
+
+    def counted(self: ScoreStage, *args: object) -> object:
+        calls["class"] += 1
+        return score_class(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ScoreStage, "_score_class", counted)
+    placed: dict[bool, list[str | None]] = {}
+    for ring in (True, False):
+        monkeypatch.setattr(FilterStage, "use_ring", ring)
+        snapshot = _service_cluster(300)
+        filters, scorers = build_plugins(default_policy())
+        fs, ss = FilterStage(filters), ScoreStage(scorers, rng=random.Random(1))
+        placed[ring] = []
+        for i in range(20):
+            pod = make_pod(f"p{i}").uid(f"u{i}").label("app", "a").req(cpu="100m").obj()
+            node = decide(fs, ss, PodInfo(pod), snapshot).node
+            placed[ring].append(node)
+            assert node is not None
+            info = snapshot.by_name[node].clone()
+            spec = msgspec.structs.replace(pod.spec, node_name=node)
+            info.add_pod(PodInfo(msgspec.structs.replace(pod, spec=spec)))
+            snapshot.replace_node_info(info)
+    assert placed[True] == placed[False]
+    assert calls["class"] == 1

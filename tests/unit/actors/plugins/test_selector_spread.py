@@ -765,3 +765,17 @@ def test_reduce_matches_the_scalar_reference() -> None:
         scores = [rng.choice([0, 0, 1, 2, 3, 7, 11]) for _ in range(n)]
         zones = [rng.choice(["", "a", "b", "c", "d"]) for _ in range(n)]
         assert spread_reduce(scores, zones) == _reduce_reference(scores, zones), (scores, zones)
+
+
+def test_siblings_compare_by_what_their_selector_selects() -> None:
+    """The metadata of two pods of one class compare equal (their selectors compiled apart),
+    so the ring's class scores are kept from pod to pod."""
+    from podium.actors.plugins.selector_spread import Siblings
+    from podium.protocol.objects import LabelSelector
+
+    selector = LabelSelector(match_labels={"app": "a"})
+    one, two = Siblings.of("default", [selector]), Siblings.of("default", [selector])
+    assert one is not None and two is not None and one.selector is not two.selector
+    assert one == two and hash(one) == hash(two)
+    assert one != Siblings.of("other", [selector])
+    assert one != Siblings.of("default", [LabelSelector(match_labels={"app": "b"})])
