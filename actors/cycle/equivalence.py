@@ -45,7 +45,7 @@ CLASSES = 64
 
 RINGS = 8
 """Verdicts that keep a ring (about 1.5 MB at 5000 nodes each; the least recently walked
-one loses its ring and scores first)."""
+one loses its ring and scores first; a verdict dropped or replaced gives its ring up)."""
 
 SCALAR_ROWS = 16
 """Up to this many unknown map scores are computed row by row with the scalar form."""
@@ -90,7 +90,7 @@ class EquivalenceCache:
         self._size = size
         self._verdicts: OrderedDict[bytes, Verdict] = OrderedDict()
         self._rings = rings
-        # The verdicts holding a ring, least recently given one first (by identity).
+        # The verdicts holding a ring, least recently walked first (by identity).
         self._with_ring: OrderedDict[int, Verdict] = OrderedDict()
         self.hits = 0
         self.misses = 0
@@ -100,15 +100,25 @@ class EquivalenceCache:
 
     def attach_ring(self, verdict: Verdict) -> Ring:
         """Give ``verdict`` a ring over its rows; past :data:`RINGS` of them, the least
-        recently given one drops its ring, scores and head (it is walked over lists again
+        recently walked one drops its ring, scores and head (it is walked over lists again
         until given a new one)."""
         ring = verdict.ring = Ring(verdict.alive)
         self._with_ring[id(verdict)] = verdict
         while len(self._with_ring) > self._rings:
-            _, old = self._with_ring.popitem(last=False)
-            old.ring, old.scores, old.head = None, None, None
-            old.dirty.clear()
+            self._release(next(iter(self._with_ring.values())))
         return ring
+
+    def walked(self, verdict: Verdict) -> None:
+        """``verdict``'s ring was walked: the last to lose it."""
+        if id(verdict) in self._with_ring:
+            self._with_ring.move_to_end(id(verdict))
+
+    def _release(self, verdict: Verdict) -> None:
+        """``verdict`` gives up its ring, scores and head (a dropped or replaced verdict does
+        not keep a ring slot, nor its arrays, from a live class)."""
+        if self._with_ring.pop(id(verdict), None) is not None:
+            verdict.ring, verdict.scores, verdict.head = None, None, None
+            verdict.dirty.clear()
 
     def peek(self, key: bytes) -> Verdict | None:
         """The class's verdict as kept (maybe behind the columns), or None; not counted."""
@@ -129,7 +139,7 @@ class EquivalenceCache:
         if verdict.version != cols.version:
             changed = np.flatnonzero(cols.row_version > verdict.version)
             if len(changed) > PATCH_LIMIT or not _patch(verdict, pod, cols.infos, changed, active):
-                del self._verdicts[key]
+                self._release(self._verdicts.pop(key))
                 self.misses += 1
                 return None
             verdict.version = cols.version
@@ -146,6 +156,9 @@ class EquivalenceCache:
     def store(self, key: bytes, verdict: Verdict) -> Verdict:
         """Keep a copy of ``verdict`` (its arrays may be the plugins' or the columns' own);
         returns the copy."""
+        replaced = self._verdicts.get(key)
+        if replaced is not None:
+            self._release(replaced)
         kept = self._verdicts[key] = Verdict(
             verdict.alive.copy(),
             [
@@ -157,7 +170,7 @@ class EquivalenceCache:
         )
         self._verdicts.move_to_end(key)
         while len(self._verdicts) > self._size:
-            self._verdicts.popitem(last=False)
+            self._release(self._verdicts.popitem(last=False)[1])
         return kept
 
 
