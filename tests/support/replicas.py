@@ -38,6 +38,9 @@ LEASE = 3.0
 period 0.25 s. (2 s, with a 1.5 s renew deadline, left a leader recovering under load on a slow
 machine too little room since every etcd call has a deadline: issue 25 point 2.)"""
 
+LEADER_SECONDS = LEASE + 15
+"""How long the final check waits for a replica to name the leader (a failover's bound)."""
+
 # What a writer meets while no replica leads or the leader is being replaced.
 RETRIED = ("not_leader", "unavailable")
 
@@ -207,11 +210,19 @@ async def check_cluster(address: str, ledger: Ledger, token: str | None = None) 
     its uid, no pod was bound twice (the Bound events of the whole log), no node holds more
     CPU than it has, read from the replica that leads (a follower's reads lag by its poll).
     Returns (pods, bound)."""
-    async with connect(address, token=token) as client:
-        stats = await client.stats()
+    # A replica restarted just before (the last kill's) may not know the leader yet: a read
+    # from it would be a follower's, behind by its poll. Wait until one names the leader.
+    with trio.fail_after(LEADER_SECONDS):
+        while True:
+            async with connect(address, token=token) as client:
+                stats = await client.stats()
+            if stats.leading or stats.leader is not None:
+                break
+            await trio.sleep(0.1)
     if not stats.leading and stats.leader is not None:
         address = stats.leader
     async with connect(address, token=token) as client:
+        read_from = await client.stats()
         pods = [p for p in (await client.get("Pod")).items if isinstance(p, o.Pod)]
         nodes = [n for n in (await client.get("Node")).items if isinstance(n, o.Node)]
         revision = (await client.stats()).revision
@@ -225,7 +236,10 @@ async def check_cluster(address: str, ledger: Ledger, token: str | None = None) 
                     break
     have = {p.metadata.name: p.metadata.uid for p in pods}
     lost = {name for name, uid in ledger.acked.items() if have.get(name) != uid}
-    assert not lost, f"acknowledged pods lost: {sorted(lost)[:5]} of {len(lost)}"
+    assert not lost, (
+        f"acknowledged pods lost: {sorted(lost)[:5]} of {len(lost)} "
+        f"(read from {address}: leading {read_from.leading}, revision {read_from.revision})"
+    )
     twice = [uid for uid, n in bound_events.items() if n > 1]
     assert not twice, f"pods bound twice: {twice[:5]}"
     used: Counter[str] = Counter()
