@@ -33,7 +33,9 @@ batch itself after a pod whose preemption evicted pods or cleared nominations.
 A batch of gangs follows the same folds (the queue hands out each gang's members whole, and
 gangs share a batch only with gangs, up to ``max_pods`` and under the same two rules), and
 settles each gang (assumed, or every fold undone) before the next
-(:mod:`podium.actors.cycle.gang_cycle`).
+(:mod:`podium.actors.cycle.gang_cycle`). The bind rule above is the pods' only: a gang that
+failed after an earlier gang of its batch was placed is moved by that gang's binds (one attempt
+more than one gang at a time; docs/differences.md).
 """
 
 from __future__ import annotations
