@@ -62,7 +62,7 @@ would give. The batch holds one pod while nominations exist or an unschedulable 
 an assigned pod to match its affinity (a bind between two one-pod pops could change what the
 second gives: :func:`~podium.actors.queue.batching.batch_max_pods`). A Bound carries the cycle
 its pod was popped in to :meth:`~podium.actors.queue.core.SchedulingQueue.assigned_pod_added`,
-so it does not move a pod of its batch that failed after it. GiveBack returns popped pods the
+so it does not move a pod, or a gang's unit, of its batch that failed after it. GiveBack returns popped pods the
 scheduler did not decide to activeQ where they were (their attempt not counted), so a
 higher-priority pod that arrived meanwhile goes first.
 

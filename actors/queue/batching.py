@@ -33,9 +33,9 @@ batch itself after a pod whose preemption evicted pods or cleared nominations.
 A batch of gangs follows the same folds (the queue hands out each gang's members whole, and
 gangs share a batch only with gangs, up to ``max_pods`` and under the same two rules), and
 settles each gang (assumed, or every fold undone) before the next
-(:mod:`podium.actors.cycle.gang_cycle`). The bind rule above is the pods' only: a gang that
-failed after an earlier gang of its batch was placed is moved by that gang's binds (one attempt
-more than one gang at a time; docs/differences.md).
+(:mod:`podium.actors.cycle.gang_cycle`). The bind rule above holds for gangs too: a gang that
+failed after an earlier gang of its batch was placed is not moved by that gang's binds (the
+units of one pop, and their members, remember the batch's first cycle).
 """
 
 from __future__ import annotations

@@ -351,14 +351,14 @@ class SchedulingQueue(GangQueue):
         matched, as v1.14 ``movePodsToActiveQueue`` does. Returns the number moved.
 
         ``cycle``: the scheduling cycle that placed ``pod`` (0: not known, or not ours). A pod
-        that failed later in the same batch is not moved: its decision counted ``pod``
+        (or a gang's unit) that failed later in the same batch is not moved: its decision counted ``pod``
         already, as one pod at a time it would have been decided after ``pod``'s bind, which
         would have moved nothing of it (:meth:`pop_batch`).
         """
         moved = [
             e
             for e in self._unschedulable_with_affinity.values()
-            if not e.batch <= cycle < e.cycle and affinity_term_matches(e.pod, pod)
+            if not e.decided_after(cycle) and affinity_term_matches(e.pod, pod)
         ]
         for e in moved:
             self._move_from_unschedulable(e, now)
@@ -367,7 +367,8 @@ class SchedulingQueue(GangQueue):
             units = [
                 self._gangs[key]
                 for key in self._unschedulable_units_with_affinity
-                if any(
+                if not self._gangs[key].decided_after(cycle)
+                and any(
                     m.has_affinity and affinity_term_matches(m.pod, pod)
                     for m in self._gangs[key].members.values()
                 )
@@ -383,14 +384,16 @@ class SchedulingQueue(GangQueue):
         off) or activeQ, and a move request at the current cycle. Returns the number moved.
 
         ``cycle``: when a bind made the change (its volumes), the cycle that placed its pod:
-        the pods of its batch that failed after it stay (as in :meth:`assigned_pod_added`).
+        the pods and units of its batch that failed after it stay (as in
+        :meth:`assigned_pod_added`).
         """
-        moved = [e for e in self._unschedulable_pods.values() if not e.batch <= cycle < e.cycle]
+        moved = [e for e in self._unschedulable_pods.values() if not e.decided_after(cycle)]
         for e in moved:
             self._move_from_unschedulable(e, now)
         count = len(moved)
         if self._unschedulable_units:
-            for g in list(self._unschedulable_units.values()):
+            units = [g for g in self._unschedulable_units.values() if not g.decided_after(cycle)]
+            for g in units:
                 count += len(g.members)
                 self._move_unit_from_unschedulable(g, now)
         self._move_request_cycle = self._scheduling_cycle
@@ -421,8 +424,8 @@ class SchedulingQueue(GangQueue):
 
     def pop_batch(self, now: float, max_pods: int) -> tuple[list[QueuedPodInfo], list[PoppedGang]]:
         """Up to ``max_pods`` pops in a row, as successive :meth:`pop` calls at ``now`` would
-        give them, each pod remembering the batch's first cycle (:meth:`assigned_pod_added`
-        reads it). Empty when activeQ is empty.
+        give them, each pod (and each unit) remembering the batch's first cycle
+        (:meth:`assigned_pod_added` reads it). Empty when activeQ is empty.
 
         When a gang's unit leads activeQ, the batch is units: that one, every member it holds
         whatever ``max_pods`` (a gang is decided whole), then each unit that comes next, whole,

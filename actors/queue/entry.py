@@ -97,6 +97,13 @@ class Retried:
         self.batch = 0
         self.updated_in_flight = False
 
+    def decided_after(self, cycle: int) -> bool:
+        """Whether its last pop came after the pop of ``cycle`` in the same batch: its
+        decision already counted what that pop placed, and one at a time that placement's
+        bind would have come before its pop, so the bind moves nothing of it (0: a change no
+        bind of ours made, which moves it)."""
+        return self.batch <= cycle < self.cycle
+
 
 class Entry(Retried):
     """One pending pod and where it is."""

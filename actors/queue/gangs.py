@@ -38,7 +38,9 @@ activeQ but members of the group's **unit**::
   ends before a unit that comes next, so gangs share a batch only with gangs.
 * A unit is requeued, backed off, moved (move all, an assigned pod matching a member's
   affinity, the leftover flush) and given back (a Pop answer that could not be delivered) as
-  one pod would be, with the group's own attempts and backoff; a member's update moves it as
+  one pod would be, with the group's own attempts and backoff (the units of one pop remember
+  its first cycle, so the binds of an earlier gang of the batch do not move a later one that
+  failed, as for pods); a member's update moves it as
   an update moves a pod, and so does the group's minCount lowered (for an unschedulable unit,
   or one in flight whose attempt then fails).
 * Once minCount members are placed or bound (:meth:`SchedulingQueue.group_placed`, then
@@ -428,8 +430,9 @@ class GangQueue(QueueSteps):
         stays within ``max_pods`` (see :meth:`pop_batch`)."""
         popped: list[QueuedPodInfo] = []
         gangs: list[PoppedGang] = []
+        batch = self._scheduling_cycle + 1  # the first unit's cycle
         while True:
-            gangs.append(self._pop_unit(unit, popped))
+            gangs.append(self._pop_unit(unit, popped, batch))
             if not self._active_units:
                 break
             nxt = self._head_unit()
@@ -442,22 +445,25 @@ class GangQueue(QueueSteps):
             unit = nxt
         return popped, gangs
 
-    def _pop_unit(self, g: Gang, popped: list[QueuedPodInfo]) -> PoppedGang:
+    def _pop_unit(self, g: Gang, popped: list[QueuedPodInfo], batch: int) -> PoppedGang:
         """Pop the head unit ``g`` (its own scheduling cycle, as a pod's pop), its members
-        appended to ``popped``."""
+        appended to ``popped``; ``batch``: the first cycle of its batch, which the unit and its
+        members remember (the moves read it: :meth:`~podium.actors.queue.entry.Retried.decided_after`)."""
         heapq.heappop(self._active_units)
         self._unit_pods["active"] -= len(g.members)
         self._scheduling_cycle += 1
         cycle = self._scheduling_cycle
         g.attempts += 1
         g.cycle = cycle
+        g.batch = batch
         g.updated_in_flight = False
         g.where = "in_flight"
         g.token = 0
         members = g.sorted_members()
         for e in members:
             e.attempts += 1
-            e.cycle = e.batch = cycle
+            e.cycle = cycle
+            e.batch = batch
             e.updated_in_flight = False
             e.where = "in_flight"
             self._in_flight[e.pod.key] = e

@@ -12,9 +12,10 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal
 
+import pytest
 import trio
 import trio.testing
-from builders import make_node, make_pod
+from builders import decode, make_node, make_pod
 from gangs import member, pod_group
 from queue_harness import QueueHarness, change, run_queue
 
@@ -31,7 +32,7 @@ from podium.actors.mail.messages import (
 )
 from podium.protocol import objects as o
 from podium.protocol.metrics import REGISTRY
-from podium.store.mail import Recovered
+from podium.store.mail import Change, Recovered
 
 
 class Harness(QueueHarness):
@@ -346,6 +347,65 @@ async def test_members_that_arrive_during_an_attempt_join_the_requeued_unit(
         )
         await h.requeue_group(got, "conflict")
         assert names(await h.batch()) == ["w0", "w1", "w2"]
+
+
+@pytest.mark.parametrize("volumes", [False, True], ids=["bind", "bind-with-volumes"])
+async def test_a_gangs_bind_moves_no_gang_of_its_batch_that_failed_after_it(
+    autojump_clock: trio.testing.MockClock, volumes: bool
+) -> None:
+    """The pods' bind rule (tests/actor/test_queue.py) for gangs: gang e placed in a batch of
+    its own, then gangs a and w in one batch, a placed, w failed (its member's required
+    affinity matches a's and e's members). One gang at a time a's bind, its Bound and the
+    claim it bound, would have come before w's pop: they leave w unschedulable. e's bind, from
+    an earlier batch, comes after w's requeue either way: it moves w."""
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    db = {"app": "db"}
+    claim = decode(
+        o.PersistentVolumeClaim,
+        {"kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "ml"}},
+    )
+
+    def bind(name: str, group: str) -> list[Change]:
+        # The store's order for one binding: its claims (Modified), then the pod (Bound).
+        pod = member(name, group, labels=db)
+        done = [change("Modified", claim, claim)] if volumes else []
+        return [
+            *done,
+            change("Bound", member(name, group, labels=db, node="n1"), old=pod, node="n1"),
+        ]
+
+    async with running() as h:
+        h.commit(change("Added", pod_group("e", 1)), change("Added", member("e0", "e", labels=db)))
+        early = await h.batch(8)
+        assert names(early) == ["e0"]
+        h.send(GroupPlaced(key="ml/e", pods=[early.pods[0].pod]))
+        await trio.sleep(1)
+        h.commit(change("Added", pod_group("a", 1)), change("Added", member("a0", "a", labels=db)))
+        await trio.sleep(1)
+        h.commit(
+            change("Added", pod_group("w", 1)),
+            change("Added", member("w0", "w", affinity=affinity)),
+        )
+        got = await h.batch(8)
+        assert names(got) == ["a0", "w0"]
+        assert [(g.key, g.members) for g in got.groups] == [("ml/a", 1), ("ml/w", 1)]
+        a0, w0 = got.pods
+        h.send(GroupPlaced(key="ml/a", pods=[a0.pod]))
+        h.send(RequeueGroup(key="ml/w", pods=[w0.pod], cycle=w0.cycle, why="unschedulable"))
+        await h.settle()
+        assert (await h.lookup("ml/w0")).queue == "unschedulable"
+        h.commit(*bind("a0", "a"))
+        await h.settle()
+        assert (await h.lookup("ml/w0")).queue == "unschedulable"
+        h.commit(*bind("e0", "e"))
+        await h.settle()
+        assert (await h.lookup("ml/w0")).queue == "backoff"
 
 
 # --------------------------------------------------------------------------- placed

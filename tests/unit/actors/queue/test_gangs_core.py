@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
 from builders import make_pod
 from gangs import pod_group
 from hypothesis import given, settings
@@ -245,3 +246,94 @@ def test_a_unit_whose_last_held_member_is_bound_leaves_active_q() -> None:
     popped, gangs = q.pop_batch(3.0, 32)
     assert ([p.pod.name for p in popped], gangs) == (["p"], [])
     assert q.pop_batch(3.0, 32) == ([], [])
+
+
+def test_a_bind_in_a_batch_of_gangs_moves_only_the_gangs_that_failed_before_it() -> None:
+    """The gang form of the pods' rule (tests/unit/actors/queue/test_core.py): gang e alone in
+    a batch (cycle 1), then gangs a, w, c in one (cycles 2-4); e, a and c are placed, w fails
+    (its member's required affinity matches their members). The bind of a (cycle 2), its Bound
+    or its volumes' change, leaves w: one gang at a time it would have come before w's pop. The
+    bind of e (an earlier batch) and of c (placed after w) move it, as one at a time they come
+    after its requeue; so does a change no bind of ours made (cycle 0)."""
+    q = SchedulingQueue()
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+
+    def member(name: str, group: str, *, node: str = "") -> PodInfo:
+        b = make_pod(name).ns("ml").uid(f"uid-{name}").spec(schedulingGroup={"podGroupName": group})
+        if group == "w":
+            b.affinity(affinity)
+        else:
+            b.label("app", "db")
+        if node:
+            b.node(node)
+        return b.info()
+
+    q.group_changed("ml/e", pod_group("e", 1), 0.0)
+    q.add(member("e0", "e"), 0.0)
+    popped, gangs = q.pop_batch(0.0, 8)
+    assert [(p.pod.name, p.cycle) for p in popped] == [("e0", 1)]
+    q.group_placed("ml/e", [popped[0].pod], 0.0)
+    for i, name in enumerate("awc"):
+        q.group_changed(f"ml/{name}", pod_group(name, 1), 1.0 + i)
+        q.add(member(f"{name}0", name), 1.0 + i)
+    popped, gangs = q.pop_batch(4.0, 8)
+    assert [(p.pod.name, p.cycle) for p in popped] == [("a0", 2), ("w0", 3), ("c0", 4)]
+    assert [g.key for g in gangs] == ["ml/a", "ml/w", "ml/c"]
+    a0, w0, c0 = (p.pod for p in popped)
+    q.group_placed("ml/a", [a0], 4.0)
+    q.group_placed("ml/c", [c0], 4.0)
+    assert q.requeue_group("ml/w", [w0], 3, "unschedulable", 4.0) == ("unschedulable", 1)
+    assert [q.placed_cycle(member(n, n[0])) for n in ("e0", "a0", "c0")] == [1, 2, 4]
+
+    def bind(name: str) -> int:
+        bound = member(name, name[0], node="n1")
+        cycle = q.placed_cycle(bound)
+        q.delete(bound, 4.5, bound=True)
+        return q.assigned_pod_added(bound, 4.5, cycle)
+
+    assert bind("a0") == 0
+    assert q.move_all_to_active_queue(4.5, 2) == 0
+    assert q.lookup("ml/w0")[0] == "unschedulable"
+    assert bind("e0") == 1
+    assert q.lookup("ml/w0")[0] == "backoff"  # the unit's backoff, from 4.0, ends at 5.0
+    # Failed again, alone in its batch: now c's bind (placed in an earlier batch) moves it.
+    q.flush_backoff_completed(10.0)
+    again, _ = q.pop_batch(10.0, 8)
+    assert [(p.pod.name, p.cycle) for p in again] == [("w0", 5)]
+    assert q.requeue_group("ml/w", [again[0].pod], 5, "unschedulable", 10.0) == (
+        "unschedulable",
+        1,
+    )
+    assert q.move_all_to_active_queue(10.0, 4) == 1
+    assert q.lookup("ml/w0")[0] == "backoff"
+
+
+@pytest.mark.parametrize(
+    ("cycle", "moved"),
+    [(1, False), (2, True), (3, True), (0, True)],
+    ids=["earlier-gang", "its-own-cycle", "later-gang", "no-bind"],
+)
+def test_a_bind_moves_a_failed_gang_unless_it_was_decided_before_that_gang(
+    cycle: int, moved: bool
+) -> None:
+    """Gangs a, w, c in one batch (cycles 1-3), w failed: a move made by a's bind (cycle 1)
+    leaves it; one made by c's (decided after w), or by a change no bind of ours made (0),
+    moves it, as moves always did; the members held by the unit remember the batch too."""
+    q = SchedulingQueue()
+    for i, name in enumerate("awc"):
+        q.group_changed(f"ml/{name}", pod_group(name, 1), float(i))
+        q.add(pod(f"{name}0", name, 0), float(i))
+    popped, _ = q.pop_batch(3.0, 8)
+    assert [(p.pod.name, p.cycle) for p in popped] == [("a0", 1), ("w0", 2), ("c0", 3)]
+    assert q.requeue_group("ml/w", [popped[1].pod], 2, "unschedulable", 3.0) == (
+        "unschedulable",
+        1,
+    )
+    assert q.move_all_to_active_queue(3.5, cycle) == int(moved)
+    assert q.lookup("ml/w0")[0] == ("backoff" if moved else "unschedulable")
