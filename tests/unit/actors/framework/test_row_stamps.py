@@ -149,9 +149,9 @@ def test_another_pod_with_the_same_spec_is_a_change() -> None:
 
 def test_a_new_node_object_or_another_pod_count_is_a_change() -> None:
     info = NodeInfo(_node("n1"))
-    confirmed = info.clone()
-    confirmed.set_node(_node("n1"))  # an equal Node, but a new object (a node update)
-    assert not same_for_scheduling(info, confirmed)
+    updated = info.clone()
+    updated.set_node(_node("n1"))  # an equal Node, but a new object (a node update)
+    assert not same_for_scheduling(info, updated)
     more = info.clone()
     more.add_pod(PodInfo(_bound(_pod("a"), "n1")))
     assert not same_for_scheduling(info, more)
