@@ -12,10 +12,11 @@ Usage: ops/decision-cost.py [--nodes 500 5000] [--pods 2000] [--batch 32] [--run
 A tenth of the pods (``PLUGIN_METRICS_SAMPLE_PERCENT``) are sampled attempts, their plugins
 timed, as the filter actor draws them. Between batches the nodes the last two batches placed pods on are swapped in anew, as the
 daemon's snapshot refresh brings the cache's assumed and bound NodeInfos (``--no-refresh``:
-not).
+not); the rows those refreshes stamped changed are counted.
 
 Prints per node count the CPU microseconds a decided pod (``time.process_time``), the
-minimum and the median over ``--runs``, and where the pods went (a hash of the placements,
+minimum and the median over ``--runs``, the rows the refreshes stamped changed a pod
+(each re-judged and re-scored at the class's next pod), and where the pods went (a hash of the placements,
 to compare trees: the same cluster and seed must place the same pods on the same nodes).
 """
 
@@ -37,6 +38,7 @@ from podium.actors.framework.snapshot import Snapshot, assumed_pod, fold_assumed
 from podium.actors.plugins.policy import build_plugins, default_policy
 from podium.cli.bench.workload import DEFAULT_POD, ZONES, make_node, make_pods
 from podium.protocol import metrics
+from podium.protocol.objects import Pod, PodCondition, PodStatus
 
 SAMPLED = metrics.PLUGIN_METRICS_SAMPLE_PERCENT / 100
 """The share of attempts the filter actor samples for the plugin metrics (their plugins timed)."""
@@ -61,19 +63,32 @@ def _decide_all(
 ) -> list[str | None]:
     """Decide ``pods`` in batches of ``batch``, each placement folded in before the next.
 
-    ``refresh``: before each batch, swap in a new NodeInfo (the same pods) for every node the
-    last batch placed pods on (the cache's assume) and the batch before it (the bind
-    confirmed), as the daemon's snapshot refresh does: those rows count as changed.
+    ``refresh``: before each batch, bring in the NodeInfos the daemon's snapshot refresh
+    brings: for every node the last batch placed pods on, the cache's after its assume (a
+    clone holding the same PodInfos the batch folded in), and for every node the batch before
+    it placed pods on, the cache's after the store confirmed those binds (each assumed pod
+    replaced by its bound revision: a new resourceVersion and the PodScheduled condition).
+
+    Returns:
+        Where each pod went, and how many rows the refreshes stamped changed (re-judged by
+        the class's verdict and re-scored on its ring at its next pod).
     """
     placed: list[str | None] = []
     sampling = random.Random(2)
-    last: set[str] = set()
-    before_last: set[str] = set()
+    last: dict[str, list[PodInfo]] = {}
+    before_last: dict[str, list[PodInfo]] = {}
+    stamped = 0
     for first in range(0, len(pods), batch):
         if refresh:
-            for name in sorted(last | before_last):
-                snapshot.replace_node_info(snapshot.by_name[name].clone())
-        folded: set[str] = set()
+            version = snapshot.columns.version
+            for name in sorted(last.keys() | before_last.keys()):
+                info = snapshot.by_name[name].clone()
+                for assumed in before_last.get(name, ()):
+                    info.remove_pod(assumed)
+                    info.add_pod(assumed.with_pod(_bound(assumed.pod)))
+                snapshot.replace_node_info(info)
+            stamped += snapshot.columns.version - version
+        folded: dict[str, list[PodInfo]] = {}
         for pod in pods[first : first + batch]:
             # The filter actor's plugin-metrics draw: a sampled attempt times each plugin.
             observe = _ignore if sampling.random() < SAMPLED else None
@@ -82,13 +97,23 @@ def _decide_all(
                 result = scores.run(pod, snapshot, result, feasible, observe=observe)
             placed.append(result.node)
             if result.node is not None:
-                fold_assumed(snapshot, pod, result.node, assumed=assumed_pod(pod, result.node))
-                folded.add(result.node)
+                assumed = assumed_pod(pod, result.node)
+                fold_assumed(snapshot, pod, result.node, assumed=assumed)
+                folded.setdefault(result.node, []).append(assumed)
         before_last, last = last, folded
-    return placed
+    return placed, stamped
 
 
-def one_run(nodes: int, pods: int, batch: int, profile: bool, refresh: bool) -> tuple[float, str]:
+def _bound(pod: Pod) -> Pod:
+    """The store's revision of an assumed pod once bound."""
+    status = PodStatus(conditions=[PodCondition(type="PodScheduled", status="True")])
+    metadata = msgspec.structs.replace(pod.metadata, resource_version="2")
+    return msgspec.structs.replace(pod, metadata=metadata, status=status)
+
+
+def one_run(
+    nodes: int, pods: int, batch: int, profile: bool, refresh: bool
+) -> tuple[float, str, float]:
     filters_list, scorers = build_plugins(default_policy())
     filters = FilterStage(filters_list)
     scores = ScoreStage(scorers, rng=random.Random(1))
@@ -100,14 +125,14 @@ def one_run(nodes: int, pods: int, batch: int, profile: bool, refresh: bool) -> 
     started = time.process_time()
     if profiler is not None:
         profiler.enable()
-    placed = _decide_all(filters, scores, snapshot, measured, batch, refresh)
+    placed, stamped = _decide_all(filters, scores, snapshot, measured, batch, refresh)
     if profiler is not None:
         profiler.disable()
     spent = time.process_time() - started
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
     digest = hashlib.sha256(msgspec.json.encode(placed)).hexdigest()[:12]
-    return spent / pods * 1e6, digest
+    return spent / pods * 1e6, digest, stamped / pods
 
 
 def main() -> None:
@@ -125,14 +150,18 @@ def main() -> None:
     )
     args = parser.parse_args()
     for nodes in args.nodes:
-        costs, digests = [], set()
+        costs, digests, stamps = [], set(), set()
         for _ in range(args.runs):
-            cost, digest = one_run(nodes, args.pods, args.batch, args.profile, args.refresh)
+            cost, digest, stamped = one_run(
+                nodes, args.pods, args.batch, args.profile, args.refresh
+            )
             costs.append(cost)
             digests.add(digest)
+            stamps.add(f"{stamped:.2f}")
         print(
             f"nodes {nodes}: {min(costs):.0f} us a pod (min), {statistics.median(costs):.0f}"
-            f" (median of {args.runs}); placements {','.join(sorted(digests))}"
+            f" (median of {args.runs}); rows the refreshes stamped a pod {','.join(sorted(stamps))};"
+            f" placements {','.join(sorted(digests))}"
         )
 
 

@@ -211,6 +211,13 @@ class NodeColumns:
             self._annotations.clear()
             self._image_sizes.clear()
 
+    def replace_row(self, i: int, info: NodeInfo) -> None:
+        """Point row ``i`` at ``info``, which holds what every column and every predicate and
+        priority reads of the row's NodeInfo
+        (:func:`~podium.actors.framework.nodeinfo.same_for_scheduling`): no column changes
+        and the row is not stamped (``row_version``), so verdicts made on it stay valid."""
+        self.infos[i] = info
+
     # ------------------------------------------------------------------ on-demand columns
 
     def scalar(self, name: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -14,8 +14,11 @@ Requests default to limits where only a limit is set (the API server's defaultin
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+import msgspec
 
 from podium.protocol.gangs import names_a_group
 from podium.protocol.objects import (
@@ -37,7 +40,10 @@ __all__ = [
     "PodInfo",
     "Resource",
     "is_scalar_resource_name",
+    "same_for_scheduling",
 ]
+
+_STAMPS = itertools.count(1)
 
 DEFAULT_MILLI_CPU_REQUEST = 100
 """priorityutil.DefaultMilliCPURequest: 0.1 core for a container with no cpu request."""
@@ -160,6 +166,10 @@ class PodInfo:
         priority: ``spec.priority`` (0 when unset).
         names_a_group: whether the pod may belong to a pod group (:func:`names_a_group`), so
             that scans over every pod (preemption's) skip the others with one attribute read.
+        stamp: what predicates and priorities can see of the pod, as a number: a fresh one
+            per PodInfo, kept by :meth:`with_pod` for a revision that differs only in
+            ``metadata.resourceVersion`` and ``status`` (a confirmed binding), which no
+            predicate or priority reads of a pod on a node (:func:`same_for_scheduling`).
     """
 
     __slots__ = (
@@ -174,9 +184,11 @@ class PodInfo:
         "pod",
         "priority",
         "request",
+        "stamp",
     )
 
     def __init__(self, pod: Pod) -> None:
+        self.stamp = next(_STAMPS)
         self.pod = pod
         self.namespace = namespace_or_default(pod.metadata.namespace)
         self.name = pod.metadata.name
@@ -240,6 +252,13 @@ class PodInfo:
         info.non_zero_memory = self.non_zero_memory
         info.host_ports = self.host_ports
         info.priority = self.priority
+        meta, mine = pod.metadata, self.pod.metadata
+        if meta is mine or (
+            msgspec.structs.replace(meta, resource_version=mine.resource_version) == mine
+        ):
+            info.stamp = self.stamp
+        else:
+            info.stamp = next(_STAMPS)
         return info
 
     @property
@@ -370,3 +389,27 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, pods={len(self.pods)})"
+
+
+def same_for_scheduling(old: NodeInfo, new: NodeInfo) -> bool:
+    """Whether ``new`` holds what every predicate and priority reads of ``old``'s row: the same
+    Node object and, as a multiset, pods of the same stamps (:attr:`PodInfo.stamp`).
+
+    Then the node's aggregates (requested, non-zero requests, ports, pod count) are equal, and
+    so is everything a predicate or priority reads of a pod on a node (its spec, namespace,
+    name, labels, annotations, deletionTimestamp); only the pods' order may differ (a
+    confirmed pod is counted again at the end), which the node-local predicates and the
+    per-row priorities do not see (they count, sum or look for any). The cache's NodeInfo
+    after an assume the scheduler folded in itself holds the very same PodInfos (one identity
+    comparison of the lists, in C); after a confirmation, a revision of the assumed pod with
+    its stamp. A NodeInfo changed in place (``old is new``) is not judged here: the caller
+    cannot tell what changed.
+    """
+    if old.node is not new.node:
+        return False
+    a, b = old.pods, new.pods
+    if a == b:  # PodInfo has no __eq__: element identity
+        return True
+    if len(a) != len(b):
+        return False
+    return sorted(p.stamp for p in a) == sorted(p.stamp for p in b)

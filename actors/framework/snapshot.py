@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from podium.actors.framework.columns import NodeColumns
-from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo, same_for_scheduling
 from podium.protocol.labels import selector_from_set_matches
 from podium.protocol.objects import (
     PersistentVolume,
@@ -227,13 +227,26 @@ class Snapshot:
         return self._journal[position - self._journal_base :]
 
     def replace_node_info(self, info: NodeInfo) -> None:
-        """Swap in a changed NodeInfo (same name), keeping the columns in step."""
+        """Swap in a changed NodeInfo (same name), keeping the columns in step.
+
+        A NodeInfo holding the very pods and Node object of the one in the snapshot (the
+        cache's after an assume the scheduler folded in itself) is not swapped in: nothing
+        changed. One that differs only in what no predicate or priority reads
+        (:func:`~podium.actors.framework.nodeinfo.same_for_scheduling`: a confirmed binding)
+        is swapped in, so preemption and the extenders see the store's pod, but its row is not
+        stamped changed (:meth:`NodeColumns.replace_row`): the equivalence classes' verdicts
+        and the per-row scores made on it still hold.
+        """
         old = self.by_name[info.name]
+        unseen = False
         if old is info:
             # Changed in place (preemption's what-if steps): nothing to diff against, so state
             # kept against this journal is void.
             self._init_journal()
+        elif old.node is info.node and old.pods == info.pods:
+            return  # PodInfo has no __eq__: the same pods, by identity, in the same order
         else:
+            unseen = same_for_scheduling(old, info)
             self._journal.append((old, info))
         if len(self._journal) > JOURNAL:
             half = len(self._journal) // 2
@@ -243,8 +256,11 @@ class Snapshot:
         self.node_infos[i] = info
         self.by_name[info.name] = info
         if self._columns is not None:
-            same = old.node is info.node
-            self._columns.update_row(i, info, labels_changed=not same, pods_only=same)
+            if unseen:
+                self._columns.replace_row(i, info)
+            else:
+                same = old.node is info.node
+                self._columns.update_row(i, info, labels_changed=not same, pods_only=same)
         if old.node is not info.node:
             self._images = None
         if self._with_affinity is not None:
