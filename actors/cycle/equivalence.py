@@ -137,18 +137,20 @@ class EquivalenceCache:
             self.misses += 1
             return None
         if verdict.version != cols.version:
-            changed = np.flatnonzero(cols.row_version > verdict.version)
+            changed = cols.changed_since(verdict.version)
             if len(changed) > PATCH_LIMIT or not _patch(verdict, pod, cols.infos, changed, active):
                 self._release(self._verdicts.pop(key))
                 self.misses += 1
                 return None
             verdict.version = cols.version
-            if verdict.ring is not None:
-                rows = changed.tolist()
+            ring = verdict.ring
+            if ring is not None:
+                # The walk reads the counts alone; the totals of the rows re-judged are set
+                # when the score stage next scores them (``dirty``), the only reader of totals.
                 alive = verdict.alive
-                for row in rows:
-                    verdict.ring.set_row(row, bool(alive[row]))
-                verdict.dirty.update(rows)
+                for row in changed:
+                    ring.set_alive(row, bool(alive[row]))
+                verdict.dirty.update(changed)
         self._verdicts.move_to_end(key)
         self.hits += 1
         return verdict
@@ -178,13 +180,14 @@ def _patch(
     verdict: Verdict,
     pod: PodInfo,
     infos: list[NodeInfo],
-    rows: npt.NDArray[np.intp],
+    rows: list[int],
     active: list[tuple[FilterPlugin[Any], Any]],
 ) -> bool:
-    """Re-judge ``rows`` with the scalar forms; False when a predicate errs (recompute)."""
+    """Re-judge ``rows`` (ascending) with the scalar forms; False when a predicate errs
+    (recompute)."""
     by_name = {name: (blame_rows, masks) for name, blame_rows, masks in verdict.blamed}
     n = len(verdict.alive)
-    for row in rows.tolist():
+    for row in rows:
         first: tuple[str, Status] | None = None
         for plugin, meta in active:
             status = run_filter(plugin, pod, meta, infos[row])

@@ -47,6 +47,7 @@ from podium.actors.cycle.equivalence import (
     Window,
     WindowNodes,
 )
+from podium.actors.cycle.ring import NONE
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     NO_NODES_AVAILABLE,
@@ -130,8 +131,8 @@ def _class_key(pod: PodInfo) -> bytes:
     cost gangs of 8 about a fifth of their throughput)."""
     spec = pod.pod.spec
     if spec.scheduling_group is not None:
-        spec = msgspec.structs.replace(spec, scheduling_group=None)
-    return _SPEC_ENCODER.encode(spec)
+        return _SPEC_ENCODER.encode(msgspec.structs.replace(spec, scheduling_group=None))
+    return pod.encoded_spec()
 
 
 @dataclass(slots=True)
@@ -184,6 +185,8 @@ class FilterStage:
         # isinstance against a runtime-checkable Protocol costs ~25 us: decide once, not per pod.
         self._vector_filters = {id(p) for p in self.filters if isinstance(p, VectorFilterPlugin)}
         self._node_local = {id(p) for p in self.filters if p.node_local}
+        # The predicates a ring's pod must see SKIP it (_ring_active), listed once.
+        self._not_node_local = [p for p in self.filters if not p.node_local]
         self.equivalence = EquivalenceCache()
 
     def run(
@@ -333,8 +336,8 @@ class FilterStage:
         verdict = self.equivalence.peek(key)
         if verdict is None or verdict.head is None:
             return None
-        for plugin in self.filters:
-            if id(plugin) not in self._node_local and plugin.pre_filter(pod, snapshot) is not SKIP:
+        for plugin in self._not_node_local:
+            if plugin.pre_filter(pod, snapshot) is not SKIP:
                 return None
         return verdict.head
 
@@ -717,6 +720,8 @@ class ScoreStage:
             if id(p) in self._vector_scorers and isinstance(p, ArrayNormalizePlugin)
         }
         self._node_local = {id(p) for p, _ in self.scorers if p.node_local}
+        # Per priority in order, whether it is node-local (its class metadata is kept).
+        self._local_flags = [id(p) in self._node_local for p, _ in self.scorers]
         self.classes = ScoreCache()
 
     def run(
@@ -816,11 +821,13 @@ class ScoreStage:
         kept: ClassScores | None = verdict.scores
         metas: list[Any] = []
         nodes = WindowNodes(window, snapshot.node_infos)
-        for i, (plugin, _) in enumerate(self.scorers):
-            if kept is not None and kept.stage is self and id(plugin) in self._node_local:
-                metas.append(kept.metas[i])
-            else:
-                metas.append(plugin.pre_score(pod, snapshot, nodes))
+        if kept is not None and kept.stage is self:
+            for (plugin, _), local, meta in zip(
+                self.scorers, self._local_flags, kept.metas, strict=True
+            ):
+                metas.append(meta if local else plugin.pre_score(pod, snapshot, nodes))
+        else:
+            metas = [plugin.pre_score(pod, snapshot, nodes) for plugin, _ in self.scorers]
         if kept is None or kept.stage is not self or not _same_metas(kept.metas, metas):
             kept = verdict.scores = self._score_class(pod, snapshot, verdict, metas)
             verdict.dirty.clear()
@@ -876,7 +883,7 @@ class ScoreStage:
         reduced = kept.reduced
         for row in rows:
             if not verdict.alive[row]:
-                ring.set_row(row, False)
+                ring.set_total(row, NONE)
                 continue
             info = infos[row]
             total = 0
@@ -893,7 +900,7 @@ class ScoreStage:
                         return False
                     score = reduced[(i, raw)] = int(self._reduce(plugin, pod, meta, [info], one)[0])
                 total += score * weight
-            ring.set_row(row, True, total)
+            ring.set_total(row, total)
         return True
 
     def _map_columns(

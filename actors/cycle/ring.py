@@ -50,6 +50,7 @@ class Ring:
         self._count: list[int] = []
         self._best: list[int] = []
         self._ties: list[int] = []
+        self._last_window: tuple[tuple[int, int], list[int]] = ((-1, -1), [])
         self._build(alive, totals)
 
     def _build(self, alive: npt.NDArray[np.bool_], totals: npt.NDArray[np.int64] | None) -> None:
@@ -93,19 +94,44 @@ class Ring:
 
     def set_row(self, row: int, alive: bool, total: int = NONE) -> None:
         """Row ``row`` now fits or not, with ``total`` (ignored when it does not fit)."""
+        self.set_alive(row, alive)
+        self.set_total(row, total if alive else NONE)
+
+    def set_alive(self, row: int, alive: bool) -> None:
+        """Row ``row`` now fits or not; its total is left as it was (what :meth:`walk`
+        reads is up to date; :meth:`best` is not until :meth:`set_total` is told the row's
+        total, or :data:`NONE` when it does not fit)."""
         i = self._size + row
-        count, best, ties = self._count, self._best, self._ties
-        count[i] = 1 if alive else 0
-        best[i] = total if alive else NONE
-        ties[i] = 1 if alive and total != NONE else 0
+        count = self._count
+        step = (1 if alive else 0) - count[i]
+        if step:
+            # Only the counts on the leaf's path change, each by the same step.
+            while i:
+                count[i] += step
+                i //= 2
+
+    def set_total(self, row: int, total: int) -> None:
+        """Row ``row``'s total (:data:`NONE`: it does not fit); the ranges above it are
+        updated only as far as their best total or tie count changes."""
+        i = self._size + row
+        best, ties = self._best, self._ties
+        if best[i] == total:
+            return
+        best[i] = total
+        ties[i] = 0 if total == NONE else 1
         i //= 2
         while i:
-            left, right = 2 * i, 2 * i + 1
-            count[i] = count[left] + count[right]
-            b = best[left] if best[left] >= best[right] else best[right]
-            best[i] = b
-            t = (ties[left] if best[left] == b else 0) + (ties[right] if best[right] == b else 0)
-            ties[i] = t if b != NONE else 0
+            left = 2 * i
+            b_left, b_right = best[left], best[left + 1]
+            if b_left > b_right:
+                b, t = b_left, ties[left]
+            elif b_right > b_left:
+                b, t = b_right, ties[left + 1]
+            else:
+                b, t = b_left, (ties[left] + ties[left + 1] if b_left != NONE else 0)
+            if best[i] == b and ties[i] == t:
+                return
+            best[i], ties[i] = b, t
             i //= 2
 
     # ------------------------------------------------------------------ queries
@@ -135,6 +161,14 @@ class Ring:
     def _ring_cover(self, start: int) -> list[int]:
         return self._cover(start, self.n) + self._cover(0, start)
 
+    def _window_cover(self, start: int, examined: int) -> list[int]:
+        """The tree nodes covering the window's spans, left to right in examination order;
+        the last window's kept (:meth:`best` and :meth:`nth_best` read the same one)."""
+        if self._last_window[0] != (start, examined):
+            nodes = [node for a, b in self.spans(start, examined) for node in self._cover(a, b)]
+            self._last_window = ((start, examined), nodes)
+        return self._last_window[1]
+
     def walk(self, start: int, want: int) -> tuple[int, int]:
         """From row ``start``: (rows examined until ``want`` fit, or all ``n`` when fewer fit;
         how many of them fit). ``want`` >= 1."""
@@ -160,31 +194,30 @@ class Ring:
         """(the best total among the rows that fit in the window, how many have it);
         (:data:`NONE`, 0) when none fits."""
         top, ties = NONE, 0
-        for a, b in self.spans(start, examined):
-            for node in self._cover(a, b):
-                value = self._best[node]
-                if value > top:
-                    top, ties = value, self._ties[node]
-                elif value == top and value != NONE:
-                    ties += self._ties[node]
+        best, tie_counts = self._best, self._ties
+        for node in self._window_cover(start, examined):
+            value = best[node]
+            if value > top:
+                top, ties = value, tie_counts[node]
+            elif value == top and value != NONE:
+                ties += tie_counts[node]
         return top, ties
 
     def nth_best(self, start: int, examined: int, top: int, j: int) -> int:
         """The row of the ``j``-th (from 0) row with total ``top`` in the window, in
         examination order."""
         best, ties = self._best, self._ties
-        for a, b in self.spans(start, examined):
-            for node in self._cover(a, b):
-                if best[node] != top:
-                    continue
-                if ties[node] <= j:
-                    j -= ties[node]
-                    continue
-                while node < self._size:
-                    node *= 2
-                    here = ties[node] if best[node] == top else 0
-                    if here <= j:
-                        j -= here
-                        node += 1
-                return node - self._size
+        for node in self._window_cover(start, examined):
+            if best[node] != top:
+                continue
+            if ties[node] <= j:
+                j -= ties[node]
+                continue
+            while node < self._size:
+                node *= 2
+                here = ties[node] if best[node] == top else 0
+                if here <= j:
+                    j -= here
+                    node += 1
+            return node - self._size
         raise IndexError(f"j: no tie {j} with total {top} in the window")

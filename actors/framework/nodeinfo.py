@@ -27,6 +27,7 @@ from podium.protocol.objects import (
     NodeCondition,
     Pod,
     Taint,
+    enc_hook,
     namespace_or_default,
     namespaced_key,
 )
@@ -44,6 +45,9 @@ __all__ = [
 ]
 
 _STAMPS = itertools.count(1)
+
+_SPEC_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
+"""Encodes a pod's spec (:meth:`PodInfo.encoded_spec`)."""
 
 DEFAULT_MILLI_CPU_REQUEST = 100
 """priorityutil.DefaultMilliCPURequest: 0.1 core for a container with no cpu request."""
@@ -166,6 +170,7 @@ class PodInfo:
         priority: ``spec.priority`` (0 when unset).
         names_a_group: whether the pod may belong to a pod group (:func:`names_a_group`), so
             that scans over every pod (preemption's) skip the others with one attribute read.
+        spec_bytes: the spec encoded (:meth:`encoded_spec`), None until first asked for.
         stamp: what predicates and priorities can see of the pod, as a number: a fresh one
             per PodInfo, kept by :meth:`with_pod` for a revision that differs only in
             ``metadata.resourceVersion`` and ``status`` (a confirmed binding), which no
@@ -184,6 +189,7 @@ class PodInfo:
         "pod",
         "priority",
         "request",
+        "spec_bytes",
         "stamp",
     )
 
@@ -225,10 +231,20 @@ class PodInfo:
             if p.host_port > 0
         )
         self.priority = spec.priority or 0
+        self.spec_bytes: bytes | None = None
 
     @property
     def node_name(self) -> str:
         return self.pod.spec.node_name
+
+    def encoded_spec(self) -> bytes:
+        """The pod's spec as msgpack (quantities as written), encoded on first need and kept:
+        what the equivalence classes' keys are made of, asked for by the filter stage and
+        by the plugins that key their state by class, several times an attempt."""
+        encoded = self.spec_bytes
+        if encoded is None:
+            encoded = self.spec_bytes = _SPEC_ENCODER.encode(self.pod.spec)
+        return encoded
 
     def with_pod(self, pod: Pod) -> PodInfo:
         """``pod``, another revision of this pod, as a PodInfo: the aggregates, which come from
@@ -252,6 +268,7 @@ class PodInfo:
         info.non_zero_memory = self.non_zero_memory
         info.host_ports = self.host_ports
         info.priority = self.priority
+        info.spec_bytes = self.spec_bytes
         meta, mine = pod.metadata, self.pod.metadata
         if meta is mine or (
             msgspec.structs.replace(meta, resource_version=mine.resource_version) == mine
