@@ -21,6 +21,7 @@ forms are tested against, so a verdict patched row by row equals one computed af
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -130,15 +131,22 @@ class EquivalenceCache:
         pod: PodInfo,
         cols: NodeColumns,
         active: list[tuple[FilterPlugin[Any], Any]],
+        timing: list[list[Any]] | None = None,
     ) -> Verdict | None:
-        """The class's verdict brought up to date with ``cols``, or None (compute it afresh)."""
+        """The class's verdict brought up to date with ``cols``, or None (compute it afresh).
+
+        ``timing`` (a sampled attempt's): per predicate of ``active``, ``[seconds, rejected]``,
+        to which the re-judge of the changed rows adds its time and whether it rejected one.
+        """
         verdict = self._verdicts.get(key)
         if verdict is None or verdict.epoch != cols.epoch:
             self.misses += 1
             return None
         if verdict.version != cols.version:
             changed = cols.changed_since(verdict.version)
-            if len(changed) > PATCH_LIMIT or not _patch(verdict, pod, cols.infos, changed, active):
+            if len(changed) > PATCH_LIMIT or not _patch(
+                verdict, pod, cols.infos, changed, active, timing
+            ):
                 self._release(self._verdicts.pop(key))
                 self.misses += 1
                 return None
@@ -182,15 +190,22 @@ def _patch(
     infos: list[NodeInfo],
     rows: list[int],
     active: list[tuple[FilterPlugin[Any], Any]],
+    timing: list[list[Any]] | None = None,
 ) -> bool:
     """Re-judge ``rows`` (ascending) with the scalar forms; False when a predicate errs
-    (recompute)."""
+    (recompute). ``timing``: see :meth:`EquivalenceCache.lookup`."""
     by_name = {name: (blame_rows, masks) for name, blame_rows, masks in verdict.blamed}
     n = len(verdict.alive)
     for row in rows:
         first: tuple[str, Status] | None = None
-        for plugin, meta in active:
-            status = run_filter(plugin, pod, meta, infos[row])
+        for i, (plugin, meta) in enumerate(active):
+            if timing is None:
+                status = run_filter(plugin, pod, meta, infos[row])
+            else:
+                started = time.perf_counter()
+                status = run_filter(plugin, pod, meta, infos[row])
+                timing[i][0] += time.perf_counter() - started
+                timing[i][1] = timing[i][1] or bool(status.reasons)
             if status.code is Code.ERROR:
                 return False
             if status.reasons:
