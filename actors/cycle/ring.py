@@ -158,9 +158,6 @@ class Ring:
         end = start + examined
         return [(start, end)] if end <= self.n else [(start, self.n), (0, end - self.n)]
 
-    def _ring_cover(self, start: int) -> list[int]:
-        return self._cover(start, self.n) + self._cover(0, start)
-
     def _window_cover(self, start: int, examined: int) -> list[int]:
         """The tree nodes covering the window's spans, left to right in examination order;
         the last window's kept (:meth:`best` and :meth:`nth_best` read the same one)."""
@@ -175,20 +172,32 @@ class Ring:
         total = self._count[1]
         if total < want:
             return self.n, total
+        before = self._rank(start)
+        # The ``want``-th row that fits from ``start`` on, wrapping past the last row.
+        k = before + want if want <= total - before else want - (total - before)
+        return (self._select(k) - start) % self.n + 1, want
+
+    def _rank(self, row: int) -> int:
+        """How many rows before ``row`` fit (the left siblings on the leaf's path)."""
         count = self._count
-        k = want
-        for node in self._ring_cover(start):
+        i = self._size + row
+        rank = 0
+        while i > 1:
+            if i & 1:
+                rank += count[i - 1]
+            i //= 2
+        return rank
+
+    def _select(self, k: int) -> int:
+        """The row of the ``k``-th (from 1) row that fits; ``k`` <= :attr:`feasible`."""
+        count, size = self._count, self._size
+        node = 1
+        while node < size:
+            node *= 2
             if count[node] < k:
                 k -= count[node]
-                continue
-            while node < self._size:
-                node *= 2
-                if count[node] < k:
-                    k -= count[node]
-                    node += 1
-            row = node - self._size
-            return (row - start) % self.n + 1, want
-        raise AssertionError("the counts do not add up")  # pragma: no cover
+                node += 1
+        return node - size
 
     def best(self, start: int, examined: int) -> tuple[int, int]:
         """(the best total among the rows that fit in the window, how many have it);
