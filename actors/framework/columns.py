@@ -233,7 +233,7 @@ class NodeColumns:
             return []
         if version >= self._journal_base:
             return sorted(set(self._journal[version - self._journal_base :]))
-        return np.flatnonzero(self.row_version > version).tolist()  # type: ignore[no-any-return]
+        return np.flatnonzero(self.row_version > version).tolist()
 
     def replace_row(self, i: int, info: NodeInfo) -> None:
         """Point row ``i`` at ``info``, which holds what every column and every predicate and

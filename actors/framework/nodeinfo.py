@@ -278,6 +278,29 @@ class PodInfo:
             info.stamp = next(_STAMPS)
         return info
 
+    def on_node(self, node: str) -> PodInfo:
+        """This pod with ``spec.nodeName`` set to ``node`` (as an assume counts it): a new
+        PodInfo (a fresh stamp), the aggregates reused, since they come from the containers,
+        the overhead and the priority, none of which the node's name changes."""
+        pod = self.pod
+        info = PodInfo.__new__(PodInfo)
+        info.pod = msgspec.structs.replace(
+            pod, spec=msgspec.structs.replace(pod.spec, node_name=node)
+        )
+        info.stamp = next(_STAMPS)
+        info.namespace = self.namespace
+        info.name = self.name
+        info.key = self.key
+        info.labels = self.labels
+        info.names_a_group = self.names_a_group
+        info.request = self.request
+        info.non_zero_milli_cpu = self.non_zero_milli_cpu
+        info.non_zero_memory = self.non_zero_memory
+        info.host_ports = self.host_ports
+        info.priority = self.priority
+        info.spec_bytes = None
+        return info
+
     @property
     def has_affinity(self) -> bool:
         a = self.pod.spec.affinity

@@ -57,7 +57,9 @@ def _decide(
     for i, pod in enumerate(pods):
         seen: Seen = []
 
-        def observe(plugin: str, point: str, status: str, seconds: float, seen: Seen = seen) -> None:
+        def observe(
+            plugin: str, point: str, status: str, seconds: float, seen: Seen = seen
+        ) -> None:
             assert seconds >= 0
             seen.append((plugin, point, status, seconds))
 
@@ -101,7 +103,9 @@ def test_a_sampled_attempt_keeps_the_class_ring_and_observes_each_plugin_once() 
     for i, pod in enumerate(pods):
         seen: Seen = []
 
-        def observe(plugin: str, point: str, status: str, seconds: float, seen: Seen = seen) -> None:
+        def observe(
+            plugin: str, point: str, status: str, seconds: float, seen: Seen = seen
+        ) -> None:
             seen.append((plugin, point, status, seconds))
 
         result, feasible = filters.run(pod, snapshot, observe=observe if i else None)
@@ -131,16 +135,16 @@ def test_a_predicate_that_rejects_a_re_judged_row_is_observed_unschedulable() ->
     filters, scores = _stages()
     node = make_node("n0").capacity(cpu="2", memory="8Gi", pods=110).label(HOSTNAME, "n0")
     spare = make_node("n1").capacity(cpu="4", memory="8Gi", pods=110).label(HOSTNAME, "n1")
-    snapshot = Snapshot(
-        [NodeInfo(n.condition("Ready", "True").obj()) for n in (node, spare)]
-    )
+    snapshot = Snapshot([NodeInfo(n.condition("Ready", "True").obj()) for n in (node, spare)])
     first, second = _pods(2)
     result, feasible = filters.run(first, snapshot)
     result = scores.run(first, snapshot, result, feasible)
     fold_assumed(snapshot, first, "n0", assumed=assumed_pod(first, "n0"))
     seen: Seen = []
     result, feasible = filters.run(
-        second, snapshot, observe=lambda *o: seen.append(o)  # type: ignore[arg-type]
+        second,
+        snapshot,
+        observe=lambda *o: seen.append(o),  # type: ignore[arg-type]
     )
     assert list(feasible) == [1]
     statuses = {name: status for name, point, status, _ in seen if point == "Filter"}
