@@ -16,7 +16,10 @@ O(log nodes):
 
 A row that does not fit holds no total (:data:`NONE`). The tree is a list-backed complete
 binary tree (leaf ``i`` at ``size + i``); built level by level with numpy, updated one row at
-a time (a placement changes one row).
+a time (a placement changes one row): the filter stage moves the counts when a re-judged row's
+fit changes (:meth:`Ring.set_alive`), the score stage sets its total when it scores the row
+again (:meth:`Ring.set_total`, which stops climbing where a range's best and ties stay), so
+each path is walked once a row and the walk never reads a total.
 """
 
 from __future__ import annotations

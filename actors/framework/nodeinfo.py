@@ -246,14 +246,27 @@ class PodInfo:
             encoded = self.spec_bytes = _SPEC_ENCODER.encode(self.pod.spec)
         return encoded
 
+    def _sharing_aggregates(self, pod: Pod) -> PodInfo:
+        """A PodInfo of ``pod`` holding this one's aggregates (requests, non-zero requests,
+        host ports, priority), which come from the containers, the overhead and the
+        priority: for a revision of the pod whose spec differs in none of them. The caller
+        sets the metadata shortcuts, the stamp and the encoded spec."""
+        info = PodInfo.__new__(PodInfo)
+        info.pod = pod
+        info.request = self.request
+        info.non_zero_milli_cpu = self.non_zero_milli_cpu
+        info.non_zero_memory = self.non_zero_memory
+        info.host_ports = self.host_ports
+        info.priority = self.priority
+        return info
+
     def with_pod(self, pod: Pod) -> PodInfo:
         """``pod``, another revision of this pod, as a PodInfo: the aggregates, which come from
         the spec alone, are reused when its spec equals this one's (a confirmed binding, a
         status change), so only the metadata shortcuts are taken again."""
         if pod.spec != self.pod.spec:
             return PodInfo(pod)
-        info = PodInfo.__new__(PodInfo)
-        info.pod = pod
+        info = self._sharing_aggregates(pod)
         info.namespace = namespace_or_default(pod.metadata.namespace)
         info.name = pod.metadata.name
         info.key = (
@@ -263,11 +276,6 @@ class PodInfo:
         )
         info.labels = pod.metadata.labels
         info.names_a_group = names_a_group(pod)  # labels and annotations may name one
-        info.request = self.request
-        info.non_zero_milli_cpu = self.non_zero_milli_cpu
-        info.non_zero_memory = self.non_zero_memory
-        info.host_ports = self.host_ports
-        info.priority = self.priority
         info.spec_bytes = self.spec_bytes
         meta, mine = pod.metadata, self.pod.metadata
         if meta is mine or (
@@ -280,12 +288,11 @@ class PodInfo:
 
     def on_node(self, node: str) -> PodInfo:
         """This pod with ``spec.nodeName`` set to ``node`` (as an assume counts it): a new
-        PodInfo (a fresh stamp), the aggregates reused, since they come from the containers,
-        the overhead and the priority, none of which the node's name changes."""
+        PodInfo (a fresh stamp), the aggregates and the metadata shortcuts reused (the
+        node's name changes none of them)."""
         pod = self.pod
-        info = PodInfo.__new__(PodInfo)
-        info.pod = msgspec.structs.replace(
-            pod, spec=msgspec.structs.replace(pod.spec, node_name=node)
+        info = self._sharing_aggregates(
+            msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))
         )
         info.stamp = next(_STAMPS)
         info.namespace = self.namespace
@@ -293,11 +300,6 @@ class PodInfo:
         info.key = self.key
         info.labels = self.labels
         info.names_a_group = self.names_a_group
-        info.request = self.request
-        info.non_zero_milli_cpu = self.non_zero_milli_cpu
-        info.non_zero_memory = self.non_zero_memory
-        info.host_ports = self.host_ports
-        info.priority = self.priority
         info.spec_bytes = None
         return info
 

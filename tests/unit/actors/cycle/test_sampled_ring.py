@@ -10,7 +10,7 @@ import random
 from builders import make_node, make_pod
 
 from podium.actors.cycle.equivalence import Window
-from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.cycle.generic_scheduler import FilterStage, PluginObserver, ScoreStage
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot, assumed_pod, fold_assumed
 from podium.actors.plugins.policy import build_plugins, default_policy
@@ -44,6 +44,17 @@ def _pods(count: int) -> list[PodInfo]:
 Seen = list[tuple[str, str, str, float]]
 
 
+def _recorder() -> tuple[Seen, PluginObserver]:
+    """A plugin observer and the list of what it was told."""
+    seen: Seen = []
+
+    def observe(plugin: str, point: str, status: str, seconds: float) -> None:
+        assert seconds >= 0
+        seen.append((plugin, point, status, seconds))
+
+    return seen, observe
+
+
 def _decide(
     pods: list[PodInfo], sampled: set[int]
 ) -> tuple[list[tuple[object, ...]], list[Seen], FilterStage]:
@@ -55,14 +66,7 @@ def _decide(
     outcomes: list[tuple[object, ...]] = []
     seen_all: list[Seen] = []
     for i, pod in enumerate(pods):
-        seen: Seen = []
-
-        def observe(
-            plugin: str, point: str, status: str, seconds: float, seen: Seen = seen
-        ) -> None:
-            assert seconds >= 0
-            seen.append((plugin, point, status, seconds))
-
+        seen, observe = _recorder()
         watch = observe if i in sampled else None
         result, feasible = filters.run(pod, snapshot, observe=watch)
         if feasible:
@@ -101,13 +105,7 @@ def test_a_sampled_attempt_keeps_the_class_ring_and_observes_each_plugin_once() 
     rings = []
     observations: list[Seen] = []
     for i, pod in enumerate(pods):
-        seen: Seen = []
-
-        def observe(
-            plugin: str, point: str, status: str, seconds: float, seen: Seen = seen
-        ) -> None:
-            seen.append((plugin, point, status, seconds))
-
+        seen, observe = _recorder()
         result, feasible = filters.run(pod, snapshot, observe=observe if i else None)
         # Sampled or not, every pod walks the class's ring (the first one builds it).
         assert isinstance(feasible, Window)
@@ -140,12 +138,8 @@ def test_a_predicate_that_rejects_a_re_judged_row_is_observed_unschedulable() ->
     result, feasible = filters.run(first, snapshot)
     result = scores.run(first, snapshot, result, feasible)
     fold_assumed(snapshot, first, "n0", assumed=assumed_pod(first, "n0"))
-    seen: Seen = []
-    result, feasible = filters.run(
-        second,
-        snapshot,
-        observe=lambda *o: seen.append(o),  # type: ignore[arg-type]
-    )
+    seen, observe = _recorder()
+    result, feasible = filters.run(second, snapshot, observe=observe)
     assert list(feasible) == [1]
     statuses = {name: status for name, point, status, _ in seen if point == "Filter"}
     assert statuses["GeneralPredicates"] == "Unschedulable"
