@@ -21,6 +21,7 @@ forms are tested against, so a verdict patched row by row equals one computed af
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -130,25 +131,34 @@ class EquivalenceCache:
         pod: PodInfo,
         cols: NodeColumns,
         active: list[tuple[FilterPlugin[Any], Any]],
+        timing: list[list[Any]] | None = None,
     ) -> Verdict | None:
-        """The class's verdict brought up to date with ``cols``, or None (compute it afresh)."""
+        """The class's verdict brought up to date with ``cols``, or None (compute it afresh).
+
+        ``timing`` (a sampled attempt's): per predicate of ``active``, ``[seconds, rejected]``,
+        to which the re-judge of the changed rows adds its time and whether it rejected one.
+        """
         verdict = self._verdicts.get(key)
         if verdict is None or verdict.epoch != cols.epoch:
             self.misses += 1
             return None
         if verdict.version != cols.version:
-            changed = np.flatnonzero(cols.row_version > verdict.version)
-            if len(changed) > PATCH_LIMIT or not _patch(verdict, pod, cols.infos, changed, active):
+            changed = cols.changed_since(verdict.version)
+            if len(changed) > PATCH_LIMIT or not _patch(
+                verdict, pod, cols.infos, changed, active, timing
+            ):
                 self._release(self._verdicts.pop(key))
                 self.misses += 1
                 return None
             verdict.version = cols.version
-            if verdict.ring is not None:
-                rows = changed.tolist()
+            ring = verdict.ring
+            if ring is not None:
+                # The walk reads the counts alone; the totals of the rows re-judged are set
+                # when the score stage next scores them (``dirty``), the only reader of totals.
                 alive = verdict.alive
-                for row in rows:
-                    verdict.ring.set_row(row, bool(alive[row]))
-                verdict.dirty.update(rows)
+                for row in changed:
+                    ring.set_alive(row, bool(alive[row]))
+                verdict.dirty.update(changed)
         self._verdicts.move_to_end(key)
         self.hits += 1
         return verdict
@@ -178,16 +188,24 @@ def _patch(
     verdict: Verdict,
     pod: PodInfo,
     infos: list[NodeInfo],
-    rows: npt.NDArray[np.intp],
+    rows: list[int],
     active: list[tuple[FilterPlugin[Any], Any]],
+    timing: list[list[Any]] | None = None,
 ) -> bool:
-    """Re-judge ``rows`` with the scalar forms; False when a predicate errs (recompute)."""
+    """Re-judge ``rows`` (ascending) with the scalar forms; False when a predicate errs
+    (recompute). ``timing``: see :meth:`EquivalenceCache.lookup`."""
     by_name = {name: (blame_rows, masks) for name, blame_rows, masks in verdict.blamed}
     n = len(verdict.alive)
-    for row in rows.tolist():
+    for row in rows:
         first: tuple[str, Status] | None = None
-        for plugin, meta in active:
-            status = run_filter(plugin, pod, meta, infos[row])
+        for i, (plugin, meta) in enumerate(active):
+            if timing is None:
+                status = run_filter(plugin, pod, meta, infos[row])
+            else:
+                started = time.perf_counter()
+                status = run_filter(plugin, pod, meta, infos[row])
+                timing[i][0] += time.perf_counter() - started
+                timing[i][1] = timing[i][1] or bool(status.reasons)
             if status.code is Code.ERROR:
                 return False
             if status.reasons:

@@ -47,6 +47,7 @@ from podium.actors.cycle.equivalence import (
     Window,
     WindowNodes,
 )
+from podium.actors.cycle.ring import NONE
 from podium.actors.framework.columns import NodeColumns
 from podium.actors.framework.interface import (
     NO_NODES_AVAILABLE,
@@ -91,7 +92,10 @@ DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
 PluginObserver = Callable[[str, str, str, float], None]
 """``observe(plugin, extension_point, status, seconds)``: one plugin's time in one attempt
 (``scheduler_plugin_execution_duration_seconds``). The stages take one only for the sampled
-attempts; without one they read no clock."""
+attempts; without one they read no clock. A sampled attempt decides as any other (on its
+class's ring when the class keeps one), and each plugin is timed doing what it did in that
+attempt: over every row, or over the rows a class's ring re-judged or re-scored (none when
+no row changed: its time is then 0)."""
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
@@ -130,8 +134,8 @@ def _class_key(pod: PodInfo) -> bytes:
     cost gangs of 8 about a fifth of their throughput)."""
     spec = pod.pod.spec
     if spec.scheduling_group is not None:
-        spec = msgspec.structs.replace(spec, scheduling_group=None)
-    return _SPEC_ENCODER.encode(spec)
+        return _SPEC_ENCODER.encode(msgspec.structs.replace(spec, scheduling_group=None))
+    return pod.encoded_spec()
 
 
 @dataclass(slots=True)
@@ -184,6 +188,8 @@ class FilterStage:
         # isinstance against a runtime-checkable Protocol costs ~25 us: decide once, not per pod.
         self._vector_filters = {id(p) for p in self.filters if isinstance(p, VectorFilterPlugin)}
         self._node_local = {id(p) for p in self.filters if p.node_local}
+        # The predicates a ring's pod must see SKIP it (_ring_active), listed once.
+        self._not_node_local = [p for p in self.filters if not p.node_local]
         self.equivalence = EquivalenceCache()
 
     def run(
@@ -198,8 +204,9 @@ class FilterStage:
     ) -> tuple[ScheduleResult, Sequence[int]]:
         """Filter ``pod`` over ``snapshot`` (never mutated).
 
-        ``observe`` (sampled attempts) is told each predicate's time over the walk, with
-        status Unschedulable when it rejected a node, else Success. ``nominated``: the pods
+        ``observe`` (sampled attempts) is told each predicate's time over the walk (on a
+        class's ring, over the rows re-judged), with status Unschedulable when it rejected a
+        node it judged, else Success. ``nominated``: the pods
         nominated to nodes (the queue's copy-on-write view, only read); the nodes holding
         some of equal or higher priority than ``pod`` are evaluated with v1.14's two passes.
 
@@ -300,7 +307,7 @@ class FilterStage:
         want = num_feasible_nodes_to_find(n, self.percentage)
         key = _class_key(pod)
         active = None
-        if self.use_ring and not explain and observe is None:
+        if self.use_ring and not explain:
             active = self._ring_active(key, pod, snapshot)
         if active is None:
             active = self._active_filters(pod, snapshot)
@@ -333,8 +340,8 @@ class FilterStage:
         verdict = self.equivalence.peek(key)
         if verdict is None or verdict.head is None:
             return None
-        for plugin in self.filters:
-            if id(plugin) not in self._node_local and plugin.pre_filter(pod, snapshot) is not SKIP:
+        for plugin in self._not_node_local:
+            if plugin.pre_filter(pod, snapshot) is not SKIP:
                 return None
         return verdict.head
 
@@ -362,18 +369,25 @@ class FilterStage:
         if local:
             head, tail = active[:local], active[local:]
             verdict = None
-            kept = not explain and observe is None
-            if kept:
-                verdict = self.equivalence.lookup(key, pod, cols, head)
+            if not explain:
+                # A sampled attempt's predicates are timed as they run: here on the rows the
+                # class's verdict re-judges (each predicate's seconds and whether it rejected
+                # one of them), in _verdict on every row.
+                timing = [[0.0, False] for _ in head] if observe is not None else None
+                verdict = self.equivalence.lookup(key, pod, cols, head, timing)
+                if verdict is not None and observe is not None and timing is not None:
+                    for (plugin, _), (seconds, rejected) in zip(head, timing, strict=True):
+                        status = "Unschedulable" if rejected else "Success"
+                        observe(plugin.name, "Filter", status, seconds)
             if verdict is None:
                 verdict = self._verdict(pod, cols, head, observe)
-                # A timed (sampled) or explained attempt computes its own verdict; it does not
-                # take the place of the class's, whose ring and scores the next pod reuses.
-                if kept or self.equivalence.peek(key) is None:
+                # An explained attempt computes its own verdict; it does not take the place
+                # of the class's, whose ring and scores the next pod reuses.
+                if not explain or self.equivalence.peek(key) is None:
                     verdict = self.equivalence.store(key, verdict)
             if tail:
                 verdict = self._verdict(pod, cols, tail, observe, after=verdict)
-            elif self.use_ring and not explain and observe is None:
+            elif self.use_ring and not explain:
                 # Every active predicate is node-local: the class's ring walks in O(log n).
                 verdict.head = head
                 return self._fit_ring(verdict, start, want)
@@ -717,6 +731,8 @@ class ScoreStage:
             if id(p) in self._vector_scorers and isinstance(p, ArrayNormalizePlugin)
         }
         self._node_local = {id(p) for p, _ in self.scorers if p.node_local}
+        # Per priority in order, whether it is node-local (its class metadata is kept).
+        self._local_flags = [id(p) in self._node_local for p, _ in self.scorers]
         self.classes = ScoreCache()
 
     def run(
@@ -736,7 +752,8 @@ class ScoreStage:
             ``result`` with ``node`` (and with ``explain`` the scores and totals) set: a new
             result, ``result`` itself unchanged; or an error result.
 
-        ``observe`` (sampled attempts) is told each priority's time (map and reduce).
+        ``observe`` (sampled attempts) is told each priority's time (map and reduce; on a
+        class's ring, its metadata and the rows scored again).
         ``extender_scores``: what the extenders' prioritize verbs gave (actors/cycle/extenders):
         node -> the sum of score x weight, added to the totals (v1.14 ``PrioritizeNodes``'
         ``combinedScores``), and extender -> node -> score (shown with ``explain``).
@@ -744,11 +761,10 @@ class ScoreStage:
         if (
             isinstance(feasible, Window)
             and not explain
-            and observe is None
             and extender_scores is None
             and self.scorers
         ):
-            node = self._pick_on_ring(pod, snapshot, feasible)
+            node = self._pick_on_ring(pod, snapshot, feasible, observe)
             if node is not None:
                 return msgspec.structs.replace(result, node=node)
         # itemgetter builds the list in C (a comprehension costs ~25 us for 500 rows).
@@ -777,7 +793,13 @@ class ScoreStage:
 
     # ------------------------------------------------------------------ the class's ring
 
-    def _pick_on_ring(self, pod: PodInfo, snapshot: Snapshot, window: Window) -> str | None:
+    def _pick_on_ring(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        window: Window,
+        observe: PluginObserver | None = None,
+    ) -> str | None:
         """The host ``selectHost`` picks among ``window``'s rows, read off the class's ring in
         O(log n) with the same draw; None when the class's scores cannot be kept per row (a
         reduce step that depends on the window, a priority that erred): the caller then
@@ -789,6 +811,10 @@ class ScoreStage:
         reduce step reads no other row, and only for pods whose metadata equals the class's
         (node-local priorities' depends on the spec alone, the class's key; the others' is
         made again for each pod and compared).
+
+        ``observe`` (sampled attempts) is told, once the host is picked here, each priority's
+        time in this attempt: its metadata made and the rows it scored (none: its class's
+        metadata kept, no row changed); a pick that falls back observes nothing here.
         """
         verdict = window.verdict
         ring = verdict.ring
@@ -799,38 +825,61 @@ class ScoreStage:
             # v1.14: "When only one node after predicate, just use it" (no draw).
             examined, _ = ring.walk(window.start, 1)
             return snapshot.node_infos[(window.start + examined - 1) % n].name
+        timing = [0.0] * len(self.scorers) if observe is not None else None
         try:
-            scores = self._class_scores(pod, snapshot, window)
+            scores = self._class_scores(pod, snapshot, window, timing)
         except PredicateError:
             return None
         if scores is None:
             return None
         top, ties = ring.best(window.start, window.examined)
         j = self.rng.randrange(ties) if ties > 1 else 0
+        if observe is not None and timing is not None:
+            for (plugin, _), seconds in zip(self.scorers, timing, strict=True):
+                observe(plugin.name, "Score", "Success", seconds)
         return snapshot.node_infos[ring.nth_best(window.start, window.examined, top, j)].name
 
-    def _class_scores(self, pod: PodInfo, snapshot: Snapshot, window: Window) -> ClassScores | None:
+    def _class_scores(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        window: Window,
+        timing: list[float] | None = None,
+    ) -> ClassScores | None:
         """The class's per-row totals, up to date on ``window.verdict``'s ring; None when a
-        priority's reduce step reads the window for this class."""
+        priority's reduce step reads the window for this class. ``timing``: each priority's
+        seconds here are added to its entry."""
         verdict = window.verdict
         kept: ClassScores | None = verdict.scores
         metas: list[Any] = []
         nodes = WindowNodes(window, snapshot.node_infos)
+        reuse = kept.metas if kept is not None and kept.stage is self else None
         for i, (plugin, _) in enumerate(self.scorers):
-            if kept is not None and kept.stage is self and id(plugin) in self._node_local:
-                metas.append(kept.metas[i])
-            else:
+            if reuse is not None and self._local_flags[i]:
+                metas.append(reuse[i])
+            elif timing is None:
                 metas.append(plugin.pre_score(pod, snapshot, nodes))
+            else:
+                started = time.perf_counter()
+                metas.append(plugin.pre_score(pod, snapshot, nodes))
+                timing[i] += time.perf_counter() - started
         if kept is None or kept.stage is not self or not _same_metas(kept.metas, metas):
-            kept = verdict.scores = self._score_class(pod, snapshot, verdict, metas)
+            kept = verdict.scores = self._score_class(pod, snapshot, verdict, metas, timing)
             verdict.dirty.clear()
         elif verdict.dirty and kept.by_row:
-            kept.by_row = self._score_rows(pod, snapshot, verdict, kept, sorted(verdict.dirty))
+            kept.by_row = self._score_rows(
+                pod, snapshot, verdict, kept, sorted(verdict.dirty), timing
+            )
             verdict.dirty.clear()
         return kept if kept.by_row else None
 
     def _score_class(
-        self, pod: PodInfo, snapshot: Snapshot, verdict: Verdict, metas: list[Any]
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        verdict: Verdict,
+        metas: list[Any],
+        timing: list[float] | None = None,
     ) -> ClassScores:
         """Every feasible row's total for a class (O(n) numpy), set on the ring."""
         cols = snapshot.columns
@@ -843,7 +892,8 @@ class ScoreStage:
         totals = np.zeros(cols.n, dtype=np.int64)
         by_row = True
         key: bytes | None = None
-        for (plugin, weight), meta in zip(self.scorers, metas, strict=True):
+        for i, ((plugin, weight), meta) in enumerate(zip(self.scorers, metas, strict=True)):
+            started = time.perf_counter() if timing is not None else 0.0
             if meta is SKIP:
                 raw = np.zeros(len(rows), dtype=np.int64)
             elif id(plugin) in self._vector_scorers:
@@ -854,6 +904,8 @@ class ScoreStage:
                 by_row = False
                 break
             totals[rows] += self._reduce(plugin, pod, meta, infos, raw) * weight
+            if timing is not None:
+                timing[i] += time.perf_counter() - started
         kept = ClassScores(self, metas, by_row)
         if by_row:
             assert verdict.ring is not None
@@ -867,22 +919,25 @@ class ScoreStage:
         verdict: Verdict,
         kept: ClassScores,
         rows: list[int],
+        timing: list[float] | None = None,
     ) -> bool:
         """Score ``rows`` (re-judged by the filter stage) again, each alone, onto the ring;
-        False when a row's map score makes some priority's reduce read the window."""
+        False when a row's map score makes some priority's reduce read the window.
+        ``timing``: each priority's seconds are added to its entry."""
         ring = verdict.ring
         assert ring is not None
         infos = snapshot.columns.infos
         reduced = kept.reduced
         for row in rows:
             if not verdict.alive[row]:
-                ring.set_row(row, False)
+                ring.set_total(row, NONE)
                 continue
             info = infos[row]
             total = 0
             for i, ((plugin, weight), meta) in enumerate(
                 zip(self.scorers, kept.metas, strict=True)
             ):
+                started = time.perf_counter() if timing is not None else 0.0
                 raw = 0 if meta is SKIP else plugin.score(pod, meta, info)
                 # A reduce step that reads no other row gives a row a function of its map
                 # score (reduces_row_by_row's contract): one per distinct score and priority.
@@ -893,7 +948,9 @@ class ScoreStage:
                         return False
                     score = reduced[(i, raw)] = int(self._reduce(plugin, pod, meta, [info], one)[0])
                 total += score * weight
-            ring.set_row(row, True, total)
+                if timing is not None:
+                    timing[i] += time.perf_counter() - started
+            ring.set_total(row, total)
         return True
 
     def _map_columns(

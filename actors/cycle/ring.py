@@ -16,7 +16,10 @@ O(log nodes):
 
 A row that does not fit holds no total (:data:`NONE`). The tree is a list-backed complete
 binary tree (leaf ``i`` at ``size + i``); built level by level with numpy, updated one row at
-a time (a placement changes one row).
+a time (a placement changes one row): the filter stage moves the counts when a re-judged row's
+fit changes (:meth:`Ring.set_alive`), the score stage sets its total when it scores the row
+again (:meth:`Ring.set_total`, which stops climbing where a range's best and ties stay), so
+each path is walked once a row and the walk never reads a total.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class Ring:
         self._count: list[int] = []
         self._best: list[int] = []
         self._ties: list[int] = []
+        self._last_window: tuple[tuple[int, int], list[int]] = ((-1, -1), [])
         self._build(alive, totals)
 
     def _build(self, alive: npt.NDArray[np.bool_], totals: npt.NDArray[np.int64] | None) -> None:
@@ -93,19 +97,44 @@ class Ring:
 
     def set_row(self, row: int, alive: bool, total: int = NONE) -> None:
         """Row ``row`` now fits or not, with ``total`` (ignored when it does not fit)."""
+        self.set_alive(row, alive)
+        self.set_total(row, total if alive else NONE)
+
+    def set_alive(self, row: int, alive: bool) -> None:
+        """Row ``row`` now fits or not; its total is left as it was (what :meth:`walk`
+        reads is up to date; :meth:`best` is not until :meth:`set_total` is told the row's
+        total, or :data:`NONE` when it does not fit)."""
         i = self._size + row
-        count, best, ties = self._count, self._best, self._ties
-        count[i] = 1 if alive else 0
-        best[i] = total if alive else NONE
-        ties[i] = 1 if alive and total != NONE else 0
+        count = self._count
+        step = (1 if alive else 0) - count[i]
+        if step:
+            # Only the counts on the leaf's path change, each by the same step.
+            while i:
+                count[i] += step
+                i //= 2
+
+    def set_total(self, row: int, total: int) -> None:
+        """Row ``row``'s total (:data:`NONE`: it does not fit); the ranges above it are
+        updated only as far as their best total or tie count changes."""
+        i = self._size + row
+        best, ties = self._best, self._ties
+        if best[i] == total:
+            return
+        best[i] = total
+        ties[i] = 0 if total == NONE else 1
         i //= 2
         while i:
-            left, right = 2 * i, 2 * i + 1
-            count[i] = count[left] + count[right]
-            b = best[left] if best[left] >= best[right] else best[right]
-            best[i] = b
-            t = (ties[left] if best[left] == b else 0) + (ties[right] if best[right] == b else 0)
-            ties[i] = t if b != NONE else 0
+            left = 2 * i
+            b_left, b_right = best[left], best[left + 1]
+            if b_left > b_right:
+                b, t = b_left, ties[left]
+            elif b_right > b_left:
+                b, t = b_right, ties[left + 1]
+            else:
+                b, t = b_left, (ties[left] + ties[left + 1] if b_left != NONE else 0)
+            if best[i] == b and ties[i] == t:
+                return
+            best[i], ties[i] = b, t
             i //= 2
 
     # ------------------------------------------------------------------ queries
@@ -132,8 +161,13 @@ class Ring:
         end = start + examined
         return [(start, end)] if end <= self.n else [(start, self.n), (0, end - self.n)]
 
-    def _ring_cover(self, start: int) -> list[int]:
-        return self._cover(start, self.n) + self._cover(0, start)
+    def _window_cover(self, start: int, examined: int) -> list[int]:
+        """The tree nodes covering the window's spans, left to right in examination order;
+        the last window's kept (:meth:`best` and :meth:`nth_best` read the same one)."""
+        if self._last_window[0] != (start, examined):
+            nodes = [node for a, b in self.spans(start, examined) for node in self._cover(a, b)]
+            self._last_window = ((start, examined), nodes)
+        return self._last_window[1]
 
     def walk(self, start: int, want: int) -> tuple[int, int]:
         """From row ``start``: (rows examined until ``want`` fit, or all ``n`` when fewer fit;
@@ -141,50 +175,61 @@ class Ring:
         total = self._count[1]
         if total < want:
             return self.n, total
+        before = self._rank(start)
+        # The ``want``-th row that fits from ``start`` on, wrapping past the last row.
+        k = before + want if want <= total - before else want - (total - before)
+        return (self._select(k) - start) % self.n + 1, want
+
+    def _rank(self, row: int) -> int:
+        """How many rows before ``row`` fit (the left siblings on the leaf's path)."""
         count = self._count
-        k = want
-        for node in self._ring_cover(start):
+        i = self._size + row
+        rank = 0
+        while i > 1:
+            if i & 1:
+                rank += count[i - 1]
+            i //= 2
+        return rank
+
+    def _select(self, k: int) -> int:
+        """The row of the ``k``-th (from 1) row that fits; ``k`` <= :attr:`feasible`."""
+        count, size = self._count, self._size
+        node = 1
+        while node < size:
+            node *= 2
             if count[node] < k:
                 k -= count[node]
-                continue
-            while node < self._size:
-                node *= 2
-                if count[node] < k:
-                    k -= count[node]
-                    node += 1
-            row = node - self._size
-            return (row - start) % self.n + 1, want
-        raise AssertionError("the counts do not add up")  # pragma: no cover
+                node += 1
+        return node - size
 
     def best(self, start: int, examined: int) -> tuple[int, int]:
         """(the best total among the rows that fit in the window, how many have it);
         (:data:`NONE`, 0) when none fits."""
         top, ties = NONE, 0
-        for a, b in self.spans(start, examined):
-            for node in self._cover(a, b):
-                value = self._best[node]
-                if value > top:
-                    top, ties = value, self._ties[node]
-                elif value == top and value != NONE:
-                    ties += self._ties[node]
+        best, tie_counts = self._best, self._ties
+        for node in self._window_cover(start, examined):
+            value = best[node]
+            if value > top:
+                top, ties = value, tie_counts[node]
+            elif value == top and value != NONE:
+                ties += tie_counts[node]
         return top, ties
 
     def nth_best(self, start: int, examined: int, top: int, j: int) -> int:
         """The row of the ``j``-th (from 0) row with total ``top`` in the window, in
         examination order."""
         best, ties = self._best, self._ties
-        for a, b in self.spans(start, examined):
-            for node in self._cover(a, b):
-                if best[node] != top:
-                    continue
-                if ties[node] <= j:
-                    j -= ties[node]
-                    continue
-                while node < self._size:
-                    node *= 2
-                    here = ties[node] if best[node] == top else 0
-                    if here <= j:
-                        j -= here
-                        node += 1
-                return node - self._size
+        for node in self._window_cover(start, examined):
+            if best[node] != top:
+                continue
+            if ties[node] <= j:
+                j -= ties[node]
+                continue
+            while node < self._size:
+                node *= 2
+                here = ties[node] if best[node] == top else 0
+                if here <= j:
+                    j -= here
+                    node += 1
+            return node - self._size
         raise IndexError(f"j: no tie {j} with total {top} in the window")

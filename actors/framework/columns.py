@@ -48,6 +48,9 @@ I64 = np.int64
 _INT64_MAX = 2**63 - 1
 _EPOCHS = itertools.count(1)
 
+JOURNAL = 4096
+"""Row stamps kept for :meth:`NodeColumns.changed_since` (past it, the older half goes)."""
+
 # column name -> (condition type, the status that makes the flag True, or "!" + the status that
 # keeps it False: the flag is set when the condition is present with any other status).
 _CONDITION_COLUMNS: dict[str, tuple[str, str]] = {
@@ -116,6 +119,11 @@ class NodeColumns:
         self.epoch = next(_EPOCHS)
         self.version = 0
         self.row_version = np.zeros(n, dtype=np.int64)
+        # The row each version stamped, from version ``_journal_base + 1`` on (the last
+        # JOURNAL of them): the rows changed since a recent version without a scan of
+        # ``row_version``.
+        self._journal: list[int] = []
+        self._journal_base = 0
         self.names = [i.name for i in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
 
@@ -197,6 +205,12 @@ class NodeColumns:
         """
         self.version += 1
         self.row_version[i] = self.version
+        journal = self._journal
+        journal.append(i)
+        if len(journal) > JOURNAL:
+            dropped = len(journal) - JOURNAL // 2
+            del journal[:dropped]
+            self._journal_base += dropped
         self.infos[i] = info
         if pods_only:
             self._fill_pods(i, info)
@@ -210,6 +224,16 @@ class NodeColumns:
         if labels_changed:
             self._annotations.clear()
             self._image_sizes.clear()
+
+    def changed_since(self, version: int) -> list[int]:
+        """The rows stamped after ``version`` (``row_version > version``), ascending: from
+        the journal in O(stamps since) when ``version`` is recent, else by a scan of
+        ``row_version``."""
+        if version >= self.version:
+            return []
+        if version >= self._journal_base:
+            return sorted(set(self._journal[version - self._journal_base :]))
+        return np.flatnonzero(self.row_version > version).tolist()
 
     def replace_row(self, i: int, info: NodeInfo) -> None:
         """Point row ``i`` at ``info``, which holds what every column and every predicate and

@@ -27,6 +27,7 @@ from podium.protocol.objects import (
     NodeCondition,
     Pod,
     Taint,
+    enc_hook,
     namespace_or_default,
     namespaced_key,
 )
@@ -44,6 +45,9 @@ __all__ = [
 ]
 
 _STAMPS = itertools.count(1)
+
+_SPEC_ENCODER = msgspec.msgpack.Encoder(enc_hook=enc_hook)
+"""Encodes a pod's spec (:meth:`PodInfo.encoded_spec`)."""
 
 DEFAULT_MILLI_CPU_REQUEST = 100
 """priorityutil.DefaultMilliCPURequest: 0.1 core for a container with no cpu request."""
@@ -166,6 +170,7 @@ class PodInfo:
         priority: ``spec.priority`` (0 when unset).
         names_a_group: whether the pod may belong to a pod group (:func:`names_a_group`), so
             that scans over every pod (preemption's) skip the others with one attribute read.
+        spec_bytes: the spec encoded (:meth:`encoded_spec`), None until first asked for.
         stamp: what predicates and priorities can see of the pod, as a number: a fresh one
             per PodInfo, kept by :meth:`with_pod` for a revision that differs only in
             ``metadata.resourceVersion`` and ``status`` (a confirmed binding), which no
@@ -184,6 +189,7 @@ class PodInfo:
         "pod",
         "priority",
         "request",
+        "spec_bytes",
         "stamp",
     )
 
@@ -225,10 +231,34 @@ class PodInfo:
             if p.host_port > 0
         )
         self.priority = spec.priority or 0
+        self.spec_bytes: bytes | None = None
 
     @property
     def node_name(self) -> str:
         return self.pod.spec.node_name
+
+    def encoded_spec(self) -> bytes:
+        """The pod's spec as msgpack (quantities as written), encoded on first need and kept:
+        what the equivalence classes' keys are made of, asked for by the filter stage and
+        by the plugins that key their state by class, several times an attempt."""
+        encoded = self.spec_bytes
+        if encoded is None:
+            encoded = self.spec_bytes = _SPEC_ENCODER.encode(self.pod.spec)
+        return encoded
+
+    def _sharing_aggregates(self, pod: Pod) -> PodInfo:
+        """A PodInfo of ``pod`` holding this one's aggregates (requests, non-zero requests,
+        host ports, priority), which come from the containers, the overhead and the
+        priority: for a revision of the pod whose spec differs in none of them. The caller
+        sets the metadata shortcuts, the stamp and the encoded spec."""
+        info = PodInfo.__new__(PodInfo)
+        info.pod = pod
+        info.request = self.request
+        info.non_zero_milli_cpu = self.non_zero_milli_cpu
+        info.non_zero_memory = self.non_zero_memory
+        info.host_ports = self.host_ports
+        info.priority = self.priority
+        return info
 
     def with_pod(self, pod: Pod) -> PodInfo:
         """``pod``, another revision of this pod, as a PodInfo: the aggregates, which come from
@@ -236,8 +266,7 @@ class PodInfo:
         status change), so only the metadata shortcuts are taken again."""
         if pod.spec != self.pod.spec:
             return PodInfo(pod)
-        info = PodInfo.__new__(PodInfo)
-        info.pod = pod
+        info = self._sharing_aggregates(pod)
         info.namespace = namespace_or_default(pod.metadata.namespace)
         info.name = pod.metadata.name
         info.key = (
@@ -247,11 +276,7 @@ class PodInfo:
         )
         info.labels = pod.metadata.labels
         info.names_a_group = names_a_group(pod)  # labels and annotations may name one
-        info.request = self.request
-        info.non_zero_milli_cpu = self.non_zero_milli_cpu
-        info.non_zero_memory = self.non_zero_memory
-        info.host_ports = self.host_ports
-        info.priority = self.priority
+        info.spec_bytes = self.spec_bytes
         meta, mine = pod.metadata, self.pod.metadata
         if meta is mine or (
             msgspec.structs.replace(meta, resource_version=mine.resource_version) == mine
@@ -259,6 +284,23 @@ class PodInfo:
             info.stamp = self.stamp
         else:
             info.stamp = next(_STAMPS)
+        return info
+
+    def on_node(self, node: str) -> PodInfo:
+        """This pod with ``spec.nodeName`` set to ``node`` (as an assume counts it): a new
+        PodInfo (a fresh stamp), the aggregates and the metadata shortcuts reused (the
+        node's name changes none of them)."""
+        pod = self.pod
+        info = self._sharing_aggregates(
+            msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))
+        )
+        info.stamp = next(_STAMPS)
+        info.namespace = self.namespace
+        info.name = self.name
+        info.key = self.key
+        info.labels = self.labels
+        info.names_a_group = self.names_a_group
+        info.spec_bytes = None
         return info
 
     @property

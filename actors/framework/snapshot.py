@@ -291,9 +291,7 @@ class SnapshotDelta(msgspec.Struct, frozen=True, kw_only=True):
 
 def assumed_pod(pod: PodInfo, node: str) -> PodInfo:
     """``pod`` as an assume counts it: with ``spec.nodeName`` set to ``node``."""
-    return PodInfo(
-        msgspec.structs.replace(pod.pod, spec=msgspec.structs.replace(pod.pod.spec, node_name=node))
-    )
+    return pod.on_node(node)
 
 
 def fold_assumed(

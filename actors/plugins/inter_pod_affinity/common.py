@@ -191,7 +191,8 @@ S = TypeVar("S")
 def affinity_class_key(pod: PodInfo) -> bytes:
     """Incoming pods with the same namespace, labels and spec match and are matched alike."""
     meta = pod.pod.metadata
-    return _KEY_ENCODER.encode((meta.namespace, meta.labels, pod.pod.spec))
+    # msgpack values delimit themselves: the two encodings side by side are one key.
+    return _KEY_ENCODER.encode((meta.namespace, meta.labels)) + pod.encoded_spec()
 
 
 def node_changes(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
+import msgspec
 import pytest
 from builders import make_node, make_pod
 
@@ -147,3 +149,33 @@ def test_with_pod_equals_a_fresh_pod_info(label: str, cpu: str, reused: bool) ->
     assert got.pod is new_pod
     assert _aggregates(got) == _aggregates(PodInfo(new_pod))
     assert (got.request is old.request) is reused
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param(make_pod("p").req(cpu="1", memory="1Mi").host_port(80), id="ports"),
+        pytest.param(
+            make_pod("p").ns("ml").label("app", "a").init_req({"cpu": "3"}).priority(7),
+            id="init containers, priority",
+        ),
+        pytest.param(
+            make_pod("p").overhead({"cpu": "250m"}).group("train").req(memory="2Gi"),
+            id="overhead, a group",
+        ),
+    ],
+)
+def test_on_node_equals_a_fresh_pod_info_of_the_assumed_pod(pod: Any) -> None:
+    info = pod.info()
+    info.encoded_spec()
+    got = info.on_node("n7")
+    assert got.pod.spec.node_name == "n7"
+    assert got.pod == msgspec.structs.replace(
+        info.pod, spec=msgspec.structs.replace(info.pod.spec, node_name="n7")
+    )
+    fresh = PodInfo(got.pod)
+    assert _aggregates(got) == _aggregates(fresh)
+    assert got.names_a_group == fresh.names_a_group
+    assert got.stamp not in (info.stamp, fresh.stamp)
+    # The spec changed: its encoding is made again, not the unassumed pod's.
+    assert got.encoded_spec() == fresh.encoded_spec() != info.encoded_spec()
