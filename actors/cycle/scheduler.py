@@ -11,7 +11,7 @@ request brings the snapshot up to date; the pods are then decided one after anot
 FilterRequest each: filter actor -> score actor -> back here), each decision folded into
 the snapshot as the cache's assume would change it (its NodeInfo change,
 :func:`~podium.actors.framework.snapshot.fold_assumed`, and its volume decision in the
-snapshot's objects: :func:`~podium.actors.cycle.gangs.fold_member`), so the next pod sees
+snapshot's objects: :func:`~podium.actors.cycle.steps.fold_member`), so the next pod sees
 what it would have seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
 may share a batch is :mod:`podium.actors.queue.batching`'s rule (the queue applies it); a
 preemption that evicts pods or clears a nomination ends the batch: carried out when its pod
@@ -72,9 +72,9 @@ import trio
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.gang_cycle import GangCycle
-from podium.actors.cycle.gangs import fold_member
 from podium.actors.cycle.steps import (
     Outcome,
+    fold_member,
     observe_stages,
     record_stages,
     record_unschedulable,

@@ -16,7 +16,7 @@ from podium.actors.cycle.extenders import Extenders
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
-from podium.actors.framework.snapshot import Snapshot
+from podium.actors.framework.snapshot import Snapshot, assumed_pod, fold_assumed
 from podium.actors.mail.messages import (
     AssumeStatus,
     Assumption,
@@ -29,6 +29,7 @@ from podium.actors.mail.messages import (
     Popped,
     QueueMsg,
 )
+from podium.actors.plugins.volume_binding import fold_volume_decision
 from podium.actors.runtime.mailbox import send
 from podium.actors.runtime.tracing import (
     EXTENDER,
@@ -47,6 +48,7 @@ from podium.store.mail import EvictResult, RecordUnschedulable, StoreFailure, St
 __all__ = [
     "CycleSteps",
     "Outcome",
+    "fold_member",
     "observe_stages",
     "record_stages",
     "record_unschedulable",
@@ -102,6 +104,24 @@ def record_stages(attempt: Attempt, decision: Decision, deciding: float, decided
     for extender, verb, outcome, start, end in decision.result.extender_calls:
         attributes = {EXTENDER: extender, RESULT: outcome}
         attempt.record(extender_span(verb), start, end, attributes)
+
+
+def fold_member(
+    snapshot: Snapshot, before: dict[str, NodeInfo], member: PodInfo, decision: Decision
+) -> PodInfo:
+    """Fold a placed member into ``snapshot``: its NodeInfo change (``before`` keeps each
+    node's NodeInfo before the batch's or the gang's first change to it) and its volume decision (into the
+    snapshot's objects). Returns the member as the cache's assume counts it. Shared by a batch
+    of pods (:mod:`podium.actors.cycle.scheduler`) and a batch of gangs
+    (:mod:`podium.actors.cycle.gang_cycle`)."""
+    node = decision.node
+    assert node is not None
+    assumed = assumed_pod(member, node)
+    before.setdefault(node, fold_assumed(snapshot, member, node, assumed=assumed))
+    snapshot.objects = fold_volume_decision(
+        snapshot.objects, node, decision.volumes, decision.provisions
+    )
+    return assumed
 
 
 def observe_stages(decision: Decision) -> None:
