@@ -6,7 +6,9 @@ the chosen node in the cache, and hand the bind to the binder without waiting fo
 failure record why (the pod's PodScheduled condition) and give the pod back to the queue.
 
 Podium runs those cycles in batches (the only path; a batch of one is one cycle): one Pop
-answers up to ``batch_max_pods`` pods in the order successive pops would give; one snapshot
+answers up to ``batch_max_pods`` pods in the order successive pops would give (fewer when
+the time a decision has taken in recent batches says the batch could not decide that many
+within ``batch_max_seconds``: :class:`~podium.actors.cycle.steps.PopSize`); one snapshot
 request brings the snapshot up to date; the pods are then decided one after another (one
 FilterRequest each: filter actor -> score actor -> back here), each decision folded into
 the snapshot as the cache's assume would change it (its NodeInfo change,
@@ -74,6 +76,7 @@ from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.gang_cycle import GangCycle
 from podium.actors.cycle.steps import (
     Outcome,
+    PopSize,
     fold_member,
     observe_stages,
     record_stages,
@@ -192,7 +195,9 @@ class Scheduler(GangCycle):
             replaces them).
         preemption: when a pod fits nowhere, look for lower-priority pods to evict
             (``disablePreemption: false``, the default).
-        batch_max_pods: the most pods one batch takes from the queue (1: one at a time).
+        batch_max_pods: the most pods one batch takes from the queue (1: one at a time); it
+            pops fewer when recent batches say it could not decide that many within
+            ``batch_max_seconds``.
         batch_max_seconds: once a batch has been deciding this long, the pods it has not
             decided go back to the queue (so a higher-priority pod that arrived meanwhile
             waits at most this long).
@@ -240,6 +245,7 @@ class Scheduler(GangCycle):
         self._preemption = preemption
         self._batch_max_pods = batch_max_pods
         self._batch_max_seconds = batch_max_seconds
+        self._pop_size = PopSize(batch_max_pods, batch_max_seconds)
         self._snapshot: Snapshot | None = None
         self._lock = trio.Lock()
         self._begin = trio.Event()
@@ -428,7 +434,7 @@ class Scheduler(GangCycle):
         """One batch; False when the queue is idle and the scheduler should stop."""
         popped: PoppedBatch | QueueIdle = await ask(
             self._queue,
-            lambda r: Pop(reply=r, idle_ok=self._exit_when_idle, max_pods=self._batch_max_pods),
+            lambda r: Pop(reply=r, idle_ok=self._exit_when_idle, max_pods=self._pop_size.next()),
         )
         if isinstance(popped, QueueIdle):
             return False
@@ -456,6 +462,7 @@ class Scheduler(GangCycle):
             # The objects before the batch's volume decisions (put back if one is refused).
             objects = snapshot.objects
             refreshed = trio.current_time()
+            measured = True  # a batch that ends on a preemption does not size the next pop
             for i, popped in enumerate(pods):
                 started = trio.current_time()
                 if i and started >= deadline:
@@ -485,6 +492,7 @@ class Scheduler(GangCycle):
                 # that is not the batch's first pod goes back with the rest and comes first in
                 # the next batch, after the pods before it are bound, as one pod at a time it
                 # would have been popped (its cycle after their binds).
+                measured = False
                 if i:
                     attempt.outcome("given_back")
                     await self._give_back(pods[i:])
@@ -493,6 +501,10 @@ class Scheduler(GangCycle):
                 outcomes.append(await self._preempted(popped, outcome, attempt, started))
                 await self._give_back(pods[1:])
                 break
+            if measured:
+                self._pop_size.observe(
+                    refreshed - popped_at, trio.current_time() - refreshed, len(outcomes)
+                )
             # The pop and the snapshot's refresh served every pod decided: each attempt
             # counts its share (as the assume's round trip below).
             for o in outcomes:
