@@ -9,13 +9,16 @@ Podium runs those cycles in batches (the only path; a batch of one is one cycle)
 answers up to ``batch_max_pods`` pods in the order successive pops would give (fewer when
 the time a decision has taken in recent batches says the batch could not decide that many
 within ``batch_max_seconds``: :class:`~podium.actors.cycle.steps.PopSize`); one snapshot
-request brings the snapshot up to date; the pods are then decided one after another (one
-FilterRequest each: filter actor -> score actor -> back here), each decision folded into
-the snapshot as the cache's assume would change it (its NodeInfo change,
+request brings the snapshot up to date; the pods are then decided one after another, each
+decision folded into the snapshot as the cache's assume would change it (its NodeInfo change,
 :func:`~podium.actors.framework.snapshot.fold_assumed`, and its volume decision in the
 snapshot's objects: :func:`~podium.actors.cycle.steps.fold_member`), so the next pod sees
-what it would have seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
-may share a batch is :mod:`podium.actors.queue.batching`'s rule (the queue applies it); a
+what it would have seen one pod at a time. They go as runs: one FilterRequest carries the
+batch's next pods, the filter actor asks the score actor for each and folds each placed pod
+in before filtering the next, and answers the run's decisions together when a pod is not
+placed, the time bound passes or the pods seeing the same nominations end (a lone pod makes
+the plain trip: filter actor -> score actor -> back here, folded in here); then one Assume
+for the batch, one BindBatch to the binder. Which pods may share a batch is :mod:`podium.actors.queue.batching`'s rule (the queue applies it); a
 preemption that evicts pods or clears a nomination ends the batch: carried out when its pod
 is the batch's first, otherwise that pod goes back to the queue with the rest (GiveBack, not
 counted as attempts) and comes first in the next batch, after the pods decided before it are
@@ -463,44 +466,59 @@ class Scheduler(GangCycle):
             objects = snapshot.objects
             refreshed = trio.current_time()
             measured = True  # a batch that ends on a preemption does not size the next pop
-            for i, popped in enumerate(pods):
-                started = trio.current_time()
-                if i and started >= deadline:
+            i = 0
+            while i < len(pods):
+                if i and trio.current_time() >= deadline:
                     await self._give_back(pods[i:])
                     break
-                attempt = traces.enter_context(
-                    self._tracing.attempt(
-                        popped.pod.key,
-                        links=popped.links,
-                        arrived_at=popped.arrived_at,
-                        popped_at=popped_at if i == 0 else started,
-                        attempts=popped.attempts,
-                    )
-                )
-                outcome = await self._attempt(popped, snapshot, started, attempt)
-                if isinstance(outcome, Outcome):
-                    observe_stages(outcome.decision)
-                    if outcome.status is None:
-                        # Its NodeInfo change and its volume decision, as the cache's assume
-                        # will make them; one PodInfo for the fold and the assume.
-                        outcome.assumed = fold_member(
-                            snapshot, before, popped.pod, outcome.decision
+                # The pods from i on, decided as one run in the filter actor (each placement
+                # folded in before the next) until one is not placed or the bound passes.
+                decided = await self._decide_run(pods[i:], snapshot, before, deadline)
+                ended = False
+                for decision, started, finished in decided:
+                    popped = pods[i]
+                    attempt = traces.enter_context(
+                        self._tracing.attempt(
+                            popped.pod.key,
+                            links=popped.links,
+                            arrived_at=popped.arrived_at,
+                            popped_at=popped_at if i == 0 else started,
+                            attempts=popped.attempts,
                         )
-                    outcomes.append(outcome)
-                    continue
-                # Preemption evicts pods or clears nominations: the batch ends. A preemptor
-                # that is not the batch's first pod goes back with the rest and comes first in
-                # the next batch, after the pods before it are bound, as one pod at a time it
-                # would have been popped (its cycle after their binds).
-                measured = False
-                if i:
-                    attempt.outcome("given_back")
-                    await self._give_back(pods[i:])
+                    )
+                    outcome = await self._attempt(
+                        popped, snapshot, started, attempt, decision, finished
+                    )
+                    i += 1
+                    if isinstance(outcome, Outcome):
+                        observe_stages(outcome.decision)
+                        if outcome.status is None:
+                            # Its NodeInfo change and its volume decision, as the cache's
+                            # assume will make them (the filter actor folded a run's in);
+                            # one PodInfo for the fold and the assume.
+                            outcome.assumed = decision.assumed
+                            if outcome.assumed is None:
+                                outcome.assumed = fold_member(
+                                    snapshot, before, popped.pod, outcome.decision
+                                )
+                        outcomes.append(outcome)
+                        continue
+                    # Preemption evicts pods or clears nominations: the batch ends. A
+                    # preemptor that is not the batch's first pod goes back with the rest and
+                    # comes first in the next batch, after the pods before it are bound, as
+                    # one pod at a time it would have been popped (its cycle after their binds).
+                    measured = False
+                    ended = True
+                    if i > 1:
+                        attempt.outcome("given_back")
+                        await self._give_back(pods[i - 1 :])
+                        break
+                    observe_stages(outcome.decision)
+                    outcomes.append(await self._preempted(popped, outcome, attempt, started))
+                    await self._give_back(pods[1:])
                     break
-                observe_stages(outcome.decision)
-                outcomes.append(await self._preempted(popped, outcome, attempt, started))
-                await self._give_back(pods[1:])
-                break
+                if ended:
+                    break
             if measured:
                 self._pop_size.observe(
                     refreshed - popped_at, trio.current_time() - refreshed, len(outcomes)
@@ -515,26 +533,84 @@ class Scheduler(GangCycle):
         if pods:
             await send(self._queue, GiveBack(keys=[p.pod.key for p in pods]))
 
+    async def _decide_run(
+        self,
+        pods: Sequence[Popped],
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        until: float,
+    ) -> list[tuple[Decision, float, float]]:
+        """Decide ``pods[0]`` and, as one run in the filter actor (FilterRequest ``run``), the
+        pods after it that see the same nominations, each placement folded in before the next,
+        until one is not placed or a pod would start at or after ``until``. Returns each pod's
+        decision, when its decision started and when it ended, in order. A lone pod takes the
+        plain trip (the scheduler folds it in)."""
+        first = pods[0]
+        if len(pods) == 1:
+            deciding = trio.current_time()
+            decision = await self._decide(
+                first.pod,
+                snapshot,
+                dry=False,
+                explain=self._explain_attempts,
+                nominated=first.nominated,
+            )
+            return [(decision, deciding, trio.current_time())]
+        run: list[PodInfo] = []
+        for popped in pods[1:]:
+            if popped.nominated is not first.nominated:
+                break
+            run.append(popped.pod)
+        # The extenders' filter and prioritize verbs (actors/cycle/extenders) run in the filter
+        # actor and the score actor, inside this round trip: once per pod of the run.
+        await send(
+            self._filter_actor,
+            FilterRequest(
+                pod=first.pod,
+                snapshot=snapshot,
+                explain=self._explain_attempts,
+                nominated=first.nominated,
+                reply=self._decisions_to,
+                run=run,
+                until=until,
+                before=before,
+            ),
+        )
+        while True:
+            decision = await self._decisions.receive()
+            # Only a request abandoned by a cancellation could have left another answer.
+            if decision.pod is first.pod:
+                break
+        decisions = [(decision, decision.started, decision.decided)]
+        # The run's other decisions came in the same breath (answered together).
+        for _ in run:
+            try:
+                decision = self._decisions.receive_nowait()
+            except trio.WouldBlock:
+                break
+            decisions.append((decision, decision.started, decision.decided))
+        return decisions
+
     async def _attempt(
-        self, popped: Popped, snapshot: Snapshot, started: float, attempt: Attempt
+        self,
+        popped: Popped,
+        snapshot: Snapshot,
+        started: float,
+        attempt: Attempt,
+        decision: Decision,
+        decided: float,
     ) -> Outcome | _Preempting:
-        """Filter and score one pod of the batch.
+        """One pod of the batch, filtered and scored (``decision``, from ``started`` to
+        ``decided``).
 
         Returns:
-            Its outcome: placed (``status`` None: the caller folds it in and assumes it), or
-            unschedulable or error (already requeued here); or the preemption to carry out
-            when it evicts pods or clears nominations.
+            Its outcome: placed (``status`` None: the caller folds it in, unless its run did,
+            and assumes it), or unschedulable or error (already requeued here); or the
+            preemption to carry out when it evicts pods or clears nominations.
         """
         pod = popped.pod
-        deciding = trio.current_time()
-        # The extenders' filter and prioritize verbs (actors/cycle/extenders) run in the filter actor
-        # and the score actor, inside this round trip: once per pod of the batch.
-        decision = await self._decide(
-            pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
-        )
-        decided = trio.current_time()
         if attempt.sampled:
-            record_stages(attempt, decision, deciding, decided)
+            record_stages(attempt, decision, started, decided)
         if decision.node is not None:
             return Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None

@@ -1,5 +1,6 @@
 """A gang's pure pieces (actors/cycle/gangs.py): its message, the nominations its members see,
-folding a member in (now in actors/cycle/steps.py, beside the other shared steps) and taking the gang's changes back out."""
+folding a member in (actors/cycle/steps.py, which the batches of pods share) and taking the
+gang's changes back out."""
 
 from __future__ import annotations
 
