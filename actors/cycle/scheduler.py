@@ -374,7 +374,12 @@ class Scheduler(GangCycle):
         dry: bool,
         explain: bool,
         nominated: NominatedPods | None = None,
+        run: tuple[Sequence[PodInfo], float, dict[str, NodeInfo]] | None = None,
     ) -> Decision:
+        """``pod``'s decision; with ``run`` (the pods after it, the time bound, the batch's
+        NodeInfos before their first fold), the first of the run's (FilterRequest ``run``),
+        the others following in the channel."""
+        pods, until, before = run if run is not None else ((), math.inf, None)
         await send(
             self._filter_actor,
             FilterRequest(
@@ -384,6 +389,9 @@ class Scheduler(GangCycle):
                 explain=explain,
                 nominated=nominated,
                 reply=self._decisions_to,
+                run=pods,
+                until=until,
+                before=before,
             ),
         )
         while True:
@@ -546,41 +554,24 @@ class Scheduler(GangCycle):
         decision, when its decision started and when it ended, in order. A lone pod takes the
         plain trip (the scheduler folds it in)."""
         first = pods[0]
-        if len(pods) == 1:
-            deciding = trio.current_time()
-            decision = await self._decide(
-                first.pod,
-                snapshot,
-                dry=False,
-                explain=self._explain_attempts,
-                nominated=first.nominated,
-            )
-            return [(decision, deciding, trio.current_time())]
         run: list[PodInfo] = []
         for popped in pods[1:]:
             if popped.nominated is not first.nominated:
                 break
             run.append(popped.pod)
+        deciding = trio.current_time()
         # The extenders' filter and prioritize verbs (actors/cycle/extenders) run in the filter
         # actor and the score actor, inside this round trip: once per pod of the run.
-        await send(
-            self._filter_actor,
-            FilterRequest(
-                pod=first.pod,
-                snapshot=snapshot,
-                explain=self._explain_attempts,
-                nominated=first.nominated,
-                reply=self._decisions_to,
-                run=run,
-                until=until,
-                before=before,
-            ),
+        decision = await self._decide(
+            first.pod,
+            snapshot,
+            dry=False,
+            explain=self._explain_attempts,
+            nominated=first.nominated,
+            run=(run, until, before) if run else None,
         )
-        while True:
-            decision = await self._decisions.receive()
-            # Only a request abandoned by a cancellation could have left another answer.
-            if decision.pod is first.pod:
-                break
+        if not run:
+            return [(decision, deciding, trio.current_time())]
         decisions = [(decision, decision.started, decision.decided)]
         # The run's other decisions came in the same breath (answered together).
         for _ in run:
