@@ -72,7 +72,6 @@ from podium.actors.cycle.explain import hints
 from podium.actors.cycle.gangs import (
     GANG_LISTED,
     GangPreemption,
-    fold_member,
     gang_message,
     member_nominations,
     nominated_with,
@@ -82,6 +81,7 @@ from podium.actors.cycle.gangs import (
 from podium.actors.cycle.steps import (
     CycleSteps,
     Outcome,
+    fold_member,
     observe_stages,
     record_stages,
     record_unschedulable,

@@ -2,7 +2,8 @@
 outcome and what its members are told (issue 24).
 
 The scheduler (:mod:`podium.actors.cycle.scheduler`) decides a gang's members one after another
-on one snapshot, each placement folded in (:func:`fold_member`) and taken back out when the
+on one snapshot, each placement folded in
+(:func:`~podium.actors.cycle.steps.fold_member`) and taken back out when the
 group is not placed (:func:`undo`). When fewer members fit than the group needs and preemption
 is on, it looks for victims so that the whole group fits, all or nothing:
 
@@ -42,14 +43,12 @@ from dataclasses import dataclass, field
 
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
-from podium.actors.framework.snapshot import ClusterObjects, Snapshot, assumed_pod, fold_assumed
-from podium.actors.mail.messages import Decision, GangBatch
-from podium.actors.plugins.volume_binding import fold_volume_decision
+from podium.actors.framework.snapshot import ClusterObjects, Snapshot
+from podium.actors.mail.messages import GangBatch
 
 __all__ = [
     "GANG_LISTED",
     "GangPreemption",
-    "fold_member",
     "gang_message",
     "member_nominations",
     "nominated_with",
@@ -157,23 +156,6 @@ def nominated_with(
     for pod, node in members.values():
         view.add(pod, node)
     return view
-
-
-def fold_member(
-    snapshot: Snapshot, before: dict[str, NodeInfo], member: PodInfo, decision: Decision
-) -> PodInfo:
-    """Fold a placed member into ``snapshot``: its NodeInfo change (``before`` keeps each
-    node's NodeInfo before the gang's first change to it) and its volume decision (into the
-    snapshot's objects). Returns the member as the cache's assume counts it. A batch of pods
-    folds each placed pod the same way (:mod:`podium.actors.cycle.scheduler`)."""
-    node = decision.node
-    assert node is not None
-    assumed = assumed_pod(member, node)
-    before.setdefault(node, fold_assumed(snapshot, member, node, assumed=assumed))
-    snapshot.objects = fold_volume_decision(
-        snapshot.objects, node, decision.volumes, decision.provisions
-    )
-    return assumed
 
 
 def undo(snapshot: Snapshot, before: dict[str, NodeInfo], objects: ClusterObjects) -> None:

@@ -6,14 +6,19 @@ the chosen node in the cache, and hand the bind to the binder without waiting fo
 failure record why (the pod's PodScheduled condition) and give the pod back to the queue.
 
 Podium runs those cycles in batches (the only path; a batch of one is one cycle): one Pop
-answers up to ``batch_max_pods`` pods in the order successive pops would give; one snapshot
-request brings the snapshot up to date; the pods are then decided one after another (one
-FilterRequest each: filter actor -> score actor -> back here), each decision folded into
-the snapshot as the cache's assume would change it (its NodeInfo change,
+answers up to ``batch_max_pods`` pods in the order successive pops would give (fewer when
+the time a decision has taken in recent batches says the batch could not decide that many
+within ``batch_max_seconds``: :class:`~podium.actors.cycle.steps.PopSize`); one snapshot
+request brings the snapshot up to date; the pods are then decided one after another, each
+decision folded into the snapshot as the cache's assume would change it (its NodeInfo change,
 :func:`~podium.actors.framework.snapshot.fold_assumed`, and its volume decision in the
-snapshot's objects: :func:`~podium.actors.cycle.gangs.fold_member`), so the next pod sees
-what it would have seen one pod at a time; then one Assume for the batch, one BindBatch to the binder. Which pods
-may share a batch is :mod:`podium.actors.queue.batching`'s rule (the queue applies it); a
+snapshot's objects: :func:`~podium.actors.cycle.steps.fold_member`), so the next pod sees
+what it would have seen one pod at a time. They go as runs: one FilterRequest carries the
+batch's next pods, the filter actor asks the score actor for each and folds each placed pod
+in before filtering the next, and answers the run's decisions together when a pod is not
+placed, the time bound passes or the pods seeing the same nominations end (a lone pod makes
+the plain trip: filter actor -> score actor -> back here, folded in here); then one Assume
+for the batch, one BindBatch to the binder. Which pods may share a batch is :mod:`podium.actors.queue.batching`'s rule (the queue applies it); a
 preemption that evicts pods or clears a nomination ends the batch: carried out when its pod
 is the batch's first, otherwise that pod goes back to the queue with the rest (GiveBack, not
 counted as attempts) and comes first in the next batch, after the pods decided before it are
@@ -72,9 +77,10 @@ import trio
 from podium.actors.cycle.explain import hints
 from podium.actors.cycle.extenders import NO_EXTENDERS, Call, Extenders
 from podium.actors.cycle.gang_cycle import GangCycle
-from podium.actors.cycle.gangs import fold_member
 from podium.actors.cycle.steps import (
     Outcome,
+    PopSize,
+    fold_member,
     observe_stages,
     record_stages,
     record_unschedulable,
@@ -192,7 +198,9 @@ class Scheduler(GangCycle):
             replaces them).
         preemption: when a pod fits nowhere, look for lower-priority pods to evict
             (``disablePreemption: false``, the default).
-        batch_max_pods: the most pods one batch takes from the queue (1: one at a time).
+        batch_max_pods: the most pods one batch takes from the queue (1: one at a time); it
+            pops fewer when recent batches say it could not decide that many within
+            ``batch_max_seconds``.
         batch_max_seconds: once a batch has been deciding this long, the pods it has not
             decided go back to the queue (so a higher-priority pod that arrived meanwhile
             waits at most this long).
@@ -240,6 +248,7 @@ class Scheduler(GangCycle):
         self._preemption = preemption
         self._batch_max_pods = batch_max_pods
         self._batch_max_seconds = batch_max_seconds
+        self._pop_size = PopSize(batch_max_pods, batch_max_seconds)
         self._snapshot: Snapshot | None = None
         self._lock = trio.Lock()
         self._begin = trio.Event()
@@ -365,7 +374,12 @@ class Scheduler(GangCycle):
         dry: bool,
         explain: bool,
         nominated: NominatedPods | None = None,
+        run: tuple[Sequence[PodInfo], float, dict[str, NodeInfo]] | None = None,
     ) -> Decision:
+        """``pod``'s decision; with ``run`` (the pods after it, the time bound, the batch's
+        NodeInfos before their first fold), the first of the run's (FilterRequest ``run``),
+        the others following in the channel."""
+        pods, until, before = run if run is not None else ((), math.inf, None)
         await send(
             self._filter_actor,
             FilterRequest(
@@ -375,6 +389,9 @@ class Scheduler(GangCycle):
                 explain=explain,
                 nominated=nominated,
                 reply=self._decisions_to,
+                run=pods,
+                until=until,
+                before=before,
             ),
         )
         while True:
@@ -428,7 +445,7 @@ class Scheduler(GangCycle):
         """One batch; False when the queue is idle and the scheduler should stop."""
         popped: PoppedBatch | QueueIdle = await ask(
             self._queue,
-            lambda r: Pop(reply=r, idle_ok=self._exit_when_idle, max_pods=self._batch_max_pods),
+            lambda r: Pop(reply=r, idle_ok=self._exit_when_idle, max_pods=self._pop_size.next()),
         )
         if isinstance(popped, QueueIdle):
             return False
@@ -456,43 +473,64 @@ class Scheduler(GangCycle):
             # The objects before the batch's volume decisions (put back if one is refused).
             objects = snapshot.objects
             refreshed = trio.current_time()
-            for i, popped in enumerate(pods):
-                started = trio.current_time()
-                if i and started >= deadline:
+            measured = True  # a batch that ends on a preemption does not size the next pop
+            i = 0
+            while i < len(pods):
+                if i and trio.current_time() >= deadline:
                     await self._give_back(pods[i:])
                     break
-                attempt = traces.enter_context(
-                    self._tracing.attempt(
-                        popped.pod.key,
-                        links=popped.links,
-                        arrived_at=popped.arrived_at,
-                        popped_at=popped_at if i == 0 else started,
-                        attempts=popped.attempts,
-                    )
-                )
-                outcome = await self._attempt(popped, snapshot, started, attempt)
-                if isinstance(outcome, Outcome):
-                    observe_stages(outcome.decision)
-                    if outcome.status is None:
-                        # Its NodeInfo change and its volume decision, as the cache's assume
-                        # will make them; one PodInfo for the fold and the assume.
-                        outcome.assumed = fold_member(
-                            snapshot, before, popped.pod, outcome.decision
+                # The pods from i on, decided as one run in the filter actor (each placement
+                # folded in before the next) until one is not placed or the bound passes.
+                decided = await self._decide_run(pods[i:], snapshot, before, deadline)
+                ended = False
+                for decision, started, finished in decided:
+                    popped = pods[i]
+                    attempt = traces.enter_context(
+                        self._tracing.attempt(
+                            popped.pod.key,
+                            links=popped.links,
+                            arrived_at=popped.arrived_at,
+                            popped_at=popped_at if i == 0 else started,
+                            attempts=popped.attempts,
                         )
-                    outcomes.append(outcome)
-                    continue
-                # Preemption evicts pods or clears nominations: the batch ends. A preemptor
-                # that is not the batch's first pod goes back with the rest and comes first in
-                # the next batch, after the pods before it are bound, as one pod at a time it
-                # would have been popped (its cycle after their binds).
-                if i:
-                    attempt.outcome("given_back")
-                    await self._give_back(pods[i:])
+                    )
+                    outcome = await self._attempt(
+                        popped, snapshot, started, attempt, decision, finished
+                    )
+                    i += 1
+                    if isinstance(outcome, Outcome):
+                        observe_stages(outcome.decision)
+                        if outcome.status is None:
+                            # Its NodeInfo change and its volume decision, as the cache's
+                            # assume will make them (the filter actor folded a run's in);
+                            # one PodInfo for the fold and the assume.
+                            outcome.assumed = decision.assumed
+                            if outcome.assumed is None:
+                                outcome.assumed = fold_member(
+                                    snapshot, before, popped.pod, outcome.decision
+                                )
+                        outcomes.append(outcome)
+                        continue
+                    # Preemption evicts pods or clears nominations: the batch ends. A
+                    # preemptor that is not the batch's first pod goes back with the rest and
+                    # comes first in the next batch, after the pods before it are bound, as
+                    # one pod at a time it would have been popped (its cycle after their binds).
+                    measured = False
+                    ended = True
+                    if i > 1:
+                        attempt.outcome("given_back")
+                        await self._give_back(pods[i - 1 :])
+                        break
+                    observe_stages(outcome.decision)
+                    outcomes.append(await self._preempted(popped, outcome, attempt, started))
+                    await self._give_back(pods[1:])
                     break
-                observe_stages(outcome.decision)
-                outcomes.append(await self._preempted(popped, outcome, attempt, started))
-                await self._give_back(pods[1:])
-                break
+                if ended:
+                    break
+            if measured:
+                self._pop_size.observe(
+                    refreshed - popped_at, trio.current_time() - refreshed, len(outcomes)
+                )
             # The pop and the snapshot's refresh served every pod decided: each attempt
             # counts its share (as the assume's round trip below).
             for o in outcomes:
@@ -503,26 +541,67 @@ class Scheduler(GangCycle):
         if pods:
             await send(self._queue, GiveBack(keys=[p.pod.key for p in pods]))
 
+    async def _decide_run(
+        self,
+        pods: Sequence[Popped],
+        snapshot: Snapshot,
+        before: dict[str, NodeInfo],
+        until: float,
+    ) -> list[tuple[Decision, float, float]]:
+        """Decide ``pods[0]`` and, as one run in the filter actor (FilterRequest ``run``), the
+        pods after it that see the same nominations, each placement folded in before the next,
+        until one is not placed or a pod would start at or after ``until``. Returns each pod's
+        decision, when its decision started and when it ended, in order. A lone pod takes the
+        plain trip (the scheduler folds it in)."""
+        first = pods[0]
+        run: list[PodInfo] = []
+        for popped in pods[1:]:
+            if popped.nominated is not first.nominated:
+                break
+            run.append(popped.pod)
+        deciding = trio.current_time()
+        # The extenders' filter and prioritize verbs (actors/cycle/extenders) run in the filter
+        # actor and the score actor, inside this round trip: once per pod of the run.
+        decision = await self._decide(
+            first.pod,
+            snapshot,
+            dry=False,
+            explain=self._explain_attempts,
+            nominated=first.nominated,
+            run=(run, until, before) if run else None,
+        )
+        if not run:
+            return [(decision, deciding, trio.current_time())]
+        decisions = [(decision, decision.started, decision.decided)]
+        # The run's other decisions came in the same breath (answered together).
+        for _ in run:
+            try:
+                decision = self._decisions.receive_nowait()
+            except trio.WouldBlock:
+                break
+            decisions.append((decision, decision.started, decision.decided))
+        return decisions
+
     async def _attempt(
-        self, popped: Popped, snapshot: Snapshot, started: float, attempt: Attempt
+        self,
+        popped: Popped,
+        snapshot: Snapshot,
+        started: float,
+        attempt: Attempt,
+        decision: Decision,
+        decided: float,
     ) -> Outcome | _Preempting:
-        """Filter and score one pod of the batch.
+        """One pod of the batch, filtered and scored (``decision``, from ``started`` to
+        ``decided``).
 
         Returns:
-            Its outcome: placed (``status`` None: the caller folds it in and assumes it), or
-            unschedulable or error (already requeued here); or the preemption to carry out
-            when it evicts pods or clears nominations.
+            Its outcome: placed (``status`` None: the caller folds it in, unless its run did,
+            and assumes it), or unschedulable or error (already requeued here); or the
+            preemption to carry out when it evicts pods or clears nominations.
         """
         pod = popped.pod
-        deciding = trio.current_time()
-        # The extenders' filter and prioritize verbs (actors/cycle/extenders) run in the filter actor
-        # and the score actor, inside this round trip: once per pod of the batch.
-        decision = await self._decide(
-            pod, snapshot, dry=False, explain=self._explain_attempts, nominated=popped.nominated
-        )
-        decided = trio.current_time()
         if attempt.sampled:
-            record_stages(attempt, decision, deciding, decided)
+            record_stages(attempt, decision, started, decided)
         if decision.node is not None:
             return Outcome(popped, decision, attempt, started, finished=decided)
         preemption: PreemptionResult | None = None

@@ -6,6 +6,7 @@ filter and score actors, its requeue, assume answer and report of one pod)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -16,7 +17,7 @@ from podium.actors.cycle.extenders import Extenders
 from podium.actors.framework.interface import FilterPlugin
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
-from podium.actors.framework.snapshot import Snapshot
+from podium.actors.framework.snapshot import Snapshot, assumed_pod, fold_assumed
 from podium.actors.mail.messages import (
     AssumeStatus,
     Assumption,
@@ -29,6 +30,7 @@ from podium.actors.mail.messages import (
     Popped,
     QueueMsg,
 )
+from podium.actors.plugins.volume_binding import fold_volume_decision
 from podium.actors.runtime.mailbox import send
 from podium.actors.runtime.tracing import (
     EXTENDER,
@@ -47,6 +49,8 @@ from podium.store.mail import EvictResult, RecordUnschedulable, StoreFailure, St
 __all__ = [
     "CycleSteps",
     "Outcome",
+    "PopSize",
+    "fold_member",
     "observe_stages",
     "record_stages",
     "record_unschedulable",
@@ -90,6 +94,55 @@ class Outcome:
         )
 
 
+@dataclass(slots=True)
+class PopSize:
+    """How many pods the next batch pops: about as many as it can decide within its time
+    bound, so that few go back (each pod given back costs the queue a heap pop, a ``Popped``
+    and a heap push, and under load the bound ended most batches early: 24 370 give-backs for
+    20 000 pods at 500 nodes).
+
+    A batch decides its first pod whatever the time, then each next pod that starts before
+    ``popped_at + max_seconds``; after the refresh (``r`` seconds) each decision takes about
+    ``t``, so it decides ``max(1, ceil((max_seconds - r) / t))`` pods. ``r`` and ``t`` are
+    smoothed over recent batches (each new measure weighs :attr:`WEIGHT`). Until a batch has
+    been measured, or while a decision takes no time (``podium simulate``'s virtual clock),
+    the answer is ``max_pods``; while the refresh alone takes the bound, 1. Which pods come, and in which order, is the queue's as ever:
+    only how many.
+    """
+
+    max_pods: int
+    max_seconds: float
+    measured: bool = False
+    refresh: float = 0.0
+    decision: float = 0.0
+
+    WEIGHT = 0.25
+
+    def next(self) -> int:
+        """The ``max_pods`` of the next Pop."""
+        if not self.measured:
+            return self.max_pods
+        room = self.max_seconds - self.refresh
+        if room <= 0.0:
+            return 1
+        if self.decision <= 0.0:
+            return self.max_pods
+        return max(1, min(self.max_pods, math.ceil(room / self.decision)))
+
+    def observe(self, refresh: float, deciding: float, decided: int) -> None:
+        """A batch's refresh took ``refresh`` seconds, then ``decided`` pods took
+        ``deciding`` seconds (a batch that ended on a preemption is not a measure)."""
+        if decided < 1:
+            return
+        each = deciding / decided
+        if not self.measured:
+            self.measured, self.refresh, self.decision = True, refresh, each
+            return
+        w = self.WEIGHT
+        self.refresh += w * (refresh - self.refresh)
+        self.decision += w * (each - self.decision)
+
+
 def record_stages(attempt: Attempt, decision: Decision, deciding: float, decided: float) -> None:
     """A sampled attempt's filter, score and select spans, and its extender calls."""
     filtered = deciding + decision.filter_seconds
@@ -102,6 +155,24 @@ def record_stages(attempt: Attempt, decision: Decision, deciding: float, decided
     for extender, verb, outcome, start, end in decision.result.extender_calls:
         attributes = {EXTENDER: extender, RESULT: outcome}
         attempt.record(extender_span(verb), start, end, attributes)
+
+
+def fold_member(
+    snapshot: Snapshot, before: dict[str, NodeInfo], member: PodInfo, decision: Decision
+) -> PodInfo:
+    """Fold a placed member into ``snapshot``: its NodeInfo change (``before`` keeps each
+    node's NodeInfo before the batch's or the gang's first change to it) and its volume decision (into the
+    snapshot's objects). Returns the member as the cache's assume counts it. Shared by a batch
+    of pods (:mod:`podium.actors.cycle.scheduler`) and a batch of gangs
+    (:mod:`podium.actors.cycle.gang_cycle`)."""
+    node = decision.node
+    assert node is not None
+    assumed = assumed_pod(member, node)
+    before.setdefault(node, fold_assumed(snapshot, member, node, assumed=assumed))
+    snapshot.objects = fold_volume_decision(
+        snapshot.objects, node, decision.volumes, decision.provisions
+    )
+    return assumed
 
 
 def observe_stages(decision: Decision) -> None:

@@ -7,7 +7,9 @@ The containers a message holds (lists, dicts) are built before it is made and ne
 after it is sent, by its sender or anyone else. Fields may hold in-process objects the receiver
 only reads: PodInfo, NodeInfo and Snapshot instances are never mutated once sent (the node
 cache copies a NodeInfo before changing it; a Snapshot is lent to the filter actor and the
-score actor for one cycle, during which its owner, the scheduler, does not touch it).
+score actor for one cycle, during which its owner, the scheduler, does not touch it; for a
+run of a batch's pods, :class:`FilterRequest` ``run``, the filter actor folds each placed pod
+into it before the next is filtered, as the scheduler would have).
 Replies travel on one-shot channels carried in the request, opened with capacity 1 so the
 replier's ``send_nowait`` never blocks.
 
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     import trio
 
     from podium.actors.framework.interface import FilterPlugin, ScorePlugin
-    from podium.actors.framework.nodeinfo import PodInfo
+    from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
     from podium.actors.framework.nominated import NominatedPods
     from podium.actors.framework.result import ScheduleResult
     from podium.actors.framework.snapshot import Snapshot
@@ -377,6 +379,11 @@ class Decision(_Mail, frozen=True, kw_only=True):
     (``result.error``). ``volumes``/``provisions`` are the chosen node's volume decision.
     ``filter_seconds``/``score_seconds`` are the stages' durations (``score_seconds`` None when
     no scoring ran), for ``scheduler_framework_extension_point_duration_seconds``.
+
+    A decision of a run (:class:`FilterRequest` ``run``) also carries when the filter actor
+    started and finished deciding it (``started``, ``decided``: trio clock; 0 otherwise) and,
+    placed, the pod as it folded it into the snapshot and the cache's assume is to count it
+    (``assumed``).
     """
 
     pod: PodInfo
@@ -387,6 +394,9 @@ class Decision(_Mail, frozen=True, kw_only=True):
     provisions: list[str] = []
     filter_seconds: float = 0.0
     score_seconds: float | None = None
+    started: float = 0.0
+    decided: float = 0.0
+    assumed: PodInfo | None = None
 
 
 class FilterRequest(_Mail, frozen=True, kw_only=True):
@@ -396,6 +406,14 @@ class FilterRequest(_Mail, frozen=True, kw_only=True):
     ``dry`` (explain, simulate requests): do not advance the start index. ``explain``: keep
     every examined node's reasons and scores. ``nominated``: the queue's nominated pods (from
     :class:`Popped`), filtered with v1.14's two passes where they matter; only read.
+
+    A *run* (``before`` given: a batch's pods, not dry): ``pod``, then each pod of ``run`` in
+    turn, each decided after the one before it was placed and folded into ``snapshot`` by the
+    filter actor (:func:`~podium.actors.cycle.steps.fold_member`, ``before`` keeping each
+    node's NodeInfo before the batch's first fold on it: the scheduler's, lent with the
+    snapshot). The run stops after a pod that is not placed, and before a pod that would start
+    at or after ``until``; its decisions are answered together when it stops, in order, so
+    the scheduler is woken once a run rather than once a pod.
     """
 
     pod: PodInfo
@@ -404,6 +422,9 @@ class FilterRequest(_Mail, frozen=True, kw_only=True):
     explain: bool = False
     reply: trio.MemorySendChannel[Decision]
     nominated: NominatedPods | None = None
+    run: Sequence[PodInfo] = ()
+    until: float = float("inf")
+    before: dict[str, NodeInfo] | None = None
 
 
 class SetFilters(_Mail, frozen=True, kw_only=True):

@@ -456,7 +456,7 @@ class QueueActor:
             if change.kind in _VOLUME_KINDS and change.type == "Modified":
                 continue
             if change.type == "Bound" and isinstance(change.object, Pod):
-                return self.core.placed_cycle(PodInfo(change.object))
+                return self.core.placed_cycle(self.core.bound_info(change.object))
             return 0
         return 0
 
@@ -549,7 +549,7 @@ class QueueActor:
                     core.unassigned_member(info, now)
                     self._move_all("AssignedPodDelete", now)
             case "Bound":
-                info = PodInfo(pod)
+                info = core.bound_info(pod)
                 self.nominations.delete(key)
                 cycle = core.placed_cycle(info)
                 self._delete(info, now, bound=True)

@@ -75,6 +75,7 @@ from podium.actors.queue.entry import (
     required_pod_affinity_terms,
 )
 from podium.actors.queue.gangs import GangQueue, PoppedGang
+from podium.protocol.objects import Pod, pod_key
 
 __all__ = [
     "Nominations",
@@ -458,6 +459,24 @@ class SchedulingQueue(GangQueue):
             head.batch = first.cycle
             batch.append(queued)
         return batch, []
+
+    def bound_info(self, pod: Pod) -> PodInfo:
+        """``pod``, just bound, as the queue reads it: its key, uid, namespace, labels and
+        group. While it is in flight with the same uid, labels and annotations (a bind changes
+        none of them), that is its entry's PodInfo; otherwise a new one. A new PodInfo costs
+        ~8.6 us a pod under load for aggregates (requests, ports) the queue never reads of a
+        bound pod, and the entry's differs from it only in them, its ``spec.nodeName`` and
+        its status."""
+        e = self._in_flight.get(pod_key(pod))
+        if e is not None:
+            mine, theirs = e.pod.pod.metadata, pod.metadata
+            if (
+                mine.uid == theirs.uid
+                and mine.labels == theirs.labels
+                and mine.annotations == theirs.annotations
+            ):
+                return e.pod
+        return PodInfo(pod)
 
     def placed_cycle(self, pod: PodInfo) -> int:
         """The scheduling cycle of ``pod``'s pop while it is in flight (being bound), else 0:

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import trio
 import trio.testing
 from builders import make_node, make_pod
-from policies import plugins
+from policies import plugins, volume_binder
 from priority_harness import node_infos
 
 from podium.actors.cycle.filtering import FilterActor
-from podium.actors.cycle.generic_scheduler import FilterStage
+from podium.actors.cycle.generic_scheduler import FilterStage, ScoreStage
+from podium.actors.cycle.scoring import ScoreActor
 from podium.actors.framework.interface import FilterPlugin
-from podium.actors.framework.nodeinfo import PodInfo
+from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.snapshot import Snapshot
 from podium.actors.mail.messages import (
     Decision,
@@ -198,3 +199,84 @@ async def test_a_plugin_that_raises_fails_its_attempt_not_the_pool(
         )
         _, again = await h.filter(pod("web", cpu="1"), cluster("4"))
     assert isinstance(again, ScoreRequest) and again.feasible == [0]
+
+
+@asynccontextmanager
+async def with_scores(
+    filters: list[FilterPlugin],
+) -> AsyncIterator[trio.MemorySendChannel[FilterMsg]]:
+    """The filter actor beside a real score actor (LeastRequestedPriority), as in a daemon."""
+    _, scorers = plugins([], [("LeastRequestedPriority", 1)])
+    inbox_tx, inbox_rx = trio.open_memory_channel[FilterMsg](1024)
+    scorers_tx, scorers_rx = trio.open_memory_channel[ScoreMsg](1024)
+    pool = FilterActor(inbox_rx, scorers_tx, FilterStage(filters), rng=random.Random(1))
+    score = ScoreActor(scorers_rx, ScoreStage(scorers, rng=random.Random(1)), volume_binder())
+    with trio.fail_after(TIME_LIMIT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(score.run)
+            await nursery.start(pool.run)
+            async with inbox_tx:
+                yield inbox_tx
+
+
+async def _run(
+    inbox: trio.MemorySendChannel[FilterMsg],
+    pods: list[PodInfo],
+    snapshot: Snapshot,
+    before: dict[str, NodeInfo],
+    *,
+    until: float = float("inf"),
+) -> list[Decision]:
+    reply_to, answers = trio.open_memory_channel[Decision](len(pods))
+    inbox.send_nowait(
+        FilterRequest(
+            pod=pods[0], snapshot=snapshot, reply=reply_to, run=pods[1:], until=until, before=before
+        )
+    )
+    got = [await answers.receive()]
+    while True:
+        try:
+            got.append(answers.receive_nowait())
+        except trio.WouldBlock:
+            return got
+
+
+async def test_a_run_decides_each_pod_with_the_ones_before_it_folded_in(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Least requested first, on a 3-CPU node n0 and a 2-CPU node n1: a (1.5 CPU) goes to n0;
+    b (1.5 CPU) alone would too, but sees a folded in and goes to n1; c (0.4 CPU) sees both."""
+    filters, _ = plugins(FITS_RESOURCES)
+    pods = [pod(name, cpu="1500m") for name in "ab"] + [pod("c", cpu="400m")]
+    snapshot, before = cluster("3", "2"), {}
+    async with with_scores(filters) as inbox:
+        decisions = await _run(inbox, pods, snapshot, before)
+    assert [(d.pod, d.node) for d in decisions] == [
+        (pods[0], "n0"),
+        (pods[1], "n1"),
+        (pods[2], "n0"),
+    ]
+    # Each placed pod was folded into the snapshot, as the cache's assume will count it.
+    assert [d.assumed.key for d in decisions if d.assumed] == [
+        "default/a",
+        "default/b",
+        "default/c",
+    ]
+    assert snapshot.get("n0").requested.milli_cpu == 1900
+    assert sorted(before) == ["n0", "n1"]
+    # Each node as before the run's first fold on it.
+    assert (before["n0"].requested.milli_cpu, before["n1"].requested.milli_cpu) == (0, 0)
+
+
+async def test_a_run_stops_after_a_pod_that_fits_nowhere_and_before_its_time_bound(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    filters, _ = plugins(FITS_RESOURCES)
+    big, small = pod("big", cpu="3"), pod("small", cpu="100m")
+    async with with_scores(filters) as inbox:
+        stopped = await _run(inbox, [small, big, pod("after", cpu="100m")], cluster("2"), {})
+        # A bound already passed: only the run's first pod is decided.
+        late = await _run(inbox, [small, big], cluster("2"), {}, until=trio.current_time())
+    assert [(d.pod.name, d.node) for d in stopped] == [("small", "n0"), ("big", None)]
+    assert stopped[1].assumed is None and "Insufficient cpu" in (stopped[1].result.message or "")
+    assert [(d.pod.name, d.node) for d in late] == [("small", "n0")]

@@ -64,6 +64,7 @@ from podium.actors.mail.messages import (
     SnapshotRequest,
 )
 from podium.protocol import objects as o
+from podium.protocol.config import DEFAULT_BATCH_MAX_PODS
 from podium.protocol.errors import PolicyError
 from podium.store.mail import (
     Evict,
@@ -394,6 +395,25 @@ async def test_pods_a_batch_has_not_decided_when_its_time_bound_passes_go_back(
     ]
     (bound,) = h.peers.got("binder")
     assert [r.pod.key for r in bound.requests] == ["default/a"]
+
+
+async def test_a_batch_whose_refresh_took_its_time_bound_makes_the_next_pop_ask_for_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The next Pop asks for what the last batch showed fits in the bound: none of b and c
+    could be decided, so rather than popping 32 to give 31 back, it asks for one."""
+    a, b, c = (pod(name, cpu="100m") for name in "abc")
+    async with running(two_nodes(), batch_max_seconds=0.5) as h:
+        h.peers.snapshot_seconds = 1.0
+        h.to_pop.send_nowait(batch(a, b, c))
+        await h.reports.receive()
+        await trio.testing.wait_all_tasks_blocked()
+        h.to_pop.send_nowait(batch(b))
+        again = await h.reports.receive()
+        await trio.testing.wait_all_tasks_blocked()
+    assert (again.pod.key, again.status) == ("default/b", "scheduled")
+    pops = [m.max_pods for m in h.peers.got("queue") if isinstance(m, Pop)]
+    assert pops[:3] == [DEFAULT_BATCH_MAX_PODS, 1, 1]
 
 
 async def test_a_preemptor_after_the_first_pod_goes_back_and_ends_the_batch(

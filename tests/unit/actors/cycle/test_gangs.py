@@ -1,18 +1,19 @@
 """A gang's pure pieces (actors/cycle/gangs.py): its message, the nominations its members see,
-folding a member in and taking the gang's changes back out."""
+folding a member in (actors/cycle/steps.py, which the batches of pods share) and taking the
+gang's changes back out."""
 
 from __future__ import annotations
 
 from builders import make_node, make_pod
 
 from podium.actors.cycle.gangs import (
-    fold_member,
     gang_message,
     member_nominations,
     nominated_with,
     preemption_note,
     undo,
 )
+from podium.actors.cycle.steps import fold_member
 from podium.actors.framework.nodeinfo import NodeInfo, PodInfo
 from podium.actors.framework.nominated import NominatedPods
 from podium.actors.framework.result import ScheduleResult

@@ -807,3 +807,37 @@ def test_update_adding_gates_to_a_queued_pod_gates_it() -> None:
     make_unschedulable(q, pod("p"))
     q.update(pod("p"), gated("p", "x"), 1.0)
     assert (where(q, pod("p")), q.unschedulable_count) == ("gated", 0)
+
+
+def _bound(p: PodInfo, **labels: str) -> PodInfo:
+    """``p`` as its bind commits it: on a node, with a new revision (and ``labels`` if any)."""
+    b = make_pod(p.name).ns(p.namespace).uid(p.pod.metadata.uid).node("n1")
+    for key, value in {**p.labels, **labels}.items():
+        b.label(key, value)
+    return b.info()
+
+
+def test_a_bound_pod_in_flight_is_read_through_its_entrys_pod_info() -> None:
+    """The Bound of a pod in flight needs no new PodInfo: the entry's has its key, uid,
+    namespace, labels and group, which a bind does not change."""
+    q = SchedulingQueue()
+    a = pod("a")
+    q.add(a, 0.0)
+    assert q.pop(0.0) is not None
+    assert q.bound_info(_bound(a).pod) is a
+
+
+def test_a_bound_pod_not_in_flight_or_changed_gets_a_pod_info_of_its_own() -> None:
+    q = SchedulingQueue()
+    a, b, c = pod("a"), pod("b"), pod("c")
+    for p in (a, b, c):
+        q.add(p, 0.0)
+    # a stays active (not in flight), b is popped, c is popped then re-created (new uid).
+    assert popped_names(q) == ["a", "b", "c"]
+    q.cancel_pop(a.key)
+    recreated = make_pod("c").uid("uid-c2").node("n1").info()
+    relabelled = _bound(b, tier="web")
+    for bound, original in ((_bound(a), a), (relabelled, b), (recreated, c)):
+        got = q.bound_info(bound.pod)
+        assert got is not original
+        assert (got.key, got.pod, got.labels) == (bound.key, bound.pod, bound.pod.metadata.labels)
