@@ -300,6 +300,8 @@ class _Tail(trio.abc.Instrument):
         self.slow: list[dict[str, Any]] = []
         self.all_parts: collections.Counter[str] = collections.Counter()
         self._decisions: dict[str, tuple[float, float]] = {}
+        self._decision_cpu: dict[str, float] = {}
+        self.cpu_ms: list[float] = []
         self._batch: dict[str, float] = {}
         self._labels = _Steps()
         self._resumed = ""
@@ -395,29 +397,34 @@ class _Tail(trio.abc.Instrument):
         commit, report = Scheduler._commit, Scheduler._report
 
         async def timed_batch(sched: Any, pods: Any, popped_at: float, traces: Any) -> None:
-            tail._batch = {"popped_at": popped_at}
+            tail._batch = {"popped_at": popped_at, "popped_cpu": time.thread_time()}
             await batch(sched, pods, popped_at, traces)
 
         async def timed_refresh(sched: Any) -> Any:
             snapshot = await refresh(sched)
             tail._batch["refreshed"] = trio.current_time()
+            tail._batch["refreshed_cpu"] = time.thread_time()
             return snapshot
 
         async def timed_attempt(
             sched: Any, popped: Any, snapshot: Any, started: float, trace: Any
         ) -> Any:
+            cpu = time.thread_time()
             outcome = await attempt(sched, popped, snapshot, started, trace)
             if isinstance(outcome, Outcome) and outcome.status is None:
                 tail._decisions[popped.pod.key] = (started, outcome.finished)
+                tail._decision_cpu[popped.pod.key] = time.thread_time() - cpu
             return outcome
 
         async def timed_commit(sched: Any, outcomes: Any, *args: Any) -> None:
             tail._batch["committing"] = trio.current_time()
+            tail._batch["committing_cpu"] = time.thread_time()
             await commit(sched, outcomes, *args)
 
         async def timed_report(sched: Any, o: Any, **kwargs: Any) -> None:
             if "committed" not in tail._batch:
                 tail._batch["committed"] = trio.current_time()
+                tail._batch["committed_cpu"] = time.thread_time()
             if o.status == "scheduled" and kwargs.get("group") is None:
                 tail.attempted(o)
             await report(sched, o, **kwargs)
@@ -439,6 +446,20 @@ class _Tail(trio.abc.Instrument):
         deciding, decided = decision
         self.attempts += 1
         total = o.finished - o.started
+        # The attempt in the daemon thread's CPU (``time.thread_time``): its decision's, and
+        # its share of the refresh's and the assume's, each the thread's CPU over the part,
+        # whatever task ran it. Unlike the wall clock it does not count the time the thread
+        # waited for a CPU on a loaded machine (the round trips never wait for anything else).
+        n = (b["refreshed"] - b["popped_at"]) / max(deciding - o.started, 1e-12)
+        share = (o.finished - decided) / max(b["committed"] - b["committing"], 1e-12)
+        self.cpu_ms.append(
+            1000
+            * (
+                self._decision_cpu.pop(o.popped.pod.key, 0.0)
+                + (b["refreshed_cpu"] - b["popped_cpu"]) / max(n, 1.0)
+                + (b["committed_cpu"] - b["committing_cpu"]) * min(share, 1.0)
+            )
+        )
         parts = {
             "refresh share": deciding - o.started,
             "decision": decided - deciding,
@@ -468,6 +489,7 @@ class _Tail(trio.abc.Instrument):
         return {
             "threshold_ms": self.threshold * 1000,
             "attempts": self.attempts,
+            "cpu_ms": sorted(self.cpu_ms),
             "parts_ms": dict(self.all_parts),
             "decision_wall_ms": dict(self.all_decisions),
             "long_steps": {
@@ -518,6 +540,18 @@ def report_tail(tail_path: str) -> None:
         f"scheduled attempts: {attempts}, slower than {threshold:g} ms: {len(slow)} "
         f"({len(slow) / max(attempts, 1):.2%})"
     )
+    cpu_ms: list[float] = written.get("cpu_ms", [])
+    if cpu_ms:
+        quantiles = [
+            cpu_ms[min(len(cpu_ms) - 1, math.ceil(len(cpu_ms) * p / 100) - 1)]
+            for p in (50, 90, 99, 99.9)
+        ]
+        print(
+            "  in the daemon thread's CPU (no wait for a CPU): p50 {:.2f}, p90 {:.2f}, "
+            "p99 {:.2f}, p99.9 {:.2f} ms; over 2 ms: {:.2%}".format(
+                *quantiles, sum(1 for ms in cpu_ms if ms > threshold) / len(cpu_ms)
+            )
+        )
     if not slow:
         return
     n = len(slow)
@@ -572,9 +606,9 @@ def report_tail(tail_path: str) -> None:
         "and where it resumed:"
     )
     print("   steps  CPU ms a step  wall ms a step  where")
-    for where, (steps_n, cpu_ms, wall_ms) in sorted(
-        long_steps.items(), key=lambda kv: -kv[1][1]
-    )[:20]:
+    for where, (steps_n, cpu_ms, wall_ms) in sorted(long_steps.items(), key=lambda kv: -kv[1][1])[
+        :20
+    ]:
         print(f"  {steps_n:6.0f}  {cpu_ms / steps_n:13.3f}  {wall_ms / steps_n:14.3f}  {where}")
 
 
