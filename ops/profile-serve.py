@@ -42,8 +42,8 @@ What the slow attempts hold (docs/benchmarks.md, "what the slow attempts held"):
     kill -TERM %1; wait
     python ops/profile-serve.py --report-tail /tmp/tail.json
 
-keeps every task step's wall interval and CPU, and for each scheduled attempt slower than
-2 ms (as the scheduler times it: its share of the batch's refresh, its decision's round trip,
+(``--tail PATH --over MS serve ...``: another threshold) keeps every task step's wall
+interval and CPU, and for each scheduled attempt slower than 2 ms (as the scheduler times it: its share of the batch's refresh, its decision's round trip,
 its share of the assume) the steps that ran inside each part by task, trio's own time between
 steps, and the collections. The report gives the slow attempts' share and p99 (the
 instrument's own cost included: slower than ``podium bench``'s), each part's wall and CPU
@@ -216,20 +216,20 @@ class _TaskCpu(trio.abc.Instrument):
         }
 
 
-def serve_tasks(tasks_path: str, argv: list[str]) -> int:
-    """``podium serve`` with :class:`_TaskCpu` installed; written when the daemon stops."""
+def _serve_instrumented(instrument: Any, path: str, indent: int | None, argv: list[str]) -> int:
+    """``podium serve`` with ``instrument`` (a trio Instrument with ``on_gc`` and
+    ``written``) installed; what it has written to ``path`` when the daemon stops."""
     import podium.cli.serve as serve_cli
     from podium.cli.main import main
 
-    tasks = _TaskCpu()
     run = trio.run
 
     def instrumented(*args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("instruments", []).append(tasks)
+        kwargs.setdefault("instruments", []).append(instrument)
         return run(*args, **kwargs)
 
     def write() -> None:
-        Path(tasks_path).write_text(json.dumps(tasks.written(), indent=1))
+        Path(path).write_text(json.dumps(instrument.written(), indent=indent))
 
     exit_now = serve_cli._exit_now
 
@@ -237,12 +237,17 @@ def serve_tasks(tasks_path: str, argv: list[str]) -> int:
         write()
         return exit_now(code)
 
-    gc.callbacks.append(tasks.on_gc)
+    gc.callbacks.append(instrument.on_gc)
     trio.run = instrumented  # type: ignore[assignment] # the daemon's one trio.run
     serve_cli._exit_now = exit_after_writing  # type: ignore[assignment] # see serve()
     code = main(argv)
     write()
     return code
+
+
+def serve_tasks(tasks_path: str, argv: list[str]) -> int:
+    """``podium serve`` with :class:`_TaskCpu` installed; written when the daemon stops."""
+    return _serve_instrumented(_TaskCpu(), tasks_path, 1, argv)
 
 
 def report_tasks(tasks_path: str, pods: int) -> None:
@@ -502,33 +507,14 @@ class _Tail(trio.abc.Instrument):
 
 
 def serve_tail(tail_path: str, argv: list[str]) -> int:
-    """``podium serve`` with :class:`_Tail` installed; written when the daemon stops."""
-    import podium.cli.serve as serve_cli
-    from podium.cli.main import main
-
-    tail = _Tail(threshold=0.002)
+    """``podium serve`` with :class:`_Tail` installed; written when the daemon stops.
+    ``argv`` may start with ``--over MS``: the threshold (2 ms unless given)."""
+    threshold_ms = 2.0
+    if argv[:1] == ["--over"]:
+        threshold_ms, argv = float(argv[1]), argv[2:]
+    tail = _Tail(threshold=threshold_ms / 1000)
     tail.install()
-    run = trio.run
-
-    def instrumented(*args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("instruments", []).append(tail)
-        return run(*args, **kwargs)
-
-    def write() -> None:
-        Path(tail_path).write_text(json.dumps(tail.written()))
-
-    exit_now = serve_cli._exit_now
-
-    def exit_after_writing(code: int) -> Any:
-        write()
-        return exit_now(code)
-
-    gc.callbacks.append(tail.on_gc)
-    trio.run = instrumented  # type: ignore[assignment] # the daemon's one trio.run
-    serve_cli._exit_now = exit_after_writing  # type: ignore[assignment] # see serve()
-    code = main(argv)
-    write()
-    return code
+    return _serve_instrumented(tail, tail_path, None, argv)
 
 
 def report_tail(tail_path: str) -> None:

@@ -56,10 +56,10 @@ __all__ = ["COMMIT_STEP_CHANGES", "CacheActor"]
 
 log = logging.getLogger("podium.cache")
 
-COMMIT_STEP_CHANGES = 16
-"""A commit's changes applied in one trio step at most (a bound pod's confirmation ~7 us, a
-pending pod's ~0.5: a bind batch's confirmations were one 0.5 ms step; docs/benchmarks.md,
-"what the slow attempts held")."""
+COMMIT_STEP_CHANGES = 8
+"""A commit's changes applied in one trio step at most (the confirmation of an assumed pod
+~18 us, a bound pod it did not assume ~7, a pending pod ~0.5: a bind batch's confirmations
+were one step of ~0.6 ms; docs/benchmarks.md, "what the slow attempts held")."""
 
 
 class CacheActor:
