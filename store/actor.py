@@ -467,6 +467,12 @@ class StoreActor:
         changes, replies, behind, ahead = self._apply(batch)
         self._commit_seconds = 0.0
         if changes:
+            # The batch applied and its rows encoded (the durability's commit, up to its
+            # hand-over) are two trio steps, not one: a bind batch's were ~1.3 ms together,
+            # waited for whole by a decision in flight (docs/benchmarks.md, "what the slow
+            # attempts held"). A schedule point, not a cancel point: between the two, the core
+            # holds the batch uncommitted, as it does while the durability commits.
+            await trio.lowlevel.cancel_shielded_checkpoint()
             started = time.perf_counter()
             # Shielded: a commit handed over finishes anyway; waiting for it lets its replies go.
             refused: CommitRefused | None = None

@@ -47,14 +47,19 @@ from podium.actors.mail.messages import (
     Forget,
     SnapshotRequest,
 )
-from podium.actors.runtime.mailbox import receive_batch, reply
+from podium.actors.runtime.mailbox import StepBudget, receive_batch, reply
 from podium.protocol import metrics
 from podium.protocol.errors import CacheStateError
 from podium.store.mail import Committed, Recovered
 
-__all__ = ["CacheActor"]
+__all__ = ["COMMIT_STEP_CHANGES", "CacheActor"]
 
 log = logging.getLogger("podium.cache")
+
+COMMIT_STEP_CHANGES = 8
+"""A commit's changes applied in one trio step at most (the confirmation of an assumed pod
+~18 us, a bound pod it did not assume ~7, a pending pod ~0.5: a bind batch's confirmations
+were one step of ~0.6 ms; docs/benchmarks.md, "what the slow attempts held")."""
 
 
 class CacheActor:
@@ -87,7 +92,8 @@ class CacheActor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the mailbox until every sender has closed it.
 
-        Cancellation: safe at any await; every message is handled whole between two awaits.
+        Cancellation: safe at any await; every message is handled whole between two awaits
+        (a long commit's pauses are schedule points, not cancel points: StepBudget).
         """
         async with self._inbox:
             task_status.started()
@@ -96,17 +102,23 @@ class CacheActor:
                 batch = await receive_batch(self._inbox, deadline=self.core.next_deadline())
                 if batch is None:
                     return
+                # A commit of many bound pods is confirmed a few changes a step, so a decision
+                # in flight waits for a few of them, not all (mailbox.py's StepBudget).
+                budget = StepBudget(COMMIT_STEP_CHANGES)
                 for msg in batch:
-                    self._handle(msg)
+                    await self._handle(msg, budget)
                 self._expire(trio.current_time())
                 core = self.core
                 metrics.set_cache_size(
                     nodes=core.node_count, pods=core.pod_count, assumed_pods=core.assumed_count
                 )
 
-    def _handle(self, msg: CacheMsg) -> None:
+    async def _handle(self, msg: CacheMsg, budget: StepBudget) -> None:
         match msg:
             case Committed():
+                # Every change at the commit's ``now``, in order; no request (a snapshot, an
+                # assume) is answered before the last one, as the mailbox is read only between
+                # messages.
                 now = trio.current_time()
                 for change in msg.changes:
                     try:
@@ -120,6 +132,7 @@ class CacheActor:
                             change.name,
                             exc,
                         )
+                    await budget.spend()
             case Recovered():
                 self.core.recover(msg.objects)
             case SnapshotRequest():

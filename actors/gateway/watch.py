@@ -85,9 +85,11 @@ PAGE = 1000
 PAGE_STALL_SECONDS = 5.0
 """A watch reading the log on disk whose connection has no room for its next page this long
 (its client reads nothing) is cut off with ``overloaded``."""
-FORWARD_CHUNK = 128
-"""Events a watch's forwarder encodes and hands its writer in one go (a task step of well under
-a millisecond), so a large commit does not hold every other actor up while it is encoded."""
+FORWARD_CHUNK = 32
+"""Events a watch's forwarder encodes and hands its writer in one go (~4 us each: a task step
+of ~0.12 ms), so a large commit does not hold every other actor up while it is encoded (at 128
+such steps were a third of the daemon's steps over 0.3 ms: docs/benchmarks.md, "what the slow
+attempts held")."""
 PAGE_POLL_SECONDS = 0.02
 """How often a watch waiting for room looks at its connection's outbox."""
 

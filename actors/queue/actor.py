@@ -109,7 +109,7 @@ from podium.actors.mail.messages import (
 )
 from podium.actors.queue.batching import batch_max_pods
 from podium.actors.queue.core import Nominations, QueueName, SchedulingQueue
-from podium.actors.runtime.mailbox import receive_batch, reply
+from podium.actors.runtime.mailbox import StepBudget, receive_batch, reply
 from podium.protocol import metrics
 from podium.protocol.objects import (
     Node,
@@ -129,6 +129,7 @@ if TYPE_CHECKING:
     from podium.protocol.objects import KubeObject
 
 __all__ = [
+    "COMMIT_STEP_CHANGES",
     "DEFAULT_SCHEDULER_NAME",
     "QueueActor",
     "is_pending",
@@ -221,6 +222,11 @@ def node_scheduling_properties_changed(new: Node, old: Node) -> bool:
 MAX_LINKS = 4
 """Trace carriers kept per pending pod (the latest requests that put it)."""
 
+COMMIT_STEP_CHANGES = 8
+"""A commit's changes handled in one trio step at most (6-10 us each: a Put of 500 pods was
+one 5 ms step, a bind batch's Bound changes 0.6 ms; docs/benchmarks.md, "what the slow
+attempts held")."""
+
 
 class QueueActor:
     """Runs a :class:`SchedulingQueue` fed by the store's changes.
@@ -284,8 +290,11 @@ class QueueActor:
             batch = await receive_batch(self._inbox, deadline=core.next_deadline())
             if batch is None:
                 return
+            # A commit of hundreds of pods is taken a few changes a step, so a decision in
+            # flight waits for a few of them, not all (mailbox.py's StepBudget).
+            budget = StepBudget(COMMIT_STEP_CHANGES)
             for msg in batch:
-                self._handle(msg)
+                await self._handle(msg, budget)
             now = trio.current_time()
             moved = core.flush_backoff_completed(now)
             if moved:
@@ -367,17 +376,20 @@ class QueueActor:
 
     # ------------------------------------------------------------------ mail
 
-    def _handle(self, msg: QueueMsg) -> None:
+    async def _handle(self, msg: QueueMsg, budget: StepBudget) -> None:
         now = trio.current_time()
         match msg:
             case Recovered(objects=objects):
                 self._recover(objects, now)
             case Committed(changes=changes):
+                # Every change of the commit at the commit's ``now``, in order; nothing else
+                # reaches the queue before the last one (a Pop is answered after the batch).
                 for i, change in enumerate(changes):
                     if change.kind in _VOLUME_KINDS and change.type == "Modified":
                         self._apply(change, now, self._binding_cycle(changes, i))
                     else:
                         self._apply(change, now)
+                    await budget.spend()
             case Pop():
                 if self._parked is not None:
                     # One Pop at a time; a requester that gave up and asked again replaces it.

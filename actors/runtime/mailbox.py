@@ -10,6 +10,13 @@ message takes everything else already waiting with :func:`drain` before it await
 (:func:`receive_batch` does both).
 Replies go on one-shot channels of capacity 1 that the requester opened (:func:`ask` opens
 them); a requester that went away (its channel closed) is not an error of the replier.
+
+Draining makes some messages long: a commit of 500 pods handled in one step holds trio's
+thread for milliseconds, and a pod's decision, which waits for three hops (scheduler ->
+filter actor -> score actor -> scheduler, each letting every runnable task take one step),
+waits for it whole. An actor that handles such a message counts the work with
+:class:`StepBudget` and lets the others run between its parts (ops/profile-serve.py
+``--tail`` shows what ran inside the slow attempts: docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import TypeVar
 
 import trio
 
-__all__ = ["ask", "drain", "receive_batch", "reply", "send"]
+__all__ = ["StepBudget", "ask", "drain", "receive_batch", "reply", "send"]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -113,3 +120,39 @@ async def receive_batch(
     except trio.EndOfChannel:
         return None
     return [first, *drain(mailbox, None if limit is None else limit - 1)]
+
+
+class StepBudget:
+    """Long work taken as several short trio steps: every ``size`` units of it (a commit's
+    changes), the other runnable tasks take a step before the rest is done.
+
+    The pause is a schedule point, not a cancel point
+    (:func:`trio.lowlevel.cancel_shielded_checkpoint`): the message being handled is still
+    handled whole, its last part in the order given, before a cancellation or any other
+    message reaches the actor (it reads its mailbox only between messages). What another task
+    can see in between is only what the actor has sent; its state is its own.
+
+    Args:
+        size: the units of work one step takes at most (at least 1).
+
+    Raises:
+        ValueError: ``size`` is below 1.
+    """
+
+    __slots__ = ("_done", "size")
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"StepBudget size must be at least 1, got {size}")
+        self.size = size
+        self._done = 0
+
+    async def spend(self, units: int = 1) -> None:
+        """Count ``units`` of work done; once ``size`` are done since the last pause, pause.
+
+        Cancellation: none here (a schedule point only); the caller's next await delivers it.
+        """
+        self._done += units
+        if self._done >= self.size:
+            self._done = 0
+            await trio.lowlevel.cancel_shielded_checkpoint()

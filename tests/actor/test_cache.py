@@ -11,7 +11,7 @@ import trio
 import trio.testing
 from builders import make_node, make_pod
 
-from podium.actors.cache.actor import CacheActor
+from podium.actors.cache.actor import COMMIT_STEP_CHANGES, CacheActor
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.mail.messages import (
     Assume,
@@ -134,6 +134,43 @@ def bound(p: o.Pod, revision: int = 2) -> Change:
         object=p,
         node=p.spec.node_name,
     )
+
+
+async def test_a_large_commit_is_applied_in_steps_and_a_snapshot_sees_it_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A commit of many bound pods is applied a few changes a trio step (other tasks run
+    between); a snapshot asked for while it is half applied is answered after its last change,
+    with every pod on the node in the commit's order."""
+    pods = [pod(f"p{i:03}", on="n1") for i in range(10 * COMMIT_STEP_CHANGES + 3)]
+    send, recv = trio.open_memory_channel[CacheMsg](1024)
+    actor = CacheActor(recv)
+    seen: list[int] = []
+    answer: list[SnapshotDelta] = []
+
+    async def snapshot_while_applying() -> None:
+        while (applied := actor.core.pod_count) < len(pods):
+            seen.append(applied)
+            if applied and not answer:
+                answer.append(await Client(send).delta(0))
+                return
+            await trio.lowlevel.checkpoint()
+
+    with trio.fail_after(TIME_LIMIT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run)
+            send.send_nowait(Recovered(revision=1, objects=[node("n1", cpu="100")]))
+            Client(send).commit(*[bound(p, revision=2 + i) for i, p in enumerate(pods)])
+            async with trio.open_nursery() as watching:
+                watching.start_soon(snapshot_while_applying)
+            send.close()
+    # The request went while the commit was partly applied (a multiple of the step's changes) ...
+    assert seen[-1] % COMMIT_STEP_CHANGES == 0 and 0 < seen[-1] < len(pods)
+    # ... and its answer holds the whole commit, in order.
+    (delta,) = answer
+    (n1,) = delta.nodes
+    assert [p.pod.metadata.name for p in n1.pods] == [p.metadata.name for p in pods]
+    assert trio.current_time() == 0.0
 
 
 EXPIRED = (

@@ -27,7 +27,11 @@ from podium.actors.mail.messages import (
     QueueStatsReply,
     Requeue,
 )
-from podium.actors.queue.actor import is_pending, node_scheduling_properties_changed
+from podium.actors.queue.actor import (
+    COMMIT_STEP_CHANGES,
+    is_pending,
+    node_scheduling_properties_changed,
+)
 from podium.protocol import objects as o
 from podium.store.mail import Change, Recovered
 
@@ -287,6 +291,37 @@ async def test_pod_updated_in_flight_is_requeued_in_its_latest_version(
         await h.requeue(got, "unschedulable")
         again = await h.popped()
         assert again.pod.pod == newer and trio.current_time() == 0.0
+
+
+async def test_a_large_commit_is_added_in_steps_and_popped_only_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A commit of many pods is taken a few changes a trio step (other tasks run between),
+    each at the commit's time, in order; a Pop sent while it is half added is answered after
+    the last change, with every pod in the order one-by-one handling gives."""
+    pods = [pending(f"p{i:03}") for i in range(10 * COMMIT_STEP_CHANGES + 3)]
+    async with running() as h:
+        seen: list[int] = []
+        answer: list[PoppedBatch | QueueIdle] = []
+
+        async def pop_while_adding() -> None:
+            while (active := h.actor.core.active_count) < len(pods):
+                seen.append(active)
+                if active and not answer:
+                    answer.append(await h.pop_answer(len(pods)))
+                    return
+                await trio.lowlevel.checkpoint()
+
+        h.commit(*[change("Added", p) for p in pods])
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pop_while_adding)
+    # The Pop went while the commit was partly added (a multiple of the step's changes) ...
+    assert seen[-1] % COMMIT_STEP_CHANGES == 0 and 0 < seen[-1] < len(pods)
+    # ... and got the whole commit, in arrival order.
+    (got,) = answer
+    assert isinstance(got, PoppedBatch)
+    assert [p.pod.pod.metadata.name for p in got.pods] == [p.metadata.name for p in pods]
+    assert trio.current_time() == 0.0
 
 
 def unbound(name: str) -> o.Pod:

@@ -145,6 +145,26 @@ async def test_one_commit_per_batch_before_its_publication_and_replies(
     assert durability.calls == ["load", "commit", "close"]
 
 
+async def test_a_batch_is_applied_and_handed_to_the_component_in_two_steps(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Other tasks run between the core's apply of a batch and the durability's commit (whose
+    rows are encoded before its hand-over), so a decision in flight waits for half of it; the
+    replies and the publication still follow the commit."""
+    durability = FakeDurability()
+    async with running(durability) as h:
+        writes = [_write(f"n{i}") for i in range(3)]
+        for msg, _ in writes:
+            h.inbox.send_nowait(msg)
+        seen: list[tuple[int, bool]] = []
+        while not durability.commits:
+            seen.append((h.store.core.revision, "commit" in durability.calls))
+            await trio.lowlevel.checkpoint()
+        assert (3, False) in seen  # applied, not yet handed over
+        assert [(await rx.receive()).revision for _, rx in writes] == [1, 2, 3]
+        assert durability.commits == [[1, 2, 3]]
+
+
 async def test_a_batch_waits_out_the_commit_window_after_the_previous_one(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

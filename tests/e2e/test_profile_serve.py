@@ -1,5 +1,6 @@
-"""``ops/profile-serve.py`` end to end: a real daemon under cProfile and the task-step
-instrument, a tiny bench against it, then the report (docs/benchmarks.md "Where the time
+"""``ops/profile-serve.py`` end to end: a real daemon under cProfile, the task-step
+instrument, the CPU by task and the slow attempts' breakdown, a tiny bench against it, then
+the report (docs/benchmarks.md "Where the time
 goes" is made with it)."""
 
 from __future__ import annotations
@@ -82,6 +83,32 @@ def test_the_cpu_by_task_is_written_when_the_daemon_stops(tmp_path: Path) -> Non
     assert any("steps a pod:" in line for line in lines), report.stdout
 
 
+def test_what_ran_inside_each_slow_attempt_is_written_when_the_daemon_stops(
+    tmp_path: Path,
+) -> None:
+    tail = tmp_path / "tail.json"
+    # Over 0 ms: every attempt is broken down.
+    _serve_a_small_bench(tmp_path, "--tail", str(tail), "--over", "0")
+    written = json.loads(tail.read_text())
+    assert written["attempts"] == 1050 == len(written["slow"]) == len(written["cpu_ms"])
+    for attempt in written["slow"]:
+        parts = attempt["parts_ms"]
+        assert abs(sum(parts.values()) - attempt["ms"]) < 1e-6, attempt
+        # The decision is the FilterRequest's round trip: the filter actor's and the score
+        # actor's steps ran inside it, and no step ran longer than the decision.
+        inside = attempt["decision"]
+        assert {"FilterActor.run", "ScoreActor.run"} <= inside["wall_ms"].keys(), inside
+        assert inside["longest_step"][0] <= inside["ms"] + 1e-6
+    report = subprocess.run(
+        [sys.executable, str(SCRIPT), "--report-tail", str(tail)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    lines = report.stdout.splitlines()
+    assert lines[0] == "scheduled attempts: 1050, slower than 0 ms: 1050 (100.00%)"
+    assert any(line.endswith("decision FilterActor.run") for line in lines), report.stdout
+
+
 def test_help_shows_how_to_run_it() -> None:
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, check=False
@@ -89,3 +116,4 @@ def test_help_shows_how_to_run_it() -> None:
     assert done.returncode == 0, done.stderr
     assert "--report" in done.stdout and "podium bench --server" in done.stdout
     assert "--tasks" in done.stdout and "--report-tasks" in done.stdout
+    assert "--tail" in done.stdout and "--report-tail" in done.stdout
