@@ -230,8 +230,10 @@ class Snapshot:
         """Swap in a changed NodeInfo (same name), keeping the columns in step.
 
         A NodeInfo holding the very pods and Node object of the one in the snapshot (the
-        cache's after an assume the scheduler folded in itself) is not swapped in: nothing
-        changed. One that differs only in what no predicate or priority reads
+        cache's after an assume the scheduler folded in itself, or a node whose one pod came
+        and went) takes the old one's place and nothing else: no predicate or priority can
+        tell them apart, so no row is stamped and the journal has nothing to follow, but the
+        snapshot holds the cache's NodeInfo (its generation) as a full snapshot would. One that differs only in what no predicate or priority reads
         (:func:`~podium.actors.framework.nodeinfo.same_for_scheduling`: a confirmed binding)
         is swapped in, so preemption and the extenders see the store's pod, but its row is not
         stamped changed (:meth:`NodeColumns.replace_row`): the equivalence classes' verdicts
@@ -244,7 +246,12 @@ class Snapshot:
             # kept against this journal is void.
             self._init_journal()
         elif old.node is info.node and old.pods == info.pods:
-            return  # PodInfo has no __eq__: the same pods, by identity, in the same order
+            # PodInfo has no __eq__: the same pods, by identity, in the same order.
+            self.node_infos[self._position(info.name)] = info
+            self.by_name[info.name] = info
+            if self._with_affinity is not None and info.pods_with_affinity:
+                self._with_affinity[info.name] = info
+            return
         else:
             unseen = same_for_scheduling(old, info)
             self._journal.append((old, info))

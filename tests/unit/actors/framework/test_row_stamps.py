@@ -68,13 +68,38 @@ def test_the_cache_s_assume_of_a_folded_pod_stamps_no_row() -> None:
     version, stamps = cols.version, cols.row_version.copy()
     mine, journal = snapshot.by_name["n1"], snapshot.journal_position
 
-    _refresh(cache, snapshot)
+    delta = cache.snapshot_since(snapshot.generation)
+    assert apply_delta(snapshot, delta) is snapshot
 
-    assert cache.dump().nodes["n1"] is not mine  # the cache's own NodeInfo came in the delta
-    assert snapshot.by_name["n1"] is mine  # ... and the snapshot kept its equal one
+    (theirs,) = (info for info in delta.nodes if info.name == "n1")
+    assert theirs is not mine  # the cache's own NodeInfo came in the delta
+    assert theirs.pods == mine.pods  # ... holding the very PodInfos the fold made
+    # The snapshot holds the cache's (its generation, as a full snapshot would) ...
+    assert snapshot.by_name["n1"] is theirs
+    assert snapshot.node_infos[snapshot._position("n1")] is theirs
+    # ... but no row is stamped and the affinity counts have nothing to follow.
     assert cols.version == version
     assert cols.row_version.tolist() == stamps.tolist()
-    assert snapshot.journal_position == journal  # nothing changed for the affinity counts
+    assert snapshot.journal_position == journal
+
+
+def test_a_pod_that_came_and_went_leaves_the_cache_s_node_info_and_no_stamp() -> None:
+    """A node's one pod added and removed between two refreshes: the cache's NodeInfo holds
+    the same (no) pods and Node object as the snapshot's, with a newer generation; the
+    snapshot takes it, as a full snapshot would (found by test_cache_state_machine)."""
+    cache, snapshot = _cache_and_snapshot()
+    stamps = snapshot.columns.row_version.copy()
+    cache.add_pod(_bound(_pod("brief"), "n3"))
+    cache.remove_pod(_bound(_pod("brief"), "n3"))
+
+    delta = cache.snapshot_since(snapshot.generation)
+    assert apply_delta(snapshot, delta) is snapshot
+
+    (theirs,) = (info for info in delta.nodes if info.name == "n3")
+    assert snapshot.by_name["n3"] is theirs
+    full = apply_delta(None, cache.snapshot_since(0))
+    assert snapshot.by_name["n3"].generation == full.by_name["n3"].generation
+    assert snapshot.columns.row_version.tolist() == stamps.tolist()
 
 
 def test_the_store_s_confirmation_swaps_the_pod_in_without_stamping_the_row() -> None:
