@@ -9,8 +9,13 @@
   and asserts nothing of what other tests put there (a daemon start costs 1–2 s; a test that
   kills, restarts, counts objects, watches from revision 0 or schedules onto "every node"
   keeps its own ``daemon``). Stopped and checked as ``start_daemon``'s after the module.
-- ``etcd_member``: one etcd member for the session, started when a test first asks for it.
+- ``etcd_member``: one etcd member for the session (for each pytest-xdist worker), started when
+  a test first asks for it.
 - ``store_backend``: SQLite and etcd in turn (the store tests run on both).
+
+pyproject's addopts run the tests on two pytest-xdist workers, each taking whole files
+(``--dist loadfile``), so a module-scoped fixture starts once as in a serial run; ``-n 0`` runs
+them in one process (docs/testing.md).
 
 ``PODIUM_SOAK=1`` turns every long run to its long form (tests/support/long_runs.py) before
 any test module reads its variables.
@@ -70,8 +75,8 @@ def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 @pytest.fixture(scope="session")
 def etcd_member(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluster]:
-    """One etcd member for the session (tests/support/etcd_servers.py); each test keeps its
-    keys under a prefix of its own."""
+    """One etcd member for the session, one a worker under pytest-xdist
+    (tests/support/etcd_servers.py); each test keeps its keys under a prefix of its own."""
     cluster = EtcdCluster(tmp_path_factory.mktemp("etcd"), 1).start()
     try:
         yield cluster
