@@ -305,7 +305,6 @@ class _Tail(trio.abc.Instrument):
         self.slow: list[dict[str, Any]] = []
         self.all_parts: collections.Counter[str] = collections.Counter()
         self._decisions: dict[str, tuple[float, float]] = {}
-        self._decision_cpu: dict[str, float] = {}
         self.cpu_ms: list[float] = []
         self._batch: dict[str, float] = {}
         self._labels = _Steps()
@@ -412,13 +411,13 @@ class _Tail(trio.abc.Instrument):
             return snapshot
 
         async def timed_attempt(
-            sched: Any, popped: Any, snapshot: Any, started: float, trace: Any
+            sched: Any, popped: Any, snapshot: Any, started: float, trace: Any, *decided: Any
         ) -> Any:
-            cpu = time.thread_time()
-            outcome = await attempt(sched, popped, snapshot, started, trace)
+            # The pod's decision (from ``started`` to ``decided``) is already made: by the run
+            # of the batch it came in (filter actor -> score actor, folded there), or alone.
+            outcome = await attempt(sched, popped, snapshot, started, trace, *decided)
             if isinstance(outcome, Outcome) and outcome.status is None:
                 tail._decisions[popped.pod.key] = (started, outcome.finished)
-                tail._decision_cpu[popped.pod.key] = time.thread_time() - cpu
             return outcome
 
         async def timed_commit(sched: Any, outcomes: Any, *args: Any) -> None:
@@ -460,7 +459,7 @@ class _Tail(trio.abc.Instrument):
         self.cpu_ms.append(
             1000
             * (
-                self._decision_cpu.pop(o.popped.pod.key, 0.0)
+                sum(self._inside(deciding, decided)["cpu_ms"].values()) / 1000
                 + (b["refreshed_cpu"] - b["popped_cpu"]) / max(n, 1.0)
                 + (b["committed_cpu"] - b["committing_cpu"]) * min(share, 1.0)
             )
