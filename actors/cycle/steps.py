@@ -125,9 +125,12 @@ class PopSize:
         room = self.max_seconds - self.refresh
         if room <= 0.0:
             return 1
-        if self.decision <= 0.0:
+        if room >= self.decision * self.max_pods:
+            # Every pod it may take fits in the bound (also: no time bound, ``inf``; or a
+            # decision that takes no time, ``podium simulate``'s virtual clock), and the
+            # quotient below could overflow.
             return self.max_pods
-        return max(1, min(self.max_pods, math.ceil(room / self.decision)))
+        return max(1, math.ceil(room / self.decision))
 
     def observe(self, refresh: float, deciding: float, decided: int) -> None:
         """A batch's refresh took ``refresh`` seconds, then ``decided`` pods took

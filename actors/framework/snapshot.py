@@ -247,8 +247,12 @@ class Snapshot:
             self._init_journal()
         elif old.node is info.node and old.pods == info.pods:
             # PodInfo has no __eq__: the same pods, by identity, in the same order.
-            self.node_infos[self._position(info.name)] = info
+            i = self._position(info.name)
+            self.node_infos[i] = info
             self.by_name[info.name] = info
+            if self._columns is not None:
+                # The row points at the snapshot's NodeInfo (spreading's window reads it so).
+                self._columns.replace_row(i, info)
             if self._with_affinity is not None and info.pods_with_affinity:
                 self._with_affinity[info.name] = info
             return

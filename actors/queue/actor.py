@@ -268,8 +268,10 @@ class QueueActor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the mailbox until it is closed.
 
-        Cancellation: safe at any point; a cancelled wait loses no mail (trio memory channels),
-        and nothing is held half-updated across an ``await``.
+        Cancellation: safe at any point; a cancelled wait loses no mail (trio memory channels).
+        A long commit is taken in steps (:class:`~podium.actors.runtime.mailbox.StepBudget`):
+        its pauses are schedule points, never cancel points, and no message is read until the
+        commit is whole, so no other task sees the queue half-updated.
         """
         async with self._inbox:
             self.core.start(trio.current_time())

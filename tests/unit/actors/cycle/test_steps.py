@@ -40,3 +40,28 @@ def test_each_new_batch_moves_the_measure_by_its_weight() -> None:
     size.observe(refresh=0.0, deciding=0.001, decided=1)  # 1 ms a pod
     assert size.decision == pytest.approx(0.002 + PopSize.WEIGHT * (0.001 - 0.002))
     assert size.next() == 12  # ceil(20 / 1.75)
+
+
+@pytest.mark.parametrize(
+    ("max_seconds", "decision"),
+    [
+        (float("inf"), 0.01),  # batchMaxSeconds: .inf in a config file: no time bound
+        (1e308, 0.001),  # a quotient that overflows a float
+        (0.05, 2.5e-310),  # a decision worn down to a subnormal by zero-time batches
+    ],
+)
+def test_a_bound_with_room_for_every_pod_pops_the_most_without_overflowing(
+    max_seconds: float, decision: float
+) -> None:
+    """The review's case: `math.ceil(inf)` raised OverflowError in the scheduler's Pop."""
+    size = PopSize(max_pods=32, max_seconds=max_seconds)
+    size.observe(refresh=0.001, deciding=decision, decided=1)
+    assert size.next() == 32
+
+
+def test_zero_time_batches_after_a_measured_one_keep_popping_the_most() -> None:
+    size = PopSize(max_pods=32, max_seconds=0.05)
+    size.observe(refresh=0.0, deciding=0.01, decided=1)
+    for _ in range(3000):
+        size.observe(refresh=0.0, deciding=0.0, decided=5)
+    assert size.next() == 32

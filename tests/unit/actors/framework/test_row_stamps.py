@@ -75,8 +75,10 @@ def test_the_cache_s_assume_of_a_folded_pod_stamps_no_row() -> None:
     assert theirs is not mine  # the cache's own NodeInfo came in the delta
     assert theirs.pods == mine.pods  # ... holding the very PodInfos the fold made
     # The snapshot holds the cache's (its generation, as a full snapshot would) ...
+    row = snapshot._position("n1")
     assert snapshot.by_name["n1"] is theirs
-    assert snapshot.node_infos[snapshot._position("n1")] is theirs
+    assert snapshot.node_infos[row] is theirs
+    assert cols.infos[row] is theirs  # spreading's window checks the two agree
     # ... but no row is stamped and the affinity counts have nothing to follow.
     assert cols.version == version
     assert cols.row_version.tolist() == stamps.tolist()
