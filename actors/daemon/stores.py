@@ -154,8 +154,14 @@ async def lead(replica: Replica, scheduler: trio.MemorySendChannel[SchedulerMsg]
         metrics.LEADER.set(1)
         metrics.MASTER_STATUS.labels(name=name).set(1)
         metrics.LEADER_TRANSITIONS.inc()
+        try:
+            await send(scheduler, BeginScheduling())
+        except trio.BrokenResourceError:
+            # The scheduler has stopped: the daemon is shutting down (a SIGTERM came while
+            # this replica was elected). Nothing to lead: resign below.
+            log.info("elected while shutting down: resigning")
+            return
         log.info("leading: scheduling begins")
-        await send(scheduler, BeginScheduling())
         await election.hold()
     finally:
         metrics.LEADER.set(0)

@@ -4,9 +4,15 @@
 
 from __future__ import annotations
 
-import pytest
+from types import SimpleNamespace
+from typing import Any, cast
 
-from podium.actors.daemon.stores import Replica, replica_of, store_factory
+import pytest
+import trio
+import trio.testing
+
+from podium.actors.daemon.stores import Replica, lead, replica_of, store_factory
+from podium.actors.mail.messages import BeginScheduling, SchedulerMsg
 from podium.protocol.config import LeaderElectionSettings, PodiumSettings, SchedulerConfig
 from podium.store.etcd.election import LeaderRecord
 
@@ -59,3 +65,58 @@ def test_a_store_that_is_not_a_store_url_is_refused() -> None:
     config = SchedulerConfig(podium=PodiumSettings(store="http://127.0.0.1:2379"))
     with pytest.raises(ValueError, match="the store is sqlite://PATH or etcd://HOST:PORT/PREFIX"):
         store_factory(config)
+
+
+class _Election:
+    """What :func:`lead` uses of a LeaderElection: elected at once, holding until cancelled."""
+
+    key = b"team-a/leader"
+    fence = object()
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def campaign(self) -> None:
+        self.calls.append("campaign")
+
+    async def hold(self) -> None:
+        self.calls.append("hold")
+        await trio.sleep_forever()
+
+    async def resign(self) -> None:
+        self.calls.append("resign")
+
+    async def aclose(self) -> None:
+        self.calls.append("aclose")
+
+
+class _Store:
+    async def promote(self) -> None:
+        pass
+
+
+async def test_elected_as_the_daemon_shuts_down_the_replica_resigns_without_a_traceback() -> None:
+    """A SIGTERM as this replica wins: the scheduler has stopped and closed its mailbox before
+    the lead could begin scheduling (a gang failover test's daemon once exited 1 with
+    BrokenResourceError here)."""
+    election = _Election()
+    replica = Replica(cast(Any, election))
+    replica.store, replica.durability = cast(Any, _Store()), cast(Any, SimpleNamespace())
+    scheduler, inbox = trio.open_memory_channel[SchedulerMsg](1)
+    inbox.close()
+    await lead(replica, scheduler)
+    assert election.calls == ["campaign", "resign", "aclose"]
+    assert replica.durability.fence is election.fence
+
+
+async def test_elected_the_replica_begins_scheduling_and_holds_the_lead(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    election = _Election()
+    replica = Replica(cast(Any, election))
+    replica.store, replica.durability = cast(Any, _Store()), cast(Any, SimpleNamespace())
+    scheduler, inbox = trio.open_memory_channel[SchedulerMsg](1)
+    with trio.move_on_after(1):
+        await lead(replica, scheduler)
+    assert isinstance(inbox.receive_nowait(), BeginScheduling)
+    assert election.calls == ["campaign", "hold", "resign", "aclose"]
