@@ -37,7 +37,7 @@ import trio
 
 from podium.actors.cycle.extenders import NO_EXTENDERS, Extenders
 from podium.actors.cycle.generic_scheduler import FilterStage
-from podium.actors.cycle.steps import fold_member
+from podium.actors.cycle.steps import decision_for, fold_member
 from podium.actors.framework.nodeinfo import PodInfo
 from podium.actors.framework.result import ScheduleResult
 from podium.actors.mail.messages import (
@@ -130,7 +130,7 @@ class FilterActor:
                 break
             decision = await self._filter_one(msg, pod, self._decisions_to)
             if decision is None:
-                decision = await self._scored(pod)
+                decision = await decision_for(self._decisions, pod)
             decided = trio.current_time()
             assumed = None
             if decision.node is not None:
@@ -144,13 +144,6 @@ class FilterActor:
                 break
         for decision in decisions:
             reply(msg.reply, decision)
-
-    async def _scored(self, pod: PodInfo) -> Decision:
-        while True:
-            decision = await self._decisions.receive()
-            # Only a run abandoned by a cancellation could have left another answer.
-            if decision.pod is pod:
-                return decision
 
     async def _filter_one(
         self, msg: FilterRequest, pod: PodInfo, to: trio.MemorySendChannel[Decision]

@@ -80,6 +80,7 @@ from podium.actors.cycle.gang_cycle import GangCycle
 from podium.actors.cycle.steps import (
     Outcome,
     PopSize,
+    decision_for,
     fold_member,
     observe_stages,
     record_stages,
@@ -394,11 +395,7 @@ class Scheduler(GangCycle):
                 before=before,
             ),
         )
-        while True:
-            decision = await self._decisions.receive()
-            # Only a request abandoned by a cancellation could have left another answer.
-            if decision.pod is pod:
-                return decision
+        return await decision_for(self._decisions, pod)
 
     async def _unresolvable(
         self,

@@ -50,6 +50,7 @@ __all__ = [
     "CycleSteps",
     "Outcome",
     "PopSize",
+    "decision_for",
     "fold_member",
     "observe_stages",
     "record_stages",
@@ -176,6 +177,15 @@ def fold_member(
         snapshot.objects, node, decision.volumes, decision.provisions
     )
     return assumed
+
+
+async def decision_for(decisions: trio.MemoryReceiveChannel[Decision], pod: PodInfo) -> Decision:
+    """The next Decision on ``decisions`` about ``pod`` (the one asked for): only a request
+    abandoned by a cancellation could have left another answer before it."""
+    while True:
+        decision = await decisions.receive()
+        if decision.pod is pod:
+            return decision
 
 
 def observe_stages(decision: Decision) -> None:
